@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Side-by-side stream benchmark: wirebench vs iperf3 (and netperf when installed).
+
+Every path is built fresh in private network namespaces whose default congestion control is
+set to the same algorithm (cubic by default) for every tool, without touching the host:
+  loopback      one namespace, client and server on 127.0.0.1
+  veth-<mtu>    two namespaces joined by a veth pair at MTU 1500, 9000 and 65520
+Runs are interleaved (tool A, tool B, tool A, ...), client pinned to CPU 0 and server to CPU 1
+(taskset), each run --seconds long. Reported: the median receiver throughput in Gbit/s
+(10^9 bit/s of payload) of each tool, the ratio wirebench / peer, and wirebench's service demand.
+
+Needs root, iproute2, iperf3, and a release build (cargo build --release).
+Usage: sudo python3 bench/stream.py [--runs 5] [--seconds 5] [--paths loopback,veth-1500,...]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WB = os.path.join(ROOT, "target", "release", "wirebench")
+A_ADDR, B_ADDR = "10.203.9.1", "10.203.9.2"
+
+
+def sh(*args, check=True, **kw):
+    return subprocess.run(list(args), check=check, capture_output=True, text=True, **kw)
+
+
+class Path:
+    """A namespace setup; `client_ns` and `server_ns` may be the same namespace."""
+
+    def __init__(self, name, cc):
+        self.name = name
+        tag = f"wbb{os.getpid()}"
+        if name == "loopback":
+            self.nss = [f"{tag}-lo"]
+            self.client_ns = self.server_ns = self.nss[0]
+            self.server_addr = "127.0.0.1"
+            sh("ip", "netns", "add", self.nss[0])
+            sh("ip", "-n", self.nss[0], "link", "set", "lo", "up")
+        else:
+            mtu = name.split("-")[1]
+            self.nss = [f"{tag}-a", f"{tag}-b"]
+            self.client_ns, self.server_ns = self.nss
+            self.server_addr = B_ADDR
+            for ns in self.nss:
+                sh("ip", "netns", "add", ns)
+                sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sh("ip", "link", "add", "wba", "netns", self.nss[0], "type", "veth",
+               "peer", "name", "wbb", "netns", self.nss[1])
+            for ns, ifn, addr in ((self.nss[0], "wba", A_ADDR), (self.nss[1], "wbb", B_ADDR)):
+                sh("ip", "-n", ns, "link", "set", ifn, "mtu", mtu)
+                sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifn)
+                sh("ip", "-n", ns, "link", "set", ifn, "up")
+        for ns in self.nss:
+            sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={cc}")
+
+    def close(self):
+        for ns in self.nss:
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def in_ns(ns, cpu, *cmd):
+    return ["ip", "netns", "exec", ns, "taskset", "-c", str(cpu), *cmd]
+
+
+class Server:
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+
+    def stop(self):
+        self.p.terminate()
+        try:
+            self.p.wait(5)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def run_wirebench(path, secs, extra=()):
+    out = sh(*in_ns(path.client_ns, 0, WB, "stream", "-H", path.server_addr, "-t", str(secs),
+                    "--json", *extra), check=False, timeout=secs + 60)
+    r = json.loads(out.stdout)
+    s = r["runs"][-1]["summary"]
+    d = s["directions"][0]
+    cpu = {c["host"]: c for c in s["cpu"]}
+    return {
+        "gbps": d["receiver_throughput_bps"] / 1e9,
+        "cc": ",".join(s["congestion"]),
+        "sd_client": cpu.get("client", {}).get("service_demand_us_per_kb"),
+        "sd_server": cpu.get("server", {}).get("service_demand_us_per_kb"),
+    }
+
+
+def run_iperf3(path, secs, extra=()):
+    out = sh(*in_ns(path.client_ns, 0, "iperf3", "-c", path.server_addr, "-t", str(secs), "-J",
+                    *extra), check=False, timeout=secs + 60)
+    r = json.loads(out.stdout)
+    end = r["end"]
+    return {"gbps": end["sum_received"]["bits_per_second"] / 1e9,
+            "cc": end.get("receiver_tcp_congestion", end.get("sender_tcp_congestion", "?"))}
+
+
+def run_netperf(path, secs):
+    out = sh(*in_ns(path.client_ns, 0, "netperf", "-H", path.server_addr, "-l", str(secs), "-P",
+                    "0", "-t", "TCP_STREAM", "--", "-o", "THROUGHPUT,THROUGHPUT_UNITS"),
+             check=False, timeout=secs + 60)
+    val, unit = out.stdout.strip().splitlines()[-1].split(",")
+    scale = {"10^6bits/s": 1e-3, "10^9bits/s": 1.0}.get(unit.strip(), 1e-3)
+    return {"gbps": float(val) * scale, "cc": "ns default"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--cc", default="cubic")
+    ap.add_argument("--paths", default="loopback,veth-1500,veth-9000,veth-65520")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (network namespaces)")
+    if not os.path.exists(WB):
+        sys.exit(f"{WB} missing: run cargo build --release")
+    tools = {"wirebench": None, "iperf3": None}
+    if shutil.which("netperf") and shutil.which("netserver"):
+        tools["netperf"] = None
+    rows = []
+    for pname in args.paths.split(","):
+        path = Path(pname, args.cc)
+        servers = []
+        try:
+            servers.append(Server(in_ns(path.server_ns, 1, WB, "serve", "--bind", path.server_addr)))
+            servers.append(Server(in_ns(path.server_ns, 1, "iperf3", "-s")))
+            if "netperf" in tools:
+                servers.append(Server(in_ns(path.server_ns, 1, "netserver", "-D")))
+            results = {t: [] for t in tools}
+            for i in range(args.runs):
+                for t in tools:  # interleaved
+                    fn = {"wirebench": run_wirebench, "iperf3": run_iperf3, "netperf": run_netperf}[t]
+                    try:
+                        results[t].append(fn(path, args.seconds))
+                    except Exception as e:  # a failed run is reported, not hidden
+                        print(f"{pname} {t} run {i}: failed: {e}", file=sys.stderr)
+                    time.sleep(0.5)
+            med = {t: statistics.median([r["gbps"] for r in rs]) if rs else float("nan")
+                   for t, rs in results.items()}
+            wb = results["wirebench"]
+            rows.append({
+                "path": pname, "median_gbps": med,
+                "runs": {t: [round(r["gbps"], 2) for r in rs] for t, rs in results.items()},
+                "cc": {t: sorted({r["cc"] for r in rs}) for t, rs in results.items()},
+                "sd_client_us_per_kb": statistics.median([r["sd_client"] for r in wb if r["sd_client"]]) if wb else None,
+                "sd_server_us_per_kb": statistics.median([r["sd_server"] for r in wb if r["sd_server"]]) if wb else None,
+            })
+        finally:
+            for s in servers:
+                s.stop()
+            path.close()
+    peers = [t for t in tools if t != "wirebench"]
+    print(f"\nTCP stream, congestion control {args.cc} in every namespace, {args.runs} interleaved "
+          f"runs of {args.seconds:g} s, client CPU 0, server CPU 1; median receiver Gbit/s (10^9 bit/s)\n")
+    head = "| path | wirebench | " + " | ".join(peers) + " | " + " | ".join(f"ratio vs {p}" for p in peers) + " | wirebench SD client/server us/KB |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for r in rows:
+        m = r["median_gbps"]
+        ratios = " | ".join(f"{m['wirebench'] / m[p]:.2f}x" if m[p] else "n/a" for p in peers)
+        sd = f"{r['sd_client_us_per_kb'] or float('nan'):.3f} / {r['sd_server_us_per_kb'] or float('nan'):.3f}"
+        print(f"| {r['path']} | {m['wirebench']:.1f} | " + " | ".join(f"{m[p]:.1f}" for p in peers) + f" | {ratios} | {sd} |")
+    print("\nraw runs (Gbit/s) and congestion control seen:")
+    for r in rows:
+        print(f"  {r['path']}: {r['runs']}  cc={r['cc']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+//! CPU snapshots taken at the edges of a measurement window.
+//!
+//! Two sources: `/proc/stat` (the whole machine, per CPU) and `/proc/self/task/<tid>/stat`
+//! for each of the engine's own data threads (what wirebench itself spent).
+
+use wirebench_proto::measure::CpuReport;
+use wirebench_stats::cpu::{parse_proc_stat, system_utilization, ProcStat};
+use wirebench_sys::thread::{thread_cpu_times, CpuTimes};
+
+/// One CPU snapshot.
+#[derive(Debug, Clone)]
+pub struct CpuSnapshot {
+    /// ns after the engine's start.
+    pub at_ns: u64,
+    /// Parsed `/proc/stat`, if readable.
+    pub system: Option<ProcStat>,
+    /// Sum over the given threads.
+    pub threads: CpuTimes,
+}
+
+impl CpuSnapshot {
+    /// Take a snapshot now; `tids` are the engine's data threads.
+    pub fn take(at_ns: u64, tids: &[i32]) -> Self {
+        let system = wirebench_sys::host::read_proc_stat()
+            .ok()
+            .and_then(|t| parse_proc_stat(&t).ok());
+        let mut threads = CpuTimes::default();
+        for &tid in tids {
+            if let Ok(t) = thread_cpu_times(tid) {
+                threads.user_ns += t.user_ns;
+                threads.system_ns += t.system_ns;
+            }
+        }
+        CpuSnapshot {
+            at_ns,
+            system,
+            threads,
+        }
+    }
+}
+
+/// Turn two snapshots into a [`CpuReport`]; `None` (with a reason) if `/proc/stat` was not
+/// readable or the snapshots are not comparable.
+pub fn report(before: &CpuSnapshot, after: &CpuSnapshot) -> Result<CpuReport, String> {
+    let (Some(b), Some(a)) = (&before.system, &after.system) else {
+        return Err("/proc/stat could not be read; CPU utilization not measured".into());
+    };
+    let system = system_utilization(b, a).map_err(|e| e.to_string())?;
+    Ok(CpuReport {
+        window_start_ns: before.at_ns,
+        window_end_ns: after.at_ns,
+        system,
+        threads_user_ns: after.threads.user_ns.saturating_sub(before.threads.user_ns),
+        threads_system_ns: after
+            .threads
+            .system_ns
+            .saturating_sub(before.threads.system_ns),
+    })
+}

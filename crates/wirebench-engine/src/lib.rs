@@ -1,0 +1,32 @@
+//! wirebench data-path engines.
+//!
+//! An engine moves bytes over already-connected data sockets, counts them, samples the counts
+//! at interval boundaries, and measures CPU over its measurement window. It reports through a
+//! [`Sink`] and returns raw figures in a [`measure::SideReport`]-shaped form; it never formats
+//! output and never computes throughput — that is `wirebench-stats` and the report layer.
+//!
+//! - [`stream`]: bulk transfer (TCP_STREAM), one thread per flow, lock-free counters.
+//! - [`env`]: what the host and stack look like (kernel, CPU, congestion control, buffers,
+//!   interface MTU and offloads).
+//! - [`cpu`]: CPU snapshots (`/proc/stat` and the engine's own threads).
+//!
+//! [`measure::SideReport`]: wirebench_proto::measure::SideReport
+
+pub mod cpu;
+pub mod env;
+pub mod stream;
+
+use wirebench_proto::measure::IntervalSample;
+
+/// Where an engine reports while it runs. Called from the engine's sampling thread.
+pub trait Sink: Send {
+    /// A new interval sample is complete.
+    fn interval(&mut self, sample: &IntervalSample);
+}
+
+/// A sink that drops everything.
+pub struct NullSink;
+
+impl Sink for NullSink {
+    fn interval(&mut self, _sample: &IntervalSample) {}
+}

@@ -1,0 +1,506 @@
+//! Bulk TCP transfer: the TCP_STREAM workload.
+//!
+//! # Timeline (on this end's monotonic clock, 0 = the call to [`run`])
+//! ```text
+//! 0 ──── warm-up ────┬──────────── duration ────────────┬── drain ──┐
+//!                window start                        stop instant   last byte (EOF)
+//! ```
+//! - **Window start** = end of warm-up. Counters and CPU are snapshotted there.
+//! - **Stop instant** = window start + duration. Senders stop writing and shut their side down;
+//!   a sender's window ends here. CPU is snapshotted here on both roles.
+//! - A receiver keeps reading until EOF (bytes that were in flight at the stop instant);
+//!   its window ends at the arrival of the last byte, bounded by `drain_limit`.
+//!
+//! One thread per flow; each keeps its running byte total in its own cache-line-sized atomic
+//! (a plain store, no read-modify-write), which the sampling thread reads at interval
+//! boundaries. No lock is taken per send or receive.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+use socket2::SockRef;
+use wirebench_proto::measure::{
+    CpuReport, FlowInterval, FlowSide, IntervalSample, Role, TcpInfoReport,
+};
+use wirebench_proto::spec::FlowDir;
+
+use crate::cpu::{self, CpuSnapshot};
+use crate::Sink;
+
+/// How often blocked socket calls wake up to look at the stop and abort flags.
+const POLL_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// One connected data socket and what to do with it.
+#[derive(Debug)]
+pub struct FlowPlan {
+    /// Flow id.
+    pub flow: u32,
+    /// Which way its payload moves.
+    pub dir: FlowDir,
+    /// What this end does.
+    pub role: Role,
+    /// The connected socket (options already applied).
+    pub stream: TcpStream,
+}
+
+/// Parameters of a stream run.
+#[derive(Debug, Clone)]
+pub struct StreamConfig {
+    /// Bytes per write/read call.
+    pub msg_size_bytes: usize,
+    /// Warm-up before the window opens.
+    pub warmup: Duration,
+    /// Measured duration.
+    pub duration: Duration,
+    /// Interval sampling period, if any.
+    pub interval: Option<Duration>,
+    /// How long receivers wait for EOF after the stop instant.
+    pub drain_limit: Duration,
+    /// Pin every data thread to this CPU.
+    pub cpu: Option<usize>,
+}
+
+/// What a stream run measured at this end.
+#[derive(Debug, Clone)]
+pub struct StreamOutput {
+    /// Per flow, in the order given.
+    pub flows: Vec<FlowSide>,
+    /// Interval samples (also delivered to the sink as they happened).
+    pub intervals: Vec<IntervalSample>,
+    /// CPU over [window start, stop instant].
+    pub cpu: Option<CpuReport>,
+    /// Measurement problems.
+    pub warnings: Vec<String>,
+    /// Set if the run was aborted, with the reason.
+    pub aborted: Option<String>,
+}
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+struct FlowDone {
+    total_bytes: u64,
+    last_byte_ns: Option<u64>,
+    tcp_info: Option<TcpInfoReport>,
+    congestion: Option<String>,
+    pmtu_bytes: Option<u32>,
+    sndbuf_bytes: Option<u32>,
+    rcvbuf_bytes: Option<u32>,
+    error: Option<String>,
+    drain_truncated: bool,
+}
+
+struct Shared {
+    start: Instant,
+    stop: AtomicBool,
+    stop_at_ns: AtomicU64,
+    counters: Vec<Counter>,
+}
+
+fn ns_since(start: Instant, t: Instant) -> u64 {
+    t.saturating_duration_since(start).as_nanos() as u64
+}
+
+/// Convert the `-sys` TCP_INFO into the wire report.
+pub fn tcp_info_report(i: &wirebench_sys::tcp::TcpInfo) -> TcpInfoReport {
+    TcpInfoReport {
+        retransmits_total: i.retransmits_total,
+        rtt_us: i.rtt_us,
+        rttvar_us: i.rttvar_us,
+        min_rtt_us: i.min_rtt_us,
+        snd_cwnd_segments: i.snd_cwnd_segments,
+        snd_mss_bytes: i.snd_mss_bytes,
+        rcv_mss_bytes: i.rcv_mss_bytes,
+        pmtu_bytes: i.pmtu_bytes,
+        delivery_rate_bps: i.delivery_rate_bytes_per_s.map(|b| b.saturating_mul(8)),
+        bytes_acked: i.bytes_acked,
+        bytes_received: i.bytes_received,
+        rwnd_limited_us: i.rwnd_limited_us,
+        sndbuf_limited_us: i.sndbuf_limited_us,
+    }
+}
+
+fn socket_facts<F: AsFd>(s: &F, done: &mut FlowDone) {
+    let sock = SockRef::from(s);
+    done.sndbuf_bytes = sock.send_buffer_size().ok().map(|v| v as u32);
+    done.rcvbuf_bytes = sock.recv_buffer_size().ok().map(|v| v as u32);
+    done.congestion = wirebench_sys::tcp::congestion(s).ok();
+    done.pmtu_bytes = wirebench_sys::tcp::ip_mtu(s).ok();
+    done.tcp_info = wirebench_sys::tcp::tcp_info(s)
+        .ok()
+        .map(|i| tcp_info_report(&i));
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+fn run_sender(
+    mut s: TcpStream,
+    idx: usize,
+    buf: &[u8],
+    shared: &Shared,
+    abort: &AtomicBool,
+    drain_limit: Duration,
+) -> FlowDone {
+    let mut total: u64 = 0;
+    let mut error = None;
+    let counter = &shared.counters[idx].0;
+    while !shared.stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
+        match s.write(buf) {
+            Ok(0) => {
+                error = Some("peer stopped accepting data (write returned 0)".to_string());
+                break;
+            }
+            Ok(n) => {
+                total += n as u64;
+                counter.store(total, Ordering::Relaxed);
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                error = Some(format!("send failed: {e}"));
+                break;
+            }
+        }
+    }
+    let mut done = FlowDone {
+        total_bytes: total,
+        last_byte_ns: None,
+        tcp_info: None,
+        congestion: None,
+        pmtu_bytes: None,
+        sndbuf_bytes: None,
+        rcvbuf_bytes: None,
+        error,
+        drain_truncated: false,
+    };
+    if done.error.is_none() {
+        // Orderly end: FIN after the last byte, then wait (bounded) for the receiver to read
+        // everything and close, so that TCP_INFO below shows every byte acknowledged.
+        let _ = s.shutdown(Shutdown::Write);
+        let deadline = Instant::now() + drain_limit;
+        let mut sink = [0u8; 512];
+        while Instant::now() < deadline && !abort.load(Ordering::Relaxed) {
+            match s.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    socket_facts(&s, &mut done);
+    done
+}
+
+fn run_receiver(
+    mut s: TcpStream,
+    idx: usize,
+    buf: &mut [u8],
+    shared: &Shared,
+    abort: &AtomicBool,
+    drain_limit: Duration,
+) -> FlowDone {
+    let mut total: u64 = 0;
+    let mut last = None;
+    let mut error = None;
+    let mut drain_truncated = false;
+    let counter = &shared.counters[idx].0;
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            break;
+        }
+        match s.read(buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                total += n as u64;
+                counter.store(total, Ordering::Relaxed);
+                last = Some(Instant::now());
+            }
+            Err(e) if is_timeout(&e) => {
+                if shared.stop.load(Ordering::Relaxed) {
+                    let stop_ns = shared.stop_at_ns.load(Ordering::Relaxed);
+                    let now_ns = ns_since(shared.start, Instant::now());
+                    if now_ns > stop_ns.saturating_add(drain_limit.as_nanos() as u64) {
+                        drain_truncated = true;
+                        break;
+                    }
+                }
+            }
+            Err(e) => {
+                error = Some(format!("receive failed: {e}"));
+                break;
+            }
+        }
+    }
+    let mut done = FlowDone {
+        total_bytes: total,
+        last_byte_ns: last.map(|t| ns_since(shared.start, t)),
+        tcp_info: None,
+        congestion: None,
+        pmtu_bytes: None,
+        sndbuf_bytes: None,
+        rcvbuf_bytes: None,
+        error,
+        drain_truncated,
+    };
+    socket_facts(&s, &mut done);
+    done
+}
+
+fn sample(
+    shared: &Shared,
+    flows: &[(u32, Role)],
+    prev: &mut [u64],
+    index: u32,
+    start_ns: u64,
+    end_ns: u64,
+    warmup_ns: u64,
+) -> IntervalSample {
+    let mut out = Vec::with_capacity(flows.len());
+    for (i, &(flow, role)) in flows.iter().enumerate() {
+        let now = shared.counters[i].0.load(Ordering::Relaxed);
+        out.push(FlowInterval {
+            flow,
+            role,
+            bytes: now.saturating_sub(prev[i]),
+        });
+        prev[i] = now;
+    }
+    IntervalSample {
+        index,
+        start_ns,
+        end_ns,
+        in_warmup: start_ns < warmup_ns,
+        flows: out,
+    }
+}
+
+/// Sleep until `t` or until `abort` is set; returns false on abort.
+fn sleep_until(t: Instant, abort: &AtomicBool) -> bool {
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= t {
+            return true;
+        }
+        thread::sleep((t - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Run a stream test over `plans`. Blocks until every flow has finished (or the abort flag is
+/// set and the flows noticed it, within about [`POLL_TIMEOUT`]).
+pub fn run(
+    cfg: &StreamConfig,
+    plans: Vec<FlowPlan>,
+    sink: &mut dyn Sink,
+    abort: &AtomicBool,
+) -> StreamOutput {
+    let msg = cfg.msg_size_bytes.max(1);
+    let n = plans.len();
+    let mut payload = vec![0u8; msg];
+    rand::rng().fill_bytes(&mut payload);
+    let start = Instant::now();
+    let shared = Shared {
+        start,
+        stop: AtomicBool::new(false),
+        stop_at_ns: AtomicU64::new(u64::MAX),
+        counters: (0..n).map(|_| Counter::default()).collect(),
+    };
+    let meta: Vec<(u32, Role, FlowDir)> = plans.iter().map(|p| (p.flow, p.role, p.dir)).collect();
+    let roles: Vec<(u32, Role)> = meta.iter().map(|m| (m.0, m.1)).collect();
+    let warmup_ns = cfg.warmup.as_nanos() as u64;
+    let mut warnings = Vec::new();
+
+    let (tid_tx, tid_rx) = mpsc::channel::<i32>();
+    let before_threads = CpuSnapshot::take(0, &[]);
+    thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(n);
+        for (idx, plan) in plans.into_iter().enumerate() {
+            let _ = plan.stream.set_read_timeout(Some(POLL_TIMEOUT));
+            let _ = plan.stream.set_write_timeout(Some(POLL_TIMEOUT));
+            let (shared, payload, tid_tx) = (&shared, &payload, tid_tx.clone());
+            let (drain, cpu) = (cfg.drain_limit, cfg.cpu);
+            let h = thread::Builder::new()
+                .name(format!("wb-flow-{}", plan.flow))
+                .spawn_scoped(scope, move || {
+                    let pin_err =
+                        cpu.and_then(|c| wirebench_sys::thread::pin_current_thread(c).err());
+                    let _ = tid_tx.send(wirebench_sys::thread::current_thread_id());
+                    drop(tid_tx);
+                    let mut done = match plan.role {
+                        Role::Sender => run_sender(plan.stream, idx, payload, shared, abort, drain),
+                        Role::Receiver => {
+                            let mut buf = vec![0u8; payload.len()];
+                            run_receiver(plan.stream, idx, &mut buf, shared, abort, drain)
+                        }
+                    };
+                    if let Some(e) = pin_err {
+                        done.error.get_or_insert(format!("could not pin to CPU: {e}"));
+                    }
+                    done
+                });
+            match h {
+                Ok(h) => handles.push(Some(h)),
+                Err(e) => {
+                    warnings.push(format!("flow {idx}: could not start its thread: {e}"));
+                    handles.push(None);
+                }
+            }
+        }
+        drop(tid_tx);
+        let tids: Vec<i32> = tid_rx.iter().collect();
+
+        // Sampling loop on the calling thread.
+        let mut prev = vec![0u64; n];
+        let mut intervals = Vec::new();
+        let mut aborted = None;
+        let window_start_at = start + cfg.warmup;
+        let stop_at = window_start_at + cfg.duration;
+        let mut next_interval = cfg.interval.map(|i| start + i);
+        let mut interval_start_ns = 0u64;
+        let mut cpu_before = (warmup_ns == 0).then_some(before_threads);
+        let mut window_start_bytes = vec![0u64; n];
+        let mut window_start_ns = 0u64;
+        loop {
+            let mut next = stop_at;
+            if cpu_before.is_none() {
+                next = next.min(window_start_at);
+            }
+            if let Some(t) = next_interval {
+                next = next.min(t);
+            }
+            if !sleep_until(next, abort) {
+                aborted = Some("aborted".to_string());
+                break;
+            }
+            let now = Instant::now();
+            let now_ns = ns_since(start, now);
+            if cpu_before.is_none() && now >= window_start_at {
+                for (i, c) in shared.counters.iter().enumerate() {
+                    window_start_bytes[i] = c.0.load(Ordering::Relaxed);
+                }
+                window_start_ns = now_ns;
+                cpu_before = Some(CpuSnapshot::take(now_ns, &tids));
+            }
+            if let Some(t) = next_interval {
+                if now >= t && now < stop_at {
+                    let s = sample(
+                        &shared,
+                        &roles,
+                        &mut prev,
+                        intervals.len() as u32,
+                        interval_start_ns,
+                        now_ns,
+                        warmup_ns,
+                    );
+                    sink.interval(&s);
+                    intervals.push(s);
+                    interval_start_ns = now_ns;
+                    next_interval = cfg.interval.map(|i| t + i);
+                }
+            }
+            if now >= stop_at {
+                break;
+            }
+        }
+        // The stop instant (or the abort instant).
+        let stop_ns = ns_since(start, Instant::now());
+        shared.stop_at_ns.store(stop_ns, Ordering::Relaxed);
+        shared.stop.store(true, Ordering::Relaxed);
+        let stop_bytes: Vec<u64> =
+            shared.counters.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
+        let cpu_after = CpuSnapshot::take(stop_ns, &tids);
+        let cpu_before = cpu_before.unwrap_or_else(|| CpuSnapshot::take(window_start_ns, &tids));
+
+        let results: Vec<Option<FlowDone>> = handles
+            .into_iter()
+            .map(|h| h.and_then(|h| h.join().ok()))
+            .collect();
+        if aborted.is_none() && abort.load(Ordering::Relaxed) {
+            aborted = Some("aborted while draining".to_string());
+        }
+        let end_ns = ns_since(start, Instant::now());
+        if cfg.interval.is_some() {
+            let s = sample(
+                &shared,
+                &roles,
+                &mut prev,
+                intervals.len() as u32,
+                interval_start_ns,
+                end_ns,
+                warmup_ns,
+            );
+            sink.interval(&s);
+            intervals.push(s);
+        }
+
+        let mut flows = Vec::with_capacity(n);
+        for (i, (flow, role, dir)) in meta.into_iter().enumerate() {
+            let done = results[i].as_ref();
+            let total = done
+                .map(|d| d.total_bytes)
+                .unwrap_or_else(|| shared.counters[i].0.load(Ordering::Relaxed));
+            let (window_bytes, window_end_ns) = match role {
+                Role::Sender => (stop_bytes[i].saturating_sub(window_start_bytes[i]), stop_ns),
+                Role::Receiver => {
+                    let last = done.and_then(|d| d.last_byte_ns).unwrap_or(window_start_ns);
+                    (
+                        total.saturating_sub(window_start_bytes[i]),
+                        last.max(window_start_ns),
+                    )
+                }
+            };
+            if done.is_some_and(|d| d.drain_truncated) {
+                warnings.push(format!(
+                    "flow {flow}: no EOF within {} ms after the stop; its receive window was cut there",
+                    cfg.drain_limit.as_millis()
+                ));
+            }
+            flows.push(FlowSide {
+                flow,
+                dir,
+                role,
+                total_bytes: total,
+                window_bytes,
+                window_start_ns,
+                window_end_ns,
+                sndbuf_bytes: done.and_then(|d| d.sndbuf_bytes),
+                rcvbuf_bytes: done.and_then(|d| d.rcvbuf_bytes),
+                congestion: done.and_then(|d| d.congestion.clone()),
+                pmtu_bytes: done.and_then(|d| d.pmtu_bytes),
+                tcp_info: done.and_then(|d| d.tcp_info.clone()),
+                error: match done {
+                    Some(d) => d.error.clone(),
+                    None => Some("flow thread failed".into()),
+                },
+            });
+        }
+        let cpu = match cpu::report(&cpu_before, &cpu_after) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                warnings.push(e);
+                None
+            }
+        };
+        StreamOutput {
+            flows,
+            intervals,
+            cpu,
+            warnings,
+            aborted,
+        }
+    })
+}

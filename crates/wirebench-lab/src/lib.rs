@@ -1,0 +1,266 @@
+//! A testbed of Linux network namespaces joined by veth pairs, for tests and studies.
+//!
+//! [`Testbed::pair`] builds two namespaces `<prefix>-a` and `<prefix>-b` joined by one veth
+//! pair (`wba` in a, `wbb` in b) with private test addresses, loopback up, and a chosen MTU.
+//! Knobs: [`Testbed::set_offload`] (`ethtool -K`), [`Testbed::rate_limit`] (a `tc tbf` token
+//! bucket on one side's egress), interface counters. Everything is torn down on drop, also
+//! when a test fails or panics. Needs root and the `ip`, `tc` and `ethtool` commands.
+//!
+//! Traffic only ever flows between the two namespaces this crate created.
+
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use thiserror::Error;
+
+/// Address of side a (in namespace `<prefix>-a`).
+pub const ADDR_A: &str = "10.203.0.1";
+/// Address of side b.
+pub const ADDR_B: &str = "10.203.0.2";
+/// Interface name of side a.
+pub const IF_A: &str = "wba";
+/// Interface name of side b.
+pub const IF_B: &str = "wbb";
+
+/// Testbed failures.
+#[derive(Debug, Error)]
+pub enum LabError {
+    /// A command could not be started.
+    #[error("cannot run {cmd}: {source}")]
+    Spawn {
+        /// The command line.
+        cmd: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A command exited non-zero.
+    #[error("{cmd} failed: {stderr}")]
+    Failed {
+        /// The command line.
+        cmd: String,
+        /// Its stderr.
+        stderr: String,
+    },
+    /// Output that could not be parsed.
+    #[error("unexpected output from {cmd}: {detail}")]
+    Parse {
+        /// The command line.
+        cmd: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+fn run(args: &[&str]) -> Result<Output, LabError> {
+    let cmd = args.join(" ");
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|source| LabError::Spawn {
+            cmd: cmd.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(LabError::Failed {
+            cmd,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Which end of the pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Namespace `<prefix>-a`, interface `wba`, address [`ADDR_A`].
+    A,
+    /// Namespace `<prefix>-b`, interface `wbb`, address [`ADDR_B`].
+    B,
+}
+
+/// Interface counters (from `/sys/class/net/<if>/statistics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IfCounters {
+    /// Bytes received, link-layer headers included.
+    pub rx_bytes: u64,
+    /// Packets (skbs) received.
+    pub rx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+}
+
+/// Two namespaces joined by a veth pair. Removed on drop.
+#[derive(Debug)]
+pub struct Testbed {
+    prefix: String,
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+impl Testbed {
+    /// A fresh, unique prefix for this process (`wbt<pid>x<n>`).
+    pub fn unique_prefix() -> String {
+        format!(
+            "wbt{}x{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// Build the pair with the given MTU. On error, whatever was created is removed.
+    pub fn pair(mtu: u32) -> Result<Testbed, LabError> {
+        let tb = Testbed {
+            prefix: Self::unique_prefix(),
+        };
+        let (a, b) = (tb.ns(Side::A), tb.ns(Side::B));
+        run(&["ip", "netns", "add", &a])?;
+        run(&["ip", "netns", "add", &b])?;
+        run(&[
+            "ip", "link", "add", IF_A, "netns", &a, "type", "veth", "peer", "name", IF_B,
+            "netns", &b,
+        ])?;
+        let mtu = mtu.to_string();
+        for (ns, ifn, addr) in [(&a, IF_A, ADDR_A), (&b, IF_B, ADDR_B)] {
+            run(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+            run(&["ip", "-n", ns, "link", "set", ifn, "mtu", &mtu])?;
+            run(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", ifn])?;
+            run(&["ip", "-n", ns, "link", "set", ifn, "up"])?;
+        }
+        Ok(tb)
+    }
+
+    /// A single namespace (only side A), loopback up: an isolated `lo` whose counters see
+    /// only this test's traffic.
+    pub fn single() -> Result<Testbed, LabError> {
+        let tb = Testbed {
+            prefix: Self::unique_prefix(),
+        };
+        let a = tb.ns(Side::A);
+        run(&["ip", "netns", "add", &a])?;
+        run(&["ip", "-n", &a, "link", "set", "lo", "up"])?;
+        Ok(tb)
+    }
+
+    /// Namespace name of a side.
+    pub fn ns(&self, side: Side) -> String {
+        match side {
+            Side::A => format!("{}-a", self.prefix),
+            Side::B => format!("{}-b", self.prefix),
+        }
+    }
+
+    /// Address of a side.
+    pub fn addr(side: Side) -> &'static str {
+        match side {
+            Side::A => ADDR_A,
+            Side::B => ADDR_B,
+        }
+    }
+
+    /// Interface name of a side.
+    pub fn ifname(side: Side) -> &'static str {
+        match side {
+            Side::A => IF_A,
+            Side::B => IF_B,
+        }
+    }
+
+    /// A `Command` that runs `program` inside a side's namespace.
+    pub fn command(&self, side: Side, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(side), program]);
+        c
+    }
+
+    /// Run a command inside a namespace and return its stdout.
+    pub fn exec(&self, side: Side, args: &[&str]) -> Result<String, LabError> {
+        let ns = self.ns(side);
+        let mut full = vec!["ip", "netns", "exec", ns.as_str()];
+        full.extend_from_slice(args);
+        let out = run(&full)?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Set a sysctl inside a side's namespace (e.g. `net.ipv4.tcp_congestion_control`).
+    pub fn sysctl(&self, side: Side, key: &str, value: &str) -> Result<(), LabError> {
+        self.exec(side, &["sysctl", "-q", "-w", &format!("{key}={value}")])
+            .map(|_| ())
+    }
+
+    /// `ethtool -K <if> <feature> on|off` on a side's veth.
+    pub fn set_offload(&self, side: Side, feature: &str, on: bool) -> Result<(), LabError> {
+        let ifn = Self::ifname(side);
+        self.exec(side, &["ethtool", "-K", ifn, feature, if on { "on" } else { "off" }])
+            .map(|_| ())
+    }
+
+    /// Limit a side's egress to `rate_bits_per_s` with a `tc tbf` token bucket.
+    /// tbf counts link-layer bytes (Ethernet header included) of every segment.
+    pub fn rate_limit(&self, side: Side, rate_bits_per_s: u64) -> Result<(), LabError> {
+        let ifn = Self::ifname(side);
+        let ns = self.ns(side);
+        // Burst must hold at least one GSO super-packet; the queue ~ a few ms at the rate.
+        let burst = (rate_bits_per_s / 8 / 250).max(256 * 1024);
+        let limit = (rate_bits_per_s / 8 / 100).max(2 * burst);
+        run(&[
+            "tc", "-n", &ns, "qdisc", "replace", "dev", ifn, "root", "tbf", "rate",
+            &format!("{rate_bits_per_s}bit"), "burst", &burst.to_string(), "limit",
+            &limit.to_string(),
+        ])
+        .map(|_| ())
+    }
+
+    /// Interface counters of a side's veth (or of `lo` with `ifname = "lo"`).
+    pub fn counters(&self, side: Side, ifname: &str) -> Result<IfCounters, LabError> {
+        let read = |f: &str| -> Result<u64, LabError> {
+            let path = format!("/sys/class/net/{ifname}/statistics/{f}");
+            let s = self.exec(side, &["cat", &path])?;
+            s.trim().parse().map_err(|_| LabError::Parse {
+                cmd: format!("cat {path}"),
+                detail: s.clone(),
+            })
+        };
+        Ok(IfCounters {
+            rx_bytes: read("rx_bytes")?,
+            rx_packets: read("rx_packets")?,
+            tx_bytes: read("tx_bytes")?,
+            tx_packets: read("tx_packets")?,
+        })
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        // Deleting a namespace destroys its veth end, and with it the peer.
+        for side in [Side::A, Side::B] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.ns(side)])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// True if this process can build namespaces (root and `ip` present).
+pub fn available() -> bool {
+    Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+        && std::fs::metadata("/proc/self/ns/net").is_ok()
+        && is_root()
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,276 @@
+//! The client side of a test: `wirebench stream -H HOST`.
+//!
+//! Runs a [`ClientSession`] over the control connection, opens the data connections with the
+//! token the server issued, runs the engine, relays live intervals to the caller and collects
+//! both ends' reports. Errors before any measurement are returned as `Err`; once the engines
+//! run, a failure or an interrupt still returns the partial reports, marked as such.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use wirebench_proto::data::{DataHello, Token, CONTROL_PREAMBLE};
+use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
+use wirebench_proto::measure::{HostRole, IntervalSample, SideReport};
+use wirebench_proto::message::{AbortMsg, Message};
+use wirebench_proto::session::{Action, ClientSession, Phase, Timeouts};
+use wirebench_proto::spec::TestSpec;
+
+use crate::conn::Control;
+use crate::server::{plans_for, EngineRun};
+use crate::{sockopt, NetError};
+
+/// What the client needs to run one test.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The daemon's address.
+    pub server: SocketAddr,
+    /// The test.
+    pub spec: TestSpec,
+    /// Protocol deadlines.
+    pub timeouts: Timeouts,
+    /// Pin the client's data threads to this CPU.
+    pub local_cpu: Option<usize>,
+    /// Bound on each TCP connect.
+    pub connect_timeout: Duration,
+}
+
+impl ClientConfig {
+    /// Defaults for a server and a spec.
+    pub fn new(server: SocketAddr, spec: TestSpec) -> Self {
+        ClientConfig {
+            server,
+            spec,
+            timeouts: Timeouts::default(),
+            local_cpu: None,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// How a run that reached the measurement phase ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Both ends ran to the end.
+    Completed,
+    /// The user interrupted it (SIGINT/SIGTERM); figures are partial.
+    Interrupted,
+    /// It failed while measuring; figures are partial.
+    Aborted(String),
+}
+
+/// Both ends' reports of one run.
+#[derive(Debug, Clone)]
+pub struct ClientRun {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// This end's measurements.
+    pub client: Option<SideReport>,
+    /// The server's measurements, if they arrived.
+    pub server: Option<SideReport>,
+}
+
+struct Run {
+    engine: Option<EngineRun>,
+    client: Option<SideReport>,
+    server: Option<SideReport>,
+    interrupted: bool,
+}
+
+/// Run one test against `cfg.server`. `interrupt` is polled (e.g. set by a SIGINT handler);
+/// `on_interval` receives every live interval sample from both ends.
+pub fn run(
+    cfg: &ClientConfig,
+    interrupt: &AtomicBool,
+    on_interval: &mut dyn FnMut(HostRole, &IntervalSample),
+) -> Result<ClientRun, NetError> {
+    let mut stream = TcpStream::connect_timeout(&cfg.server, cfg.connect_timeout).map_err(
+        |source| NetError::Connect {
+            addr: cfg.server,
+            source,
+        },
+    )?;
+    stream
+        .set_write_timeout(Some(crate::conn::WRITE_TIMEOUT))
+        .map_err(NetError::io("configuring the control connection"))?;
+    stream
+        .write_all(&CONTROL_PREAMBLE)
+        .map_err(NetError::io("sending the preamble"))?;
+    let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
+    let (mut sess, first) = ClientSession::new(
+        Instant::now(),
+        cfg.timeouts.clone(),
+        cfg.spec.clone(),
+        crate::software(),
+    );
+    let mut run = Run {
+        engine: None,
+        client: None,
+        server: None,
+        interrupted: false,
+    };
+    let res = drive(cfg, &mut conn, &mut sess, &mut run, first, interrupt, on_interval);
+    match res {
+        Ok(()) => Ok(ClientRun {
+            outcome: if run.interrupted {
+                Outcome::Interrupted
+            } else {
+                Outcome::Completed
+            },
+            client: run.client,
+            server: run.server,
+        }),
+        Err(e) => {
+            let Some(engine) = run.engine.as_mut() else {
+                return Err(e);
+            };
+            let _ = conn.send(&Message::Abort(AbortMsg {
+                reason: e.to_string(),
+            }));
+            if run.client.is_none() {
+                run.client = engine.abort_and_wait(&e.to_string(), Duration::from_secs(10));
+            }
+            Ok(ClientRun {
+                outcome: if run.interrupted {
+                    Outcome::Interrupted
+                } else {
+                    Outcome::Aborted(e.to_string())
+                },
+                client: run.client,
+                server: run.server,
+            })
+        }
+    }
+}
+
+fn open_data(cfg: &ClientConfig, token: Token) -> Result<Vec<(u32, TcpStream)>, NetError> {
+    let n = cfg.spec.connection_count();
+    let mut conns = Vec::with_capacity(n as usize);
+    for flow in 0..n {
+        let sock = Socket::new(
+            Domain::for_address(cfg.server),
+            Type::STREAM,
+            Some(Protocol::TCP),
+        )
+        .map_err(NetError::io("creating a data socket"))?;
+        sockopt::apply(&sock, &cfg.spec)?;
+        sock.connect_timeout(&cfg.server.into(), cfg.connect_timeout)
+            .map_err(|source| NetError::Connect {
+                addr: cfg.server,
+                source,
+            })?;
+        let mut s: TcpStream = sock.into();
+        s.set_write_timeout(Some(cfg.connect_timeout))
+            .map_err(NetError::io("configuring a data socket"))?;
+        s.write_all(&DataHello { token, flow }.encode())
+            .map_err(NetError::io("sending the data-connection hello"))?;
+        conns.push((flow, s));
+    }
+    Ok(conns)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    cfg: &ClientConfig,
+    conn: &mut Control,
+    sess: &mut ClientSession,
+    run: &mut Run,
+    first: Vec<Action>,
+    interrupt: &AtomicBool,
+    on_interval: &mut dyn FnMut(HostRole, &IntervalSample),
+) -> Result<(), NetError> {
+    let mut conns = Vec::new();
+    if execute(cfg, conn, sess, run, &mut conns, first, on_interval)? {
+        return Ok(());
+    }
+    loop {
+        let now = Instant::now();
+        if interrupt.load(Ordering::Relaxed) && !run.interrupted {
+            run.interrupted = true;
+            match run.engine.as_ref() {
+                Some(engine) => {
+                    engine.abort.store(true, Ordering::Relaxed);
+                    conn.send(&Message::Abort(AbortMsg {
+                        reason: "interrupted by the user".into(),
+                    }))?;
+                }
+                None => return Err(NetError::Interrupted),
+            }
+        }
+        if let Some(engine) = run.engine.as_mut() {
+            while let Ok(sample) = engine.intervals.try_recv() {
+                on_interval(HostRole::Client, &sample);
+            }
+            if run.client.is_none() {
+                if let Some(mut report) = engine.try_finish() {
+                    if run.interrupted {
+                        report.status =
+                            wirebench_proto::measure::SideStatus::Aborted("interrupted".into());
+                    }
+                    run.client = Some(report.clone());
+                    let acts = sess.engine_done(now, report);
+                    if execute(cfg, conn, sess, run, &mut conns, acts, on_interval)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let acts = sess.poll(now)?;
+        if execute(cfg, conn, sess, run, &mut conns, acts, on_interval)? {
+            return Ok(());
+        }
+        if sess.phase() == Phase::Done {
+            return Ok(());
+        }
+        let mut until = now + Duration::from_millis(50);
+        if let Some(w) = sess.next_wakeup() {
+            until = until.min(w.max(now + Duration::from_millis(1)));
+        }
+        if let Some(msg) = conn.recv(until)? {
+            let acts = sess.handle(Instant::now(), msg)?;
+            if execute(cfg, conn, sess, run, &mut conns, acts, on_interval)? {
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn execute(
+    cfg: &ClientConfig,
+    conn: &mut Control,
+    sess: &mut ClientSession,
+    run: &mut Run,
+    conns: &mut Vec<(u32, TcpStream)>,
+    actions: Vec<Action>,
+    on_interval: &mut dyn FnMut(HostRole, &IntervalSample),
+) -> Result<bool, NetError> {
+    let mut queue: std::collections::VecDeque<Action> = actions.into();
+    while let Some(a) = queue.pop_front() {
+        match a {
+            Action::Send(m) => conn.send(&m)?,
+            Action::OpenData { token, .. } => {
+                *conns = open_data(cfg, token)?;
+                queue.extend(sess.data_opened(Instant::now()));
+            }
+            Action::StartEngine => {
+                let plans = plans_for(HostRole::Client, &cfg.spec, std::mem::take(conns));
+                run.engine = Some(
+                    EngineRun::start(HostRole::Client, &cfg.spec, cfg.local_cpu, plans)
+                        .map_err(NetError::io("starting the engine"))?,
+                );
+            }
+            Action::StopEngine { .. } => {
+                if let Some(e) = run.engine.as_ref() {
+                    e.abort.store(true, Ordering::Relaxed);
+                }
+            }
+            Action::PeerInterval(m) => on_interval(m.host, &m.sample),
+            Action::PeerResults(r) => run.server = Some(*r),
+            Action::RequestAdmission(_) => {}
+            Action::Close => return Ok(true),
+        }
+    }
+    Ok(false)
+}

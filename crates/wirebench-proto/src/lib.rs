@@ -1,0 +1,18 @@
+//! The wirebench control protocol, with no I/O.
+//!
+//! - [`frame`]: length-prefixed frames with a hard cap checked before any allocation.
+//! - [`message`]: the control messages (JSON inside frames).
+//! - [`spec`]: [`spec::TestSpec`], the one message that describes a whole test, and its
+//!   server-side validation.
+//! - [`measure`]: what each end measured ([`measure::SideReport`]).
+//! - [`data`]: the fixed preamble every connection starts with, and the data-connection hello.
+//! - [`session`]: client and server session state machines; time is passed in.
+//!
+//! The wire format is documented in `docs/PROTOCOL.md`.
+
+pub mod data;
+pub mod frame;
+pub mod measure;
+pub mod message;
+pub mod session;
+pub mod spec;

@@ -1,0 +1,148 @@
+//! Control messages. Each frame's payload is one [`Message`] encoded as JSON
+//! (externally tagged: `{"hello": {...}}`). Unknown fields are rejected.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{HostRole, IntervalSample, SideReport};
+use crate::spec::{Limits, TestSpec};
+
+/// The string every hello carries.
+pub const HELLO_MAGIC: &str = "wirebench";
+/// Control protocol version spoken by this build.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Every control message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Message {
+    /// Client → server, first frame.
+    Hello(Hello),
+    /// Server → client, answer to hello.
+    Welcome(Welcome),
+    /// Client → server: the test to run.
+    Test(Box<TestSpec>),
+    /// Server → client: test admitted.
+    Accepted(Accepted),
+    /// Server → client: too many tests running; try again later.
+    Busy(Busy),
+    /// Either way: a classified error; the sender closes after it.
+    Error(ErrorMsg),
+    /// Server → client: every data connection arrived and is configured.
+    Ready(Empty),
+    /// Client → server: start the engines now.
+    Start(Empty),
+    /// Either way: a live interval sample.
+    Interval(IntervalMsg),
+    /// Either way: one end's measurements at the end of the test.
+    Results(Box<SideReport>),
+    /// Either way, while a test runs: I am alive.
+    Heartbeat(Empty),
+    /// Either way: stop the test now (partial results follow).
+    Abort(AbortMsg),
+    /// Either way: orderly end of the session.
+    Bye(Empty),
+}
+
+/// A message without a body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+/// First client frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    /// Must equal [`HELLO_MAGIC`].
+    pub magic: String,
+    /// Protocol version the client speaks.
+    pub version: u16,
+    /// Client software and version, free text (at most 128 bytes).
+    pub software: String,
+}
+
+/// Server answer to hello.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Welcome {
+    /// Protocol version the server speaks.
+    pub version: u16,
+    /// Server software and version.
+    pub software: String,
+    /// The limits the server will apply to the TestSpec.
+    pub limits: Limits,
+}
+
+/// Test admitted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Accepted {
+    /// Server-assigned test number.
+    pub test_id: u64,
+    /// 32 lowercase hex digits: the token every data connection presents first.
+    pub token: String,
+}
+
+/// Server is at its cap of concurrent tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Busy {
+    /// Tests running now.
+    pub running: u32,
+    /// The cap.
+    pub cap: u32,
+    /// Suggested wait before retrying, milliseconds.
+    pub retry_after_ms: u64,
+}
+
+/// Classes of error carried in an [`ErrorMsg`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A frame could not be decoded (length, encoding, JSON).
+    BadFrame,
+    /// A well-formed message that is not allowed now.
+    UnexpectedMessage,
+    /// Hello magic or version not supported.
+    UnsupportedVersion,
+    /// The TestSpec was refused; `field` names the field.
+    InvalidSpec,
+    /// A phase deadline passed.
+    Timeout,
+    /// Data connections did not arrive or failed.
+    DataConnection,
+    /// The peer went silent or asked to abort.
+    Aborted,
+    /// Anything else on the server.
+    Internal,
+}
+
+/// An error report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorMsg {
+    /// Class.
+    pub code: ErrorCode,
+    /// Offending field, for `invalid_spec`.
+    pub field: Option<String>,
+    /// Human-readable text.
+    pub message: String,
+}
+
+/// A live interval sample and which end measured it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalMsg {
+    /// End that took the sample.
+    pub host: HostRole,
+    /// The sample.
+    pub sample: IntervalSample,
+}
+
+/// Abort request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AbortMsg {
+    /// Why.
+    pub reason: String,
+}

@@ -1,0 +1,203 @@
+//! Command-line definition (clap derive) and value parsers.
+
+use std::net::IpAddr;
+
+use clap::{Args, Parser, Subcommand};
+
+/// End-to-end TCP/IP performance lab.
+#[derive(Debug, Parser)]
+#[command(name = "wirebench", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon that clients test against.
+    Serve(ServeArgs),
+    /// TCP bulk-transfer test (like netperf TCP_STREAM / iperf3). Without -H, runs against an
+    /// embedded server on loopback.
+    Stream(StreamArgs),
+}
+
+/// `wirebench serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Default: loopback only (there is no authentication yet).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// TCP port.
+    #[arg(short, long, default_value_t = wirebench_net::DEFAULT_PORT)]
+    pub port: u16,
+    /// Tests allowed to run at once; more get an explicit busy answer.
+    #[arg(long, default_value_t = 4)]
+    pub max_tests: u32,
+    /// Largest number of flows per direction accepted.
+    #[arg(long, default_value_t = 128)]
+    pub max_flows: u32,
+    /// Longest test accepted, seconds.
+    #[arg(long, default_value_t = 3600.0)]
+    pub max_duration: f64,
+}
+
+/// `wirebench stream`.
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    /// Server host name or address. Without it, an embedded server on loopback is used.
+    #[arg(short = 'H', long)]
+    pub host: Option<String>,
+    /// Server port.
+    #[arg(short, long, default_value_t = wirebench_net::DEFAULT_PORT)]
+    pub port: u16,
+    /// Measured duration in seconds (after warm-up).
+    #[arg(short = 't', long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Warm-up in seconds, excluded from every figure.
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup: f64,
+    /// Print live interval lines every N seconds.
+    #[arg(short, long)]
+    pub interval: Option<f64>,
+    /// Parallel flows (per direction).
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub flows: u32,
+    /// Bytes per send/receive call (suffixes K, M, G are powers of 1024).
+    #[arg(short = 'l', long = "msg-size", default_value = "128K", value_parser = parse_size)]
+    pub msg_size: u64,
+    /// SO_SNDBUF/SO_RCVBUF on both ends (suffixes K, M, G = 1024^n); the effective sizes the
+    /// kernel chose are reported.
+    #[arg(short = 'w', long, value_parser = parse_size)]
+    pub window: Option<u64>,
+    /// Server sends, client receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// TCP congestion control on every data connection (both ends), e.g. cubic.
+    #[arg(long = "congestion", short = 'C')]
+    pub congestion: Option<String>,
+    /// Set TCP_NODELAY on data connections.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// Pin data threads: LOCAL,REMOTE CPU numbers (either may be empty), e.g. 0,1 or ,1.
+    #[arg(long, value_parser = parse_affinity)]
+    pub affinity: Option<(Option<u32>, Option<u32>)>,
+    /// Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10).
+    #[arg(long, value_parser = parse_pair_u32)]
+    pub iterations: Option<(u32, u32)>,
+    /// Confidence LEVEL,WIDTH: level 95 or 99, width in percent of the mean (e.g. 99,5).
+    #[arg(long, value_parser = parse_confidence, default_value = "99,5")]
+    pub confidence: (u32, f64),
+    /// Print one JSON RunResult document on stdout.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV on stdout.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write the JSON RunResult to FILE (atomically: a reader sees all of it or none).
+    #[arg(short, long)]
+    pub output: Option<std::path::PathBuf>,
+}
+
+/// Parse a byte size: plain bytes or with a K/M/G suffix (1024-based), optional trailing B or iB.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let body = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
+    let (num, mult) = match body.chars().last() {
+        Some('k') => (&body[..body.len() - 1], 1u64 << 10),
+        Some('m') => (&body[..body.len() - 1], 1 << 20),
+        Some('g') => (&body[..body.len() - 1], 1 << 30),
+        _ => (body, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 1448, 64K, 1M)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// Parse `LOCAL,REMOTE` CPU numbers; either may be empty.
+pub fn parse_affinity(s: &str) -> Result<(Option<u32>, Option<u32>), String> {
+    let (a, b) = s.split_once(',').unwrap_or((s, ""));
+    let p = |x: &str| -> Result<Option<u32>, String> {
+        let x = x.trim();
+        if x.is_empty() {
+            Ok(None)
+        } else {
+            x.parse()
+                .map(Some)
+                .map_err(|_| format!("'{x}' is not a CPU number"))
+        }
+    };
+    Ok((p(a)?, p(b)?))
+}
+
+/// Parse `MIN,MAX` (or a single N for N,N).
+pub fn parse_pair_u32(s: &str) -> Result<(u32, u32), String> {
+    let (a, b) = s.split_once(',').unwrap_or((s, s));
+    let a: u32 = a.trim().parse().map_err(|_| format!("'{s}' is not MIN,MAX"))?;
+    let b: u32 = b.trim().parse().map_err(|_| format!("'{s}' is not MIN,MAX"))?;
+    if a == 0 || b < a || b > 1000 {
+        return Err(format!("'{s}': need 1 <= MIN <= MAX <= 1000"));
+    }
+    Ok((a, b))
+}
+
+/// Parse `LEVEL,WIDTH` with LEVEL 95 or 99 and 0 < WIDTH <= 100 (percent of the mean).
+pub fn parse_confidence(s: &str) -> Result<(u32, f64), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("'{s}' is not LEVEL,WIDTH (e.g. 99,5)"))?;
+    let level: u32 = a.trim().parse().map_err(|_| format!("'{a}' is not 95 or 99"))?;
+    if level != 95 && level != 99 {
+        return Err(format!("confidence level {level}: use 95 or 99"));
+    }
+    let width: f64 = b.trim().parse().map_err(|_| format!("'{b}' is not a width in percent"))?;
+    if !(width > 0.0 && width <= 100.0) {
+        return Err(format!("confidence width {width}: use 0 < WIDTH <= 100"));
+    }
+    Ok((level, width))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1448").unwrap(), 1448);
+        assert_eq!(parse_size("64K").unwrap(), 65536);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2MiB").unwrap(), 2 << 20);
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("99999999999999999G").is_err());
+    }
+
+    #[test]
+    fn affinity_and_pairs() {
+        assert_eq!(parse_affinity("0,1").unwrap(), (Some(0), Some(1)));
+        assert_eq!(parse_affinity(",1").unwrap(), (None, Some(1)));
+        assert_eq!(parse_affinity("1").unwrap(), (Some(1), None));
+        assert!(parse_affinity("a,1").is_err());
+        assert_eq!(parse_pair_u32("3,10").unwrap(), (3, 10));
+        assert!(parse_pair_u32("5,3").is_err());
+        assert!(parse_pair_u32("0,3").is_err());
+        assert_eq!(parse_confidence("95,2.5").unwrap(), (95, 2.5));
+        assert!(parse_confidence("90,5").is_err());
+        assert!(parse_confidence("99,0").is_err());
+    }
+}

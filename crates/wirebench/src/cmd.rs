@@ -1,0 +1,410 @@
+//! The subcommands. Output goes to stdout (results only); diagnostics to stderr via tracing.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+use wirebench_net::client::{self, ClientConfig, Outcome};
+use wirebench_net::server::{Daemon, ServerConfig};
+use wirebench_net::NetError;
+use wirebench_proto::session::SessionError;
+use wirebench_proto::spec::{Direction, Limits, TestSpec, Workload};
+use wirebench_report::analyze;
+use wirebench_report::print;
+use wirebench_report::schema::{ErrorInfo, RunRecord, RunResult, RunStatus, SCHEMA_VERSION};
+use wirebench_stats::ci::ConfidenceLevel;
+
+use crate::cli::{Cli, Command, ServeArgs, StreamArgs};
+use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
+
+/// Output format of a client command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+    Csv,
+}
+
+/// Entry point; returns the process exit code.
+pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    let wants_json = args.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    EXIT_USAGE
+                } else {
+                    EXIT_OK
+                };
+            }
+            let msg = first_line(&e.to_string());
+            if wants_json {
+                let r = failed_result(None, None, false, "usage", &msg, None);
+                print!("{}", print::json(&r));
+            } else {
+                eprintln!("wirebench: {msg} (see --help)");
+            }
+            return EXIT_USAGE;
+        }
+    };
+    init_tracing(matches!(cli.command, Command::Serve(_)));
+    match cli.command {
+        Command::Serve(a) => match serve(&a) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!("wirebench serve: {e:#}");
+                EXIT_FAILED
+            }
+        },
+        Command::Stream(a) => stream(&a),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+fn init_tracing(daemon: bool) {
+    let default = if daemon { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn serve(a: &ServeArgs) -> Result<()> {
+    let mut cfg = ServerConfig::new(SocketAddr::new(a.bind, a.port));
+    cfg.limits = Limits {
+        max_concurrent_tests: a.max_tests.max(1),
+        max_flows: a.max_flows.max(1),
+        max_duration_ms: secs_to_ms(a.max_duration).ok_or_else(|| anyhow!("--max-duration must be positive"))?,
+        ..Limits::default()
+    };
+    let daemon = Daemon::bind(cfg)?;
+    let addr = daemon.local_addr()?;
+    tracing::info!(%addr, "wirebench daemon listening");
+    if a.bind.is_loopback() {
+        tracing::info!("listening on loopback only; use --bind 0.0.0.0 to accept remote clients");
+    }
+    daemon.run();
+    Ok(())
+}
+
+fn secs_to_ms(s: f64) -> Option<u64> {
+    (s.is_finite() && s > 0.0 && s < 1e9).then(|| (s * 1000.0).round() as u64)
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn failed_result(
+    spec: Option<TestSpec>,
+    server: Option<String>,
+    embedded: bool,
+    kind: &str,
+    message: &str,
+    field: Option<String>,
+) -> RunResult {
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        tool: wirebench_net::software(),
+        started_unix_ms: unix_ms(),
+        status: RunStatus::Failed,
+        spec,
+        server_address: server,
+        embedded_server: embedded,
+        runs: Vec::new(),
+        aggregate: None,
+        warnings: Vec::new(),
+        error: Some(ErrorInfo {
+            kind: kind.to_string(),
+            message: message.to_string(),
+            field,
+        }),
+    }
+}
+
+/// Build the TestSpec from the flags (client-side validation happens too, but the server
+/// validates again against its own limits).
+fn build_spec(a: &StreamArgs) -> Result<TestSpec, (String, Option<String>)> {
+    let ms = |v: f64, name: &str| -> Result<u64, (String, Option<String>)> {
+        if !v.is_finite() || v < 0.0 || v > 1e9 {
+            return Err((format!("{name} {v} is not a number of seconds"), Some(name.into())));
+        }
+        Ok((v * 1000.0).round() as u64)
+    };
+    let msg = u32::try_from(a.msg_size)
+        .map_err(|_| (format!("--msg-size {} is too large", a.msg_size), Some("msg_size_bytes".into())))?;
+    let window = a
+        .window
+        .map(|w| u32::try_from(w).map_err(|_| (format!("--window {w} is too large"), Some("window_bytes".into()))))
+        .transpose()?;
+    let spec = TestSpec {
+        workload: Workload::Stream,
+        direction: if a.bidir {
+            Direction::Bidir
+        } else if a.reverse {
+            Direction::Reverse
+        } else {
+            Direction::Forward
+        },
+        flows: a.flows,
+        duration_ms: ms(a.duration, "--duration")?,
+        warmup_ms: ms(a.warmup, "--warmup")?,
+        interval_ms: a.interval.map(|i| ms(i, "--interval")).transpose()?,
+        msg_size_bytes: msg,
+        window_bytes: window,
+        congestion: a.congestion.clone(),
+        nodelay: a.nodelay,
+        server_cpu: a.affinity.and_then(|x| x.1),
+    };
+    spec.validate(&Limits::default())
+        .map_err(|e| (e.to_string(), Some(field_of(&e))))?;
+    Ok(spec)
+}
+
+fn field_of(e: &wirebench_proto::spec::SpecError) -> String {
+    use wirebench_proto::spec::SpecError::*;
+    match e {
+        OutOfRange { field, .. } | Invalid { field, .. } | Inconsistent { field, .. } => {
+            (*field).to_string()
+        }
+    }
+}
+
+fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve host '{host}'"))?
+        .filter(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
+        .collect();
+    addrs
+        .first()
+        .copied()
+        .ok_or_else(|| anyhow!("host '{host}' has no {} address", if v4 { "IPv4" } else { "IPv6" }))
+}
+
+fn net_error_kind(e: &NetError) -> (&'static str, Option<String>) {
+    match e {
+        NetError::Connect { .. } => ("connect", None),
+        NetError::Session(SessionError::Busy(_)) => ("busy", None),
+        NetError::Session(SessionError::Refused(m)) => (
+            match m.code {
+                wirebench_proto::message::ErrorCode::InvalidSpec => "invalid_spec",
+                _ => "refused",
+            },
+            m.field.clone(),
+        ),
+        NetError::Session(SessionError::Timeout { .. }) => ("timeout", None),
+        NetError::SocketOption(_) => ("socket_option", None),
+        NetError::Interrupted => ("interrupted", None),
+        _ => ("protocol", None),
+    }
+}
+
+fn stream(a: &StreamArgs) -> i32 {
+    let format = if a.json {
+        Format::Json
+    } else if a.csv {
+        Format::Csv
+    } else {
+        Format::Human
+    };
+    let spec = match build_spec(a) {
+        Ok(s) => s,
+        Err((msg, field)) => {
+            return finish(format, a.output.as_deref(), failed_result(None, None, false, "usage", &msg, field), EXIT_USAGE);
+        }
+    };
+    // The embedded server lives as long as this function.
+    let mut _embedded = None;
+    let (server, embedded) = match &a.host {
+        Some(h) => match resolve(h, a.port, a.ipv4, a.ipv6) {
+            Ok(addr) => (addr, false),
+            Err(e) => {
+                let r = failed_result(Some(spec), Some(h.clone()), false, "resolve", &format!("{e:#}"), None);
+                return finish(format, a.output.as_deref(), r, EXIT_FAILED);
+            }
+        },
+        None => {
+            let ip: IpAddr = if a.ipv6 { Ipv6Addr::LOCALHOST.into() } else { Ipv4Addr::LOCALHOST.into() };
+            match Daemon::bind(ServerConfig::new(SocketAddr::new(ip, 0))).and_then(|d| d.spawn().map_err(NetError::io("starting the embedded server"))) {
+                Ok(h) => {
+                    let addr = h.addr();
+                    _embedded = Some(h);
+                    (addr, true)
+                }
+                Err(e) => {
+                    let r = failed_result(Some(spec), None, true, "embedded_server", &e.to_string(), None);
+                    return finish(format, a.output.as_deref(), r, EXIT_FAILED);
+                }
+            }
+        }
+    };
+    let same_host = embedded || server.ip().is_loopback();
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
+    }
+    let mut cfg = ClientConfig::new(server, spec.clone());
+    cfg.local_cpu = a.affinity.and_then(|x| x.0).map(|c| c as usize);
+    let (min_runs, max_runs) = a.iterations.unwrap_or((1, 1));
+    let level = ConfidenceLevel::from_pct(a.confidence.0).unwrap_or(ConfidenceLevel::P99);
+    let target = a.confidence.1;
+
+    let mut result = RunResult {
+        schema_version: SCHEMA_VERSION,
+        tool: wirebench_net::software(),
+        started_unix_ms: unix_ms(),
+        status: RunStatus::Completed,
+        spec: Some(spec.clone()),
+        server_address: Some(server.to_string()),
+        embedded_server: embedded,
+        runs: Vec::new(),
+        aggregate: None,
+        warnings: Vec::new(),
+        error: None,
+    };
+    let mut code = EXIT_OK;
+    let stdout = std::io::stdout();
+    for index in 0..max_runs {
+        if max_runs > 1 && format == Format::Human {
+            let _ = writeln!(stdout.lock(), "run {} of at most {max_runs}", index + 1);
+        }
+        let mut on_interval = |host, sample: &wirebench_proto::measure::IntervalSample| {
+            if format == Format::Human {
+                let mut out = stdout.lock();
+                for row in analyze::interval_rows(host, &spec, sample) {
+                    let _ = writeln!(out, "{}", print::interval_line(&row));
+                }
+            }
+        };
+        match client::run(&cfg, &interrupt, &mut on_interval) {
+            Ok(run) => {
+                let status = match &run.outcome {
+                    Outcome::Completed => RunStatus::Completed,
+                    Outcome::Interrupted => RunStatus::Interrupted,
+                    Outcome::Aborted(_) => RunStatus::Aborted,
+                };
+                let summary = run
+                    .client
+                    .as_ref()
+                    .map(|c| analyze::summarize(&spec, c, run.server.as_ref(), same_host));
+                if let Outcome::Aborted(reason) = &run.outcome {
+                    result.warnings.push(format!("run {}: aborted: {reason}", index + 1));
+                    result.status = RunStatus::Aborted;
+                    code = EXIT_ABORTED;
+                }
+                if status == RunStatus::Interrupted {
+                    result.status = RunStatus::Interrupted;
+                    code = EXIT_INTERRUPTED;
+                }
+                result.runs.push(RunRecord {
+                    index,
+                    status,
+                    client: run.client,
+                    server: run.server,
+                    summary,
+                });
+            }
+            Err(e) => {
+                let (kind, field) = net_error_kind(&e);
+                result.status = if matches!(e, NetError::Interrupted) { RunStatus::Interrupted } else { RunStatus::Failed };
+                result.error = Some(ErrorInfo { kind: kind.into(), message: e.to_string(), field });
+                code = if matches!(e, NetError::Interrupted) { EXIT_INTERRUPTED } else { EXIT_FAILED };
+                break;
+            }
+        }
+        if code != EXIT_OK {
+            break;
+        }
+        if max_runs > 1 && result.runs.len() as u32 >= min_runs.max(2) {
+            let agg = analyze::aggregate(&result.runs, level, target);
+            let met = agg.target_met;
+            result.aggregate = Some(agg);
+            if met {
+                break;
+            }
+        }
+    }
+    if let Some(agg) = &result.aggregate {
+        if !agg.target_met {
+            result.warnings.push(format!(
+                "confidence target not met: {}% interval wider than {target}% of the mean after {} runs",
+                agg.level_pct, agg.runs
+            ));
+        }
+    }
+    finish(format, a.output.as_deref(), result, code)
+}
+
+/// Print the result in the chosen format, write `--output`, return `code`.
+fn finish(format: Format, output: Option<&Path>, r: RunResult, code: i32) -> i32 {
+    let text = match format {
+        Format::Json => print::json(&r),
+        Format::Csv => print::csv(&r),
+        Format::Human => print::human(&r),
+    };
+    let mut code = code;
+    if let Some(path) = output {
+        if let Err(e) = write_atomically(path, print::json(&r).as_bytes()) {
+            eprintln!("wirebench: cannot write {}: {e:#}", path.display());
+            if code == EXIT_OK {
+                code = EXIT_FAILED;
+            }
+        }
+    }
+    if format == Format::Human {
+        if let Some(err) = &r.error {
+            eprintln!("wirebench: {}: {}", err.kind, err.message);
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            return code;
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    code
+}
+
+/// Write `bytes` to `path` via a temporary file in the same directory, fsync, rename.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| anyhow!("{} is not a file path", path.display()))?;
+    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let res = (|| -> Result<()> {
+        let mut f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path).with_context(|| format!("renaming onto {}", path.display()))?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+

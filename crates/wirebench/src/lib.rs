@@ -1,0 +1,25 @@
+//! The `wirebench` command line: argument parsing ([`cli`]) and the subcommands ([`cmd`]).
+//!
+//! Kept as a library so tests can reach the parsing helpers; the binary is `main.rs`.
+//!
+//! Exit codes (documented in README.md):
+//! - 0: the test completed (a confidence target that was not met is a visible warning, not a
+//!   failure);
+//! - 1: the test could not run (unreachable host, refused or busy server, protocol error);
+//! - 2: invalid command line or test parameters;
+//! - 3: the test started but was aborted (partial results are printed);
+//! - 130: interrupted by SIGINT/SIGTERM (partial results are printed).
+
+pub mod cli;
+pub mod cmd;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the test could not run.
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code: invalid arguments.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: aborted mid-test; partial results printed.
+pub const EXIT_ABORTED: i32 = 3;
+/// Exit code: interrupted by the user.
+pub const EXIT_INTERRUPTED: i32 = 130;

@@ -1,0 +1,125 @@
+//! Shared helpers for the end-to-end tests: run the real binary, parse its JSON RunResult,
+//! start daemons inside namespaces, and serialize the tests that measure throughput or CPU.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use wirebench_lab::{Side, Testbed};
+use wirebench_report::schema::RunResult;
+
+/// Path of the binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_wirebench");
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Measurement tests take this lock so that they do not compete for the two CPUs.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What one invocation produced.
+pub struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn json(&self) -> RunResult {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not a RunResult ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+fn finish(mut c: Command) -> Ran {
+    let out = c
+        .stdin(Stdio::null())
+        .output()
+        .expect("run wirebench");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run `wirebench ARGS` on the host.
+pub fn wb(args: &[&str]) -> Ran {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    finish(c)
+}
+
+/// Run `wirebench ARGS` inside a testbed namespace.
+pub fn wb_in(tb: &Testbed, side: Side, args: &[&str]) -> Ran {
+    let mut c = tb.command(side, BIN);
+    c.args(args);
+    finish(c)
+}
+
+/// A daemon started by a test; killed (by its PID) on drop.
+pub struct Daemon {
+    child: Child,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `wirebench serve` inside a namespace and wait until it listens.
+pub fn daemon_in(tb: &Testbed, side: Side, extra: &[&str]) -> Daemon {
+    let mut c = tb.command(side, BIN);
+    c.args(["serve", "--bind", Testbed::addr(side)]);
+    c.args(extra);
+    c.env("RUST_LOG", "info");
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn daemon");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("listening") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let got = rx.recv_timeout(deadline - Instant::now()).is_ok();
+    let d = Daemon { child };
+    assert!(got, "daemon did not report listening within 10 s");
+    d
+}
+
+/// Namespaces are required: these tests run as root in CI. Fail loudly otherwise.
+pub fn require_netns() {
+    assert!(
+        wirebench_lab::available(),
+        "these tests need root and iproute2 (network namespaces); CI runs them as root"
+    );
+}
+
+/// Read /proc/stat's aggregate line: (busy ticks, total ticks).
+pub fn proc_stat_busy_total() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = s.lines().next().unwrap();
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let idle = v[3] + v[4];
+    let total: u64 = v.iter().sum();
+    (total - idle, total)
+}

@@ -1,0 +1,337 @@
+//! End-to-end stream tests: the real binary, real sockets, checked against independent
+//! observers — the other end's count, the kernel's per-connection TCP_INFO counters, interface
+//! counters in a private namespace, a tc rate limit, and /proc/stat.
+
+mod common;
+
+use common::*;
+use wirebench_lab::{Side, Testbed};
+use wirebench_proto::measure::{HostRole, Role, SideReport};
+use wirebench_proto::spec::FlowDir;
+use wirebench_report::schema::{RunResult, RunStatus};
+
+/// Bytes the client writes on each data connection before the payload (preamble + hello).
+const DATA_HELLO_WIRE_BYTES: u64 = 24;
+
+fn side(r: &RunResult, host: HostRole) -> &SideReport {
+    let run = r.runs.last().expect("a run");
+    match host {
+        HostRole::Client => run.client.as_ref().expect("client report"),
+        HostRole::Server => run.server.as_ref().expect("server report"),
+    }
+}
+
+/// Every flow: the sender's total equals the receiver's total, and both equal the kernel's
+/// own per-connection counters (TCP_INFO bytes_acked at the sender, bytes_received at the
+/// receiver, minus the 24-byte data hello the client sends first).
+fn check_flows_reconcile(r: &RunResult, expect_flows: usize) {
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+    let c = side(r, HostRole::Client);
+    let s = side(r, HostRole::Server);
+    assert_eq!(c.flows.len(), expect_flows);
+    assert_eq!(s.flows.len(), expect_flows);
+    for (cf, sf) in c.flows.iter().zip(&s.flows) {
+        assert_eq!(cf.flow, sf.flow);
+        let (snd, rcv) = if cf.role == Role::Sender { (cf, sf) } else { (sf, cf) };
+        assert_eq!(snd.role, Role::Sender);
+        assert_eq!(rcv.role, Role::Receiver);
+        assert!(snd.error.is_none() && rcv.error.is_none(), "{snd:?} {rcv:?}");
+        assert!(rcv.total_bytes > 1_000_000, "flow {} moved too little", cf.flow);
+        assert_eq!(snd.total_bytes, rcv.total_bytes, "flow {}: sender and receiver disagree", cf.flow);
+        let hello = if cf.dir == FlowDir::ClientToServer { DATA_HELLO_WIRE_BYTES } else { 0 };
+        let ti = rcv.tcp_info.as_ref().expect("receiver tcp_info");
+        assert_eq!(ti.bytes_received, Some(rcv.total_bytes + hello), "kernel bytes_received");
+        let ts = snd.tcp_info.as_ref().expect("sender tcp_info");
+        assert_eq!(ts.bytes_acked, Some(snd.total_bytes + hello), "kernel bytes_acked");
+        assert!(rcv.window_bytes <= rcv.total_bytes && rcv.window_bytes > 0);
+    }
+    let sum = r.runs[0].summary.as_ref().expect("summary");
+    for d in &sum.directions {
+        assert!(d.receiver_throughput_bps > 1e8, "{d:?}");
+        assert_eq!(d.unaccounted_bytes, 0);
+    }
+}
+
+#[test]
+fn forward_loopback_reconciles_with_kernel_counters() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1.5", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    assert!(res.embedded_server);
+    check_flows_reconcile(&res, 1);
+    let sum = res.runs[0].summary.as_ref().unwrap();
+    assert_eq!(sum.directions.len(), 1);
+    assert_eq!(sum.directions[0].dir, FlowDir::ClientToServer);
+    assert!(!sum.congestion.is_empty(), "congestion control must be recorded");
+    assert_eq!(sum.cpu.len(), 2, "CPU of both ends");
+}
+
+#[test]
+fn reverse_loopback() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1", "--reverse", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 1);
+    assert_eq!(side(&res, HostRole::Client).flows[0].role, Role::Receiver);
+    assert_eq!(
+        res.runs[0].summary.as_ref().unwrap().directions[0].dir,
+        FlowDir::ServerToClient
+    );
+}
+
+#[test]
+fn bidir_loopback_two_flows_each_way() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1", "--bidir", "-P", "2", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 4);
+    assert_eq!(res.runs[0].summary.as_ref().unwrap().directions.len(), 2);
+}
+
+#[test]
+fn four_flows_each_accounted() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1", "-P", "4", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 4);
+    let sum = res.runs[0].summary.as_ref().unwrap();
+    assert_eq!(sum.flows.len(), 4);
+    let total: f64 = sum.flows.iter().map(|f| f.receiver_throughput_bps).sum();
+    let agg = sum.directions[0].receiver_throughput_bps;
+    // The aggregate spans the union of the flows' windows, so it is at most the per-flow sum.
+    assert!(agg <= total * 1.0001 && agg >= total * 0.8, "agg {agg} vs sum {total}");
+}
+
+#[test]
+fn warmup_is_excluded_and_intervals_partition_the_bytes() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1.5", "--warmup", "0.5", "-i", "0.25", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 1);
+    for host in [HostRole::Client, HostRole::Server] {
+        let s = side(&res, host);
+        let f = &s.flows[0];
+        // The window opens at the end of warm-up (on that end's clock).
+        assert!(
+            (f.window_start_ns as i64 - 500_000_000).abs() < 60_000_000,
+            "{host:?} window start {}",
+            f.window_start_ns
+        );
+        assert!(f.window_bytes < f.total_bytes, "warm-up bytes must be excluded");
+        // Intervals tile [0, end] exactly: their bytes add up to the flow's total.
+        let sum: u64 = s.intervals.iter().flat_map(|i| &i.flows).map(|x| x.bytes).sum();
+        assert_eq!(sum, f.total_bytes, "{host:?}: intervals must add up to the total");
+        assert!(s.intervals.len() >= 7, "{} intervals", s.intervals.len());
+        assert!(s.intervals[0].in_warmup && !s.intervals.last().unwrap().in_warmup);
+        for w in s.intervals.windows(2) {
+            assert_eq!(w[0].end_ns, w[1].start_ns, "intervals are contiguous");
+        }
+    }
+    // The CPU window is the measurement window, not the warm-up.
+    let cpu = side(&res, HostRole::Client).cpu.as_ref().unwrap();
+    assert!((cpu.window_end_ns - cpu.window_start_ns) as f64 > 1.4e9);
+}
+
+#[test]
+fn live_interval_lines_are_printed() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1", "-i", "0.25"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines = r.stdout.lines().filter(|l| l.contains("Gbit/s") && l.starts_with('[')).count();
+    assert!(lines >= 3, "expected live interval lines:\n{}", r.stdout);
+    assert!(r.stdout.contains("10^9"), "units must be explained:\n{}", r.stdout);
+}
+
+#[test]
+fn iterations_report_a_confidence_interval() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "0.5", "--iterations", "2,3", "--confidence", "95,50", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    assert!((2..=3).contains(&res.runs.len()), "{} runs", res.runs.len());
+    let agg = res.aggregate.expect("aggregate");
+    assert_eq!(agg.level_pct, 95);
+    let tp = agg.throughput_bps.expect("throughput interval");
+    assert_eq!(tp.n as usize, res.runs.len());
+    assert!(tp.low <= tp.mean && tp.mean <= tp.high);
+    // The mean is the mean of the runs' own figures.
+    let mean: f64 = res
+        .runs
+        .iter()
+        .map(|r| r.summary.as_ref().unwrap().directions[0].receiver_throughput_bps)
+        .sum::<f64>()
+        / res.runs.len() as f64;
+    assert!((tp.mean - mean).abs() / mean < 1e-9);
+}
+
+#[test]
+fn unreachable_width_target_is_a_visible_warning() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "0.3", "--iterations", "2,2", "--confidence", "99,0.0001"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("WARNING") || r.stdout.contains("warning"), "{}", r.stdout);
+    assert!(r.stdout.contains("not met"), "{}", r.stdout);
+}
+
+#[test]
+fn loopback_bytes_match_interface_counters_in_a_private_namespace() {
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::single().expect("namespace");
+    let before = tb.counters(Side::A, "lo").unwrap();
+    let r = wb_in(&tb, Side::A, &["stream", "-t", "1", "-P", "2", "--json"]);
+    let after = tb.counters(Side::A, "lo").unwrap();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 2);
+    let payload: u64 = side(&res, HostRole::Server).flows.iter().map(|f| f.total_bytes).sum();
+    // Every skb on lo carries 14 (Ethernet) + 20 (IPv4) + 32 (TCP with timestamps) header
+    // bytes; what remains is TCP payload: our data, the hellos and the control frames.
+    let pkts = after.rx_packets - before.rx_packets;
+    let est = (after.rx_bytes - before.rx_bytes) as i64 - 66 * pkts as i64;
+    let err = (est - payload as i64).abs() as f64 / payload as f64;
+    assert!(err < 0.005, "lo counters say {est} payload bytes, wirebench {payload} ({err:.4})");
+}
+
+#[test]
+fn veth_rate_limited_to_1gbit_measures_the_limit() {
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    tb.rate_limit(Side::A, 1_000_000_000).unwrap();
+    let _d = daemon_in(&tb, Side::B, &[]);
+    let before = tb.counters(Side::B, "wbb").unwrap();
+    let r = wb_in(
+        &tb,
+        Side::A,
+        &["stream", "-H", wirebench_lab::ADDR_B, "-t", "4", "--warmup", "1", "--json"],
+    );
+    let after = tb.counters(Side::B, "wbb").unwrap();
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let res = r.json();
+    check_flows_reconcile(&res, 1);
+    let sum = res.runs[0].summary.as_ref().unwrap();
+    let got = sum.directions[0].receiver_throughput_bps;
+    // tbf meters link-layer bytes: each MSS-sized segment costs MSS + 66 header bytes
+    // (14 Ethernet + 20 IPv4 + 32 TCP with timestamps). The payload rate it allows:
+    let mss = side(&res, HostRole::Client).flows[0].tcp_info.as_ref().unwrap().snd_mss_bytes as f64;
+    let expect = 1e9 * mss / (mss + 66.0);
+    let dev = (got - expect) / expect;
+    assert!(dev.abs() < 0.03, "measured {got:.0} bit/s, limit allows {expect:.0} ({:+.2}%)", dev * 100.0);
+    // And the receiver's interface saw that many payload bytes (whole test, warm-up included).
+    let server_total: u64 = side(&res, HostRole::Server).flows.iter().map(|f| f.total_bytes).sum();
+    let est = (after.rx_bytes - before.rx_bytes) as i64 - 66 * (after.rx_packets - before.rx_packets) as i64;
+    let err = (est - server_total as i64).abs() as f64 / server_total as f64;
+    assert!(err < 0.01, "wbb counters {est} vs wirebench {server_total}");
+    let env = &side(&res, HostRole::Client).env;
+    assert_eq!(env.interface.as_ref().unwrap().mtu_bytes, Some(1500));
+}
+
+#[test]
+fn cpu_figures_agree_with_an_independent_proc_stat_reading() {
+    let _g = serial();
+    let (b0, t0) = proc_stat_busy_total();
+    let r = wb(&["stream", "-t", "3", "--json"]);
+    let (b1, t1) = proc_stat_busy_total();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    let independent = 100.0 * (b1 - b0) as f64 / (t1 - t0) as f64;
+    let sum = res.runs[0].summary.as_ref().unwrap();
+    for end in &sum.cpu {
+        // Our window is the middle 3 s of the process's life; the independent reading spans
+        // all of it (start-up and teardown included), so allow a margin.
+        assert!(
+            (end.system_busy_pct - independent).abs() < 20.0,
+            "{:?}: reported {:.1}% vs independent {independent:.1}%",
+            end.host,
+            end.system_busy_pct
+        );
+        // wirebench's own threads are part of the machine's busy time.
+        let busy_ns = end.system_busy_pct / 100.0 * end.cpus as f64 * end.window_ns as f64;
+        let threads_ns = (end.threads_user_ns + end.threads_system_ns) as f64;
+        assert!(threads_ns <= busy_ns * 1.05 + 2e7, "threads {threads_ns} > machine busy {busy_ns}");
+        assert!(threads_ns > 0.2e9, "a saturating flow thread must show CPU time");
+        let sd = end.service_demand_us_per_kb.expect("service demand");
+        assert!(sd > 0.0 && sd.is_finite());
+    }
+}
+
+#[test]
+fn unreachable_host_is_one_clear_line_and_valid_json() {
+    let r = wb(&["stream", "-H", "127.0.0.1", "-p", "1", "-t", "1"]);
+    assert_eq!(r.code, 1);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {:?}", r.stderr);
+    assert!(lines[0].contains("connect"), "{}", lines[0]);
+    let r = wb(&["stream", "-H", "127.0.0.1", "-p", "1", "-t", "1", "--json"]);
+    assert_eq!(r.code, 1);
+    let res = r.json();
+    assert_eq!(res.status, RunStatus::Failed);
+    assert_eq!(res.error.unwrap().kind, "connect");
+}
+
+#[test]
+fn invalid_flags_give_usage_errors_and_valid_json() {
+    for args in [
+        &["stream", "-l", "abc"][..],
+        &["stream", "-P", "0"],
+        &["stream", "-t", "-1"],
+        &["stream", "--warmup", "5", "-t", "1"],
+        &["stream", "--confidence", "90,5"],
+        &["stream", "--bogus"],
+    ] {
+        let r = wb(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        let mut j = args.to_vec();
+        j.push("--json");
+        let r = wb(&j);
+        assert_eq!(r.code, 2, "{args:?}");
+        let res = r.json();
+        assert_eq!(res.status, RunStatus::Failed);
+        assert_eq!(res.error.unwrap().kind, "usage");
+    }
+}
+
+#[test]
+fn server_refuses_a_test_beyond_its_limits() {
+    require_netns();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let _d = daemon_in(&tb, Side::B, &["--max-flows", "2"]);
+    let r = wb_in(&tb, Side::A, &["stream", "-H", wirebench_lab::ADDR_B, "-P", "3", "-t", "1", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let res = r.json();
+    let e = res.error.expect("error");
+    assert_eq!(e.kind, "invalid_spec");
+    assert_eq!(e.field.as_deref(), Some("flows"));
+    let r = wb_in(&tb, Side::A, &["stream", "-H", wirebench_lab::ADDR_B, "-P", "3", "-t", "1"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("flows"), "{}", r.stderr);
+}
+
+#[test]
+fn busy_server_answers_busy_not_hang() {
+    require_netns();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let _d = daemon_in(&tb, Side::B, &["--max-tests", "1"]);
+    let mut first = tb.command(Side::A, BIN);
+    first
+        .args(["stream", "-H", wirebench_lab::ADDR_B, "-t", "3", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let child = first.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let t = std::time::Instant::now();
+    let r = wb_in(&tb, Side::A, &["stream", "-H", wirebench_lab::ADDR_B, "-t", "1", "--json"]);
+    assert!(t.elapsed() < std::time::Duration::from_secs(2), "busy answer took {:?}", t.elapsed());
+    assert_eq!(r.code, 1);
+    assert_eq!(r.json().error.unwrap().kind, "busy");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the running test is unaffected");
+}
