@@ -1,0 +1,25 @@
+//! Thin, safe wrappers around the Linux system interfaces wirebench needs.
+//!
+//! This is the only crate of the wirebench workspace that is allowed to
+//! contain `unsafe` code. Every `unsafe` block carries a `// SAFETY:` comment,
+//! and every public function is safe to call. Errors are reported as
+//! [`std::io::Error`].
+//!
+//! Modules:
+//!
+//! * [`tcp`]: `TCP_INFO`, `TCP_CONGESTION` and path MTU of connected sockets.
+//! * [`thread`]: CPU affinity, thread ids and per-thread / per-process CPU time.
+//! * [`process`]: process-wide settings (`SIGPIPE`, `RLIMIT_NOFILE`).
+//! * [`netif`]: network interface information (offloads, MTU, address lookup).
+//! * [`host`]: host information (kernel release, sysctls, CPU model, `/proc/stat`).
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("wirebench-sys supports Linux only");
+
+pub mod host;
+pub mod netif;
+pub mod process;
+pub mod tcp;
+pub mod thread;
+
+mod sockopt;

@@ -1,0 +1,113 @@
+//! Process-wide settings: `SIGPIPE` disposition and the open-file limit.
+
+use std::io;
+
+/// Sets the disposition of `SIGPIPE` to "ignore", so writes to a closed
+/// socket fail with `EPIPE` instead of killing the process.
+///
+/// # Errors
+///
+/// Returns the `sigaction` error.
+pub fn ignore_sigpipe() -> io::Result<()> {
+    // SAFETY: `sigaction` is a plain C struct; all-zero is a valid value
+    // (empty mask, no flags) before we set the handler.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = libc::SIG_IGN;
+    // SAFETY: `sa` is fully initialised and `SIG_IGN` installs no Rust code
+    // as a handler; a null old-action pointer is allowed.
+    let rc = unsafe { libc::sigaction(libc::SIGPIPE, &sa, std::ptr::null_mut()) };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads `RLIMIT_NOFILE` as `(soft, hard)`.
+fn get_nofile() -> io::Result<(u64, u64)> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `rl` is a valid, writable `rlimit`.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((rlim_to_u64(rl.rlim_cur), rlim_to_u64(rl.rlim_max)))
+}
+
+/// Converts an `rlim_t` (which is `u64` or `u32` depending on the target),
+/// mapping `RLIM_INFINITY` to `u64::MAX`.
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+fn rlim_to_u64(v: libc::rlim_t) -> u64 {
+    if v == libc::RLIM_INFINITY {
+        u64::MAX
+    } else {
+        u64::from(v)
+    }
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to `min(want, hard limit)` and returns
+/// the resulting soft limit. Never lowers the limit: if the current soft
+/// limit is already at least that value it is returned unchanged.
+///
+/// When the hard limit is unlimited, the target is also capped at
+/// `fs.nr_open`, the kernel's absolute maximum.
+///
+/// # Errors
+///
+/// Returns the `getrlimit` / `setrlimit` error.
+pub fn raise_nofile_limit(want: u64) -> io::Result<u64> {
+    let (soft, hard) = get_nofile()?;
+    let mut target = want.min(hard);
+    if target > soft {
+        if let Some(nr_open) = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+        {
+            target = target.min(nr_open);
+        }
+    }
+    if target <= soft {
+        return Ok(soft);
+    }
+    // `target` <= a finite hard limit or <= nr_open, so it fits `rlim_t`.
+    let new_cur = libc::rlim_t::try_from(target).unwrap_or(libc::RLIM_INFINITY);
+    let rl = libc::rlimit {
+        rlim_cur: new_cur,
+        rlim_max: if hard == u64::MAX {
+            libc::RLIM_INFINITY
+        } else {
+            libc::rlim_t::try_from(hard).unwrap_or(libc::RLIM_INFINITY)
+        },
+    };
+    // SAFETY: `rl` is a valid, initialised `rlimit` that the kernel reads.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(get_nofile()?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sigpipe_ignored() {
+        ignore_sigpipe().unwrap();
+        ignore_sigpipe().unwrap();
+    }
+
+    #[test]
+    fn nofile_never_lowered() {
+        let (old, hard) = get_nofile().unwrap();
+        assert_eq!(raise_nofile_limit(0).unwrap(), old);
+        let got = raise_nofile_limit(old.saturating_add(1)).unwrap();
+        assert!(got >= old);
+        assert!(got <= hard);
+        let got2 = raise_nofile_limit(u64::MAX).unwrap();
+        assert!(got2 >= got);
+        assert_eq!(get_nofile().unwrap().0, got2);
+    }
+}
