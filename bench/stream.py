@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side stream benchmark: wirebench vs iperf3 (and netperf when installed).
 
-Every path is built fresh in private network namespaces whose default congestion control is
-set to the same algorithm (cubic by default) for every tool, without touching the host:
+Every path is built fresh in private network namespaces whose routes carry `congctl <cc>`, so
+every tool uses the same congestion control (cubic by default) without touching the host:
   loopback      one namespace, client and server on 127.0.0.1
   veth-<mtu>    two namespaces joined by a veth pair at MTU 1500, 9000 and 65520
 Runs are interleaved (tool A, tool B, tool A, ...), client pinned to CPU 0 and server to CPU 1
@@ -57,8 +57,15 @@ class Path:
                 sh("ip", "-n", ns, "link", "set", ifn, "mtu", mtu)
                 sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifn)
                 sh("ip", "-n", ns, "link", "set", ifn, "up")
+        # Same congestion control for every tool, host untouched: routes carry congctl.
         for ns in self.nss:
-            sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={cc}")
+            for dst in ("127.0.0.0/8", "127.0.0.1"):
+                sh("ip", "-n", ns, "route", "replace", "local", dst, "dev", "lo", "table", "local",
+                   "proto", "kernel", "scope", "host", "src", "127.0.0.1", "congctl", cc)
+        if name != "loopback":
+            for ns, ifn, addr in ((self.nss[0], "wba", A_ADDR), (self.nss[1], "wbb", B_ADDR)):
+                sh("ip", "-n", ns, "route", "replace", "10.203.9.0/24", "dev", ifn, "proto", "kernel",
+                   "scope", "link", "src", addr, "congctl", cc)
 
     def close(self):
         for ns in self.nss:

@@ -95,7 +95,11 @@ pub struct IfCounters {
 #[derive(Debug)]
 pub struct Testbed {
     prefix: String,
+    paired: bool,
 }
+
+/// The subnet of the veth pair.
+pub const SUBNET: &str = "10.203.0.0/24";
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
@@ -113,19 +117,29 @@ impl Testbed {
     pub fn pair(mtu: u32) -> Result<Testbed, LabError> {
         let tb = Testbed {
             prefix: Self::unique_prefix(),
+            paired: true,
         };
         let (a, b) = (tb.ns(Side::A), tb.ns(Side::B));
         run(&["ip", "netns", "add", &a])?;
         run(&["ip", "netns", "add", &b])?;
         run(&[
-            "ip", "link", "add", IF_A, "netns", &a, "type", "veth", "peer", "name", IF_B,
-            "netns", &b,
+            "ip", "link", "add", IF_A, "netns", &a, "type", "veth", "peer", "name", IF_B, "netns",
+            &b,
         ])?;
         let mtu = mtu.to_string();
         for (ns, ifn, addr) in [(&a, IF_A, ADDR_A), (&b, IF_B, ADDR_B)] {
             run(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
             run(&["ip", "-n", ns, "link", "set", ifn, "mtu", &mtu])?;
-            run(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", ifn])?;
+            run(&[
+                "ip",
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                ifn,
+            ])?;
             run(&["ip", "-n", ns, "link", "set", ifn, "up"])?;
         }
         Ok(tb)
@@ -136,6 +150,7 @@ impl Testbed {
     pub fn single() -> Result<Testbed, LabError> {
         let tb = Testbed {
             prefix: Self::unique_prefix(),
+            paired: false,
         };
         let a = tb.ns(Side::A);
         run(&["ip", "netns", "add", &a])?;
@@ -189,11 +204,46 @@ impl Testbed {
             .map(|_| ())
     }
 
+    /// Make every TCP connection of this testbed use congestion control `algo`, without
+    /// touching the host: the routes inside the namespaces carry `congctl <algo>` (the
+    /// per-namespace sysctl is not writable from a child namespace on every kernel).
+    pub fn set_congestion(&self, algo: &str) -> Result<(), LabError> {
+        for side in self.sides() {
+            let ns = self.ns(side);
+            for dst in ["127.0.0.0/8", "127.0.0.1"] {
+                run(&[
+                    "ip", "-n", &ns, "route", "replace", "local", dst, "dev", "lo", "table",
+                    "local", "proto", "kernel", "scope", "host", "src", "127.0.0.1", "congctl",
+                    algo,
+                ])?;
+            }
+            if self.paired {
+                let (ifn, src) = (Self::ifname(side), Self::addr(side));
+                run(&[
+                    "ip", "-n", &ns, "route", "replace", SUBNET, "dev", ifn, "proto", "kernel",
+                    "scope", "link", "src", src, "congctl", algo,
+                ])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn sides(&self) -> Vec<Side> {
+        if self.paired {
+            vec![Side::A, Side::B]
+        } else {
+            vec![Side::A]
+        }
+    }
+
     /// `ethtool -K <if> <feature> on|off` on a side's veth.
     pub fn set_offload(&self, side: Side, feature: &str, on: bool) -> Result<(), LabError> {
         let ifn = Self::ifname(side);
-        self.exec(side, &["ethtool", "-K", ifn, feature, if on { "on" } else { "off" }])
-            .map(|_| ())
+        self.exec(
+            side,
+            &["ethtool", "-K", ifn, feature, if on { "on" } else { "off" }],
+        )
+        .map(|_| ())
     }
 
     /// Limit a side's egress to `rate_bits_per_s` with a `tc tbf` token bucket.
@@ -205,8 +255,20 @@ impl Testbed {
         let burst = (rate_bits_per_s / 8 / 250).max(256 * 1024);
         let limit = (rate_bits_per_s / 8 / 100).max(2 * burst);
         run(&[
-            "tc", "-n", &ns, "qdisc", "replace", "dev", ifn, "root", "tbf", "rate",
-            &format!("{rate_bits_per_s}bit"), "burst", &burst.to_string(), "limit",
+            "tc",
+            "-n",
+            &ns,
+            "qdisc",
+            "replace",
+            "dev",
+            ifn,
+            "root",
+            "tbf",
+            "rate",
+            &format!("{rate_bits_per_s}bit"),
+            "burst",
+            &burst.to_string(),
+            "limit",
             &limit.to_string(),
         ])
         .map(|_| ())
@@ -234,7 +296,7 @@ impl Testbed {
 impl Drop for Testbed {
     fn drop(&mut self) {
         // Deleting a namespace destroys its veth end, and with it the peer.
-        for side in [Side::A, Side::B] {
+        for side in self.sides() {
             let _ = Command::new("ip")
                 .args(["netns", "del", &self.ns(side)])
                 .stderr(std::process::Stdio::null())

@@ -86,12 +86,13 @@ pub fn run(
     interrupt: &AtomicBool,
     on_interval: &mut dyn FnMut(HostRole, &IntervalSample),
 ) -> Result<ClientRun, NetError> {
-    let mut stream = TcpStream::connect_timeout(&cfg.server, cfg.connect_timeout).map_err(
-        |source| NetError::Connect {
-            addr: cfg.server,
-            source,
-        },
-    )?;
+    let mut stream =
+        TcpStream::connect_timeout(&cfg.server, cfg.connect_timeout).map_err(|source| {
+            NetError::Connect {
+                addr: cfg.server,
+                source,
+            }
+        })?;
     stream
         .set_write_timeout(Some(crate::conn::WRITE_TIMEOUT))
         .map_err(NetError::io("configuring the control connection"))?;
@@ -111,7 +112,15 @@ pub fn run(
         server: None,
         interrupted: false,
     };
-    let res = drive(cfg, &mut conn, &mut sess, &mut run, first, interrupt, on_interval);
+    let res = drive(
+        cfg,
+        &mut conn,
+        &mut sess,
+        &mut run,
+        first,
+        interrupt,
+        on_interval,
+    );
     match res {
         Ok(()) => Ok(ClientRun {
             outcome: if run.interrupted {

@@ -98,7 +98,9 @@ pub fn read_exact_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) 
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) => {}
             Err(e) => return Err(e),
         }

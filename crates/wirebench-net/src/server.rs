@@ -208,7 +208,11 @@ impl DaemonHandle {
 
     /// The tests served so far, oldest first.
     pub fn records(&self) -> Vec<TestRecord> {
-        self.state.records.lock().map(|r| r.iter().cloned().collect()).unwrap_or_default()
+        self.state
+            .records
+            .lock()
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -383,7 +387,8 @@ pub(crate) fn plans_for(
             let dir = *dirs.get(flow as usize)?;
             let sends = matches!(
                 (host, dir),
-                (HostRole::Client, FlowDir::ClientToServer) | (HostRole::Server, FlowDir::ServerToClient)
+                (HostRole::Client, FlowDir::ClientToServer)
+                    | (HostRole::Server, FlowDir::ServerToClient)
             );
             Some(FlowPlan {
                 flow,
@@ -419,7 +424,12 @@ struct TestState<'a> {
 fn control_session(stream: TcpStream, peer: SocketAddr, state: &State) {
     let t = &state.cfg.timeouts;
     let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
-    let mut sess = ServerSession::new(Instant::now(), t.clone(), state.cfg.limits.clone(), crate::software());
+    let mut sess = ServerSession::new(
+        Instant::now(),
+        t.clone(),
+        state.cfg.limits.clone(),
+        crate::software(),
+    );
     let mut ts = TestState {
         admission: None,
         test_id: 0,
@@ -486,11 +496,11 @@ fn record(state: &State, rec: TestRecord) {
     }
 }
 
-fn drive(
+fn drive<'a>(
     conn: &mut Control,
     sess: &mut ServerSession,
-    ts: &mut TestState<'_>,
-    state: &State,
+    ts: &mut TestState<'a>,
+    state: &'a State,
 ) -> Result<(), NetError> {
     loop {
         let now = Instant::now();

@@ -18,8 +18,9 @@ pub fn apply<F: AsFd>(sock: &F, spec: &TestSpec) -> Result<(), NetError> {
     }
     if let Some(cc) = &spec.congestion {
         wirebench_sys::tcp::set_congestion(sock, cc).map_err(|e| {
-            let avail = wirebench_sys::host::read_sysctl("net.ipv4.tcp_available_congestion_control")
-                .unwrap_or_default();
+            let avail =
+                wirebench_sys::host::read_sysctl("net.ipv4.tcp_available_congestion_control")
+                    .unwrap_or_default();
             NetError::SocketOption(format!(
                 "congestion control '{cc}' is not usable here ({e}); available: {avail}"
             ))

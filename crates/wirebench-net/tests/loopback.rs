@@ -1,0 +1,43 @@
+//! In-process client ↔ daemon tests over loopback: the sessions, the token routing and the
+//! engines together, without the CLI.
+
+use std::sync::atomic::AtomicBool;
+
+use wirebench_net::client::{self, ClientConfig, Outcome};
+use wirebench_net::server::{Daemon, ServerConfig};
+use wirebench_proto::measure::Role;
+use wirebench_proto::spec::{Direction, TestSpec};
+
+fn daemon() -> wirebench_net::server::DaemonHandle {
+    Daemon::bind(ServerConfig::new("127.0.0.1:0".parse().unwrap()))
+        .unwrap()
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn forward_and_reverse_complete_and_reconcile() {
+    let d = daemon();
+    for dir in [Direction::Forward, Direction::Reverse] {
+        let mut spec = TestSpec::stream_default();
+        spec.duration_ms = 500;
+        spec.direction = dir;
+        let cfg = ClientConfig::new(d.addr(), spec);
+        let run = client::run(&cfg, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
+        assert_eq!(run.outcome, Outcome::Completed);
+        let c = run.client.unwrap();
+        let s = run.server.unwrap();
+        let (snd, rcv) = if c.flows[0].role == Role::Sender {
+            (&c.flows[0], &s.flows[0])
+        } else {
+            (&s.flows[0], &c.flows[0])
+        };
+        assert!(rcv.total_bytes > 0);
+        assert_eq!(snd.total_bytes, rcv.total_bytes);
+    }
+    // The daemon recorded both tests and freed their slots.
+    let st = d.stats();
+    assert_eq!(st.running_tests, 0);
+    assert_eq!(d.records().len(), 2);
+    assert!(d.records().iter().all(|r| r.failure.is_none()));
+}
