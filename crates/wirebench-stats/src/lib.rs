@@ -1,0 +1,12 @@
+//! Pure measurement math for wirebench. No I/O, no clocks: every function takes numbers
+//! (or the text of a `/proc` file) and returns numbers.
+//!
+//! - [`cpu`]: parse `/proc/stat`, turn two snapshots into utilization per CPU and in total.
+//! - [`demand`]: service demand (CPU microseconds per KB, per transaction), netperf's definition.
+//! - [`ci`]: Student-t confidence intervals for repeated runs.
+//! - [`summary`]: min/median/max and Jain's fairness index.
+
+pub mod ci;
+pub mod cpu;
+pub mod demand;
+pub mod summary;
