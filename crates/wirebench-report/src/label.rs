@@ -1,0 +1,44 @@
+//! Short names used in warnings and human output.
+
+use wirebench_proto::measure::{HostRole, Role};
+use wirebench_proto::spec::FlowDir;
+
+/// `"forward"` (client → server) or `"reverse"` (server → client), as on the command line.
+pub fn dir(d: FlowDir) -> &'static str {
+    match d {
+        FlowDir::ClientToServer => "forward",
+        FlowDir::ServerToClient => "reverse",
+    }
+}
+
+/// `"client"` or `"server"`.
+pub fn host(h: HostRole) -> &'static str {
+    match h {
+        HostRole::Client => "client",
+        HostRole::Server => "server",
+    }
+}
+
+/// `"sender"` or `"receiver"`.
+pub fn role(r: Role) -> &'static str {
+    match r {
+        Role::Sender => "sender",
+        Role::Receiver => "receiver",
+    }
+}
+
+/// The end that writes a direction's payload.
+pub fn sender_of(d: FlowDir) -> HostRole {
+    match d {
+        FlowDir::ClientToServer => HostRole::Client,
+        FlowDir::ServerToClient => HostRole::Server,
+    }
+}
+
+/// The end that reads a direction's payload.
+pub fn receiver_of(d: FlowDir) -> HostRole {
+    match d {
+        FlowDir::ClientToServer => HostRole::Server,
+        FlowDir::ServerToClient => HostRole::Client,
+    }
+}
