@@ -19,16 +19,22 @@ pub struct CpuSnapshot {
 }
 
 impl CpuSnapshot {
-    /// Take a snapshot now; `tids` are the engine's data threads.
-    pub fn take(at_ns: u64, tids: &[i32]) -> Self {
+    /// Take a snapshot now; `tids` are the engine's data threads. A thread that has already
+    /// exited is counted with `exited(i)`, the CPU time it recorded for itself as it finished
+    /// (all of which lies before this snapshot).
+    pub fn take(at_ns: u64, tids: &[i32], exited: &dyn Fn(usize) -> Option<CpuTimes>) -> Self {
         let system = wirebench_sys::host::read_proc_stat()
             .ok()
             .and_then(|t| parse_proc_stat(&t).ok());
+        tracing::debug!(at_ns, ?tids, "cpu snapshot");
         let mut threads = CpuTimes::default();
-        for &tid in tids {
-            if let Ok(t) = thread_cpu_times(tid) {
-                threads.user_ns += t.user_ns;
-                threads.system_ns += t.system_ns;
+        for (i, &tid) in tids.iter().enumerate() {
+            match thread_cpu_times(tid).ok().or_else(|| exited(i)) {
+                Some(t) => {
+                    threads.user_ns += t.user_ns;
+                    threads.system_ns += t.system_ns;
+                }
+                None => tracing::warn!(tid, "thread CPU time not readable"),
             }
         }
         CpuSnapshot {

@@ -19,7 +19,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,7 @@ use wirebench_proto::spec::FlowDir;
 
 use crate::cpu::{self, CpuSnapshot};
 use crate::Sink;
+use wirebench_sys::thread::CpuTimes;
 
 /// How often blocked socket calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -99,6 +100,8 @@ struct FlowDone {
 
 struct Shared {
     start: Instant,
+    /// CPU time each flow thread recorded for itself just before exiting (by flow index).
+    final_cpu: Vec<Mutex<Option<CpuTimes>>>,
     stop: AtomicBool,
     stop_at_ns: AtomicU64,
     counters: Vec<Counter>,
@@ -318,14 +321,15 @@ pub fn run(
         stop: AtomicBool::new(false),
         stop_at_ns: AtomicU64::new(u64::MAX),
         counters: (0..n).map(|_| Counter::default()).collect(),
+        final_cpu: (0..n).map(|_| Mutex::new(None)).collect(),
     };
     let meta: Vec<(u32, Role, FlowDir)> = plans.iter().map(|p| (p.flow, p.role, p.dir)).collect();
     let roles: Vec<(u32, Role)> = meta.iter().map(|m| (m.0, m.1)).collect();
     let warmup_ns = cfg.warmup.as_nanos() as u64;
     let mut warnings = Vec::new();
 
-    let (tid_tx, tid_rx) = mpsc::channel::<i32>();
-    let before_threads = CpuSnapshot::take(0, &[]);
+    let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
+    let before_threads = CpuSnapshot::take(0, &[], &|_| None);
     thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);
         for (idx, plan) in plans.into_iter().enumerate() {
@@ -338,7 +342,8 @@ pub fn run(
                 .spawn_scoped(scope, move || {
                     let pin_err =
                         cpu.and_then(|c| wirebench_sys::thread::pin_current_thread(c).err());
-                    let _ = tid_tx.send(wirebench_sys::thread::current_thread_id());
+                    let tid = wirebench_sys::thread::current_thread_id();
+                    let _ = tid_tx.send((idx, tid));
                     drop(tid_tx);
                     let mut done = match plan.role {
                         Role::Sender => run_sender(plan.stream, idx, payload, shared, abort, drain),
@@ -348,7 +353,14 @@ pub fn run(
                         }
                     };
                     if let Some(e) = pin_err {
-                        done.error.get_or_insert(format!("could not pin to CPU: {e}"));
+                        done.error
+                            .get_or_insert(format!("could not pin to CPU: {e}"));
+                    }
+                    // Leave this thread's CPU time behind: its /proc entry goes with it.
+                    if let Ok(t) = wirebench_sys::thread::thread_cpu_times(tid) {
+                        if let Ok(mut slot) = shared.final_cpu[idx].lock() {
+                            *slot = Some(t);
+                        }
                     }
                     done
                 });
@@ -361,7 +373,14 @@ pub fn run(
             }
         }
         drop(tid_tx);
-        let tids: Vec<i32> = tid_rx.iter().collect();
+        // (flow index, thread id), ordered by flow index.
+        let mut tids: Vec<(usize, i32)> = tid_rx.iter().collect();
+        tids.sort_unstable();
+        let (tid_flows, tids): (Vec<usize>, Vec<i32>) = tids.into_iter().unzip();
+        let exited = |i: usize| {
+            let flow = *tid_flows.get(i)?;
+            *shared.final_cpu[flow].lock().ok()?
+        };
 
         // Sampling loop on the calling thread.
         let mut prev = vec![0u64; n];
@@ -393,7 +412,7 @@ pub fn run(
                     window_start_bytes[i] = c.0.load(Ordering::Relaxed);
                 }
                 window_start_ns = now_ns;
-                cpu_before = Some(CpuSnapshot::take(now_ns, &tids));
+                cpu_before = Some(CpuSnapshot::take(now_ns, &tids, &exited));
             }
             if let Some(t) = next_interval {
                 if now >= t && now < stop_at {
@@ -416,14 +435,20 @@ pub fn run(
                 break;
             }
         }
-        // The stop instant (or the abort instant).
+        // The stop instant (or the abort instant). CPU is read before the flows are told to
+        // stop: a sender can finish its orderly close and exit within microseconds, and an
+        // exited thread's CPU time can no longer be read.
         let stop_ns = ns_since(start, Instant::now());
+        let cpu_after = CpuSnapshot::take(stop_ns, &tids, &exited);
+        let stop_bytes: Vec<u64> = shared
+            .counters
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .collect();
         shared.stop_at_ns.store(stop_ns, Ordering::Relaxed);
         shared.stop.store(true, Ordering::Relaxed);
-        let stop_bytes: Vec<u64> =
-            shared.counters.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
-        let cpu_after = CpuSnapshot::take(stop_ns, &tids);
-        let cpu_before = cpu_before.unwrap_or_else(|| CpuSnapshot::take(window_start_ns, &tids));
+        let cpu_before =
+            cpu_before.unwrap_or_else(|| CpuSnapshot::take(window_start_ns, &tids, &exited));
 
         let results: Vec<Option<FlowDone>> = handles
             .into_iter()

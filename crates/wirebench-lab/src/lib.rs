@@ -212,8 +212,24 @@ impl Testbed {
             let ns = self.ns(side);
             for dst in ["127.0.0.0/8", "127.0.0.1"] {
                 run(&[
-                    "ip", "-n", &ns, "route", "replace", "local", dst, "dev", "lo", "table",
-                    "local", "proto", "kernel", "scope", "host", "src", "127.0.0.1", "congctl",
+                    "ip",
+                    "-n",
+                    &ns,
+                    "route",
+                    "replace",
+                    "local",
+                    dst,
+                    "dev",
+                    "lo",
+                    "table",
+                    "local",
+                    "proto",
+                    "kernel",
+                    "scope",
+                    "host",
+                    "src",
+                    "127.0.0.1",
+                    "congctl",
                     algo,
                 ])?;
             }

@@ -102,7 +102,7 @@ pub fn run(
     let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
     let (mut sess, first) = ClientSession::new(
         Instant::now(),
-        cfg.timeouts.clone(),
+        cfg.timeouts,
         cfg.spec.clone(),
         crate::software(),
     );
@@ -237,6 +237,8 @@ fn drive(
         if let Some(w) = sess.next_wakeup() {
             until = until.min(w.max(now + Duration::from_millis(1)));
         }
+        // Results frames of a big test may exceed the default cap; the session knows its size.
+        conn.set_max_frame(sess.frame_cap());
         if let Some(msg) = conn.recv(until)? {
             let acts = sess.handle(Instant::now(), msg)?;
             if execute(cfg, conn, sess, run, &mut conns, acts, on_interval)? {

@@ -426,7 +426,7 @@ fn control_session(stream: TcpStream, peer: SocketAddr, state: &State) {
     let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
     let mut sess = ServerSession::new(
         Instant::now(),
-        t.clone(),
+        *t,
         state.cfg.limits.clone(),
         crate::software(),
     );
@@ -507,8 +507,10 @@ fn drive<'a>(
         // Phase-specific work that is not driven by control frames.
         if sess.phase() == Phase::AwaitData {
             if let Some(rx) = &ts.data_rx {
+                let count = ts.spec.as_ref().map(|s| s.connection_count()).unwrap_or(0);
                 while let Ok(c) = rx.try_recv() {
-                    if !ts.conns.iter().any(|(f, _)| *f == c.0) {
+                    // A flow id out of range or seen before is closed (dropped) here.
+                    if c.0 < count && !ts.conns.iter().any(|(f, _)| *f == c.0) {
                         ts.conns.push(c);
                     }
                 }
@@ -556,6 +558,8 @@ fn drive<'a>(
         if let Some(w) = sess.next_wakeup() {
             until = until.min(w.max(now + Duration::from_millis(1)));
         }
+        // Results frames of a big test may exceed the default cap; the session knows its size.
+        conn.set_max_frame(sess.frame_cap());
         if let Some(msg) = conn.recv(until)? {
             let acts = sess.handle(Instant::now(), msg)?;
             if execute(conn, sess, ts, state, acts)? {

@@ -35,7 +35,14 @@ fn forward_and_reverse_complete_and_reconcile() {
         assert!(rcv.total_bytes > 0);
         assert_eq!(snd.total_bytes, rcv.total_bytes);
     }
-    // The daemon recorded both tests and freed their slots.
+    // The daemon recorded both tests and freed their slots (it finishes its bookkeeping
+    // after the client has left, so give it a moment).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while (d.records().len() < 2 || d.stats().running_tests > 0)
+        && std::time::Instant::now() < until
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let st = d.stats();
     assert_eq!(st.running_tests, 0);
     assert_eq!(d.records().len(), 2);

@@ -16,3 +16,9 @@ pub mod measure;
 pub mod message;
 pub mod session;
 pub mod spec;
+
+#[doc(hidden)]
+pub mod fuzz_targets;
+
+#[cfg(test)]
+mod testutil;

@@ -7,6 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+/// Most interval samples (intervals × connections) one test may produce, so that the results
+/// message stays under the absolute frame cap.
+pub const MAX_INTERVAL_SAMPLES: u64 = 500_000;
+
 /// Which family of test to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -135,6 +139,19 @@ impl TestSpec {
         }
         if let Some(i) = self.interval_ms {
             range("interval_ms", i, 100, self.duration_ms.max(100))?;
+            // Results carry every interval sample of every flow; keep them sendable.
+            let samples = (self.duration_ms.saturating_add(self.warmup_ms) / i.max(1))
+                .saturating_add(2)
+                .saturating_mul(u64::from(self.connection_count()));
+            if samples > MAX_INTERVAL_SAMPLES {
+                return Err(SpecError::Inconsistent {
+                    field: "interval_ms",
+                    reason: format!(
+                        "{samples} interval samples (intervals x connections) exceed \
+                         {MAX_INTERVAL_SAMPLES}; use a longer interval"
+                    ),
+                });
+            }
         }
         range(
             "msg_size_bytes",
@@ -148,9 +165,9 @@ impl TestSpec {
         if let Some(cc) = &self.congestion {
             let ok = !cc.is_empty()
                 && cc.len() <= 15
-                && cc
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+                && cc.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
+                });
             if !ok {
                 return Err(SpecError::Invalid {
                     field: "congestion",
@@ -251,7 +268,10 @@ mod tests {
         s.warmup_ms = s.duration_ms + 1;
         assert!(matches!(
             s.validate(&Limits::default()),
-            Err(SpecError::Inconsistent { field: "warmup_ms", .. })
+            Err(SpecError::Inconsistent {
+                field: "warmup_ms",
+                ..
+            })
         ));
         let mut s = TestSpec::stream_default();
         s.interval_ms = Some(0);

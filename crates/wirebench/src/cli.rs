@@ -149,8 +149,14 @@ pub fn parse_affinity(s: &str) -> Result<(Option<u32>, Option<u32>), String> {
 /// Parse `MIN,MAX` (or a single N for N,N).
 pub fn parse_pair_u32(s: &str) -> Result<(u32, u32), String> {
     let (a, b) = s.split_once(',').unwrap_or((s, s));
-    let a: u32 = a.trim().parse().map_err(|_| format!("'{s}' is not MIN,MAX"))?;
-    let b: u32 = b.trim().parse().map_err(|_| format!("'{s}' is not MIN,MAX"))?;
+    let a: u32 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not MIN,MAX"))?;
+    let b: u32 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not MIN,MAX"))?;
     if a == 0 || b < a || b > 1000 {
         return Err(format!("'{s}': need 1 <= MIN <= MAX <= 1000"));
     }
@@ -162,11 +168,17 @@ pub fn parse_confidence(s: &str) -> Result<(u32, f64), String> {
     let (a, b) = s
         .split_once(',')
         .ok_or_else(|| format!("'{s}' is not LEVEL,WIDTH (e.g. 99,5)"))?;
-    let level: u32 = a.trim().parse().map_err(|_| format!("'{a}' is not 95 or 99"))?;
+    let level: u32 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{a}' is not 95 or 99"))?;
     if level != 95 && level != 99 {
         return Err(format!("confidence level {level}: use 95 or 99"));
     }
-    let width: f64 = b.trim().parse().map_err(|_| format!("'{b}' is not a width in percent"))?;
+    let width: f64 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{b}' is not a width in percent"))?;
     if !(width > 0.0 && width <= 100.0) {
         return Err(format!("confidence width {width}: use 0 < WIDTH <= 100"));
     }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,7 +38,12 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
                 return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                     EXIT_USAGE
@@ -93,7 +98,8 @@ fn serve(a: &ServeArgs) -> Result<()> {
     cfg.limits = Limits {
         max_concurrent_tests: a.max_tests.max(1),
         max_flows: a.max_flows.max(1),
-        max_duration_ms: secs_to_ms(a.max_duration).ok_or_else(|| anyhow!("--max-duration must be positive"))?,
+        max_duration_ms: secs_to_ms(a.max_duration)
+            .ok_or_else(|| anyhow!("--max-duration must be positive"))?,
         ..Limits::default()
     };
     let daemon = Daemon::bind(cfg)?;
@@ -148,16 +154,30 @@ fn failed_result(
 /// validates again against its own limits).
 fn build_spec(a: &StreamArgs) -> Result<TestSpec, (String, Option<String>)> {
     let ms = |v: f64, name: &str| -> Result<u64, (String, Option<String>)> {
-        if !v.is_finite() || v < 0.0 || v > 1e9 {
-            return Err((format!("{name} {v} is not a number of seconds"), Some(name.into())));
+        if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+            return Err((
+                format!("{name} {v} is not a number of seconds"),
+                Some(name.into()),
+            ));
         }
         Ok((v * 1000.0).round() as u64)
     };
-    let msg = u32::try_from(a.msg_size)
-        .map_err(|_| (format!("--msg-size {} is too large", a.msg_size), Some("msg_size_bytes".into())))?;
+    let msg = u32::try_from(a.msg_size).map_err(|_| {
+        (
+            format!("--msg-size {} is too large", a.msg_size),
+            Some("msg_size_bytes".into()),
+        )
+    })?;
     let window = a
         .window
-        .map(|w| u32::try_from(w).map_err(|_| (format!("--window {w} is too large"), Some("window_bytes".into()))))
+        .map(|w| {
+            u32::try_from(w).map_err(|_| {
+                (
+                    format!("--window {w} is too large"),
+                    Some("window_bytes".into()),
+                )
+            })
+        })
         .transpose()?;
     let spec = TestSpec {
         workload: Workload::Stream,
@@ -198,10 +218,12 @@ fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> Result<SocketAddr> {
         .with_context(|| format!("cannot resolve host '{host}'"))?
         .filter(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
         .collect();
-    addrs
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow!("host '{host}' has no {} address", if v4 { "IPv4" } else { "IPv6" }))
+    addrs.first().copied().ok_or_else(|| {
+        anyhow!(
+            "host '{host}' has no {} address",
+            if v4 { "IPv4" } else { "IPv6" }
+        )
+    })
 }
 
 fn net_error_kind(e: &NetError) -> (&'static str, Option<String>) {
@@ -215,6 +237,8 @@ fn net_error_kind(e: &NetError) -> (&'static str, Option<String>) {
             },
             m.field.clone(),
         ),
+        // The client session checks the spec against the limits the server announced.
+        NetError::Session(SessionError::InvalidSpec(e)) => ("invalid_spec", Some(field_of(e))),
         NetError::Session(SessionError::Timeout { .. }) => ("timeout", None),
         NetError::SocketOption(_) => ("socket_option", None),
         NetError::Interrupted => ("interrupted", None),
@@ -233,7 +257,12 @@ fn stream(a: &StreamArgs) -> i32 {
     let spec = match build_spec(a) {
         Ok(s) => s,
         Err((msg, field)) => {
-            return finish(format, a.output.as_deref(), failed_result(None, None, false, "usage", &msg, field), EXIT_USAGE);
+            return finish(
+                format,
+                a.output.as_deref(),
+                failed_result(None, None, false, "usage", &msg, field),
+                EXIT_USAGE,
+            );
         }
     };
     // The embedded server lives as long as this function.
@@ -242,20 +271,41 @@ fn stream(a: &StreamArgs) -> i32 {
         Some(h) => match resolve(h, a.port, a.ipv4, a.ipv6) {
             Ok(addr) => (addr, false),
             Err(e) => {
-                let r = failed_result(Some(spec), Some(h.clone()), false, "resolve", &format!("{e:#}"), None);
+                let r = failed_result(
+                    Some(spec),
+                    Some(h.clone()),
+                    false,
+                    "resolve",
+                    &format!("{e:#}"),
+                    None,
+                );
                 return finish(format, a.output.as_deref(), r, EXIT_FAILED);
             }
         },
         None => {
-            let ip: IpAddr = if a.ipv6 { Ipv6Addr::LOCALHOST.into() } else { Ipv4Addr::LOCALHOST.into() };
-            match Daemon::bind(ServerConfig::new(SocketAddr::new(ip, 0))).and_then(|d| d.spawn().map_err(NetError::io("starting the embedded server"))) {
+            let ip: IpAddr = if a.ipv6 {
+                Ipv6Addr::LOCALHOST.into()
+            } else {
+                Ipv4Addr::LOCALHOST.into()
+            };
+            match Daemon::bind(ServerConfig::new(SocketAddr::new(ip, 0))).and_then(|d| {
+                d.spawn()
+                    .map_err(NetError::io("starting the embedded server"))
+            }) {
                 Ok(h) => {
                     let addr = h.addr();
                     _embedded = Some(h);
                     (addr, true)
                 }
                 Err(e) => {
-                    let r = failed_result(Some(spec), None, true, "embedded_server", &e.to_string(), None);
+                    let r = failed_result(
+                        Some(spec),
+                        None,
+                        true,
+                        "embedded_server",
+                        &e.to_string(),
+                        None,
+                    );
                     return finish(format, a.output.as_deref(), r, EXIT_FAILED);
                 }
             }
@@ -311,7 +361,9 @@ fn stream(a: &StreamArgs) -> i32 {
                     .as_ref()
                     .map(|c| analyze::summarize(&spec, c, run.server.as_ref(), same_host));
                 if let Outcome::Aborted(reason) = &run.outcome {
-                    result.warnings.push(format!("run {}: aborted: {reason}", index + 1));
+                    result
+                        .warnings
+                        .push(format!("run {}: aborted: {reason}", index + 1));
                     result.status = RunStatus::Aborted;
                     code = EXIT_ABORTED;
                 }
@@ -329,9 +381,21 @@ fn stream(a: &StreamArgs) -> i32 {
             }
             Err(e) => {
                 let (kind, field) = net_error_kind(&e);
-                result.status = if matches!(e, NetError::Interrupted) { RunStatus::Interrupted } else { RunStatus::Failed };
-                result.error = Some(ErrorInfo { kind: kind.into(), message: e.to_string(), field });
-                code = if matches!(e, NetError::Interrupted) { EXIT_INTERRUPTED } else { EXIT_FAILED };
+                result.status = if matches!(e, NetError::Interrupted) {
+                    RunStatus::Interrupted
+                } else {
+                    RunStatus::Failed
+                };
+                result.error = Some(ErrorInfo {
+                    kind: kind.into(),
+                    message: e.to_string(),
+                    field,
+                });
+                code = if matches!(e, NetError::Interrupted) {
+                    EXIT_INTERRUPTED
+                } else {
+                    EXIT_FAILED
+                };
                 break;
             }
         }
@@ -345,14 +409,6 @@ fn stream(a: &StreamArgs) -> i32 {
             if met {
                 break;
             }
-        }
-    }
-    if let Some(agg) = &result.aggregate {
-        if !agg.target_met {
-            result.warnings.push(format!(
-                "confidence target not met: {}% interval wider than {target}% of the mean after {} runs",
-                agg.level_pct, agg.runs
-            ));
         }
     }
     finish(format, a.output.as_deref(), result, code)
@@ -389,11 +445,21 @@ fn finish(format: Format, output: Option<&Path>, r: RunResult, code: i32) -> i32
 
 /// Write `bytes` to `path` via a temporary file in the same directory, fsync, rename.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| anyhow!("{} is not a file path", path.display()))?;
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow!("{} is not a file path", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let res = (|| -> Result<()> {
-        let mut f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut f =
+            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path).with_context(|| format!("renaming onto {}", path.display()))?;
@@ -407,4 +473,3 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     res
 }
-

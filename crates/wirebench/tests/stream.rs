@@ -22,8 +22,9 @@ fn side(r: &RunResult, host: HostRole) -> &SideReport {
 }
 
 /// Every flow: the sender's total equals the receiver's total, and both equal the kernel's
-/// own per-connection counters (TCP_INFO bytes_acked at the sender, bytes_received at the
-/// receiver, minus the 24-byte data hello the client sends first).
+/// own per-connection counters: TCP_INFO bytes_received at the receiver and bytes_acked at the
+/// sender count the payload, the 24-byte data hello the client sends first, and one sequence
+/// number for the FIN (both ends read TCP_INFO after the orderly close completed).
 fn check_flows_reconcile(r: &RunResult, expect_flows: usize) {
     assert_eq!(r.status, RunStatus::Completed, "{r:?}");
     let c = side(r, HostRole::Client);
@@ -32,17 +33,46 @@ fn check_flows_reconcile(r: &RunResult, expect_flows: usize) {
     assert_eq!(s.flows.len(), expect_flows);
     for (cf, sf) in c.flows.iter().zip(&s.flows) {
         assert_eq!(cf.flow, sf.flow);
-        let (snd, rcv) = if cf.role == Role::Sender { (cf, sf) } else { (sf, cf) };
+        let (snd, rcv) = if cf.role == Role::Sender {
+            (cf, sf)
+        } else {
+            (sf, cf)
+        };
         assert_eq!(snd.role, Role::Sender);
         assert_eq!(rcv.role, Role::Receiver);
-        assert!(snd.error.is_none() && rcv.error.is_none(), "{snd:?} {rcv:?}");
-        assert!(rcv.total_bytes > 1_000_000, "flow {} moved too little", cf.flow);
-        assert_eq!(snd.total_bytes, rcv.total_bytes, "flow {}: sender and receiver disagree", cf.flow);
-        let hello = if cf.dir == FlowDir::ClientToServer { DATA_HELLO_WIRE_BYTES } else { 0 };
+        assert!(
+            snd.error.is_none() && rcv.error.is_none(),
+            "{snd:?} {rcv:?}"
+        );
+        assert!(
+            rcv.total_bytes > 1_000_000,
+            "flow {} moved too little",
+            cf.flow
+        );
+        assert_eq!(
+            snd.total_bytes, rcv.total_bytes,
+            "flow {}: sender and receiver disagree",
+            cf.flow
+        );
+        let hello = if cf.dir == FlowDir::ClientToServer {
+            DATA_HELLO_WIRE_BYTES
+        } else {
+            0
+        };
         let ti = rcv.tcp_info.as_ref().expect("receiver tcp_info");
-        assert_eq!(ti.bytes_received, Some(rcv.total_bytes + hello), "kernel bytes_received");
+        assert_eq!(
+            ti.bytes_received,
+            Some(rcv.total_bytes + hello + 1),
+            "kernel bytes_received = payload + hello + FIN"
+        );
         let ts = snd.tcp_info.as_ref().expect("sender tcp_info");
-        assert_eq!(ts.bytes_acked, Some(snd.total_bytes + hello), "kernel bytes_acked");
+        // The active opener (the client) also counts its SYN as acknowledged.
+        let syn = u64::from(cf.dir == FlowDir::ClientToServer);
+        assert_eq!(
+            ts.bytes_acked,
+            Some(snd.total_bytes + hello + 1 + syn),
+            "kernel bytes_acked = payload + hello + FIN (+ SYN at the client)"
+        );
         assert!(rcv.window_bytes <= rcv.total_bytes && rcv.window_bytes > 0);
     }
     let sum = r.runs[0].summary.as_ref().expect("summary");
@@ -63,7 +93,10 @@ fn forward_loopback_reconciles_with_kernel_counters() {
     let sum = res.runs[0].summary.as_ref().unwrap();
     assert_eq!(sum.directions.len(), 1);
     assert_eq!(sum.directions[0].dir, FlowDir::ClientToServer);
-    assert!(!sum.congestion.is_empty(), "congestion control must be recorded");
+    assert!(
+        !sum.congestion.is_empty(),
+        "congestion control must be recorded"
+    );
     assert_eq!(sum.cpu.len(), 2, "CPU of both ends");
 }
 
@@ -103,13 +136,18 @@ fn four_flows_each_accounted() {
     let total: f64 = sum.flows.iter().map(|f| f.receiver_throughput_bps).sum();
     let agg = sum.directions[0].receiver_throughput_bps;
     // The aggregate spans the union of the flows' windows, so it is at most the per-flow sum.
-    assert!(agg <= total * 1.0001 && agg >= total * 0.8, "agg {agg} vs sum {total}");
+    assert!(
+        agg <= total * 1.0001 && agg >= total * 0.8,
+        "agg {agg} vs sum {total}"
+    );
 }
 
 #[test]
 fn warmup_is_excluded_and_intervals_partition_the_bytes() {
     let _g = serial();
-    let r = wb(&["stream", "-t", "1.5", "--warmup", "0.5", "-i", "0.25", "--json"]);
+    let r = wb(&[
+        "stream", "-t", "1.5", "--warmup", "0.5", "-i", "0.25", "--json",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 1);
@@ -122,10 +160,21 @@ fn warmup_is_excluded_and_intervals_partition_the_bytes() {
             "{host:?} window start {}",
             f.window_start_ns
         );
-        assert!(f.window_bytes < f.total_bytes, "warm-up bytes must be excluded");
+        assert!(
+            f.window_bytes < f.total_bytes,
+            "warm-up bytes must be excluded"
+        );
         // Intervals tile [0, end] exactly: their bytes add up to the flow's total.
-        let sum: u64 = s.intervals.iter().flat_map(|i| &i.flows).map(|x| x.bytes).sum();
-        assert_eq!(sum, f.total_bytes, "{host:?}: intervals must add up to the total");
+        let sum: u64 = s
+            .intervals
+            .iter()
+            .flat_map(|i| &i.flows)
+            .map(|x| x.bytes)
+            .sum();
+        assert_eq!(
+            sum, f.total_bytes,
+            "{host:?}: intervals must add up to the total"
+        );
         assert!(s.intervals.len() >= 7, "{} intervals", s.intervals.len());
         assert!(s.intervals[0].in_warmup && !s.intervals.last().unwrap().in_warmup);
         for w in s.intervals.windows(2) {
@@ -142,15 +191,32 @@ fn live_interval_lines_are_printed() {
     let _g = serial();
     let r = wb(&["stream", "-t", "1", "-i", "0.25"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let lines = r.stdout.lines().filter(|l| l.contains("Gbit/s") && l.starts_with('[')).count();
+    let lines = r
+        .stdout
+        .lines()
+        .filter(|l| l.contains("Gbit/s") && l.starts_with('['))
+        .count();
     assert!(lines >= 3, "expected live interval lines:\n{}", r.stdout);
-    assert!(r.stdout.contains("10^9"), "units must be explained:\n{}", r.stdout);
+    assert!(
+        r.stdout.contains("10^9"),
+        "units must be explained:\n{}",
+        r.stdout
+    );
 }
 
 #[test]
 fn iterations_report_a_confidence_interval() {
     let _g = serial();
-    let r = wb(&["stream", "-t", "0.5", "--iterations", "2,3", "--confidence", "95,50", "--json"]);
+    let r = wb(&[
+        "stream",
+        "-t",
+        "0.5",
+        "--iterations",
+        "2,3",
+        "--confidence",
+        "95,50",
+        "--json",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     assert!((2..=3).contains(&res.runs.len()), "{} runs", res.runs.len());
@@ -172,9 +238,21 @@ fn iterations_report_a_confidence_interval() {
 #[test]
 fn unreachable_width_target_is_a_visible_warning() {
     let _g = serial();
-    let r = wb(&["stream", "-t", "0.3", "--iterations", "2,2", "--confidence", "99,0.0001"]);
+    let r = wb(&[
+        "stream",
+        "-t",
+        "0.3",
+        "--iterations",
+        "2,2",
+        "--confidence",
+        "99,0.0001",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("WARNING") || r.stdout.contains("warning"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("WARNING") || r.stdout.contains("warning"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("not met"), "{}", r.stdout);
 }
 
@@ -189,13 +267,20 @@ fn loopback_bytes_match_interface_counters_in_a_private_namespace() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 2);
-    let payload: u64 = side(&res, HostRole::Server).flows.iter().map(|f| f.total_bytes).sum();
+    let payload: u64 = side(&res, HostRole::Server)
+        .flows
+        .iter()
+        .map(|f| f.total_bytes)
+        .sum();
     // Every skb on lo carries 14 (Ethernet) + 20 (IPv4) + 32 (TCP with timestamps) header
     // bytes; what remains is TCP payload: our data, the hellos and the control frames.
     let pkts = after.rx_packets - before.rx_packets;
     let est = (after.rx_bytes - before.rx_bytes) as i64 - 66 * pkts as i64;
     let err = (est - payload as i64).abs() as f64 / payload as f64;
-    assert!(err < 0.005, "lo counters say {est} payload bytes, wirebench {payload} ({err:.4})");
+    assert!(
+        err < 0.005,
+        "lo counters say {est} payload bytes, wirebench {payload} ({err:.4})"
+    );
 }
 
 #[test]
@@ -209,7 +294,16 @@ fn veth_rate_limited_to_1gbit_measures_the_limit() {
     let r = wb_in(
         &tb,
         Side::A,
-        &["stream", "-H", wirebench_lab::ADDR_B, "-t", "4", "--warmup", "1", "--json"],
+        &[
+            "stream",
+            "-H",
+            wirebench_lab::ADDR_B,
+            "-t",
+            "4",
+            "--warmup",
+            "1",
+            "--json",
+        ],
     );
     let after = tb.counters(Side::B, "wbb").unwrap();
     assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
@@ -219,13 +313,26 @@ fn veth_rate_limited_to_1gbit_measures_the_limit() {
     let got = sum.directions[0].receiver_throughput_bps;
     // tbf meters link-layer bytes: each MSS-sized segment costs MSS + 66 header bytes
     // (14 Ethernet + 20 IPv4 + 32 TCP with timestamps). The payload rate it allows:
-    let mss = side(&res, HostRole::Client).flows[0].tcp_info.as_ref().unwrap().snd_mss_bytes as f64;
+    let mss = side(&res, HostRole::Client).flows[0]
+        .tcp_info
+        .as_ref()
+        .unwrap()
+        .snd_mss_bytes as f64;
     let expect = 1e9 * mss / (mss + 66.0);
     let dev = (got - expect) / expect;
-    assert!(dev.abs() < 0.03, "measured {got:.0} bit/s, limit allows {expect:.0} ({:+.2}%)", dev * 100.0);
+    assert!(
+        dev.abs() < 0.03,
+        "measured {got:.0} bit/s, limit allows {expect:.0} ({:+.2}%)",
+        dev * 100.0
+    );
     // And the receiver's interface saw that many payload bytes (whole test, warm-up included).
-    let server_total: u64 = side(&res, HostRole::Server).flows.iter().map(|f| f.total_bytes).sum();
-    let est = (after.rx_bytes - before.rx_bytes) as i64 - 66 * (after.rx_packets - before.rx_packets) as i64;
+    let server_total: u64 = side(&res, HostRole::Server)
+        .flows
+        .iter()
+        .map(|f| f.total_bytes)
+        .sum();
+    let est = (after.rx_bytes - before.rx_bytes) as i64
+        - 66 * (after.rx_packets - before.rx_packets) as i64;
     let err = (est - server_total as i64).abs() as f64 / server_total as f64;
     assert!(err < 0.01, "wbb counters {est} vs wirebench {server_total}");
     let env = &side(&res, HostRole::Client).env;
@@ -254,8 +361,14 @@ fn cpu_figures_agree_with_an_independent_proc_stat_reading() {
         // wirebench's own threads are part of the machine's busy time.
         let busy_ns = end.system_busy_pct / 100.0 * end.cpus as f64 * end.window_ns as f64;
         let threads_ns = (end.threads_user_ns + end.threads_system_ns) as f64;
-        assert!(threads_ns <= busy_ns * 1.05 + 2e7, "threads {threads_ns} > machine busy {busy_ns}");
-        assert!(threads_ns > 0.2e9, "a saturating flow thread must show CPU time");
+        assert!(
+            threads_ns <= busy_ns * 1.05 + 2e7,
+            "threads {threads_ns} > machine busy {busy_ns}"
+        );
+        assert!(
+            threads_ns > 0.2e9,
+            "a saturating flow thread must show CPU time"
+        );
         let sd = end.service_demand_us_per_kb.expect("service demand");
         assert!(sd > 0.0 && sd.is_finite());
     }
@@ -301,15 +414,33 @@ fn invalid_flags_give_usage_errors_and_valid_json() {
 #[test]
 fn server_refuses_a_test_beyond_its_limits() {
     require_netns();
+    let _g = serial();
     let tb = Testbed::pair(1500).expect("testbed");
     let _d = daemon_in(&tb, Side::B, &["--max-flows", "2"]);
-    let r = wb_in(&tb, Side::A, &["stream", "-H", wirebench_lab::ADDR_B, "-P", "3", "-t", "1", "--json"]);
+    let r = wb_in(
+        &tb,
+        Side::A,
+        &[
+            "stream",
+            "-H",
+            wirebench_lab::ADDR_B,
+            "-P",
+            "3",
+            "-t",
+            "1",
+            "--json",
+        ],
+    );
     assert_eq!(r.code, 1, "{}", r.stdout);
     let res = r.json();
     let e = res.error.expect("error");
     assert_eq!(e.kind, "invalid_spec");
     assert_eq!(e.field.as_deref(), Some("flows"));
-    let r = wb_in(&tb, Side::A, &["stream", "-H", wirebench_lab::ADDR_B, "-P", "3", "-t", "1"]);
+    let r = wb_in(
+        &tb,
+        Side::A,
+        &["stream", "-H", wirebench_lab::ADDR_B, "-P", "3", "-t", "1"],
+    );
     assert_eq!(r.code, 1);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("flows"), "{}", r.stderr);
@@ -318,6 +449,7 @@ fn server_refuses_a_test_beyond_its_limits() {
 #[test]
 fn busy_server_answers_busy_not_hang() {
     require_netns();
+    let _g = serial();
     let tb = Testbed::pair(1500).expect("testbed");
     let _d = daemon_in(&tb, Side::B, &["--max-tests", "1"]);
     let mut first = tb.command(Side::A, BIN);
@@ -328,8 +460,16 @@ fn busy_server_answers_busy_not_hang() {
     let child = first.spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(700));
     let t = std::time::Instant::now();
-    let r = wb_in(&tb, Side::A, &["stream", "-H", wirebench_lab::ADDR_B, "-t", "1", "--json"]);
-    assert!(t.elapsed() < std::time::Duration::from_secs(2), "busy answer took {:?}", t.elapsed());
+    let r = wb_in(
+        &tb,
+        Side::A,
+        &["stream", "-H", wirebench_lab::ADDR_B, "-t", "1", "--json"],
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "busy answer took {:?}",
+        t.elapsed()
+    );
     assert_eq!(r.code, 1);
     assert_eq!(r.json().error.unwrap().kind, "busy");
     let out = child.wait_with_output().unwrap();

@@ -40,10 +40,7 @@ impl Ran {
 }
 
 fn finish(mut c: Command) -> Ran {
-    let out = c
-        .stdin(Stdio::null())
-        .output()
-        .expect("run wirebench");
+    let out = c.stdin(Stdio::null()).output().expect("run wirebench");
     Ran {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -83,7 +80,9 @@ pub fn daemon_in(tb: &Testbed, side: Side, extra: &[&str]) -> Daemon {
     c.args(["serve", "--bind", Testbed::addr(side)]);
     c.args(extra);
     c.env("RUST_LOG", "info");
-    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn daemon");
     let stderr = child.stderr.take().expect("stderr");
     let (tx, rx) = std::sync::mpsc::channel();

@@ -1,0 +1,137 @@
+//! Fuzz target bodies, shared by the cargo-fuzz targets in `fuzz/` and by the proptests
+//! (which run them on arbitrary bytes, since cargo-fuzz needs a nightly toolchain).
+//!
+//! Each function must never panic, whatever `data` is; a panic is a bug.
+
+use std::time::{Duration, Instant};
+
+use crate::data::{classify, DataHello, PREAMBLE_BYTES};
+use crate::frame::{decode_payload, encode, FrameDecoder};
+use crate::message::Message;
+use crate::session::{ClientSession, ServerSession, Timeouts};
+use crate::spec::{Limits, TestSpec};
+
+/// Feed `data` to a [`FrameDecoder`] in chunks whose sizes come from the data itself, pop
+/// every message, and check that each decoded message re-encodes to a frame that decodes to
+/// the same message. Also run the decoded messages through a server and a client session.
+pub fn frame(data: &[u8]) {
+    let (cap, rest) = match data.split_first() {
+        // A small cap sometimes, to exercise TooLarge.
+        Some((&b, rest)) if b < 16 => (u32::from(b) * 8, rest),
+        Some((_, rest)) => (crate::frame::DEFAULT_MAX_FRAME_BYTES, rest),
+        None => return,
+    };
+    let mut dec = FrameDecoder::new(cap);
+    let now = Instant::now();
+    let mut server = ServerSession::new(now, Timeouts::default(), Limits::default(), "fuzz".into());
+    let (mut client, _) = ClientSession::new(
+        now,
+        Timeouts::default(),
+        TestSpec::stream_default(),
+        "fuzz".into(),
+    );
+    let mut i = 0;
+    let mut step = 0usize;
+    while i < rest.len() {
+        // Chunk sizes 1..=16, cycling with the data.
+        let n = (usize::from(rest[i] & 0x0f) + 1 + step).min(rest.len() - i);
+        step = (step + 3) % 7;
+        let wanted = dec.wanted();
+        if dec.feed(&rest[i..i + n]).is_err() {
+            assert_eq!(dec.wanted(), 0);
+            assert!(dec.next_message().is_err());
+            return;
+        }
+        assert!(wanted > 0);
+        i += n;
+        loop {
+            match dec.next_message() {
+                Ok(Some(msg)) => {
+                    check_round_trip(&msg);
+                    let later = now + Duration::from_millis(i as u64);
+                    let _ = server.handle(later, msg.clone());
+                    let _ = client.handle(later, msg);
+                    let _ = server.poll(later);
+                    let _ = client.poll(later);
+                }
+                Ok(None) => break,
+                Err(_) => return,
+            }
+        }
+    }
+    assert!(dec.buffered() <= rest.len());
+}
+
+/// Encode `msg`, decode the frame, and compare (messages without floats compare exactly).
+fn check_round_trip(msg: &Message) {
+    let bytes = encode(msg);
+    let mut dec = FrameDecoder::new(crate::frame::ABSOLUTE_MAX_FRAME_BYTES);
+    dec.feed(&bytes).expect("re-encoded frame accepted");
+    let back = dec
+        .next_message()
+        .expect("re-encoded frame decodes")
+        .expect("one message");
+    if !matches!(msg, Message::Results(_)) {
+        assert_eq!(&back, msg);
+    }
+}
+
+/// Decode `data` as a payload and, if it is a message, hand it to a fresh server session as
+/// its first frame (the hello checks).
+pub fn hello(data: &[u8]) {
+    let Ok(msg) = decode_payload(data) else {
+        return;
+    };
+    check_round_trip(&msg);
+    let now = Instant::now();
+    let mut server = ServerSession::new(now, Timeouts::default(), Limits::default(), "fuzz".into());
+    match server.handle(now, msg) {
+        Ok(actions) => assert_eq!(actions.len(), 1),
+        Err(e) => {
+            let _ = e.to_error_msg();
+            let _ = e.to_string();
+        }
+    }
+}
+
+/// Decode `data` as a bare [`TestSpec`] (the body of a `test` message) and validate it.
+pub fn test_spec(data: &[u8]) {
+    let Ok(spec) = serde_json::from_slice::<TestSpec>(data) else {
+        return;
+    };
+    let _ = crate::session::results_frame_cap(&spec);
+    let _ = spec.connection_count();
+    match spec.validate(&Limits::default()) {
+        Ok(()) => {
+            // Only a validated spec has a bounded flow count.
+            assert_eq!(spec.flow_dirs().len() as u32, spec.connection_count());
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+    check_round_trip(&Message::Test(Box::new(spec)));
+}
+
+/// Decode `data` as a payload; if it is a `results` message, re-encode and decode it again.
+pub fn results(data: &[u8]) {
+    if let Ok(msg @ Message::Results(_)) = decode_payload(data) {
+        check_round_trip(&msg);
+    }
+}
+
+/// Classify the first four bytes of `data` as a preamble and decode the rest as a data
+/// hello body; a decoded hello must re-encode to the same bytes.
+pub fn data_hello(data: &[u8]) {
+    if data.len() >= PREAMBLE_BYTES {
+        let mut p = [0u8; PREAMBLE_BYTES];
+        p.copy_from_slice(&data[..PREAMBLE_BYTES]);
+        if let Err(e) = classify(&p) {
+            let _ = e.to_string();
+        }
+        if let Ok(h) = DataHello::decode_body(&data[PREAMBLE_BYTES..]) {
+            assert_eq!(&h.encode()[PREAMBLE_BYTES..], &data[PREAMBLE_BYTES..]);
+        }
+    }
+    let _ = DataHello::decode_body(data);
+}

@@ -1,0 +1,171 @@
+//! Sample values shared by the unit tests.
+
+use wirebench_stats::cpu::{CpuBreakdown, SystemCpuUtil};
+
+use crate::measure::*;
+use crate::message::*;
+use crate::spec::{Direction, FlowDir, Limits, TestSpec};
+
+/// A `SideReport` with every optional field filled.
+pub fn full_side_report(host: HostRole) -> SideReport {
+    let b = CpuBreakdown {
+        user_pct: 12.5,
+        system_pct: 30.25,
+        irq_pct: 0.5,
+        softirq_pct: 7.0,
+        steal_pct: 0.0,
+        idle_pct: 49.75,
+        busy_pct: 50.25,
+    };
+    SideReport {
+        host,
+        status: SideStatus::Aborted("peer went away".into()),
+        flows: vec![FlowSide {
+            flow: 0,
+            dir: FlowDir::ClientToServer,
+            role: Role::Receiver,
+            total_bytes: 12_345_678_901,
+            window_bytes: 10_000_000_000,
+            window_start_ns: 1_000_000_000,
+            window_end_ns: 11_000_000_123,
+            sndbuf_bytes: Some(425_984),
+            rcvbuf_bytes: Some(131_072),
+            congestion: Some("cubic".into()),
+            pmtu_bytes: Some(1500),
+            tcp_info: Some(TcpInfoReport {
+                retransmits_total: 3,
+                rtt_us: 120,
+                rttvar_us: 30,
+                min_rtt_us: Some(80),
+                snd_cwnd_segments: 10,
+                snd_mss_bytes: 1448,
+                rcv_mss_bytes: 1448,
+                pmtu_bytes: 1500,
+                delivery_rate_bps: Some(9_400_000_000),
+                bytes_acked: Some(u64::MAX),
+                bytes_received: Some(0),
+                rwnd_limited_us: Some(5),
+                sndbuf_limited_us: None,
+            }),
+            error: Some("connection reset".into()),
+        }],
+        intervals: vec![IntervalSample {
+            index: 0,
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+            in_warmup: true,
+            flows: vec![FlowInterval {
+                flow: 0,
+                role: Role::Receiver,
+                bytes: 1_176_000_000,
+            }],
+        }],
+        cpu: Some(CpuReport {
+            window_start_ns: 1_000_000_000,
+            window_end_ns: 11_000_000_000,
+            system: SystemCpuUtil {
+                cpus: 2,
+                total: b,
+                per_cpu: vec![(0, b), (1, b)],
+                busiest_cpu: 1,
+                busiest: b,
+                window_ticks: 1000,
+            },
+            threads_user_ns: 1_500_000_000,
+            threads_system_ns: 4_000_000_000,
+        }),
+        env: Environment {
+            software: "wirebench 0.1.0".into(),
+            kernel_release: Some("6.8.0".into()),
+            cpu_model: Some("Example CPU \"quoted\" \u{e9}".into()),
+            cpus_online: Some(2),
+            default_congestion: Some("cubic".into()),
+            available_congestion: vec!["reno".into(), "cubic".into()],
+            tcp_rmem_bytes: Some([4096, 131_072, 6_291_456]),
+            tcp_wmem_bytes: Some([4096, 16_384, 4_194_304]),
+            rmem_max_bytes: Some(212_992),
+            wmem_max_bytes: Some(212_992),
+            interface: Some(InterfaceEnv {
+                name: "eth0".into(),
+                mtu_bytes: Some(1500),
+                rx_checksum: Some(true),
+                tx_checksum: Some(true),
+                scatter_gather: Some(false),
+                tso: Some(true),
+                gso: None,
+                gro: Some(true),
+            }),
+        },
+        warnings: vec!["cpu window shorter than the test".into()],
+    }
+}
+
+/// A spec with every optional field set.
+pub fn full_spec() -> TestSpec {
+    TestSpec {
+        direction: Direction::Bidir,
+        flows: 4,
+        warmup_ms: 1000,
+        interval_ms: Some(500),
+        window_bytes: Some(1 << 20),
+        congestion: Some("bbr".into()),
+        nodelay: true,
+        server_cpu: Some(3),
+        ..TestSpec::stream_default()
+    }
+}
+
+/// One of every message variant.
+pub fn all_messages() -> Vec<Message> {
+    let report = full_side_report(HostRole::Server);
+    vec![
+        Message::Hello(Hello {
+            magic: HELLO_MAGIC.into(),
+            version: PROTOCOL_VERSION,
+            software: "wirebench 0.1.0".into(),
+        }),
+        Message::Welcome(Welcome {
+            version: PROTOCOL_VERSION,
+            software: "wirebenchd 0.1.0".into(),
+            limits: Limits::default(),
+        }),
+        Message::Test(Box::new(full_spec())),
+        Message::Test(Box::new(TestSpec::stream_default())),
+        Message::Accepted(Accepted {
+            test_id: u64::MAX,
+            token: "00112233445566778899aabbccddeeff".into(),
+        }),
+        Message::Busy(Busy {
+            running: 4,
+            cap: 4,
+            retry_after_ms: 1500,
+        }),
+        Message::Error(ErrorMsg {
+            code: ErrorCode::InvalidSpec,
+            field: Some("flows".into()),
+            message: "flows = 0 is out of range".into(),
+        }),
+        Message::Error(ErrorMsg {
+            code: ErrorCode::Internal,
+            field: None,
+            message: String::new(),
+        }),
+        Message::Ready(Empty {}),
+        Message::Start(Empty {}),
+        Message::Interval(IntervalMsg {
+            host: HostRole::Client,
+            sample: report.intervals[0].clone(),
+        }),
+        Message::Results(Box::new(report)),
+        Message::Results(Box::new(SideReport {
+            status: SideStatus::Completed,
+            cpu: None,
+            ..full_side_report(HostRole::Client)
+        })),
+        Message::Heartbeat(Empty {}),
+        Message::Abort(AbortMsg {
+            reason: "interrupted".into(),
+        }),
+        Message::Bye(Empty {}),
+    ]
+}

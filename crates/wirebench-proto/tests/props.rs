@@ -1,0 +1,359 @@
+//! Property tests: the decoders never panic on arbitrary input, and generated messages
+//! survive an encode/decode round trip. The fuzz target bodies run here too, on arbitrary
+//! bytes, because cargo-fuzz needs a nightly toolchain.
+
+use proptest::prelude::*;
+
+use wirebench_proto::data::{classify, DataHello, Token, DATA_HELLO_BYTES};
+use wirebench_proto::frame::{decode_payload, encode, FrameDecoder, FrameError};
+use wirebench_proto::fuzz_targets;
+use wirebench_proto::measure::{FlowInterval, HostRole, IntervalSample, Role};
+use wirebench_proto::message::{AbortMsg, Busy, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message};
+use wirebench_proto::spec::{Direction, TestSpec, Workload};
+
+fn hello() -> impl Strategy<Value = Hello> {
+    (any::<String>(), any::<u16>(), any::<String>()).prop_map(|(magic, version, software)| Hello {
+        magic,
+        version,
+        software,
+    })
+}
+
+fn spec() -> impl Strategy<Value = TestSpec> {
+    (
+        prop_oneof![
+            Just(Direction::Forward),
+            Just(Direction::Reverse),
+            Just(Direction::Bidir)
+        ],
+        any::<u32>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<Option<u64>>(),
+        any::<u32>(),
+        any::<Option<u32>>(),
+        any::<Option<String>>(),
+        any::<bool>(),
+        any::<Option<u32>>(),
+    )
+        .prop_map(
+            |(
+                direction,
+                flows,
+                duration_ms,
+                warmup_ms,
+                interval_ms,
+                msg_size_bytes,
+                window_bytes,
+                congestion,
+                nodelay,
+                server_cpu,
+            )| TestSpec {
+                workload: Workload::Stream,
+                direction,
+                flows,
+                duration_ms,
+                warmup_ms,
+                interval_ms,
+                msg_size_bytes,
+                window_bytes,
+                congestion,
+                nodelay,
+                server_cpu,
+            },
+        )
+}
+
+fn busy() -> impl Strategy<Value = Busy> {
+    (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(running, cap, retry_after_ms)| Busy {
+        running,
+        cap,
+        retry_after_ms,
+    })
+}
+
+fn error_msg() -> impl Strategy<Value = ErrorMsg> {
+    (
+        prop_oneof![
+            Just(ErrorCode::BadFrame),
+            Just(ErrorCode::UnexpectedMessage),
+            Just(ErrorCode::UnsupportedVersion),
+            Just(ErrorCode::InvalidSpec),
+            Just(ErrorCode::Timeout),
+            Just(ErrorCode::DataConnection),
+            Just(ErrorCode::Aborted),
+            Just(ErrorCode::Internal),
+        ],
+        any::<Option<String>>(),
+        any::<String>(),
+    )
+        .prop_map(|(code, field, message)| ErrorMsg {
+            code,
+            field,
+            message,
+        })
+}
+
+fn role() -> impl Strategy<Value = Role> {
+    prop_oneof![Just(Role::Sender), Just(Role::Receiver)]
+}
+
+fn interval_msg() -> impl Strategy<Value = IntervalMsg> {
+    (
+        prop_oneof![Just(HostRole::Client), Just(HostRole::Server)],
+        any::<u32>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<bool>(),
+        prop::collection::vec(
+            (any::<u32>(), role(), any::<u64>()).prop_map(|(flow, role, bytes)| FlowInterval {
+                flow,
+                role,
+                bytes,
+            }),
+            0..8,
+        ),
+    )
+        .prop_map(
+            |(host, index, start_ns, end_ns, in_warmup, flows)| IntervalMsg {
+                host,
+                sample: IntervalSample {
+                    index,
+                    start_ns,
+                    end_ns,
+                    in_warmup,
+                    flows,
+                },
+            },
+        )
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    prop_oneof![
+        hello().prop_map(Message::Hello),
+        spec().prop_map(|s| Message::Test(Box::new(s))),
+        busy().prop_map(Message::Busy),
+        error_msg().prop_map(Message::Error),
+        interval_msg().prop_map(Message::Interval),
+        any::<String>().prop_map(|reason| Message::Abort(AbortMsg { reason })),
+    ]
+}
+
+/// Split `bytes` at the given cut points (taken modulo the length).
+fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut points: Vec<usize> = cuts
+        .iter()
+        .map(|c| if bytes.is_empty() { 0 } else { c % bytes.len() })
+        .collect();
+    points.push(0);
+    points.push(bytes.len());
+    points.sort_unstable();
+    points.dedup();
+    points.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `set_max` between reads, as the I/O shell does before every receive, with partial
+    /// frames buffered (regression: it used to step past a partial frame and panic).
+    #[test]
+    fn set_max_between_feeds_never_panics(
+        msgs in prop::collection::vec(message(), 1..4),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+        caps in prop::collection::vec(prop_oneof![Just(16u32), Just(1u32 << 20), any::<u32>()], 1..8),
+    ) {
+        let mut stream = Vec::new();
+        for m in &msgs {
+            stream.extend(encode(m));
+        }
+        let mut dec = FrameDecoder::default();
+        for (i, chunk) in chunks(&stream, &cuts).into_iter().enumerate() {
+            dec.set_max(caps[i % caps.len()]);
+            if dec.feed(chunk).is_err() {
+                break;
+            }
+            while let Ok(Some(_)) = dec.next_message() {}
+        }
+    }
+
+    #[test]
+    fn decoder_never_panics(
+        bytes in prop::collection::vec(any::<u8>(), 0..2048),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+        cap in prop_oneof![Just(0u32), 1u32..64, Just(1u32 << 20), any::<u32>()],
+    ) {
+        let mut dec = FrameDecoder::new(cap);
+        for chunk in chunks(&bytes, &cuts) {
+            if dec.feed(chunk).is_err() {
+                break;
+            }
+            while let Ok(Some(_)) = dec.next_message() {}
+            prop_assert!(dec.buffered() <= bytes.len());
+        }
+    }
+
+    #[test]
+    fn valid_frames_with_noise_never_panic(
+        msgs in prop::collection::vec(message(), 1..4),
+        noise in prop::collection::vec(any::<u8>(), 0..64),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let mut stream = Vec::new();
+        for m in &msgs {
+            stream.extend(encode(m));
+        }
+        stream.extend(&noise);
+        let mut dec = FrameDecoder::default();
+        let mut out = Vec::new();
+        for chunk in chunks(&stream, &cuts) {
+            if dec.feed(chunk).is_err() {
+                break;
+            }
+            while let Ok(Some(m)) = dec.next_message() {
+                out.push(m);
+            }
+        }
+        // Frames before the noise decode as sent (a bad header in the same chunk as the end
+        // of a valid frame fails the decoder first, so fewer may come out).
+        prop_assert!(out.len() <= msgs.len() + 1);
+        let n = out.len().min(msgs.len());
+        prop_assert_eq!(&out[..n], &msgs[..n]);
+    }
+
+    #[test]
+    fn messages_round_trip(
+        msgs in prop::collection::vec(message(), 1..6),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let mut stream = Vec::new();
+        for m in &msgs {
+            let frame = encode(m);
+            prop_assert_eq!(&decode_payload(&frame[4..]).unwrap(), m);
+            stream.extend(frame);
+        }
+        let mut dec = FrameDecoder::default();
+        let mut out = Vec::new();
+        for chunk in chunks(&stream, &cuts) {
+            dec.feed(chunk).unwrap();
+            while let Some(m) = dec.next_message().unwrap() {
+                out.push(m);
+            }
+        }
+        prop_assert_eq!(out, msgs);
+        prop_assert_eq!(dec.buffered(), 0);
+        prop_assert_eq!(dec.wanted(), 4);
+    }
+
+    #[test]
+    fn arbitrary_payloads_decode_or_error(payload in prop::collection::vec(any::<u8>(), 0..512)) {
+        match decode_payload(&payload) {
+            Ok(m) => prop_assert_eq!(decode_payload(&encode(&m)[4..]).unwrap(), m),
+            Err(FrameError::Empty) => prop_assert!(payload.is_empty()),
+            Err(FrameError::Decode(text)) => prop_assert!(!text.is_empty()),
+            Err(e) => prop_assert!(false, "unexpected {e:?}"),
+        }
+    }
+
+    #[test]
+    fn arbitrary_json_text_decodes_or_errors(text in "[{}\\[\\]\":,a-z0-9 \\\\-]{0,200}") {
+        let _ = decode_payload(text.as_bytes());
+    }
+
+    #[test]
+    fn data_hello_and_classify_never_panic(
+        bytes in prop::collection::vec(any::<u8>(), 0..64),
+        preamble in any::<[u8; 4]>(),
+    ) {
+        let _ = classify(&preamble);
+        match DataHello::decode_body(&bytes) {
+            Ok(h) => {
+                prop_assert_eq!(bytes.len(), DATA_HELLO_BYTES);
+                prop_assert_eq!(&h.encode()[4..], &bytes[..]);
+            }
+            Err(_) => prop_assert_ne!(bytes.len(), DATA_HELLO_BYTES),
+        }
+    }
+
+    #[test]
+    fn data_hello_round_trips(token in any::<[u8; 16]>(), flow in any::<u32>()) {
+        let h = DataHello { token: Token(token), flow };
+        let bytes = h.encode();
+        prop_assert_eq!(DataHello::decode_body(&bytes[4..]).unwrap(), h);
+        prop_assert_eq!(Token::from_hex(&h.token.to_hex()).unwrap(), h.token);
+        prop_assert!(h.token.ct_eq(&Token(token)));
+    }
+
+    #[test]
+    fn token_from_hex_never_panics(s in any::<String>()) {
+        if let Ok(t) = Token::from_hex(&s) {
+            prop_assert_eq!(t.to_hex(), s.to_ascii_lowercase());
+        }
+    }
+
+    #[test]
+    fn fuzz_target_frame(data in prop::collection::vec(any::<u8>(), 0..1024)) {
+        fuzz_targets::frame(&data);
+    }
+
+    #[test]
+    fn fuzz_target_frame_valid_messages(
+        msgs in prop::collection::vec(message(), 0..4),
+        first in any::<u8>(),
+    ) {
+        let mut data = vec![first];
+        for m in &msgs {
+            data.extend(encode(m));
+        }
+        fuzz_targets::frame(&data);
+    }
+
+    #[test]
+    fn fuzz_target_hello(data in prop::collection::vec(any::<u8>(), 0..256), h in hello()) {
+        fuzz_targets::hello(&data);
+        fuzz_targets::hello(&encode(&Message::Hello(h))[4..]);
+    }
+
+    #[test]
+    fn fuzz_target_test_spec(data in prop::collection::vec(any::<u8>(), 0..256), s in spec()) {
+        fuzz_targets::test_spec(&data);
+        fuzz_targets::test_spec(&serde_json::to_vec(&s).unwrap());
+    }
+
+    #[test]
+    fn fuzz_target_results(data in prop::collection::vec(any::<u8>(), 0..256)) {
+        fuzz_targets::results(&data);
+    }
+
+    #[test]
+    fn fuzz_target_data_hello(data in prop::collection::vec(any::<u8>(), 0..64)) {
+        fuzz_targets::data_hello(&data);
+    }
+}
+
+#[test]
+fn fuzz_targets_accept_valid_inputs() {
+    let spec = TestSpec::stream_default();
+    fuzz_targets::test_spec(&serde_json::to_vec(&spec).unwrap());
+    let hello = Message::Hello(Hello {
+        magic: "wirebench".into(),
+        version: 1,
+        software: "x".into(),
+    });
+    fuzz_targets::hello(&encode(&hello)[4..]);
+    let results = include_str!("results_example.json");
+    assert!(matches!(
+        decode_payload(results.as_bytes()),
+        Ok(Message::Results(_))
+    ));
+    fuzz_targets::results(results.as_bytes());
+    let h = DataHello {
+        token: Token([1; 16]),
+        flow: 2,
+    };
+    fuzz_targets::data_hello(&h.encode());
+    let mut frames = vec![0xff];
+    frames.extend(encode(&hello));
+    frames.extend(encode(&Message::Test(Box::new(spec))));
+    fuzz_targets::frame(&frames);
+}
