@@ -219,6 +219,8 @@ fn run_receiver(
     let mut error = None;
     let mut drain_truncated = false;
     let counter = &shared.counters[idx].0;
+    // Sleep until a whole message is queued rather than waking for every segment batch.
+    let _ = wirebench_sys::tcp::set_rcvlowat(&s, buf.len().min(1 << 20) as u32);
     loop {
         if abort.load(Ordering::Relaxed) {
             break;
