@@ -23,7 +23,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WB = os.path.join(ROOT, "target", "release", "wirebench")
+WB = os.environ.get("WIREBENCH_BIN", os.path.join(ROOT, "target", "release", "wirebench"))
 A_ADDR, B_ADDR = "10.203.9.1", "10.203.9.2"
 
 

@@ -70,17 +70,19 @@ impl Control {
             match self.stream.read(&mut self.scratch[..want]) {
                 Ok(0) => return Err(NetError::PeerClosed),
                 Ok(n) => self.decoder.feed(&self.scratch[..n])?,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(NetError::io("reading a control frame")(e)),
             }
         }
     }
+}
+
+/// A read timeout or an interrupted call: try again.
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// Read exactly `buf.len()` bytes before `deadline` (absolute: trickled bytes do not extend it).
@@ -95,13 +97,7 @@ pub fn read_exact_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) 
         match stream.read(&mut buf[got..]) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => got += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if is_timeout(&e) => {}
             Err(e) => return Err(e),
         }
     }

@@ -475,3 +475,129 @@ fn busy_server_answers_busy_not_hang() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "the running test is unaffected");
 }
+
+#[test]
+fn congestion_control_is_applied_at_both_ends_and_recorded() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "0.5", "-C", "reno", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    for host in [HostRole::Client, HostRole::Server] {
+        for f in &side(&res, host).flows {
+            // Read back from the kernel with getsockopt(TCP_CONGESTION).
+            assert_eq!(f.congestion.as_deref(), Some("reno"), "{host:?}");
+        }
+    }
+    assert_eq!(
+        res.runs[0].summary.as_ref().unwrap().congestion,
+        vec!["reno"]
+    );
+    let r = wb(&["stream", "-t", "0.5", "-C", "nosuchcc", "--json"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.json().error.unwrap().kind, "socket_option");
+}
+
+#[test]
+fn window_sets_socket_buffers_and_reports_what_the_kernel_chose() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "0.5", "-w", "256K", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    for host in [HostRole::Client, HostRole::Server] {
+        for f in &side(&res, host).flows {
+            // Linux doubles the requested size to leave room for its bookkeeping.
+            assert_eq!(f.sndbuf_bytes, Some(512 * 1024), "{host:?} {f:?}");
+            assert_eq!(f.rcvbuf_bytes, Some(512 * 1024), "{host:?} {f:?}");
+        }
+    }
+}
+
+#[test]
+fn ipv6_loopback_and_affinity() {
+    let _g = serial();
+    let r = wb(&["stream", "-6", "-t", "0.5", "--affinity", "0,1", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    assert!(res.server_address.as_deref().unwrap().starts_with("[::1]"));
+    check_flows_reconcile(&res, 1);
+    assert_eq!(res.spec.as_ref().unwrap().server_cpu, Some(1));
+}
+
+fn kill(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// A client that vanishes (SIGKILL: its sockets close) or freezes (SIGSTOP: silence, no FIN)
+/// mid-test must not wedge the daemon: with a cap of one test, the next client is served as
+/// soon as the daemon noticed (heartbeat silence bound: 5 s).
+#[test]
+fn daemon_recovers_from_a_killed_or_stopped_client() {
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let _d = daemon_in(&tb, Side::B, &["--max-tests", "1"]);
+    for (sig, bound_s) in [("-KILL", 2u64), ("-STOP", 8)] {
+        let mut c = tb.command(Side::A, BIN);
+        c.args(["stream", "-H", wirebench_lab::ADDR_B, "-t", "60", "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        kill(child.id(), sig);
+        let t = std::time::Instant::now();
+        let served = loop {
+            let r = wb_in(
+                &tb,
+                Side::A,
+                &["stream", "-H", wirebench_lab::ADDR_B, "-t", "0.3", "--json"],
+            );
+            if r.code == 0 {
+                break true;
+            }
+            assert_eq!(
+                r.json().error.unwrap().kind,
+                "busy",
+                "only busy is acceptable meanwhile"
+            );
+            if t.elapsed().as_secs() > bound_s {
+                break false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        };
+        if sig == "-STOP" {
+            kill(child.id(), "-KILL");
+        }
+        let _ = child.wait();
+        assert!(served, "{sig}: daemon still busy after {bound_s} s");
+    }
+}
+
+#[test]
+fn interrupt_prints_the_partial_result() {
+    let _g = serial();
+    let mut c = std::process::Command::new(BIN);
+    c.args(["stream", "-t", "30", "-i", "0.5", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let child = c.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let t = std::time::Instant::now();
+    kill(child.id(), "-INT");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130));
+    let res: RunResult = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(res.status, RunStatus::Interrupted);
+    let c = side(&res, HostRole::Client);
+    assert!(c.flows[0].total_bytes > 0);
+    assert!(!c.intervals.is_empty(), "partial intervals are kept");
+}
