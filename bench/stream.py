@@ -5,9 +5,11 @@ Every path is built fresh in private network namespaces whose routes carry `cong
 every tool uses the same congestion control (cubic by default) without touching the host:
   loopback      one namespace, client and server on 127.0.0.1
   veth-<mtu>    two namespaces joined by a veth pair at MTU 1500, 9000 and 65520
-Runs are interleaved (tool A, tool B, tool A, ...), client pinned to CPU 0 and server to CPU 1
+Runs are interleaved in ABBA order (A B, B A, A B, ...), client pinned to CPU 0 and server to CPU 1
 (taskset), each run --seconds long. Reported: the median receiver throughput in Gbit/s
-(10^9 bit/s of payload) of each tool, the ratio wirebench / peer, and wirebench's service demand.
+(10^9 bit/s of payload) of each tool, the ratio of the medians, the median of the per-round
+paired ratios (robust when the host drifts between fast and slow phases), and wirebench's
+service demand.
 
 Needs root, iproute2, iperf3, and a release build (cargo build --release).
 Usage: sudo python3 bench/stream.py [--runs 5] [--seconds 5] [--paths loopback,veth-1500,...]
@@ -147,8 +149,11 @@ def main():
             if "netperf" in tools:
                 servers.append(Server(in_ns(path.server_ns, 1, "netserver", "-D")))
             results = {t: [] for t in tools}
+            order = list(tools)
             for i in range(args.runs):
-                for t in tools:  # interleaved
+                # ABBA: alternate the order each round so slow drifts of the host hit every
+                # tool alike; a round's results form a pair for the paired ratio.
+                for t in (order if i % 2 == 0 else order[::-1]):
                     fn = {"wirebench": run_wirebench, "iperf3": run_iperf3, "netperf": run_netperf}[t]
                     try:
                         results[t].append(fn(path, args.seconds))
@@ -157,9 +162,13 @@ def main():
                     time.sleep(0.5)
             med = {t: statistics.median([r["gbps"] for r in rs]) if rs else float("nan")
                    for t, rs in results.items()}
+            paired = {p: statistics.median([w["gbps"] / o["gbps"] for w, o in
+                                            zip(results["wirebench"], results[p]) if o["gbps"]])
+                      if results[p] and results["wirebench"] else float("nan")
+                      for p in tools if p != "wirebench"}
             wb = results["wirebench"]
             rows.append({
-                "path": pname, "median_gbps": med,
+                "path": pname, "median_gbps": med, "paired_ratio": paired,
                 "runs": {t: [round(r["gbps"], 2) for r in rs] for t, rs in results.items()},
                 "cc": {t: sorted({r["cc"] for r in rs}) for t, rs in results.items()},
                 "sd_client_us_per_kb": statistics.median([r["sd_client"] for r in wb if r["sd_client"]]) if wb else None,
@@ -172,12 +181,12 @@ def main():
     peers = [t for t in tools if t != "wirebench"]
     print(f"\nTCP stream, congestion control {args.cc} in every namespace, {args.runs} interleaved "
           f"runs of {args.seconds:g} s, client CPU 0, server CPU 1; median receiver Gbit/s (10^9 bit/s)\n")
-    head = "| path | wirebench | " + " | ".join(peers) + " | " + " | ".join(f"ratio vs {p}" for p in peers) + " | wirebench SD client/server us/KB |"
+    head = "| path | wirebench | " + " | ".join(peers) + " | " + " | ".join(f"ratio of medians vs {p} | median paired ratio vs {p}" for p in peers) + " | wirebench SD client/server us/KB |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
         m = r["median_gbps"]
-        ratios = " | ".join(f"{m['wirebench'] / m[p]:.2f}x" if m[p] else "n/a" for p in peers)
+        ratios = " | ".join((f"{m['wirebench'] / m[p]:.2f}x" if m[p] else "n/a") + f" | {r['paired_ratio'][p]:.2f}x" for p in peers)
         sd = f"{r['sd_client_us_per_kb'] or float('nan'):.3f} / {r['sd_server_us_per_kb'] or float('nan'):.3f}"
         print(f"| {r['path']} | {m['wirebench']:.1f} | " + " | ".join(f"{m[p]:.1f}" for p in peers) + f" | {ratios} | {sd} |")
     print("\nraw runs (Gbit/s) and congestion control seen:")
