@@ -300,6 +300,33 @@ pub fn ip_mtu<F: AsFd>(sock: &F) -> io::Result<u32> {
     })
 }
 
+/// Sets `SO_RCVLOWAT`: a blocking `read` sleeps until at least `bytes` are queued (or EOF,
+/// an error, or the receive timeout). For a bulk receiver this cuts wake-ups, and with them
+/// the cross-CPU wake-up work the sending CPU does for each one. Linux caps the value at half
+/// the receive buffer.
+///
+/// # Errors
+///
+/// Returns the `setsockopt` error.
+pub fn set_rcvlowat<F: AsFd>(sock: &F, bytes: u32) -> io::Result<()> {
+    let val: libc::c_int = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the descriptor is borrowed and open for the call; `val` is a live c_int and
+    // its exact size is passed as the option length.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,31 +511,4 @@ mod tests {
         assert_eq!(ip_mtu(&client).unwrap(), lo);
         assert_eq!(tcp_info(&client).unwrap().pmtu_bytes, lo);
     }
-}
-
-/// Sets `SO_RCVLOWAT`: a blocking `read` sleeps until at least `bytes` are queued (or EOF,
-/// an error, or the receive timeout). For a bulk receiver this cuts wake-ups, and with them
-/// the cross-CPU wake-up work the sending CPU does for each one. Linux caps the value at half
-/// the receive buffer.
-///
-/// # Errors
-///
-/// Returns the `setsockopt` error.
-pub fn set_rcvlowat<F: AsFd>(sock: &F, bytes: u32) -> io::Result<()> {
-    let val: libc::c_int = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: the descriptor is borrowed and open for the call; `val` is a live c_int and
-    // its exact size is passed as the option length.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
