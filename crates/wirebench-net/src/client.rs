@@ -31,8 +31,6 @@ pub struct ClientConfig {
     pub spec: TestSpec,
     /// Protocol deadlines.
     pub timeouts: Timeouts,
-    /// Pin the client's data threads to this CPU.
-    pub local_cpu: Option<usize>,
     /// Bound on each TCP connect.
     pub connect_timeout: Duration,
 }
@@ -44,7 +42,6 @@ impl ClientConfig {
             server,
             spec,
             timeouts: Timeouts::default(),
-            local_cpu: None,
             connect_timeout: Duration::from_secs(5),
         }
     }
@@ -268,8 +265,13 @@ fn execute(
             Action::StartEngine => {
                 let plans = plans_for(HostRole::Client, &cfg.spec, std::mem::take(conns));
                 run.engine = Some(
-                    EngineRun::start(HostRole::Client, &cfg.spec, cfg.local_cpu, plans)
-                        .map_err(NetError::io("starting the engine"))?,
+                    EngineRun::start(
+                        HostRole::Client,
+                        &cfg.spec,
+                        cfg.spec.client_cpu.map(|c| c as usize),
+                        plans,
+                    )
+                    .map_err(NetError::io("starting the engine"))?,
                 );
             }
             Action::StopEngine { .. } => {

@@ -67,6 +67,9 @@ pub struct TestSpec {
     pub nodelay: bool,
     /// CPU to pin the server's data threads to; `None` leaves placement to the scheduler.
     pub server_cpu: Option<u32>,
+    /// CPU the client pins its own data threads to; carried so that the result records the
+    /// whole placement (the server only checks its range).
+    pub client_cpu: Option<u32>,
 }
 
 impl TestSpec {
@@ -84,6 +87,7 @@ impl TestSpec {
             congestion: None,
             nodelay: false,
             server_cpu: None,
+            client_cpu: None,
         }
     }
 
@@ -177,6 +181,9 @@ impl TestSpec {
         }
         if let Some(cpu) = self.server_cpu {
             range("server_cpu", cpu, 0, 4095)?;
+        }
+        if let Some(cpu) = self.client_cpu {
+            range("client_cpu", cpu, 0, 4095)?;
         }
         Ok(())
     }

@@ -111,6 +111,7 @@ pub fn full_spec() -> TestSpec {
         congestion: Some("bbr".into()),
         nodelay: true,
         server_cpu: Some(3),
+        client_cpu: Some(2),
         ..TestSpec::stream_default()
     }
 }

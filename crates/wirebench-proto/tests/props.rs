@@ -35,6 +35,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
         any::<Option<String>>(),
         any::<bool>(),
         any::<Option<u32>>(),
+        any::<Option<u32>>(),
     )
         .prop_map(
             |(
@@ -48,6 +49,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 congestion,
                 nodelay,
                 server_cpu,
+                client_cpu,
             )| TestSpec {
                 workload: Workload::Stream,
                 direction,
@@ -60,6 +62,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 congestion,
                 nodelay,
                 server_cpu,
+                client_cpu,
             },
         )
 }

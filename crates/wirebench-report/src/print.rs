@@ -228,6 +228,9 @@ fn spec_line(s: &TestSpec) -> String {
     if s.nodelay {
         t.push_str(", TCP_NODELAY");
     }
+    if let Some(cpu) = s.client_cpu {
+        let _ = write!(t, ", client data threads on CPU {cpu}");
+    }
     if let Some(cpu) = s.server_cpu {
         let _ = write!(t, ", server data threads on CPU {cpu}");
     }

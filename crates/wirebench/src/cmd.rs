@@ -197,6 +197,7 @@ fn build_spec(a: &StreamArgs) -> Result<TestSpec, (String, Option<String>)> {
         congestion: a.congestion.clone(),
         nodelay: a.nodelay,
         server_cpu: a.affinity.and_then(|x| x.1),
+        client_cpu: a.affinity.and_then(|x| x.0),
     };
     spec.validate(&Limits::default())
         .map_err(|e| (e.to_string(), Some(field_of(&e))))?;
@@ -316,8 +317,7 @@ fn stream(a: &StreamArgs) -> i32 {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
-    let mut cfg = ClientConfig::new(server, spec.clone());
-    cfg.local_cpu = a.affinity.and_then(|x| x.0).map(|c| c as usize);
+    let cfg = ClientConfig::new(server, spec.clone());
     let (min_runs, max_runs) = a.iterations.unwrap_or((1, 1));
     let level = ConfidenceLevel::from_pct(a.confidence.0).unwrap_or(ConfidenceLevel::P99);
     let target = a.confidence.1;

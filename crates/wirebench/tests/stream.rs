@@ -521,6 +521,7 @@ fn ipv6_loopback_and_affinity() {
     assert!(res.server_address.as_deref().unwrap().starts_with("[::1]"));
     check_flows_reconcile(&res, 1);
     assert_eq!(res.spec.as_ref().unwrap().server_cpu, Some(1));
+    assert_eq!(res.spec.as_ref().unwrap().client_cpu, Some(0));
 }
 
 fn kill(pid: u32, sig: &str) {
