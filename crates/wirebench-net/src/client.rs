@@ -19,7 +19,7 @@ use wirebench_proto::session::{Action, ClientSession, Phase, Timeouts};
 use wirebench_proto::spec::TestSpec;
 
 use crate::conn::Control;
-use crate::server::{plans_for, EngineRun};
+use crate::run::{plans_for, EngineRun};
 use crate::{sockopt, NetError};
 
 /// What the client needs to run one test.

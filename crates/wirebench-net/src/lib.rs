@@ -9,6 +9,7 @@
 pub mod client;
 pub mod conn;
 pub mod error;
+mod run;
 pub mod server;
 pub mod sockopt;
 

@@ -11,6 +11,10 @@ use thiserror::Error;
 /// message stays under the absolute frame cap.
 pub const MAX_INTERVAL_SAMPLES: u64 = 500_000;
 
+/// Largest sum of per-connection message buffers (message size × connections) one test may
+/// make an end allocate.
+pub const MAX_TOTAL_MSG_BUFFER_BYTES: u64 = 512 * 1024 * 1024;
+
 /// Which family of test to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -163,6 +167,18 @@ impl TestSpec {
             1,
             limits.max_msg_size_bytes,
         )?;
+        // Every connection gets a message-sized buffer at each end: bound their sum.
+        let buffers =
+            u64::from(self.msg_size_bytes).saturating_mul(u64::from(self.connection_count()));
+        if buffers > MAX_TOTAL_MSG_BUFFER_BYTES {
+            return Err(SpecError::Inconsistent {
+                field: "msg_size_bytes",
+                reason: format!(
+                    "{buffers} bytes of message buffers (message size x connections) exceed \
+                     {MAX_TOTAL_MSG_BUFFER_BYTES}"
+                ),
+            });
+        }
         if let Some(w) = self.window_bytes {
             range("window_bytes", w, 2048, limits.max_window_bytes)?;
         }
@@ -289,6 +305,18 @@ mod tests {
         let mut s = TestSpec::stream_default();
         s.congestion = Some("../../etc".into());
         assert!(s.validate(&Limits::default()).is_err());
+        // 16 MiB messages on 128 flows each way would be 4 GiB of buffers.
+        let mut s = TestSpec::stream_default();
+        s.direction = Direction::Bidir;
+        s.flows = 128;
+        s.msg_size_bytes = 16 << 20;
+        assert!(matches!(
+            s.validate(&Limits::default()),
+            Err(SpecError::Inconsistent {
+                field: "msg_size_bytes",
+                ..
+            })
+        ));
     }
 
     #[test]
