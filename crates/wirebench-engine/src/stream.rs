@@ -65,6 +65,29 @@ pub struct StreamConfig {
     pub drain_limit: Duration,
     /// Pin every data thread to this CPU.
     pub cpu: Option<usize>,
+    /// Pace each sending flow to this many payload bits per second. Paced writes are cut to
+    /// about a millisecond's worth of data (at most `msg_size_bytes`) so that the rate is
+    /// smooth rather than one message-sized burst at a time.
+    pub rate_bps: Option<u64>,
+    /// Policy: abort the run if the receiving flows together take in data faster than this
+    /// (bits per second, averaged since the start, with a quarter second plus 4 MiB of slack
+    /// for bursts). The daemon sets it from its `max_rate_bps` limit.
+    pub max_rx_bps: Option<u64>,
+}
+
+/// Slack of the receive-rate policy: this much time at the limit, plus [`RX_SLACK_BYTES`].
+const RX_SLACK: Duration = Duration::from_millis(250);
+/// Fixed slack of the receive-rate policy, bytes (socket buffers drained at once).
+const RX_SLACK_BYTES: u64 = 4 << 20;
+
+/// Bytes a flow may have sent `elapsed` after its start at `rate_bps`.
+fn paced_allowance(rate_bps: u64, elapsed: Duration) -> u64 {
+    (u128::from(rate_bps) * elapsed.as_nanos() / 8_000_000_000).min(u128::from(u64::MAX)) as u64
+}
+
+/// Message size for a paced sender: about 1 ms of data at `rate_bps`, within [1, msg].
+fn paced_chunk(rate_bps: u64, msg: usize) -> usize {
+    ((rate_bps / 8_000) as usize).clamp(1, msg.max(1))
 }
 
 /// What a stream run measured at this end.
@@ -155,11 +178,29 @@ fn run_sender(
     shared: &Shared,
     abort: &AtomicBool,
     drain_limit: Duration,
+    rate_bps: Option<u64>,
 ) -> FlowDone {
     let mut total: u64 = 0;
     let mut error = None;
     let counter = &shared.counters[idx].0;
+    let buf = match rate_bps {
+        Some(r) => &buf[..paced_chunk(r, buf.len())],
+        None => buf,
+    };
+    let paced_from = Instant::now();
     while !shared.stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
+        if let Some(r) = rate_bps {
+            // Ahead of schedule: wait (bounded, so that stop and abort are seen) until the
+            // allowance covers what was already sent.
+            let allowed = paced_allowance(r, paced_from.elapsed());
+            if total >= allowed {
+                let ahead_ns = (u128::from(total - allowed + buf.len() as u64) * 8_000_000_000
+                    / u128::from(r.max(1)))
+                .min(100_000_000) as u64;
+                thread::sleep(Duration::from_nanos(ahead_ns.max(20_000)));
+                continue;
+            }
+        }
         match s.write(buf) {
             Ok(0) => {
                 error = Some("peer stopped accepting data (write returned 0)".to_string());
@@ -338,7 +379,7 @@ pub fn run(
             let _ = plan.stream.set_read_timeout(Some(POLL_TIMEOUT));
             let _ = plan.stream.set_write_timeout(Some(POLL_TIMEOUT));
             let (shared, payload, tid_tx) = (&shared, &payload, tid_tx.clone());
-            let (drain, cpu) = (cfg.drain_limit, cfg.cpu);
+            let (drain, cpu, rate) = (cfg.drain_limit, cfg.cpu, cfg.rate_bps);
             let h = thread::Builder::new()
                 .name(format!("wb-flow-{}", plan.flow))
                 .spawn_scoped(scope, move || {
@@ -348,7 +389,15 @@ pub fn run(
                     let _ = tid_tx.send((idx, tid));
                     drop(tid_tx);
                     let mut done = match plan.role {
-                        Role::Sender => run_sender(plan.stream, idx, payload, shared, abort, drain),
+                        Role::Sender => run_sender(
+                            plan.stream,
+                            idx,
+                            payload,
+                            shared,
+                            abort,
+                            drain,
+                            rate,
+                        ),
                         Role::Receiver => {
                             let mut buf = vec![0u8; payload.len()];
                             run_receiver(plan.stream, idx, &mut buf, shared, abort, drain)
@@ -395,8 +444,13 @@ pub fn run(
         let mut cpu_before = (warmup_ns == 0).then_some(before_threads);
         let mut window_start_bytes = vec![0u64; n];
         let mut window_start_ns = 0u64;
+        let receivers: Vec<usize> = (0..n).filter(|&i| roles[i].1 == Role::Receiver).collect();
+        let mut next_policy = cfg.max_rx_bps.map(|_| start + POLL_TIMEOUT);
         loop {
             let mut next = stop_at;
+            if let Some(t) = next_policy {
+                next = next.min(t);
+            }
             if cpu_before.is_none() {
                 next = next.min(window_start_at);
             }
@@ -409,6 +463,26 @@ pub fn run(
             }
             let now = Instant::now();
             let now_ns = ns_since(start, now);
+            if let (Some(t), Some(max)) = (next_policy, cfg.max_rx_bps) {
+                if now >= t {
+                    let got: u64 = receivers
+                        .iter()
+                        .map(|&i| shared.counters[i].0.load(Ordering::Relaxed))
+                        .sum();
+                    let allowed = paced_allowance(max, now - start + RX_SLACK)
+                        .saturating_add(RX_SLACK_BYTES);
+                    if got > allowed {
+                        aborted = Some(format!(
+                            "limit exceeded: data arrived at {} bit/s on average, above the \
+                             server's max_rate_bps of {max}",
+                            u128::from(got) * 8_000_000_000 / now_ns.max(1) as u128
+                        ));
+                        abort.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    next_policy = Some(t + POLL_TIMEOUT);
+                }
+            }
             if cpu_before.is_none() && now >= window_start_at {
                 for (i, c) in shared.counters.iter().enumerate() {
                     window_start_bytes[i] = c.0.load(Ordering::Relaxed);

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use wirebench_proto::auth::Key;
 use wirebench_proto::data::{DataHello, Token, CONTROL_PREAMBLE};
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
 use wirebench_proto::measure::{HostRole, IntervalSample, SideReport};
@@ -33,6 +34,8 @@ pub struct ClientConfig {
     pub timeouts: Timeouts,
     /// Bound on each TCP connect.
     pub connect_timeout: Duration,
+    /// Identity and key to authenticate with, if any.
+    pub credentials: Option<(String, Key)>,
 }
 
 impl ClientConfig {
@@ -43,6 +46,7 @@ impl ClientConfig {
             spec,
             timeouts: Timeouts::default(),
             connect_timeout: Duration::from_secs(5),
+            credentials: None,
         }
     }
 }
@@ -74,6 +78,8 @@ struct Run {
     client: Option<SideReport>,
     server: Option<SideReport>,
     interrupted: bool,
+    /// The server aborted the running test (limit, shutdown), with its reason.
+    stopped_by_server: Option<String>,
 }
 
 /// Run one test against `cfg.server`. `interrupt` is polled (e.g. set by a SIGINT handler);
@@ -103,11 +109,15 @@ pub fn run(
         cfg.spec.clone(),
         crate::software(),
     );
+    if let Some((id, key)) = &cfg.credentials {
+        sess = sess.with_credentials(id.clone(), key.clone());
+    }
     let mut run = Run {
         engine: None,
         client: None,
         server: None,
         interrupted: false,
+        stopped_by_server: None,
     };
     let res = drive(
         cfg,
@@ -120,10 +130,10 @@ pub fn run(
     );
     match res {
         Ok(()) => Ok(ClientRun {
-            outcome: if run.interrupted {
-                Outcome::Interrupted
-            } else {
-                Outcome::Completed
+            outcome: match (run.interrupted, run.stopped_by_server) {
+                (true, _) => Outcome::Interrupted,
+                (false, Some(r)) => Outcome::Aborted(format!("the server stopped the test: {r}")),
+                (false, None) => Outcome::Completed,
             },
             client: run.client,
             server: run.server,
@@ -270,14 +280,17 @@ fn execute(
                         &cfg.spec,
                         cfg.spec.client_cpu.map(|c| c as usize),
                         plans,
+                        None,
                     )
                     .map_err(NetError::io("starting the engine"))?,
                 );
             }
-            Action::StopEngine { .. } => {
+            Action::StopEngine { reason } => {
+                // Only the server's `abort` produces this on the client.
                 if let Some(e) = run.engine.as_ref() {
                     e.abort.store(true, Ordering::Relaxed);
                 }
+                run.stopped_by_server.get_or_insert(reason);
             }
             Action::PeerInterval(m) => on_interval(m.host, &m.sample),
             Action::PeerResults(r) => run.server = Some(*r),

@@ -46,6 +46,14 @@ pub enum NetError {
     /// The user interrupted the client before the measurement started.
     #[error("interrupted before the test started")]
     Interrupted,
+    /// The daemon's records file could not be opened.
+    #[error("cannot open the records file {}: {source}", path.display())]
+    RecordsFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: io::Error,
+    },
     /// A socket option the test asked for could not be applied.
     #[error("{0}")]
     SocketOption(String),

@@ -29,12 +29,14 @@ pub(crate) struct EngineRun {
 }
 
 impl EngineRun {
-    /// Start a stream engine over `plans`.
+    /// Start a stream engine over `plans`. `max_rx_bps` is the daemon's rate policy,
+    /// enforced on what this end receives.
     pub(crate) fn start(
         host: HostRole,
         spec: &TestSpec,
         cpu: Option<usize>,
         plans: Vec<FlowPlan>,
+        max_rx_bps: Option<u64>,
     ) -> io::Result<EngineRun> {
         let abort = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
@@ -45,6 +47,8 @@ impl EngineRun {
             interval: spec.interval_ms.map(Duration::from_millis),
             drain_limit: Duration::from_secs(3),
             cpu,
+            rate_bps: spec.rate_bps,
+            max_rx_bps,
         };
         let local = plans.first().and_then(|p| p.stream.local_addr().ok());
         let ab = Arc::clone(&abort);

@@ -5,28 +5,56 @@
 //! absolute handshake deadline. Control connections run a [`ServerSession`]; data connections
 //! present a per-test token and are handed to the test that issued it. Tests run side by side
 //! up to `Limits::max_concurrent_tests`; past the cap a client gets an explicit `busy` answer.
-//! Nothing a client does can make the daemon stop serving others: every wait is bounded,
-//! every allocation is capped by the frame decoder, and SIGPIPE is ignored.
+//!
+//! # Defences
+//! Nothing a client does can make the daemon stop serving others:
+//! - every wait is bounded (absolute handshake deadline, heartbeats and a silence limit while
+//!   a test runs, a deadline on results), every allocation is capped by the frame decoder,
+//!   and SIGPIPE is ignored;
+//! - connections are capped in total ([`ServerConfig::max_connections`]) and per source
+//!   address ([`ServerConfig::max_conns_per_source`], answered with a `limit_exceeded`
+//!   error frame);
+//! - connections still in their handshake (before a data hello matched a test, or before a
+//!   control session's test was admitted) are capped too
+//!   ([`ServerConfig::max_pending_handshakes`]): past the cap the *oldest* is closed, so a
+//!   crowd of slow-drip connections cannot starve a legitimate client;
+//! - `accept` errors (EMFILE) back off instead of spinning; log lines about refused or
+//!   non-protocol connections are rate-limited;
+//! - with a key table, a test is admitted only after HMAC challenge-response authentication
+//!   ([`wirebench_proto::auth`]);
+//! - policy limits are checked at admission (the TestSpec) and while the test runs (the
+//!   aggregate receive rate, the flow count of data connections, the duration).
+//!
+//! Every admitted test leaves exactly one [`TestRecord`] — completed, aborted or failed, with
+//! whatever partial results exist — in a bounded in-memory ring and, if configured, appended
+//! to a JSON-lines file.
 
 use std::collections::{HashMap, VecDeque};
-use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::RngCore;
+use serde::Serialize;
+use wirebench_proto::auth::{KeyTable, Nonce, NONCE_BYTES};
 use wirebench_proto::data::{classify, ConnKind, DataHello, Token, DATA_HELLO_BYTES};
-use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
-use wirebench_proto::measure::{HostRole, SideReport};
-use wirebench_proto::message::{IntervalMsg, Message};
-use wirebench_proto::session::{Action, Phase, ServerSession, SessionError, Timeouts};
+use wirebench_proto::frame::{self, DEFAULT_MAX_FRAME_BYTES};
+use wirebench_proto::measure::{HostRole, SideReport, SideStatus};
+use wirebench_proto::message::{ErrorCode, ErrorMsg, IntervalMsg, Message};
+use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, SessionError, Timeouts};
 use wirebench_proto::spec::{Limits, TestSpec};
 
 use crate::conn::{read_exact_by, Control};
 use crate::run::{plans_for, EngineRun};
 use crate::{sockopt, NetError};
+
+/// Stack of a connection thread (the engine's data threads get the default).
+const CONN_THREAD_STACK_BYTES: usize = 512 * 1024;
 
 /// Daemon configuration.
 #[derive(Debug, Clone)]
@@ -35,56 +63,226 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// Policy limits applied to every TestSpec.
     pub limits: Limits,
-    /// Protocol deadlines.
+    /// Protocol deadlines (`handshake` is the absolute handshake deadline, `peer_silence` the
+    /// idle timeout while a test runs).
     pub timeouts: Timeouts,
     /// Connections (of any kind) handled at once; more are closed on accept.
     pub max_connections: usize,
-    /// How many finished tests the daemon remembers.
+    /// Connections from one source address handled at once (control and data); more get a
+    /// `limit_exceeded` error frame and are closed.
+    pub max_conns_per_source: usize,
+    /// Connections still in their handshake; past this the oldest is closed.
+    pub max_pending_handshakes: usize,
+    /// How many finished tests the daemon remembers in memory.
     pub record_capacity: usize,
+    /// Append every test record to this JSON-lines file.
+    pub records_path: Option<PathBuf>,
+    /// Rotate the records file (to `FILE.1`) before it grows past this size.
+    pub records_max_bytes: u64,
+    /// Identities and keys; `None` admits unauthenticated clients.
+    pub keys: Option<Arc<KeyTable>>,
+    /// This server's identity (sent in the welcome, covered by the clients' MACs).
+    pub server_identity: String,
 }
 
 impl ServerConfig {
     /// Defaults for a given bind address.
     pub fn new(bind: SocketAddr) -> Self {
+        let limits = Limits::default();
         ServerConfig {
             bind,
-            limits: Limits::default(),
+            max_conns_per_source: default_conns_per_source(&limits),
+            limits,
             timeouts: Timeouts::default(),
-            max_connections: 512,
+            max_connections: 1024,
+            max_pending_handshakes: 256,
             record_capacity: 1000,
+            records_path: None,
+            records_max_bytes: 64 << 20,
+            keys: None,
+            server_identity: wirebench_sys::host::hostname().unwrap_or_else(|_| "wirebench".into()),
         }
     }
 }
 
+/// Room for one largest test (every data connection of a bidirectional test at
+/// `max_flows`, plus its control connection) and a few more.
+pub fn default_conns_per_source(limits: &Limits) -> usize {
+    (limits.max_flows as usize)
+        .saturating_mul(2)
+        .saturating_add(16)
+}
+
+/// How an admitted test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordStatus {
+    /// Both ends ran to the end and exchanged results.
+    Completed,
+    /// The test was stopped early (client interrupt, server limit or shutdown); partial
+    /// results are kept.
+    Aborted,
+    /// The session failed (timeout, lost peer, protocol error).
+    Failed,
+}
+
 /// What the daemon remembers about a test it served.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct TestRecord {
     /// Server-assigned id.
     pub test_id: u64,
     /// Client address of the control connection.
     pub peer: SocketAddr,
+    /// The identity the client authenticated as, if the daemon requires authentication.
+    pub identity: Option<String>,
     /// Unix time the test was admitted, milliseconds.
     pub admitted_unix_ms: u64,
+    /// Unix time the record was written, milliseconds.
+    pub ended_unix_ms: u64,
     /// The spec.
     pub spec: TestSpec,
-    /// `None` if it completed, else why it ended early.
-    pub failure: Option<String>,
+    /// How it ended.
+    pub status: RecordStatus,
+    /// Why it did not complete, if it did not.
+    pub reason: Option<String>,
     /// What the server measured (partial if aborted).
     pub server: Option<SideReport>,
     /// What the client reported, if it got that far.
     pub client: Option<SideReport>,
 }
 
-type DataConn = (u32, TcpStream);
+/// A data connection handed to its test: flow id, socket, and its accounting slot.
+type DataConn = (u32, TcpStream, ConnSlot);
+
+/// Append-only JSON-lines file of test records, rotated at a size cap.
+struct RecordLog {
+    path: PathBuf,
+    file: File,
+    bytes: u64,
+    max_bytes: u64,
+}
+
+impl RecordLog {
+    fn open(path: &Path, max_bytes: u64) -> io::Result<RecordLog> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let bytes = file.metadata()?.len();
+        Ok(RecordLog {
+            path: path.to_path_buf(),
+            file,
+            bytes,
+            max_bytes,
+        })
+    }
+
+    fn append(&mut self, line: &[u8]) -> io::Result<()> {
+        if self.bytes > 0 && self.bytes + line.len() as u64 > self.max_bytes {
+            let mut old = self.path.clone().into_os_string();
+            old.push(".1");
+            std::fs::rename(&self.path, &old)?;
+            self.file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            self.bytes = 0;
+        }
+        self.file.write_all(line)?;
+        self.file.sync_data()?;
+        self.bytes += line.len() as u64;
+        Ok(())
+    }
+}
+
+/// At most [`LogLimiter::PER_SECOND`] lines a second about refused connections; the rest are
+/// counted and summarised.
+struct LogLimiter {
+    window: Option<Instant>,
+    shown: u32,
+    suppressed: u64,
+}
+
+impl LogLimiter {
+    const PER_SECOND: u32 = 5;
+
+    /// True if this line may be logged now.
+    fn allow(&mut self, now: Instant) -> bool {
+        let fresh = self
+            .window
+            .is_none_or(|w| now.saturating_duration_since(w) >= Duration::from_secs(1));
+        if fresh {
+            if self.suppressed > 0 {
+                tracing::info!(
+                    "{} similar messages about refused connections suppressed",
+                    self.suppressed
+                );
+            }
+            self.window = Some(now);
+            self.shown = 0;
+            self.suppressed = 0;
+        }
+        if self.shown < Self::PER_SECOND {
+            self.shown += 1;
+            true
+        } else {
+            self.suppressed += 1;
+            false
+        }
+    }
+}
+
+/// Connections still in their handshake, oldest first, with a handle to close them.
+#[derive(Default)]
+struct Handshakes {
+    next_id: u64,
+    queue: VecDeque<(u64, TcpStream)>,
+}
 
 struct State {
     cfg: ServerConfig,
     running: AtomicU32,
     next_id: AtomicU64,
     open_connections: AtomicUsize,
+    per_source: Mutex<HashMap<IpAddr, usize>>,
+    handshakes: Mutex<Handshakes>,
     pending: Mutex<HashMap<Token, mpsc::Sender<DataConn>>>,
     records: Mutex<VecDeque<TestRecord>>,
+    record_log: Option<Mutex<RecordLog>>,
+    log_limiter: Mutex<LogLimiter>,
     shutdown: AtomicBool,
+    evicted: AtomicU64,
+}
+
+/// One connection's share of the daemon's counters; released when dropped.
+struct ConnSlot {
+    state: Arc<State>,
+    ip: IpAddr,
+    handshake: Option<u64>,
+}
+
+impl ConnSlot {
+    /// The connection finished its handshake: it no longer counts against (or can be evicted
+    /// by) the handshake cap.
+    fn end_handshake(&mut self) {
+        if let Some(id) = self.handshake.take() {
+            if let Ok(mut h) = self.state.handshakes.lock() {
+                h.queue.retain(|(i, _)| *i != id);
+            }
+        }
+    }
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.end_handshake();
+        if let Ok(mut m) = self.state.per_source.lock() {
+            if let Some(c) = m.get_mut(&self.ip) {
+                *c = c.saturating_sub(1);
+                if *c == 0 {
+                    m.remove(&self.ip);
+                }
+            }
+        }
+        self.state.open_connections.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A bound daemon, ready to [`Daemon::run`].
@@ -109,12 +307,25 @@ pub struct DaemonStats {
     pub open_connections: usize,
     /// Tests remembered.
     pub records: usize,
+    /// Handshaking connections closed to make room for newer ones.
+    pub evicted_handshakes: u64,
 }
 
 impl Daemon {
-    /// Bind the listening socket.
+    /// Bind the listening socket (and open the records file, if configured).
     pub fn bind(cfg: ServerConfig) -> Result<Daemon, NetError> {
         wirebench_sys::process::ignore_sigpipe().map_err(NetError::io("ignoring SIGPIPE"))?;
+        let record_log = match &cfg.records_path {
+            Some(p) => Some(Mutex::new(
+                RecordLog::open(p, cfg.records_max_bytes).map_err(|source| {
+                    NetError::RecordsFile {
+                        path: p.clone(),
+                        source,
+                    }
+                })?,
+            )),
+            None => None,
+        };
         let listener = TcpListener::bind(cfg.bind).map_err(|source| NetError::Bind {
             addr: cfg.bind,
             source,
@@ -126,9 +337,18 @@ impl Daemon {
                 running: AtomicU32::new(0),
                 next_id: AtomicU64::new(1),
                 open_connections: AtomicUsize::new(0),
+                per_source: Mutex::new(HashMap::new()),
+                handshakes: Mutex::new(Handshakes::default()),
                 pending: Mutex::new(HashMap::new()),
                 records: Mutex::new(VecDeque::new()),
+                record_log,
+                log_limiter: Mutex::new(LogLimiter {
+                    window: None,
+                    shown: 0,
+                    suppressed: 0,
+                }),
                 shutdown: AtomicBool::new(false),
+                evicted: AtomicU64::new(0),
             }),
         })
     }
@@ -147,25 +367,7 @@ impl Daemon {
                 break;
             }
             match conn {
-                Ok(stream) => {
-                    let open = state.open_connections.fetch_add(1, Ordering::AcqRel);
-                    if open >= state.cfg.max_connections {
-                        state.open_connections.fetch_sub(1, Ordering::AcqRel);
-                        drop(stream);
-                        continue;
-                    }
-                    let st = Arc::clone(&state);
-                    let spawned = thread::Builder::new()
-                        .name("wb-conn".into())
-                        .spawn(move || {
-                            handle_connection(stream, &st);
-                            st.open_connections.fetch_sub(1, Ordering::AcqRel);
-                        });
-                    if spawned.is_err() {
-                        state.open_connections.fetch_sub(1, Ordering::AcqRel);
-                        thread::sleep(Duration::from_millis(50));
-                    }
-                }
+                Ok(stream) => admit_connection(stream, &state),
                 Err(e) => {
                     // EMFILE/ENFILE and friends: back off instead of spinning.
                     let now = Instant::now();
@@ -194,6 +396,101 @@ impl Daemon {
     }
 }
 
+/// Count, check and hand a freshly accepted connection to its own thread.
+fn admit_connection(stream: TcpStream, state: &Arc<State>) {
+    let Ok(peer) = stream.peer_addr() else {
+        return;
+    };
+    let open = state.open_connections.fetch_add(1, Ordering::AcqRel);
+    if open >= state.cfg.max_connections {
+        state.open_connections.fetch_sub(1, Ordering::AcqRel);
+        refuse(
+            stream,
+            state,
+            peer,
+            "max_connections",
+            format!(
+                "the server is handling its maximum of {} connections",
+                state.cfg.max_connections
+            ),
+        );
+        return;
+    }
+    let over_source = match state.per_source.lock() {
+        Ok(mut m) => {
+            let c = m.entry(peer.ip()).or_insert(0);
+            if *c >= state.cfg.max_conns_per_source {
+                true
+            } else {
+                *c += 1;
+                false
+            }
+        }
+        Err(_) => true,
+    };
+    if over_source {
+        state.open_connections.fetch_sub(1, Ordering::AcqRel);
+        refuse(
+            stream,
+            state,
+            peer,
+            "max_conns_per_source",
+            format!(
+                "{} connections from {} are open, the most this server allows per source address",
+                state.cfg.max_conns_per_source,
+                peer.ip()
+            ),
+        );
+        return;
+    }
+    let mut slot = ConnSlot {
+        state: Arc::clone(state),
+        ip: peer.ip(),
+        handshake: None,
+    };
+    // Register as handshaking; evict the oldest handshakes past the cap.
+    if let (Ok(clone), Ok(mut h)) = (stream.try_clone(), state.handshakes.lock()) {
+        let id = h.next_id;
+        h.next_id += 1;
+        h.queue.push_back((id, clone));
+        slot.handshake = Some(id);
+        while h.queue.len() > state.cfg.max_pending_handshakes.max(1) {
+            if let Some((_, old)) = h.queue.pop_front() {
+                let _ = old.shutdown(Shutdown::Both);
+                state.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let st = Arc::clone(state);
+    let spawned = thread::Builder::new()
+        .name("wb-conn".into())
+        .stack_size(CONN_THREAD_STACK_BYTES)
+        .spawn(move || handle_connection(stream, peer, &st, slot));
+    if spawned.is_err() {
+        // The slot went down with the closure: counters are already released.
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Tell a refused peer why (one best-effort error frame, never blocking) and close.
+fn refuse(stream: TcpStream, state: &State, peer: SocketAddr, limit: &str, message: String) {
+    if state
+        .log_limiter
+        .lock()
+        .map(|mut l| l.allow(Instant::now()))
+        .unwrap_or(false)
+    {
+        tracing::warn!(%peer, limit, "connection refused: {message}");
+    }
+    let _ = stream.set_nonblocking(true);
+    let frame = frame::encode(&Message::Error(ErrorMsg {
+        code: ErrorCode::LimitExceeded,
+        field: Some(limit.to_string()),
+        message,
+    }));
+    let _ = (&stream).write(&frame);
+}
+
 impl DaemonHandle {
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
@@ -213,16 +510,41 @@ impl DaemonHandle {
             .map(|r| r.iter().cloned().collect())
             .unwrap_or_default()
     }
+
+    /// Stop accepting, abort the running tests (their clients get an `abort` and the
+    /// results exchange still happens, so partial results are recorded on both ends) and
+    /// wait up to `grace` for every connection to finish. Returns how many were still open.
+    pub fn shutdown(mut self, grace: Duration) -> usize {
+        self.stop_accepting();
+        let until = Instant::now() + grace;
+        while Instant::now() < until && self.state.open_connections.load(Ordering::Acquire) > 0 {
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.state.open_connections.load(Ordering::Acquire)
+    }
+
+    fn stop_accepting(&mut self) {
+        self.state.shutdown.store(true, Ordering::Relaxed);
+        // Wake the blocking accept.
+        let wake = match self.addr.ip() {
+            IpAddr::V4(a) if a.is_unspecified() => {
+                SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), self.addr.port())
+            }
+            IpAddr::V6(a) if a.is_unspecified() => {
+                SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), self.addr.port())
+            }
+            _ => self.addr,
+        };
+        let _ = TcpStream::connect_timeout(&wake, Duration::from_millis(200));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Drop for DaemonHandle {
     fn drop(&mut self) {
-        self.state.shutdown.store(true, Ordering::Relaxed);
-        // Wake the blocking accept.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.stop_accepting();
     }
 }
 
@@ -231,27 +553,41 @@ fn stats_of(state: &State) -> DaemonStats {
         running_tests: state.running.load(Ordering::Relaxed),
         open_connections: state.open_connections.load(Ordering::Relaxed),
         records: state.records.lock().map(|r| r.len()).unwrap_or(0),
+        evicted_handshakes: state.evicted.load(Ordering::Relaxed),
     }
 }
 
-fn handle_connection(mut stream: TcpStream, state: &State) {
-    let peer = match stream.peer_addr() {
-        Ok(p) => p,
-        Err(_) => return,
-    };
+fn log_refused(state: &State, peer: SocketAddr, what: &str) {
+    if state
+        .log_limiter
+        .lock()
+        .map(|mut l| l.allow(Instant::now()))
+        .unwrap_or(false)
+    {
+        tracing::info!(%peer, "{what}");
+    }
+}
+
+fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot: ConnSlot) {
     let deadline = Instant::now() + state.cfg.timeouts.handshake;
     let mut preamble = [0u8; 4];
     if read_exact_by(&mut stream, &mut preamble, deadline).is_err() {
-        tracing::debug!(%peer, "connection closed or silent before its preamble");
+        log_refused(
+            state,
+            peer,
+            "connection closed, silent or evicted before its preamble",
+        );
         return;
     }
     match classify(&preamble) {
         Ok(ConnKind::Data) => {
             let mut body = [0u8; DATA_HELLO_BYTES];
             if read_exact_by(&mut stream, &mut body, deadline).is_err() {
+                log_refused(state, peer, "data connection without a complete hello");
                 return;
             }
             let Ok(hello) = DataHello::decode_body(&body) else {
+                log_refused(state, peer, "data connection with a malformed hello");
                 return;
             };
             let tx = state
@@ -261,15 +597,19 @@ fn handle_connection(mut stream: TcpStream, state: &State) {
                 .and_then(|p| p.get(&hello.token).cloned());
             match tx {
                 Some(tx) => {
-                    let _ = tx.send((hello.flow, stream));
+                    let mut slot = slot;
+                    slot.end_handshake();
+                    let _ = tx.send((hello.flow, stream, slot));
                 }
-                None => tracing::info!(%peer, "data connection with an unknown test token refused"),
+                None => log_refused(
+                    state,
+                    peer,
+                    "data connection with an unknown or stale test token refused",
+                ),
             }
         }
-        Ok(ConnKind::Control) => control_session(stream, peer, state),
-        Err(e) => {
-            tracing::info!(%peer, "not a wirebench connection: {e}");
-        }
+        Ok(ConnKind::Control) => control_session(stream, peer, state, slot),
+        Err(e) => log_refused(state, peer, &format!("not a wirebench connection: {e}")),
     }
 }
 
@@ -297,35 +637,49 @@ fn unix_ms() -> u64 {
 
 struct TestState<'a> {
     admission: Option<Admission<'a>>,
+    slot: ConnSlot,
     test_id: u64,
     spec: Option<TestSpec>,
     data_rx: Option<mpsc::Receiver<DataConn>>,
-    conns: Vec<DataConn>,
+    conns: Vec<(u32, TcpStream)>,
+    data_slots: Vec<ConnSlot>,
     engine: Option<EngineRun>,
     server_report: Option<SideReport>,
     client_report: Option<SideReport>,
     admitted_unix_ms: u64,
+    /// Why this end stopped the test itself (limit, shutdown), if it did.
+    local_abort: Option<String>,
 }
 
-fn control_session(stream: TcpStream, peer: SocketAddr, state: &State) {
+fn control_session(stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot: ConnSlot) {
     let t = &state.cfg.timeouts;
     let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
+    let mut nonce = [0u8; NONCE_BYTES];
+    rand::rng().fill_bytes(&mut nonce);
     let mut sess = ServerSession::new(
         Instant::now(),
         *t,
         state.cfg.limits.clone(),
         crate::software(),
-    );
+    )
+    .with_auth(ServerAuth {
+        nonce: Nonce(nonce),
+        server_identity: state.cfg.server_identity.clone(),
+        keys: state.cfg.keys.clone(),
+    });
     let mut ts = TestState {
         admission: None,
+        slot,
         test_id: 0,
         spec: None,
         data_rx: None,
         conns: Vec::new(),
+        data_slots: Vec::new(),
         engine: None,
         server_report: None,
         client_report: None,
         admitted_unix_ms: 0,
+        local_abort: None,
     };
     let result = drive(&mut conn, &mut sess, &mut ts, state);
     let failure = match &result {
@@ -338,7 +692,13 @@ fn control_session(stream: TcpStream, peer: SocketAddr, state: &State) {
                 let _ = conn.send(&Message::Error(em));
             }
         }
-        tracing::info!(%peer, test_id = ts.test_id, "session ended: {e}");
+        if matches!(e, NetError::Session(SessionError::Auth(_))) {
+            log_refused(state, peer, "authentication failed");
+        } else if ts.admission.is_some() {
+            tracing::info!(%peer, test_id = ts.test_id, "session ended: {e}");
+        } else {
+            log_refused(state, peer, &format!("session ended before admission: {e}"));
+        }
     }
     if let Some(engine) = ts.engine.as_mut() {
         if ts.server_report.is_none() {
@@ -350,14 +710,38 @@ fn control_session(stream: TcpStream, peer: SocketAddr, state: &State) {
     }
     if let Some(spec) = ts.spec.take() {
         if ts.admission.is_some() {
+            let (status, reason) = match (&failure, &ts.local_abort) {
+                (Some(f), _) => (RecordStatus::Failed, Some(f.clone())),
+                (None, Some(r)) => (RecordStatus::Aborted, Some(r.clone())),
+                (None, None) => {
+                    let aborted = [&ts.server_report, &ts.client_report]
+                        .into_iter()
+                        .flatten()
+                        .find_map(|r| match &r.status {
+                            SideStatus::Aborted(why) => Some(why.clone()),
+                            _ => None,
+                        });
+                    match (aborted, &ts.server_report) {
+                        (Some(why), _) => (RecordStatus::Aborted, Some(why)),
+                        (None, None) => (
+                            RecordStatus::Aborted,
+                            Some("the session ended before the engines ran".into()),
+                        ),
+                        (None, Some(_)) => (RecordStatus::Completed, None),
+                    }
+                }
+            };
             record(
                 state,
                 TestRecord {
                     test_id: ts.test_id,
                     peer,
+                    identity: sess.identity().map(str::to_string),
                     admitted_unix_ms: ts.admitted_unix_ms,
+                    ended_unix_ms: unix_ms(),
                     spec,
-                    failure,
+                    status,
+                    reason,
                     server: ts.server_report.take(),
                     client: ts.client_report.take(),
                 },
@@ -371,9 +755,23 @@ fn record(state: &State, rec: TestRecord) {
     tracing::info!(
         test_id = rec.test_id,
         peer = %rec.peer,
-        status = rec.failure.as_deref().unwrap_or("completed"),
+        status = ?rec.status,
+        reason = rec.reason.as_deref().unwrap_or(""),
         "test finished"
     );
+    if let Some(log) = &state.record_log {
+        match serde_json::to_vec(&rec) {
+            Ok(mut line) => {
+                line.push(b'\n');
+                if let Ok(mut l) = log.lock() {
+                    if let Err(e) = l.append(&line) {
+                        tracing::error!(path = %l.path.display(), "cannot append a test record: {e}");
+                    }
+                }
+            }
+            Err(e) => tracing::error!("cannot encode a test record: {e}"),
+        }
+    }
     if let Ok(mut r) = state.records.lock() {
         while r.len() >= state.cfg.record_capacity.max(1) {
             r.pop_front();
@@ -390,14 +788,23 @@ fn drive<'a>(
 ) -> Result<(), NetError> {
     loop {
         let now = Instant::now();
+        if state.shutdown.load(Ordering::Relaxed) && ts.local_abort.is_none() {
+            let reason = "the server is shutting down".to_string();
+            ts.local_abort = Some(reason.clone());
+            let acts = sess.abort(reason);
+            if execute(conn, sess, ts, state, acts)? {
+                return Ok(());
+            }
+        }
         // Phase-specific work that is not driven by control frames.
         if sess.phase() == Phase::AwaitData {
             if let Some(rx) = &ts.data_rx {
                 let count = ts.spec.as_ref().map(|s| s.connection_count()).unwrap_or(0);
-                while let Ok(c) = rx.try_recv() {
+                while let Ok((flow, stream, slot)) = rx.try_recv() {
                     // A flow id out of range or seen before is closed (dropped) here.
-                    if c.0 < count && !ts.conns.iter().any(|(f, _)| *f == c.0) {
-                        ts.conns.push(c);
+                    if flow < count && !ts.conns.iter().any(|(f, _)| *f == flow) {
+                        ts.conns.push((flow, stream));
+                        ts.data_slots.push(slot);
                     }
                 }
             }
@@ -429,7 +836,15 @@ fn drive<'a>(
             if ts.server_report.is_none() {
                 if let Some(report) = engine.try_finish() {
                     ts.server_report = Some(report.clone());
-                    let acts = sess.engine_done(now, report);
+                    let mut acts = Vec::new();
+                    // The engine stopped on a policy limit: tell the client to stop too.
+                    if let SideStatus::Aborted(why) = &report.status {
+                        if why.starts_with("limit exceeded") && ts.local_abort.is_none() {
+                            ts.local_abort = Some(why.clone());
+                            acts.extend(sess.abort(why.clone()));
+                        }
+                    }
+                    acts.extend(sess.engine_done(now, report));
                     if execute(conn, sess, ts, state, acts)? {
                         return Ok(());
                     }
@@ -470,11 +885,12 @@ fn execute<'a>(
             Action::RequestAdmission(spec) => {
                 let cap = state.cfg.limits.max_concurrent_tests;
                 let prev = state.running.fetch_add(1, Ordering::AcqRel);
-                if prev >= cap {
+                if prev >= cap || state.shutdown.load(Ordering::Relaxed) {
                     state.running.fetch_sub(1, Ordering::AcqRel);
                     queue.extend(sess.busy(prev, cap, 1000));
                     continue;
                 }
+                ts.slot.end_handshake();
                 let mut raw = [0u8; 16];
                 rand::rng().fill_bytes(&mut raw);
                 let token = Token(raw);
@@ -494,13 +910,19 @@ fn execute<'a>(
                 let plans = plans_for(HostRole::Server, &spec, std::mem::take(&mut ts.conns));
                 let cpu = spec.server_cpu.map(|c| c as usize);
                 ts.engine = Some(
-                    EngineRun::start(HostRole::Server, &spec, cpu, plans)
-                        .map_err(NetError::io("starting the engine"))?,
+                    EngineRun::start(
+                        HostRole::Server,
+                        &spec,
+                        cpu,
+                        plans,
+                        state.cfg.limits.max_rate_bps,
+                    )
+                    .map_err(NetError::io("starting the engine"))?,
                 );
             }
             Action::StopEngine { reason } => {
                 if let Some(e) = ts.engine.as_ref() {
-                    tracing::info!(test_id = ts.test_id, "client asked to stop: {reason}");
+                    tracing::info!(test_id = ts.test_id, "stopping the engine: {reason}");
                     e.abort.store(true, Ordering::Relaxed);
                 }
             }

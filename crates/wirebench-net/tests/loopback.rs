@@ -46,5 +46,8 @@ fn forward_and_reverse_complete_and_reconcile() {
     let st = d.stats();
     assert_eq!(st.running_tests, 0);
     assert_eq!(d.records().len(), 2);
-    assert!(d.records().iter().all(|r| r.failure.is_none()));
+    assert!(d
+        .records()
+        .iter()
+        .all(|r| r.status == wirebench_net::server::RecordStatus::Completed));
 }

@@ -743,8 +743,9 @@ mod tests {
         let spec = serde_json::to_value(crate::spec::TestSpec::stream_default()).unwrap();
         let mut wrong = spec.clone();
         wrong["flows"] = serde_json::json!("x");
-        let e = decode_err(&serde_json::json!({ "test": wrong }).to_string());
-        assert!(e.contains("`test.flows`"), "{e}");
+        let e =
+            decode_err(&serde_json::json!({ "test": { "spec": wrong, "auth": null } }).to_string());
+        assert!(e.contains("`test.spec.flows`"), "{e}");
         assert!(e.contains("invalid type"), "{e}");
 
         let e = decode_err(r#"{"hello":{"magic":1,"version":1,"software":""}}"#);
@@ -756,12 +757,16 @@ mod tests {
 
         let mut unknown = spec.clone();
         unknown["foo"] = serde_json::json!(1);
-        let e = decode_err(&serde_json::json!({ "test": unknown }).to_string());
+        let e = decode_err(
+            &serde_json::json!({ "test": { "spec": unknown, "auth": null } }).to_string(),
+        );
         assert!(e.contains("unknown field `foo`"), "{e}");
 
         let mut missing = spec.clone();
         missing.as_object_mut().unwrap().remove("flows");
-        let e = decode_err(&serde_json::json!({ "test": missing }).to_string());
+        let e = decode_err(
+            &serde_json::json!({ "test": { "spec": missing, "auth": null } }).to_string(),
+        );
         assert!(e.contains("missing field `flows`"), "{e}");
 
         let e = decode_err(r#"{"busy":{"running":1,"running":2,"cap":2,"retry_after_ms":3}}"#);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::data::{classify, DataHello, PREAMBLE_BYTES};
 use crate::frame::{decode_payload, encode, FrameDecoder};
-use crate::message::Message;
+use crate::message::{Message, TestRequest};
 use crate::session::{ClientSession, ServerSession, Timeouts};
 use crate::spec::{Limits, TestSpec};
 
@@ -110,7 +110,7 @@ pub fn test_spec(data: &[u8]) {
             let _ = e.to_string();
         }
     }
-    check_round_trip(&Message::Test(Box::new(spec)));
+    check_round_trip(&Message::Test(Box::new(TestRequest::unauthenticated(spec))));
 }
 
 /// Decode `data` as a payload; if it is a `results` message, re-encode and decode it again.

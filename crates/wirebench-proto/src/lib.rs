@@ -1,5 +1,6 @@
 //! The wirebench control protocol, with no I/O.
 //!
+//! - [`auth`]: HMAC-SHA256 challenge-response authentication and the server's key table.
 //! - [`frame`]: length-prefixed frames with a hard cap checked before any allocation.
 //! - [`message`]: the control messages (JSON inside frames).
 //! - [`spec`]: [`spec::TestSpec`], the one message that describes a whole test, and its
@@ -10,6 +11,7 @@
 //!
 //! The wire format is documented in `docs/PROTOCOL.md`.
 
+pub mod auth;
 pub mod data;
 pub mod frame;
 pub mod measure;

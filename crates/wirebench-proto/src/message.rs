@@ -4,13 +4,14 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::auth::AuthProof;
 use crate::measure::{HostRole, IntervalSample, SideReport};
 use crate::spec::{Limits, TestSpec};
 
 /// The string every hello carries.
 pub const HELLO_MAGIC: &str = "wirebench";
-/// Control protocol version spoken by this build.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// Control protocol version spoken by this build (2: authentication in welcome and test).
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -20,8 +21,8 @@ pub enum Message {
     Hello(Hello),
     /// Server → client, answer to hello.
     Welcome(Welcome),
-    /// Client → server: the test to run.
-    Test(Box<TestSpec>),
+    /// Client → server: the test to run, with the client's proof of identity.
+    Test(Box<TestRequest>),
     /// Server → client: test admitted.
     Accepted(Accepted),
     /// Server → client: too many tests running; try again later.
@@ -71,6 +72,29 @@ pub struct Welcome {
     pub software: String,
     /// The limits the server will apply to the TestSpec.
     pub limits: Limits,
+    /// A fresh random challenge for this connection: 64 hex digits (see [`crate::auth`]).
+    pub nonce: String,
+    /// The server's identity, covered by the client's MAC.
+    pub server_identity: String,
+    /// The server refuses tests without a valid [`AuthProof`].
+    pub auth_required: bool,
+}
+
+/// The `test` message: the spec and, when the client has a key, its proof of identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestRequest {
+    /// The test to run.
+    pub spec: TestSpec,
+    /// HMAC over the welcome's nonce, both identities and the spec's digest.
+    pub auth: Option<AuthProof>,
+}
+
+impl TestRequest {
+    /// A request without authentication.
+    pub fn unauthenticated(spec: TestSpec) -> Self {
+        TestRequest { spec, auth: None }
+    }
 }
 
 /// Test admitted.
@@ -113,6 +137,11 @@ pub enum ErrorCode {
     DataConnection,
     /// The peer went silent or asked to abort.
     Aborted,
+    /// Authentication failed (one identical error whatever was wrong).
+    AuthFailed,
+    /// A server policy limit was exceeded, at admission or while the test ran; `field`
+    /// names the limit.
+    LimitExceeded,
     /// Anything else on the server.
     Internal,
 }
@@ -123,7 +152,7 @@ pub enum ErrorCode {
 pub struct ErrorMsg {
     /// Class.
     pub code: ErrorCode,
-    /// Offending field, for `invalid_spec`.
+    /// Offending field, for `invalid_spec`; the limit, for `limit_exceeded`.
     pub field: Option<String>,
     /// Human-readable text.
     pub message: String,

@@ -53,16 +53,18 @@
 //! ([`SessionError::PeerAborted`]) before the test starts.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use crate::auth::{self, AuthError, Key, KeyTable, Nonce};
 use crate::data::Token;
 use crate::frame::{ABSOLUTE_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES};
 use crate::measure::SideReport;
 use crate::message::{
-    AbortMsg, Accepted, Busy, Empty, ErrorCode, ErrorMsg, IntervalMsg, Message, Welcome,
-    HELLO_MAGIC, PROTOCOL_VERSION,
+    AbortMsg, Accepted, Busy, Empty, ErrorCode, ErrorMsg, IntervalMsg, Message, TestRequest,
+    Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
 };
 use crate::spec::{Limits, SpecError, TestSpec};
 
@@ -225,6 +227,18 @@ pub enum SessionError {
     /// The test spec was refused; the error names the field.
     #[error("invalid test spec: {0}")]
     InvalidSpec(#[from] SpecError),
+    /// Server: the client's proof of identity did not verify (one error for every cause).
+    #[error("{0}")]
+    Auth(#[from] AuthError),
+    /// Client: the server requires authentication and no credentials were given.
+    #[error(
+        "the server (identity {server}) requires authentication: pass --auth IDENTITY with \
+         a key (--auth-key-file FILE or the WIREBENCH_AUTH_KEY environment variable)"
+    )]
+    AuthRequired {
+        /// The server's identity from its welcome.
+        server: String,
+    },
 }
 
 fn timeout_text(phase: &Phase) -> String {
@@ -255,6 +269,8 @@ pub fn error_code_name(code: ErrorCode) -> &'static str {
         ErrorCode::Timeout => "timeout",
         ErrorCode::DataConnection => "data_connection",
         ErrorCode::Aborted => "aborted",
+        ErrorCode::AuthFailed => "auth_failed",
+        ErrorCode::LimitExceeded => "limit_exceeded",
         ErrorCode::Internal => "internal",
     }
 }
@@ -296,6 +312,9 @@ impl SessionError {
             SessionError::Timeout { .. } => (ErrorCode::Timeout, None),
             SessionError::Unexpected { .. } => (ErrorCode::UnexpectedMessage, None),
             SessionError::BadHello(_) => (ErrorCode::UnsupportedVersion, None),
+            SessionError::Auth(_) | SessionError::AuthRequired { .. } => {
+                (ErrorCode::AuthFailed, None)
+            }
             SessionError::BadMessage(_) => (ErrorCode::BadFrame, None),
             SessionError::InvalidSpec(e) => (
                 ErrorCode::InvalidSpec,
@@ -462,8 +481,32 @@ pub struct ServerSession {
     timers: Timers,
     limits: Limits,
     software: String,
+    auth: ServerAuth,
+    identity: Option<String>,
     spec: Option<Box<TestSpec>>,
     peer_results: bool,
+}
+
+/// The server's side of authentication for one control connection.
+#[derive(Debug, Clone)]
+pub struct ServerAuth {
+    /// This connection's fresh random challenge.
+    pub nonce: Nonce,
+    /// The server's identity, sent in the welcome and covered by the client's MAC.
+    pub server_identity: String,
+    /// Identities and keys; `None` admits unauthenticated clients.
+    pub keys: Option<Arc<KeyTable>>,
+}
+
+impl Default for ServerAuth {
+    /// No authentication, an all-zero nonce: for tests of the state machine only.
+    fn default() -> Self {
+        ServerAuth {
+            nonce: Nonce([0; auth::NONCE_BYTES]),
+            server_identity: "wirebench".into(),
+            keys: None,
+        }
+    }
 }
 
 impl ServerSession {
@@ -475,9 +518,22 @@ impl ServerSession {
             timers: Timers::new(now, timeouts),
             limits,
             software,
+            auth: ServerAuth::default(),
+            identity: None,
             spec: None,
             peer_results: false,
         }
+    }
+
+    /// Set this connection's challenge and the key table (call before handling the hello).
+    pub fn with_auth(mut self, auth: ServerAuth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The identity the client proved, if it authenticated.
+    pub fn identity(&self) -> Option<&str> {
+        self.identity.as_deref()
     }
 
     /// The current phase.
@@ -545,10 +601,25 @@ impl ServerSession {
                     version: PROTOCOL_VERSION,
                     software: self.software.clone(),
                     limits: self.limits.clone(),
+                    nonce: self.auth.nonce.to_hex(),
+                    server_identity: self.auth.server_identity.clone(),
+                    auth_required: self.auth.keys.is_some(),
                 }))])
             }
-            (AwaitTest, Message::Test(spec)) => {
+            (AwaitTest, Message::Test(req)) => {
+                let TestRequest { spec, auth } = *req;
+                // Authenticate before looking at the spec's values.
+                if let Some(keys) = &self.auth.keys {
+                    let id = keys.verify(
+                        auth.as_ref(),
+                        &self.auth.nonce,
+                        &self.auth.server_identity,
+                        &spec,
+                    )?;
+                    self.identity = Some(id);
+                }
                 spec.validate(&self.limits)?;
+                let spec = Box::new(spec);
                 self.spec = Some(spec.clone());
                 self.phase = AwaitAccept;
                 Ok(vec![Action::RequestAdmission(spec)])
@@ -681,6 +752,7 @@ pub struct ClientSession {
     phase: Phase,
     timers: Timers,
     spec: TestSpec,
+    credentials: Option<(String, Key)>,
     server: Option<Welcome>,
     test_id: Option<u64>,
     peer_results: bool,
@@ -698,6 +770,7 @@ impl ClientSession {
             phase: Phase::AwaitWelcome,
             timers: Timers::new(now, timeouts),
             spec,
+            credentials: None,
             server: None,
             test_id: None,
             peer_results: false,
@@ -708,6 +781,12 @@ impl ClientSession {
             software,
         });
         (session, vec![Action::Send(hello)])
+    }
+
+    /// Authenticate as `identity` with `key` (call before handling the welcome).
+    pub fn with_credentials(mut self, identity: String, key: Key) -> Self {
+        self.credentials = Some((identity, key));
+        self
     }
 
     /// The current phase.
@@ -756,13 +835,33 @@ impl ClientSession {
                         w.version
                     )));
                 }
+                let nonce = Nonce::from_hex(&w.nonce).ok_or_else(|| {
+                    SessionError::BadHello("welcome.nonce is not 64 hex digits".into())
+                })?;
+                if w.server_identity.len() > MAX_SOFTWARE_BYTES {
+                    return Err(SessionError::BadHello(
+                        "welcome.server_identity is too long".into(),
+                    ));
+                }
+                let auth = match &self.credentials {
+                    Some((id, key)) => {
+                        Some(auth::prove(key, &nonce, id, &w.server_identity, &self.spec))
+                    }
+                    None if w.auth_required => {
+                        return Err(SessionError::AuthRequired {
+                            server: clip(&w.server_identity, 64),
+                        })
+                    }
+                    None => None,
+                };
                 // Refuse locally what the server would refuse anyway, with the same message.
                 self.spec.validate(&w.limits)?;
                 self.server = Some(w);
                 self.phase = AwaitAccept;
-                Ok(vec![Action::Send(Message::Test(Box::new(
-                    self.spec.clone(),
-                )))])
+                Ok(vec![Action::Send(Message::Test(Box::new(TestRequest {
+                    spec: self.spec.clone(),
+                    auth,
+                })))])
             }
             (AwaitWelcome | AwaitAccept, Message::Busy(b)) => Err(SessionError::Busy(b)),
             (AwaitAccept, Message::Accepted(a)) => {
@@ -934,7 +1033,12 @@ mod tests {
             match p {
                 Phase::AwaitTest => s.handle(t, hello()).unwrap(),
                 Phase::AwaitAccept => s
-                    .handle(t, Message::Test(Box::new(TestSpec::stream_default())))
+                    .handle(
+                        t,
+                        Message::Test(Box::new(TestRequest::unauthenticated(
+                            TestSpec::stream_default(),
+                        ))),
+                    )
                     .unwrap(),
                 Phase::AwaitData => s.admitted(t, 7, token()),
                 Phase::AwaitStart => s.data_ready(t),
@@ -965,6 +1069,9 @@ mod tests {
             version: PROTOCOL_VERSION,
             software: "srv".into(),
             limits: Limits::default(),
+            nonce: "ab".repeat(32),
+            server_identity: "srv".into(),
+            auth_required: false,
         })
     }
 
@@ -1038,7 +1145,12 @@ mod tests {
         }
         assert_eq!(s.phase(), Phase::AwaitTest);
         let spec = TestSpec::stream_default();
-        let a = s.handle(t0, Message::Test(Box::new(spec.clone()))).unwrap();
+        let a = s
+            .handle(
+                t0,
+                Message::Test(Box::new(TestRequest::unauthenticated(spec.clone()))),
+            )
+            .unwrap();
         assert_eq!(a, vec![Action::RequestAdmission(Box::new(spec.clone()))]);
         assert_eq!(s.phase(), Phase::AwaitAccept);
         assert_eq!(s.spec(), Some(&spec));
@@ -1170,15 +1282,15 @@ mod tests {
             (
                 Hello {
                     magic: HELLO_MAGIC.into(),
-                    version: 2,
+                    version: 99,
                     software: String::new(),
                 },
-                "version 2",
+                "version 99",
             ),
             (
                 Hello {
                     magic: HELLO_MAGIC.into(),
-                    version: 1,
+                    version: PROTOCOL_VERSION,
                     software: "x".repeat(MAX_SOFTWARE_BYTES + 1),
                 },
                 "129 bytes",
@@ -1211,7 +1323,7 @@ mod tests {
             t0,
             Message::Hello(Hello {
                 magic: HELLO_MAGIC.into(),
-                version: 1,
+                version: PROTOCOL_VERSION,
                 software: "x".repeat(MAX_SOFTWARE_BYTES),
             }),
         )
@@ -1223,7 +1335,12 @@ mod tests {
         let (mut s, t) = server_at(Phase::AwaitTest);
         let mut spec = TestSpec::stream_default();
         spec.flows = 0;
-        let e = s.handle(t, Message::Test(Box::new(spec))).unwrap_err();
+        let e = s
+            .handle(
+                t,
+                Message::Test(Box::new(TestRequest::unauthenticated(spec))),
+            )
+            .unwrap_err();
         assert!(matches!(e, SessionError::InvalidSpec(_)));
         assert!(e.to_string().contains("flows = 0"), "{e}");
         let m = e.to_error_msg().unwrap();
@@ -1245,7 +1362,12 @@ mod tests {
         s.handle(t0, hello()).unwrap();
         let mut spec = TestSpec::stream_default();
         spec.flows = 3;
-        let e = s.handle(t0, Message::Test(Box::new(spec))).unwrap_err();
+        let e = s
+            .handle(
+                t0,
+                Message::Test(Box::new(TestRequest::unauthenticated(spec))),
+            )
+            .unwrap_err();
         assert_eq!(e.to_error_msg().unwrap().field.as_deref(), Some("flows"));
     }
 
@@ -1399,7 +1521,9 @@ mod tests {
         s.handle(t0 + S, hello()).unwrap();
         s.handle(
             t0 + 4 * S,
-            Message::Test(Box::new(TestSpec::stream_default())),
+            Message::Test(Box::new(TestRequest::unauthenticated(
+                TestSpec::stream_default(),
+            ))),
         )
         .unwrap();
         assert_eq!(s.next_wakeup(), Some(t0 + 5 * S));
@@ -1597,8 +1721,13 @@ mod tests {
         let mut s = ServerSession::new(t0, timeouts, Limits::default(), "s".into());
         assert_eq!(s.next_wakeup(), None);
         s.handle(t0, hello()).unwrap();
-        s.handle(t0, Message::Test(Box::new(TestSpec::stream_default())))
-            .unwrap();
+        s.handle(
+            t0,
+            Message::Test(Box::new(TestRequest::unauthenticated(
+                TestSpec::stream_default(),
+            ))),
+        )
+        .unwrap();
         s.admitted(t0, 1, token());
         s.data_ready(t0);
         s.handle(t0, empty("start")).unwrap();
@@ -1636,7 +1765,7 @@ mod tests {
         assert_eq!(
             a,
             vec![Action::Send(Message::Test(Box::new(
-                TestSpec::stream_default()
+                TestRequest::unauthenticated(TestSpec::stream_default())
             )))]
         );
         assert_eq!(c.server().unwrap().software, "srv");
@@ -1756,9 +1885,12 @@ mod tests {
             .handle(
                 t,
                 Message::Welcome(Welcome {
-                    version: 2,
+                    version: PROTOCOL_VERSION + 1,
                     software: "future".into(),
                     limits: Limits::default(),
+                    nonce: "ab".repeat(32),
+                    server_identity: "srv".into(),
+                    auth_required: false,
                 }),
             )
             .unwrap_err();
@@ -1769,12 +1901,15 @@ mod tests {
             .handle(
                 t,
                 Message::Welcome(Welcome {
-                    version: 1,
+                    version: PROTOCOL_VERSION,
                     software: "small".into(),
                     limits: Limits {
                         max_duration_ms: 1000,
                         ..Limits::default()
                     },
+                    nonce: "ab".repeat(32),
+                    server_identity: "srv".into(),
+                    auth_required: false,
                 }),
             )
             .unwrap_err();
@@ -1967,5 +2102,120 @@ mod tests {
             e.to_string(),
             "unexpected `start` message in phase await_test"
         );
+    }
+
+    fn authed_server(nonce: u8) -> (ServerSession, Instant) {
+        let keys = KeyTable::parse("alice 00112233445566778899aabbccddeeff\n").unwrap();
+        let t0 = Instant::now();
+        let s = ServerSession::new(t0, Timeouts::default(), Limits::default(), "srv".into())
+            .with_auth(ServerAuth {
+                nonce: Nonce([nonce; auth::NONCE_BYTES]),
+                server_identity: "lab-1".into(),
+                keys: Some(Arc::new(keys)),
+            });
+        (s, t0)
+    }
+
+    /// Run a client against `server` up to the `test` message; returns what the client sent.
+    fn client_test_message(
+        server: &mut ServerSession,
+        t0: Instant,
+        credentials: Option<(&str, &str)>,
+    ) -> Result<Message, SessionError> {
+        let (mut c, _) = ClientSession::new(
+            t0,
+            Timeouts::default(),
+            TestSpec::stream_default(),
+            "cli".into(),
+        );
+        if let Some((id, key)) = credentials {
+            c = c.with_credentials(id.into(), Key::from_hex(key).unwrap());
+        }
+        let welcome = match server.handle(t0, hello()).unwrap().as_slice() {
+            [Action::Send(w)] => w.clone(),
+            other => panic!("{other:?}"),
+        };
+        match c.handle(t0, welcome)?.as_slice() {
+            [Action::Send(m @ Message::Test(_))] => Ok(m.clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn authenticated_handshake() {
+        let (mut s, t0) = authed_server(7);
+        let test = client_test_message(
+            &mut s,
+            t0,
+            Some(("alice", "00112233445566778899aabbccddeeff")),
+        )
+        .unwrap();
+        let a = s.handle(t0, test).unwrap();
+        assert!(
+            matches!(a.as_slice(), [Action::RequestAdmission(_)]),
+            "{a:?}"
+        );
+        assert_eq!(s.identity(), Some("alice"));
+    }
+
+    #[test]
+    fn authentication_failures() {
+        // No credentials: the client refuses locally, naming the server.
+        let (mut s, t0) = authed_server(7);
+        let e = client_test_message(&mut s, t0, None).unwrap_err();
+        assert!(matches!(e, SessionError::AuthRequired { .. }), "{e}");
+        assert!(e.to_string().contains("lab-1"), "{e}");
+        // A client that sends no proof anyway, a wrong key, or a replayed handshake.
+        let (mut s, t0) = authed_server(7);
+        s.handle(t0, hello()).unwrap();
+        let bare = Message::Test(Box::new(TestRequest::unauthenticated(
+            TestSpec::stream_default(),
+        )));
+        let e1 = s.handle(t0, bare).unwrap_err();
+        let (mut s, t0) = authed_server(7);
+        let wrong = client_test_message(
+            &mut s,
+            t0,
+            Some(("alice", "ffffffffffffffffffffffffffffffff")),
+        )
+        .unwrap();
+        let e2 = s.handle(t0, wrong).unwrap_err();
+        let (mut s1, t0) = authed_server(7);
+        let captured = client_test_message(
+            &mut s1,
+            t0,
+            Some(("alice", "00112233445566778899aabbccddeeff")),
+        )
+        .unwrap();
+        let (mut s2, t0) = authed_server(8);
+        s2.handle(t0, hello()).unwrap();
+        let e3 = s2.handle(t0, captured).unwrap_err();
+        for e in [e1, e2, e3] {
+            assert_eq!(e, SessionError::Auth(AuthError::Failed));
+            let m = e.to_error_msg().unwrap();
+            assert_eq!(m.code, ErrorCode::AuthFailed);
+            assert_eq!(m.message, "authentication failed");
+            assert_eq!(m.field, None);
+        }
+        assert_eq!(s2.phase(), Phase::Done);
+    }
+
+    #[test]
+    fn welcome_nonce_must_be_hex() {
+        let (mut c, t, _) = client();
+        let e = c
+            .handle(
+                t,
+                Message::Welcome(Welcome {
+                    version: PROTOCOL_VERSION,
+                    software: "srv".into(),
+                    limits: Limits::default(),
+                    nonce: "xyz".into(),
+                    server_identity: "srv".into(),
+                    auth_required: false,
+                }),
+            )
+            .unwrap_err();
+        assert!(matches!(e, SessionError::BadHello(_)), "{e}");
     }
 }

@@ -15,6 +15,11 @@ pub const MAX_INTERVAL_SAMPLES: u64 = 500_000;
 /// make an end allocate.
 pub const MAX_TOTAL_MSG_BUFFER_BYTES: u64 = 512 * 1024 * 1024;
 
+/// Slowest per-flow rate a spec may ask for, bits per second.
+pub const MIN_RATE_BPS: u64 = 1_000;
+/// Fastest per-flow rate a spec may ask for, bits per second (10 Tbit/s).
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+
 /// Which family of test to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -69,6 +74,9 @@ pub struct TestSpec {
     pub congestion: Option<String>,
     /// Set TCP_NODELAY on data connections.
     pub nodelay: bool,
+    /// Target payload rate of each flow, bits per second (10^0-based), paced by the sender;
+    /// `None` sends as fast as the path allows.
+    pub rate_bps: Option<u64>,
     /// CPU to pin the server's data threads to; `None` leaves placement to the scheduler.
     pub server_cpu: Option<u32>,
     /// CPU the client pins its own data threads to; carried so that the result records the
@@ -90,6 +98,7 @@ impl TestSpec {
             window_bytes: None,
             congestion: None,
             nodelay: false,
+            rate_bps: None,
             server_cpu: None,
             client_cpu: None,
         }
@@ -195,6 +204,35 @@ impl TestSpec {
                 });
             }
         }
+        if let Some(r) = self.rate_bps {
+            range("rate_bps", r, MIN_RATE_BPS, MAX_RATE_BPS)?;
+        }
+        if let Some(max) = limits.max_rate_bps {
+            // The policy bounds the test's aggregate: every connection's rate together.
+            let total = self
+                .rate_bps
+                .map(|r| r.saturating_mul(u64::from(self.connection_count())));
+            match total {
+                None => {
+                    return Err(SpecError::Invalid {
+                        field: "rate_bps",
+                        reason: format!(
+                            "this server allows at most {max} bit/s per test; set a rate \
+                             (per flow) so that rate x connections stays under it"
+                        ),
+                    })
+                }
+                Some(t) if t > max => {
+                    return Err(SpecError::OutOfRange {
+                        field: "rate_bps",
+                        value: format!("{t} (rate x connections)"),
+                        min: MIN_RATE_BPS.to_string(),
+                        max: max.to_string(),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
         if let Some(cpu) = self.server_cpu {
             range("server_cpu", cpu, 0, 4095)?;
         }
@@ -220,6 +258,11 @@ pub struct Limits {
     pub max_window_bytes: u32,
     /// Tests that may run at once.
     pub max_concurrent_tests: u32,
+    /// Largest aggregate payload rate of one test (rate x connections), bits per second;
+    /// `None` for no limit. When set, tests must ask for a rate, and the server aborts a test
+    /// whose data arrives faster than allowed.
+    #[serde(default)]
+    pub max_rate_bps: Option<u64>,
 }
 
 impl Default for Limits {
@@ -231,6 +274,7 @@ impl Default for Limits {
             max_msg_size_bytes: 16 * 1024 * 1024,
             max_window_bytes: 256 * 1024 * 1024,
             max_concurrent_tests: 4,
+            max_rate_bps: None,
         }
     }
 }

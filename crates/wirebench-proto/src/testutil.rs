@@ -110,6 +110,7 @@ pub fn full_spec() -> TestSpec {
         window_bytes: Some(1 << 20),
         congestion: Some("bbr".into()),
         nodelay: true,
+        rate_bps: Some(2_500_000_000),
         server_cpu: Some(3),
         client_cpu: Some(2),
         ..TestSpec::stream_default()
@@ -129,9 +130,14 @@ pub fn all_messages() -> Vec<Message> {
             version: PROTOCOL_VERSION,
             software: "wirebenchd 0.1.0".into(),
             limits: Limits::default(),
+            nonce: "ab".repeat(32),
+            server_identity: "srv".into(),
+            auth_required: false,
         }),
-        Message::Test(Box::new(full_spec())),
-        Message::Test(Box::new(TestSpec::stream_default())),
+        Message::Test(Box::new(TestRequest::unauthenticated(full_spec()))),
+        Message::Test(Box::new(TestRequest::unauthenticated(
+            TestSpec::stream_default(),
+        ))),
         Message::Accepted(Accepted {
             test_id: u64::MAX,
             token: "00112233445566778899aabbccddeeff".into(),

@@ -8,7 +8,9 @@ use wirebench_proto::data::{classify, DataHello, Token, DATA_HELLO_BYTES};
 use wirebench_proto::frame::{decode_payload, encode, FrameDecoder, FrameError};
 use wirebench_proto::fuzz_targets;
 use wirebench_proto::measure::{FlowInterval, HostRole, IntervalSample, Role};
-use wirebench_proto::message::{AbortMsg, Busy, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message};
+use wirebench_proto::message::{
+    AbortMsg, Busy, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message, TestRequest,
+};
 use wirebench_proto::spec::{Direction, TestSpec, Workload};
 
 fn hello() -> impl Strategy<Value = Hello> {
@@ -35,7 +37,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
         any::<Option<String>>(),
         any::<bool>(),
         any::<Option<u32>>(),
-        any::<Option<u32>>(),
+        (any::<Option<u32>>(), any::<Option<u64>>()),
     )
         .prop_map(
             |(
@@ -49,7 +51,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 congestion,
                 nodelay,
                 server_cpu,
-                client_cpu,
+                (client_cpu, rate_bps),
             )| TestSpec {
                 workload: Workload::Stream,
                 direction,
@@ -61,6 +63,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 window_bytes,
                 congestion,
                 nodelay,
+                rate_bps,
                 server_cpu,
                 client_cpu,
             },
@@ -134,7 +137,7 @@ fn interval_msg() -> impl Strategy<Value = IntervalMsg> {
 fn message() -> impl Strategy<Value = Message> {
     prop_oneof![
         hello().prop_map(Message::Hello),
-        spec().prop_map(|s| Message::Test(Box::new(s))),
+        spec().prop_map(|s| Message::Test(Box::new(TestRequest::unauthenticated(s)))),
         busy().prop_map(Message::Busy),
         error_msg().prop_map(Message::Error),
         interval_msg().prop_map(Message::Interval),
@@ -357,6 +360,8 @@ fn fuzz_targets_accept_valid_inputs() {
     fuzz_targets::data_hello(&h.encode());
     let mut frames = vec![0xff];
     frames.extend(encode(&hello));
-    frames.extend(encode(&Message::Test(Box::new(spec))));
+    frames.extend(encode(&Message::Test(Box::new(
+        TestRequest::unauthenticated(spec),
+    ))));
     fuzz_targets::frame(&frames);
 }

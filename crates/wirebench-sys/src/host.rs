@@ -8,6 +8,19 @@ use std::io;
 ///
 /// Returns the `uname` error.
 pub fn kernel_release() -> io::Result<String> {
+    uname_field(|u| &u.release)
+}
+
+/// The host name (`uname -n`, the UTS namespace's node name).
+///
+/// # Errors
+///
+/// Returns the `uname` error.
+pub fn hostname() -> io::Result<String> {
+    uname_field(|u| &u.nodename)
+}
+
+fn uname_field(field: fn(&libc::utsname) -> &[libc::c_char; 65]) -> io::Result<String> {
     // SAFETY: `utsname` consists of `c_char` arrays; all-zero is valid.
     let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
     // SAFETY: `uts` is a valid, writable `utsname`.
@@ -15,8 +28,7 @@ pub fn kernel_release() -> io::Result<String> {
     if rc == -1 {
         return Err(io::Error::last_os_error());
     }
-    let bytes: Vec<u8> = uts
-        .release
+    let bytes: Vec<u8> = field(&uts)
         .iter()
         .take_while(|&&c| c != 0)
         .map(|&c| c as u8)

@@ -21,14 +21,59 @@ pub enum Command {
     /// TCP bulk-transfer test (like netperf TCP_STREAM / iperf3). Without -H, runs against an
     /// embedded server on loopback.
     Stream(StreamArgs),
+    /// Print a new `IDENTITY KEY` line for a `serve --auth-keys` file (32 random bytes, hex).
+    Keygen(KeygenArgs),
+}
+
+/// `wirebench keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// The identity the key belongs to (1-64 characters of A-Z a-z 0-9 . _ @ -).
+    pub identity: String,
 }
 
 /// `wirebench serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Default: loopback only (there is no authentication yet).
+    /// Address to listen on. Anything but loopback needs --auth-keys (or, explicitly,
+    /// --allow-unauthenticated).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
+    /// Require HMAC challenge-response authentication with the keys in FILE
+    /// (`IDENTITY HEX-KEY` per line; see `wirebench keygen`).
+    #[arg(long, value_name = "FILE")]
+    pub auth_keys: Option<std::path::PathBuf>,
+    /// Accept unauthenticated clients on a non-loopback address.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
+    /// This server's identity, covered by the clients' MACs (default: the host name).
+    #[arg(long)]
+    pub identity: Option<String>,
+    /// Largest aggregate payload rate of one test, bits/s (K/M/G = 10^3/10^6/10^9). Tests
+    /// must then ask for a rate, and a test whose data arrives faster is aborted.
+    #[arg(long, value_parser = parse_rate)]
+    pub max_rate: Option<u64>,
+    /// Connections handled at once (any kind, all sources).
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Connections from one source address at once (default: 2 x max-flows + 16).
+    #[arg(long)]
+    pub max_conns_per_source: Option<usize>,
+    /// Connections still in their handshake; past this the oldest is closed.
+    #[arg(long, default_value_t = 256)]
+    pub max_handshakes: usize,
+    /// Absolute deadline for a connection's handshake, seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub handshake_timeout: f64,
+    /// While a test runs: a client silent for this long is gone, seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub idle_timeout: f64,
+    /// Append a JSON line per test served (completed, aborted or failed) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub records: Option<std::path::PathBuf>,
+    /// Rotate the records file to FILE.1 before it passes this size (K/M/G = 1024^n).
+    #[arg(long, default_value = "64M", value_parser = parse_size)]
+    pub records_max_size: u64,
     /// TCP port.
     #[arg(short, long, default_value_t = wirebench_net::DEFAULT_PORT)]
     pub port: u16,
@@ -83,6 +128,15 @@ pub struct StreamArgs {
     /// Set TCP_NODELAY on data connections.
     #[arg(long)]
     pub nodelay: bool,
+    /// Pace each flow to RATE bits/s of payload (K/M/G = 10^3/10^6/10^9), like iperf3 -b.
+    #[arg(short = 'b', long, value_parser = parse_rate)]
+    pub rate: Option<u64>,
+    /// Authenticate as IDENTITY (the key comes from --auth-key-file or WIREBENCH_AUTH_KEY).
+    #[arg(long, value_name = "IDENTITY")]
+    pub auth: Option<String>,
+    /// File with the key: a bare hex key, or a key file with a line for IDENTITY.
+    #[arg(long, value_name = "FILE", requires = "auth")]
+    pub auth_key_file: Option<std::path::PathBuf>,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -128,6 +182,31 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{s}' is not a size (examples: 1448, 64K, 1M)"))?;
     n.checked_mul(mult)
         .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// Parse a rate in bits per second: plain, or with a k/M/G/T suffix (powers of 1000), an
+/// optional trailing "bit/s" or "bps".
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let body = t
+        .strip_suffix("bit/s")
+        .or_else(|| t.strip_suffix("bps"))
+        .unwrap_or(t);
+    let (num, mult) = match body.chars().last() {
+        Some('k' | 'K') => (&body[..body.len() - 1], 1e3),
+        Some('m' | 'M') => (&body[..body.len() - 1], 1e6),
+        Some('g' | 'G') => (&body[..body.len() - 1], 1e9),
+        Some('t' | 'T') => (&body[..body.len() - 1], 1e12),
+        _ => (body, 1.0),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a rate (examples: 100M, 2.5G, 64000)"))?;
+    let v = n * mult;
+    if !(v.is_finite() && (1.0..1e19).contains(&v)) {
+        return Err(format!("'{s}' is not a usable rate"));
+    }
+    Ok(v.round() as u64)
 }
 
 /// Parse `LOCAL,REMOTE` CPU numbers; either may be empty.
@@ -197,6 +276,17 @@ mod tests {
         assert_eq!(parse_size("2MiB").unwrap(), 2 << 20);
         assert!(parse_size("x").is_err());
         assert!(parse_size("99999999999999999G").is_err());
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("100M").unwrap(), 100_000_000);
+        assert_eq!(parse_rate("2.5G").unwrap(), 2_500_000_000);
+        assert_eq!(parse_rate("64000").unwrap(), 64_000);
+        assert_eq!(parse_rate("1Gbit/s").unwrap(), 1_000_000_000);
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("-5M").is_err());
+        assert!(parse_rate("1e30").is_err());
     }
 
     #[test]

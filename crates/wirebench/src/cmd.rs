@@ -12,6 +12,8 @@ use clap::Parser;
 use wirebench_net::client::{self, ClientConfig, Outcome};
 use wirebench_net::server::{Daemon, ServerConfig};
 use wirebench_net::NetError;
+use wirebench_proto::auth::{valid_identity, Key, KeyTable};
+use wirebench_proto::message::ErrorCode;
 use wirebench_proto::session::SessionError;
 use wirebench_proto::spec::{Direction, Limits, TestSpec, Workload};
 use wirebench_report::analyze;
@@ -19,7 +21,7 @@ use wirebench_report::print;
 use wirebench_report::schema::{ErrorInfo, RunRecord, RunResult, RunStatus, SCHEMA_VERSION};
 use wirebench_stats::ci::ConfidenceLevel;
 
-use crate::cli::{Cli, Command, ServeArgs, StreamArgs};
+use crate::cli::{Cli, Command, KeygenArgs, ServeArgs, StreamArgs};
 use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 
 /// Output format of a client command.
@@ -71,6 +73,13 @@ pub fn main() -> i32 {
             }
         },
         Command::Stream(a) => stream(&a),
+        Command::Keygen(a) => match keygen(&a) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!("wirebench keygen: {e:#}");
+                EXIT_USAGE
+            }
+        },
     }
 }
 
@@ -90,26 +99,160 @@ fn init_tracing(daemon: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 
+fn keygen(a: &KeygenArgs) -> Result<()> {
+    if !valid_identity(&a.identity) {
+        return Err(anyhow!(
+            "identity '{}' must be 1-64 characters of A-Z a-z 0-9 . _ @ -",
+            a.identity
+        ));
+    }
+    let mut raw = vec![0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rng(), &mut raw);
+    let key = Key::from_bytes(raw).map_err(|e| anyhow!(e))?;
+    println!("{} {}", a.identity, key.to_hex());
+    Ok(())
+}
+
+/// Read and parse a key file; every error names the file.
+fn load_key_table(path: &Path) -> Result<KeyTable> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the key file {}", path.display()))?;
+    let table = KeyTable::parse(&text)
+        .map_err(|e| anyhow!("malformed key file {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = std::fs::metadata(path) {
+            if m.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(
+                    "key file {} is readable by group or others; chmod 600 it",
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(table)
+}
+
+fn secs_to_duration(v: f64, flag: &str) -> Result<std::time::Duration> {
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        return Err(anyhow!("{flag} must be between 0 and 86400 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v))
+}
+
 fn serve(a: &ServeArgs) -> Result<()> {
+    let keys = match &a.auth_keys {
+        Some(p) => Some(Arc::new(load_key_table(p)?)),
+        None => None,
+    };
+    if keys.is_none() && !a.bind.is_loopback() && !a.allow_unauthenticated {
+        return Err(anyhow!(
+            "refusing to listen on {} without authentication: pass --auth-keys FILE, or \
+             --allow-unauthenticated to serve anyone who can reach this address",
+            a.bind
+        ));
+    }
     let mut cfg = ServerConfig::new(SocketAddr::new(a.bind, a.port));
     cfg.limits = Limits {
         max_concurrent_tests: a.max_tests.max(1),
         max_flows: a.max_flows.max(1),
         max_duration_ms: secs_to_ms(a.max_duration)
             .ok_or_else(|| anyhow!("--max-duration must be positive"))?,
+        max_rate_bps: a.max_rate,
         ..Limits::default()
     };
+    cfg.max_conns_per_source = a
+        .max_conns_per_source
+        .unwrap_or_else(|| wirebench_net::server::default_conns_per_source(&cfg.limits))
+        .max(1);
+    cfg.max_connections = a.max_connections.max(1);
+    cfg.max_pending_handshakes = a.max_handshakes.max(1);
+    cfg.timeouts.handshake = secs_to_duration(a.handshake_timeout, "--handshake-timeout")?;
+    cfg.timeouts.peer_silence = secs_to_duration(a.idle_timeout, "--idle-timeout")?;
+    cfg.records_path = a.records.clone();
+    cfg.records_max_bytes = a.records_max_size.max(4096);
+    cfg.keys = keys;
+    if let Some(id) = &a.identity {
+        if !valid_identity(id) {
+            return Err(anyhow!(
+                "--identity '{id}' must be 1-64 characters of A-Z a-z 0-9 . _ @ -"
+            ));
+        }
+        cfg.server_identity = id.clone();
+    }
+    let authenticated = cfg.keys.as_ref().map(|k| k.len());
+    let identity = cfg.server_identity.clone();
     let daemon = Daemon::bind(cfg)?;
     let addr = daemon.local_addr()?;
-    tracing::info!(%addr, "wirebench daemon listening");
-    if a.bind.is_loopback() {
-        tracing::info!("listening on loopback only; use --bind 0.0.0.0 to accept remote clients");
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing the signal handler")?;
     }
-    daemon.run();
+    let handle = daemon.spawn().context("starting the daemon")?;
+    tracing::info!(%addr, %identity, "wirebench daemon listening");
+    match authenticated {
+        Some(n) => tracing::info!("authentication required ({n} identities)"),
+        None if a.bind.is_loopback() => tracing::info!(
+            "listening on loopback only, without authentication; use --auth-keys FILE and \
+             --bind to serve other hosts"
+        ),
+        None => tracing::warn!("serving unauthenticated clients (--allow-unauthenticated)"),
+    }
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let running = handle.stats().running_tests;
+    tracing::info!(
+        running,
+        "signal received: aborting running tests and shutting down"
+    );
+    let left = handle.shutdown(std::time::Duration::from_secs(20));
+    if left > 0 {
+        tracing::warn!(left, "connections still open after 20 s; exiting anyway");
+    }
+    tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// The identity and key for `--auth`, or a message for the user.
+fn client_credentials(a: &StreamArgs) -> Result<Option<(String, Key)>, String> {
+    let Some(id) = &a.auth else {
+        return Ok(None);
+    };
+    if !valid_identity(id) {
+        return Err(format!(
+            "--auth '{id}' must be 1-64 characters of A-Z a-z 0-9 . _ @ -"
+        ));
+    }
+    let key = if let Some(f) = &a.auth_key_file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("cannot read the key file {}: {e}", f.display()))?;
+        match KeyTable::parse(&text) {
+            Ok(t) => t
+                .get(id)
+                .cloned()
+                .ok_or_else(|| format!("the key file {} has no key for {id}", f.display()))?,
+            Err(_) => Key::from_hex(&text).map_err(|e| {
+                format!(
+                    "{} is neither a key file nor a bare hex key: {e}",
+                    f.display()
+                )
+            })?,
+        }
+    } else if let Ok(k) = std::env::var("WIREBENCH_AUTH_KEY") {
+        Key::from_hex(&k).map_err(|e| format!("WIREBENCH_AUTH_KEY: {e}"))?
+    } else {
+        return Err(
+            "--auth needs a key: --auth-key-file FILE or the WIREBENCH_AUTH_KEY variable".into(),
+        );
+    };
+    Ok(Some((id.clone(), key)))
 }
 
 fn secs_to_ms(s: f64) -> Option<u64> {
@@ -196,6 +339,7 @@ fn build_spec(a: &StreamArgs) -> Result<TestSpec, (String, Option<String>)> {
         window_bytes: window,
         congestion: a.congestion.clone(),
         nodelay: a.nodelay,
+        rate_bps: a.rate,
         server_cpu: a.affinity.and_then(|x| x.1),
         client_cpu: a.affinity.and_then(|x| x.0),
     };
@@ -233,11 +377,14 @@ fn net_error_kind(e: &NetError) -> (&'static str, Option<String>) {
         NetError::Session(SessionError::Busy(_)) => ("busy", None),
         NetError::Session(SessionError::Refused(m)) => (
             match m.code {
-                wirebench_proto::message::ErrorCode::InvalidSpec => "invalid_spec",
+                ErrorCode::InvalidSpec => "invalid_spec",
+                ErrorCode::AuthFailed => "auth_failed",
+                ErrorCode::LimitExceeded => "limit_exceeded",
                 _ => "refused",
             },
             m.field.clone(),
         ),
+        NetError::Session(SessionError::AuthRequired { .. }) => ("auth_required", None),
         // The client session checks the spec against the limits the server announced.
         NetError::Session(SessionError::InvalidSpec(e)) => ("invalid_spec", Some(field_of(e))),
         NetError::Session(SessionError::Timeout { .. }) => ("timeout", None),
@@ -317,7 +464,21 @@ fn stream(a: &StreamArgs) -> i32 {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
-    let cfg = ClientConfig::new(server, spec.clone());
+    let mut cfg = ClientConfig::new(server, spec.clone());
+    match client_credentials(a) {
+        Ok(c) => cfg.credentials = c,
+        Err(msg) => {
+            let r = failed_result(
+                Some(spec),
+                Some(server.to_string()),
+                embedded,
+                "usage",
+                &msg,
+                None,
+            );
+            return finish(format, a.output.as_deref(), r, EXIT_USAGE);
+        }
+    }
     let (min_runs, max_runs) = a.iterations.unwrap_or((1, 1));
     let level = ConfidenceLevel::from_pct(a.confidence.0).unwrap_or(ConfidenceLevel::P99);
     let target = a.confidence.1;

@@ -78,6 +78,10 @@ impl Drop for Daemon {
 pub fn daemon_in(tb: &Testbed, side: Side, extra: &[&str]) -> Daemon {
     let mut c = tb.command(side, BIN);
     c.args(["serve", "--bind", Testbed::addr(side)]);
+    // A private namespace's address: opting out of authentication is explicit.
+    if !extra.contains(&"--auth-keys") {
+        c.arg("--allow-unauthenticated");
+    }
     c.args(extra);
     c.env("RUST_LOG", "info");
     c.stdin(Stdio::null())
