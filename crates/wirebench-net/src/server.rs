@@ -687,10 +687,13 @@ fn control_session(stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot
         Err(e) => Some(e.to_string()),
     };
     if let Err(e) = &result {
-        if let NetError::Session(se) = e {
-            if let Some(em) = se.to_error_msg() {
-                let _ = conn.send(&Message::Error(em));
-            }
+        let msg = match e {
+            NetError::Session(se) => se.to_error_msg(),
+            NetError::Frame(fe) => Some(fe.to_error_msg()),
+            _ => None,
+        };
+        if let Some(em) = msg {
+            let _ = conn.send(&Message::Error(em));
         }
         if matches!(e, NetError::Session(SessionError::Auth(_))) {
             log_refused(state, peer, "authentication failed");

@@ -68,6 +68,9 @@ pub struct ServeArgs {
     /// While a test runs: a client silent for this long is gone, seconds.
     #[arg(long, default_value_t = 5.0)]
     pub idle_timeout: f64,
+    /// After the server's engine finished: how long to wait for the client's results, seconds.
+    #[arg(long, default_value_t = 15.0)]
+    pub results_timeout: f64,
     /// Append a JSON line per test served (completed, aborted or failed) to FILE.
     #[arg(long, value_name = "FILE")]
     pub records: Option<std::path::PathBuf>,

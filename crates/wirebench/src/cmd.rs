@@ -174,6 +174,20 @@ fn serve(a: &ServeArgs) -> Result<()> {
     cfg.max_pending_handshakes = a.max_handshakes.max(1);
     cfg.timeouts.handshake = secs_to_duration(a.handshake_timeout, "--handshake-timeout")?;
     cfg.timeouts.peer_silence = secs_to_duration(a.idle_timeout, "--idle-timeout")?;
+    cfg.timeouts.results = secs_to_duration(a.results_timeout, "--results-timeout")?;
+    // Each handshaking connection holds two descriptors (its socket and the eviction handle).
+    let want_fds = (cfg.max_connections as u64)
+        .saturating_mul(2)
+        .saturating_add(256);
+    match wirebench_sys::process::raise_nofile_limit(want_fds) {
+        Ok(got) if got < want_fds => tracing::warn!(
+            got,
+            want_fds,
+            "RLIMIT_NOFILE is below what --max-connections needs; accept will back off at the limit"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("cannot raise RLIMIT_NOFILE: {e}"),
+    }
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;

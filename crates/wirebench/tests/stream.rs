@@ -524,15 +524,6 @@ fn ipv6_loopback_and_affinity() {
     assert_eq!(res.spec.as_ref().unwrap().client_cpu, Some(0));
 }
 
-fn kill(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill {sig} {pid}");
-}
-
 /// A client that vanishes (SIGKILL: its sockets close) or freezes (SIGSTOP: silence, no FIN)
 /// mid-test must not wedge the daemon: with a cap of one test, the next client is served as
 /// soon as the daemon noticed (heartbeat silence bound: 5 s).

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -125,4 +127,14 @@ pub fn proc_stat_busy_total() -> (u64, u64) {
     let idle = v[3] + v[4];
     let total: u64 = v.iter().sum();
     (total - idle, total)
+}
+
+/// Send a signal (e.g. "-KILL") to a process this test started, by its PID.
+pub fn kill(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
 }

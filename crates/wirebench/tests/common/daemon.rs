@@ -1,0 +1,383 @@
+//! A `wirebench serve` process observed from outside: its address (from its log), its
+//! descriptors, threads and memory (from /proc), its log lines and its records file; plus a
+//! raw control-protocol client for sending exactly the bytes a test wants.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Socket, Type};
+use wirebench_net::client::{self, ClientConfig, Outcome};
+use wirebench_proto::data::CONTROL_PREAMBLE;
+use wirebench_proto::frame::{encode, FrameDecoder, ABSOLUTE_MAX_FRAME_BYTES};
+use wirebench_proto::message::{Hello, Message, Welcome, HELLO_MAGIC, PROTOCOL_VERSION};
+use wirebench_proto::spec::TestSpec;
+
+use super::BIN;
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Resource usage of a process, read from /proc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub fds: usize,
+    pub threads: usize,
+    pub rss_kb: u64,
+}
+
+pub fn usage_of(pid: u32) -> Usage {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    Usage {
+        fds,
+        threads: field("Threads:") as usize,
+        rss_kb: field("VmRSS:"),
+    }
+}
+
+/// A daemon process started by a test; killed by its PID on drop.
+pub struct LocalDaemon {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+    pub records_path: PathBuf,
+}
+
+impl LocalDaemon {
+    /// `wirebench serve --port 0 --records TMP EXTRA...` on loopback.
+    pub fn start(extra: &[&str]) -> LocalDaemon {
+        let mut c = Command::new(BIN);
+        c.args(["serve", "--port", "0"]);
+        Self::start_cmd(c, extra)
+    }
+
+    /// Start `cmd` (a `serve` invocation, possibly inside a namespace) with a records file.
+    pub fn start_cmd(mut c: Command, extra: &[&str]) -> LocalDaemon {
+        let records_path = std::env::temp_dir().join(format!(
+            "wb-records-{}-{}.jsonl",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_file(&records_path);
+        c.arg("--records").arg(&records_path);
+        c.args(extra);
+        c.env("RUST_LOG", "info");
+        c.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn daemon");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let l2 = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("daemon listening") {
+                    if let Some(a) = line
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("addr="))
+                        .and_then(|a| a.parse::<SocketAddr>().ok())
+                    {
+                        let _ = tx.send(a);
+                    }
+                }
+                l2.lock().unwrap().push(line);
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(10));
+        let mut d = LocalDaemon {
+            child: Some(child),
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            log,
+            records_path,
+        };
+        d.addr = addr.unwrap_or_else(|_| {
+            panic!(
+                "daemon did not report its address within 10 s; log:\n{}",
+                d.log_text()
+            )
+        });
+        d
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn usage(&self) -> Usage {
+        usage_of(self.pid())
+    }
+
+    /// Usage once the daemon is idle (after a warm-up test, so that lazily created state
+    /// exists in the baseline too).
+    pub fn baseline(&self) -> Usage {
+        legit(self.addr);
+        std::thread::sleep(Duration::from_millis(300));
+        self.usage()
+    }
+
+    /// Assert that descriptors and threads return to `base` (memory within `rss_slack_kb`)
+    /// within `within`.
+    pub fn assert_back_to(&self, base: Usage, within: Duration, rss_slack_kb: u64) {
+        let t = Instant::now();
+        loop {
+            let u = self.usage();
+            if u.fds <= base.fds
+                && u.threads <= base.threads
+                && u.rss_kb <= base.rss_kb + rss_slack_kb
+            {
+                return;
+            }
+            assert!(
+                t.elapsed() < within,
+                "daemon did not return to its baseline within {within:?}: now {u:?}, baseline {base:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+
+    /// The records file, one JSON value per test.
+    pub fn records(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.records_path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("every record line is JSON"))
+            .collect()
+    }
+
+    /// Wait until the records file holds at least `n` records.
+    pub fn wait_records(&self, n: usize, within: Duration) -> Vec<serde_json::Value> {
+        let t = Instant::now();
+        loop {
+            let r = self.records();
+            if r.len() >= n {
+                return r;
+            }
+            assert!(
+                t.elapsed() < within,
+                "only {} of {n} records after {within:?}; log:\n{}",
+                r.len(),
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Send a signal to the daemon.
+    pub fn signal(&self, sig: &str) {
+        super::kill(self.pid(), sig);
+    }
+
+    /// Wait (bounded) for the daemon to exit; its exit code.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let t = Instant::now();
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(st)) = child.try_wait() {
+                self.child = None;
+                return st.code();
+            }
+            if t.elapsed() > within {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for LocalDaemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(&self.records_path);
+    }
+}
+
+/// A short spec for "a legitimate client".
+pub fn short_spec(ms: u64) -> TestSpec {
+    TestSpec {
+        duration_ms: ms,
+        ..TestSpec::stream_default()
+    }
+}
+
+/// Run a legitimate 100 ms test; panics unless it completes. Returns its wall time.
+pub fn legit(addr: SocketAddr) -> Duration {
+    let t = Instant::now();
+    let cfg = ClientConfig::new(addr, short_spec(100));
+    let run = client::run(&cfg, &AtomicBool::new(false), &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("legitimate client refused: {e}"));
+    assert_eq!(run.outcome, Outcome::Completed);
+    t.elapsed()
+}
+
+/// A legitimate client is served (admitted, measured, results exchanged) within 1 s of
+/// asking: a 100 ms test must finish within 1.1 s.
+pub fn assert_legit_served_quickly(addr: SocketAddr) {
+    let took = legit(addr);
+    assert!(
+        took < Duration::from_millis(1100),
+        "a legitimate 100 ms test took {took:?}"
+    );
+}
+
+/// Run a longer legitimate test on a thread; join it for its outcome.
+pub fn legit_in_background(
+    addr: SocketAddr,
+    ms: u64,
+) -> std::thread::JoinHandle<Result<Outcome, String>> {
+    std::thread::spawn(move || {
+        let cfg = ClientConfig::new(addr, short_spec(ms));
+        client::run(&cfg, &AtomicBool::new(false), &mut |_, _| {})
+            .map(|r| r.outcome)
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// A raw control connection: exactly the bytes the test wants.
+pub struct Raw {
+    pub s: TcpStream,
+    dec: FrameDecoder,
+}
+
+impl Raw {
+    /// Connect and send the control preamble.
+    pub fn connect(addr: SocketAddr) -> Raw {
+        let mut r = Raw::connect_bare(addr, None);
+        r.s.write_all(&CONTROL_PREAMBLE).unwrap();
+        r
+    }
+
+    /// Connect (optionally from a given local address) without sending anything.
+    pub fn connect_bare(addr: SocketAddr, from: Option<IpAddr>) -> Raw {
+        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None).unwrap();
+        if let Some(ip) = from {
+            sock.bind(&SocketAddr::new(ip, 0).into()).unwrap();
+        }
+        sock.connect_timeout(&addr.into(), Duration::from_secs(5))
+            .unwrap();
+        let s: TcpStream = sock.into();
+        s.set_nodelay(true).unwrap();
+        Raw {
+            s,
+            dec: FrameDecoder::new(ABSOLUTE_MAX_FRAME_BYTES),
+        }
+    }
+
+    /// Wrap an already connected stream.
+    pub fn from_stream(s: TcpStream) -> Raw {
+        Raw {
+            s,
+            dec: FrameDecoder::new(ABSOLUTE_MAX_FRAME_BYTES),
+        }
+    }
+
+    pub fn send(&mut self, m: &Message) {
+        self.s.write_all(&encode(m)).unwrap();
+    }
+
+    /// Frame arbitrary payload bytes with a correct length.
+    pub fn send_payload(&mut self, payload: &[u8]) {
+        let mut f = (payload.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(payload);
+        let _ = self.s.write_all(&f);
+    }
+
+    /// Next message, `None` on close, error or timeout.
+    pub fn recv(&mut self, within: Duration) -> Option<Message> {
+        let until = Instant::now() + within;
+        let mut buf = [0u8; 65536];
+        loop {
+            if let Ok(Some(m)) = self.dec.next_message() {
+                return Some(m);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return None;
+            }
+            self.s.set_read_timeout(Some(until - now)).unwrap();
+            match self.s.read(&mut buf) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.dec.feed(&buf[..n]).ok()?,
+            }
+        }
+    }
+
+    /// Hello → welcome.
+    pub fn hello(&mut self) -> Welcome {
+        self.send(&Message::Hello(Hello {
+            magic: HELLO_MAGIC.into(),
+            version: PROTOCOL_VERSION,
+            software: "raw test client".into(),
+        }));
+        match self.recv(Duration::from_secs(5)) {
+            Some(Message::Welcome(w)) => w,
+            other => panic!("expected welcome, got {other:?}"),
+        }
+    }
+
+    /// The next `error` message's (code, field, text), panicking on anything else.
+    pub fn expect_error(&mut self) -> (String, Option<String>, String) {
+        match self.recv(Duration::from_secs(5)) {
+            Some(Message::Error(e)) => (
+                wirebench_proto::session::error_code_name(e.code).to_string(),
+                e.field,
+                e.message,
+            ),
+            other => panic!("expected an error message, got {other:?}"),
+        }
+    }
+
+    /// Time until the server closes the connection (reads and discards), up to `within`.
+    pub fn closed_within(&mut self, within: Duration) -> Option<Duration> {
+        let t = Instant::now();
+        let mut buf = [0u8; 4096];
+        loop {
+            let left = within.checked_sub(t.elapsed())?;
+            self.s
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .unwrap();
+            match self.s.read(&mut buf) {
+                Ok(0) => return Some(t.elapsed()),
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return Some(t.elapsed()),
+            }
+        }
+    }
+}
