@@ -389,15 +389,9 @@ pub fn run(
                     let _ = tid_tx.send((idx, tid));
                     drop(tid_tx);
                     let mut done = match plan.role {
-                        Role::Sender => run_sender(
-                            plan.stream,
-                            idx,
-                            payload,
-                            shared,
-                            abort,
-                            drain,
-                            rate,
-                        ),
+                        Role::Sender => {
+                            run_sender(plan.stream, idx, payload, shared, abort, drain, rate)
+                        }
                         Role::Receiver => {
                             let mut buf = vec![0u8; payload.len()];
                             run_receiver(plan.stream, idx, &mut buf, shared, abort, drain)
@@ -469,8 +463,8 @@ pub fn run(
                         .iter()
                         .map(|&i| shared.counters[i].0.load(Ordering::Relaxed))
                         .sum();
-                    let allowed = paced_allowance(max, now - start + RX_SLACK)
-                        .saturating_add(RX_SLACK_BYTES);
+                    let allowed =
+                        paced_allowance(max, now - start + RX_SLACK).saturating_add(RX_SLACK_BYTES);
                     if got > allowed {
                         aborted = Some(format!(
                             "limit exceeded: data arrived at {} bit/s on average, above the \

@@ -326,7 +326,7 @@ impl Daemon {
             )),
             None => None,
         };
-        let listener = TcpListener::bind(cfg.bind).map_err(|source| NetError::Bind {
+        let listener = listen(cfg.bind).map_err(|source| NetError::Bind {
             addr: cfg.bind,
             source,
         })?;
@@ -394,6 +394,22 @@ impl Daemon {
             thread: Some(thread),
         })
     }
+}
+
+/// Accept backlog: a connection flood must not overflow the queue (an overflowing queue drops
+/// SYNs, and every legitimate client caught in it waits a full SYN retransmission timeout).
+const LISTEN_BACKLOG: i32 = 4096;
+
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(LISTEN_BACKLOG)?;
+    Ok(s.into())
 }
 
 /// Count, check and hand a freshly accepted connection to its own thread.
