@@ -6,10 +6,16 @@
 //! bucket on one side's egress), interface counters. Everything is torn down on drop, also
 //! when a test fails or panics. Needs root and the `ip`, `tc` and `ethtool` commands.
 //!
-//! Traffic only ever flows between the two namespaces this crate created.
+//! [`emu::EmulatedPath`] puts a third namespace between a and b, where our own forwarder
+//! emulates delay, jitter, loss, duplication and reordering (this kernel has no `netem`).
+//!
+//! Traffic only ever flows between the namespaces this crate created.
+
+pub mod emu;
 
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::JoinHandle;
 
 use thiserror::Error;
 
@@ -48,6 +54,31 @@ pub enum LabError {
         cmd: String,
         /// What was wrong.
         detail: String,
+    },
+    /// A system call failed (entering a namespace, packet sockets, threads).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A link-emulator configuration out of range.
+    #[error("invalid emulator config: {0}")]
+    InvalidConfig(String),
+    /// A link-emulator forwarder thread stopped on an error.
+    #[error("forwarder {direction} failed: {detail}")]
+    Forwarder {
+        /// `a->b` or `b->a`.
+        direction: String,
+        /// The error.
+        detail: String,
+    },
+    /// A thread started in a namespace panicked.
+    #[error("thread in namespace {ns} panicked")]
+    Panicked {
+        /// The namespace.
+        ns: String,
     },
 }
 
@@ -198,6 +229,69 @@ impl Testbed {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Runs `f` on a new thread that entered a side's namespace and waits for its result.
+    /// Sockets `f` creates belong to that namespace; the caller's namespace is untouched.
+    pub fn run_in<T, F>(&self, side: Side, f: F) -> Result<T, LabError>
+    where
+        T: Send,
+        F: FnOnce() -> T + Send,
+    {
+        let ns = self.ns(side);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                wirebench_sys::netns::enter(&ns).map_err(|source| LabError::Io {
+                    what: format!("entering namespace {ns}"),
+                    source,
+                })?;
+                Ok(f())
+            })
+            .join()
+            .map_err(|_| LabError::Panicked { ns: ns.clone() })?
+        })
+    }
+
+    /// Starts `f` on a new thread that enters a side's namespace first; join the handle
+    /// for its result (`Err` if entering failed; the join itself fails if `f` panicked).
+    pub fn spawn_in<T, F>(&self, side: Side, f: F) -> JoinHandle<Result<T, LabError>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let ns = self.ns(side);
+        std::thread::spawn(move || {
+            wirebench_sys::netns::enter(&ns).map_err(|source| LabError::Io {
+                what: format!("entering namespace {ns}"),
+                source,
+            })?;
+            Ok(f())
+        })
+    }
+
+    /// MAC address of a side's veth (`aa:bb:cc:dd:ee:ff`).
+    pub fn mac(&self, side: Side) -> Result<String, LabError> {
+        let path = format!("/sys/class/net/{}/address", Self::ifname(side));
+        let s = self.exec(side, &["cat", &path])?;
+        let mac = s.trim();
+        if mac.len() != 17 || mac.split(':').count() != 6 {
+            return Err(LabError::Parse {
+                cmd: format!("cat {path}"),
+                detail: s.clone(),
+            });
+        }
+        Ok(mac.to_string())
+    }
+
+    /// A protocol counter of a side's namespace from `/proc/net/snmp` or
+    /// `/proc/net/netstat`, e.g. `("Icmp", "InEchos")`, `("Udp", "InDatagrams")`,
+    /// `("TcpExt", "TCPOFOQueue")`.
+    pub fn proto_counter(&self, side: Side, group: &str, name: &str) -> Result<u64, LabError> {
+        let text = self.exec(side, &["cat", "/proc/net/snmp", "/proc/net/netstat"])?;
+        parse_proto_counter(&text, group, name).ok_or_else(|| LabError::Parse {
+            cmd: "cat /proc/net/snmp /proc/net/netstat".into(),
+            detail: format!("no counter {group}:{name}"),
+        })
+    }
+
     /// Set a sysctl inside a side's namespace (e.g. `net.ipv4.tcp_congestion_control`).
     pub fn sysctl(&self, side: Side, key: &str, value: &str) -> Result<(), LabError> {
         self.exec(side, &["sysctl", "-q", "-w", &format!("{key}={value}")])
@@ -321,6 +415,19 @@ impl Drop for Testbed {
     }
 }
 
+/// Finds `group: name` in the two-line (header, values) format of `/proc/net/snmp`.
+fn parse_proto_counter(text: &str, group: &str, name: &str) -> Option<u64> {
+    let prefix = format!("{group}:");
+    let mut lines = text.lines().filter(|l| l.starts_with(&prefix));
+    while let (Some(header), Some(values)) = (lines.next(), lines.next()) {
+        let pos = header.split_whitespace().skip(1).position(|h| h == name);
+        if let Some(pos) = pos {
+            return values.split_whitespace().skip(1).nth(pos)?.parse().ok();
+        }
+    }
+    None
+}
+
 /// True if this process can build namespaces (root and `ip` present).
 pub fn available() -> bool {
     Command::new("ip")
@@ -341,4 +448,20 @@ fn is_root() -> bool {
                 .map(|l| l.split_whitespace().nth(1) == Some("0"))
         })
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proto_counter_parsing() {
+        let text = "Ip: Forwarding DefaultTTL\nIp: 2 64\nIcmp: InMsgs InEchos\nIcmp: 7 5\n\
+                    TcpExt: SyncookiesSent TCPOFOQueue\nTcpExt: 0 12\n";
+        assert_eq!(parse_proto_counter(text, "Icmp", "InEchos"), Some(5));
+        assert_eq!(parse_proto_counter(text, "TcpExt", "TCPOFOQueue"), Some(12));
+        assert_eq!(parse_proto_counter(text, "Ip", "DefaultTTL"), Some(64));
+        assert_eq!(parse_proto_counter(text, "Icmp", "Nope"), None);
+        assert_eq!(parse_proto_counter(text, "Udp", "InDatagrams"), None);
+    }
 }

@@ -11,6 +11,8 @@
 //! * [`thread`]: CPU affinity, thread ids and per-thread / per-process CPU time.
 //! * [`process`]: process-wide settings (`SIGPIPE`, `RLIMIT_NOFILE`).
 //! * [`netif`]: network interface information (offloads, MTU, address lookup).
+//! * [`netns`]: entering network namespaces (named, or a new one) on the current thread.
+//! * [`packet`]: `AF_PACKET` raw sockets bound to one interface (frames in and out).
 //! * [`host`]: host information (kernel release, sysctls, CPU model, `/proc/stat`).
 
 #[cfg(not(target_os = "linux"))]
@@ -18,6 +20,8 @@ compile_error!("wirebench-sys supports Linux only");
 
 pub mod host;
 pub mod netif;
+pub mod netns;
+pub mod packet;
 pub mod process;
 pub mod tcp;
 pub mod thread;
