@@ -8,6 +8,7 @@
 //! - [`measure`]: what each end measured ([`measure::SideReport`]).
 //! - [`data`]: the fixed preamble every connection starts with, and the data-connection hello.
 //! - [`session`]: client and server session state machines; time is passed in.
+//! - [`udp`]: the UDP stream datagram header and the receiver's per-flow accounting.
 //!
 //! The wire format is documented in `docs/PROTOCOL.md`.
 
@@ -18,6 +19,7 @@ pub mod measure;
 pub mod message;
 pub mod session;
 pub mod spec;
+pub mod udp;
 
 #[doc(hidden)]
 pub mod fuzz_targets;

@@ -1,0 +1,1072 @@
+//! The UDP stream workload's wire header and receiver accounting, with no I/O.
+//!
+//! # Datagram layout
+//!
+//! Every datagram of a UDP flow starts with a fixed [`HEADER_BYTES`]-byte header, all fields
+//! big-endian; the rest of the datagram is payload (random bytes, never interpreted):
+//!
+//! ```text
+//!  0               4               8                              16                             24
+//!  +---------------+---------------+------------------------------+------------------------------+---------
+//!  | magic "WBU1"  | flow id (u32) | sequence number (u64)        | send time, ns (u64)          | payload
+//!  +---------------+---------------+------------------------------+------------------------------+---------
+//! ```
+//!
+//! - The sequence number counts a flow's datagrams from 0, one per datagram handed to the
+//!   kernel (a datagram whose send failed keeps its number; the next one gets the next).
+//! - The send time is the sender's monotonic clock, ns after the sender's own start instant.
+//!   It is only ever compared with other send times of the same sender (jitter, window
+//!   membership), so the two ends' clocks never need to agree.
+//!
+//! # No panics after the length check
+//!
+//! [`DatagramHeader::parse`] and [`DatagramHeader::write`] take the first [`HEADER_BYTES`] of
+//! the buffer as a fixed-size array (`first_chunk`), which is the one length check; everything
+//! after it is done with irrefutable array patterns and `from_be_bytes`, with no slice
+//! indexing, no arithmetic that can overflow and no `unwrap`. Nothing in this module panics on
+//! any input; [`fuzz_datagrams`] checks that on arbitrary bytes.
+//!
+//! # Receiver accounting
+//!
+//! [`SeqTracker`] classifies each datagram of a flow by its sequence number (in order, late,
+//! duplicate, too old) with a bounded sliding bitmap; [`JitterEstimator`] keeps the RFC 3550
+//! interarrival jitter; [`FlowRecvAccounting`] combines them with byte and window counts for
+//! one flow, and [`RecvDemux`] routes the datagrams of one receive socket to their flows by
+//! header flow id and counts the ones that belong to no flow.
+//!
+//! # Loss
+//!
+//! Nothing here computes loss: a receiver cannot tell a lost datagram from one still in
+//! flight. The report layer computes it from both ends' reports:
+//! `lost = UdpSendReport::datagrams_sent − UdpRecvReport::datagrams_received` over the whole
+//! test, or the same with the `window_*` counts over the sender's measurement window (both
+//! ends classify a datagram into the window by the send time in its header, so the two window
+//! counts cover exactly the same datagrams). Datagrams counted as [`UdpRecvReport::too_old`]
+//! are not in `datagrams_received` (they may be late or duplicate; the window can no longer
+//! tell), so with reordering deeper than the window, loss is over-estimated by at most
+//! `too_old`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::measure::Role;
+
+/// First four bytes of every UDP stream datagram.
+pub const MAGIC: [u8; 4] = *b"WBU1";
+
+/// Size of the datagram header: magic, flow id, sequence number, send time.
+pub const HEADER_BYTES: usize = 24;
+
+/// Largest UDP payload over IPv4 (65535 − 20 − 8); the largest datagram a flow may use.
+pub const MAX_DATAGRAM_BYTES: usize = 65_507;
+
+/// Default depth of the duplicate/late detection window, in sequence numbers (128 KiB of
+/// bitmap per flow).
+pub const DEFAULT_REORDER_WINDOW_SEQS: u64 = 1 << 20;
+
+/// Smallest window [`SeqTracker::new`] uses (one bitmap word).
+pub const MIN_REORDER_WINDOW_SEQS: u64 = 64;
+
+/// Largest window [`SeqTracker::new`] uses (2 MiB of bitmap per flow).
+pub const MAX_REORDER_WINDOW_SEQS: u64 = 1 << 24;
+
+/// Why a buffer is not a datagram header (or cannot hold one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum HeaderError {
+    /// The buffer is shorter than [`HEADER_BYTES`].
+    #[error("datagram of {len_bytes} bytes is shorter than the {HEADER_BYTES}-byte header")]
+    TooShort {
+        /// The buffer's length.
+        len_bytes: usize,
+    },
+    /// The first four bytes are not [`MAGIC`].
+    #[error("datagram magic is {found:02x?}, not \"WBU1\"")]
+    BadMagic {
+        /// The four bytes found.
+        found: [u8; 4],
+    },
+}
+
+/// The fixed header at the start of every UDP stream datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DatagramHeader {
+    /// Flow id (as in `TestSpec::flow_dirs`).
+    pub flow: u32,
+    /// Sequence number, from 0 per flow.
+    pub seq: u64,
+    /// Send time, ns after the sender's start instant (sender's monotonic clock).
+    pub send_ns: u64,
+}
+
+impl DatagramHeader {
+    /// Parse the header at the start of `buf`; whatever follows it is payload.
+    pub fn parse(buf: &[u8]) -> Result<DatagramHeader, HeaderError> {
+        let Some(h) = buf.first_chunk::<HEADER_BYTES>() else {
+            return Err(HeaderError::TooShort {
+                len_bytes: buf.len(),
+            });
+        };
+        let [m0, m1, m2, m3, f0, f1, f2, f3, s0, s1, s2, s3, s4, s5, s6, s7, t0, t1, t2, t3, t4, t5, t6, t7] =
+            *h;
+        let magic = [m0, m1, m2, m3];
+        if magic != MAGIC {
+            return Err(HeaderError::BadMagic { found: magic });
+        }
+        Ok(DatagramHeader {
+            flow: u32::from_be_bytes([f0, f1, f2, f3]),
+            seq: u64::from_be_bytes([s0, s1, s2, s3, s4, s5, s6, s7]),
+            send_ns: u64::from_be_bytes([t0, t1, t2, t3, t4, t5, t6, t7]),
+        })
+    }
+
+    /// Parse the header and return it with the payload that follows it.
+    pub fn split(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), HeaderError> {
+        let header = DatagramHeader::parse(buf)?;
+        // parse succeeded, so buf holds at least HEADER_BYTES; `get` keeps this panic-free.
+        Ok((header, buf.get(HEADER_BYTES..).unwrap_or_default()))
+    }
+
+    /// The header as its [`HEADER_BYTES`] wire bytes.
+    pub fn to_bytes(&self) -> [u8; HEADER_BYTES] {
+        let [m0, m1, m2, m3] = MAGIC;
+        let [f0, f1, f2, f3] = self.flow.to_be_bytes();
+        let [s0, s1, s2, s3, s4, s5, s6, s7] = self.seq.to_be_bytes();
+        let [t0, t1, t2, t3, t4, t5, t6, t7] = self.send_ns.to_be_bytes();
+        [
+            m0, m1, m2, m3, f0, f1, f2, f3, s0, s1, s2, s3, s4, s5, s6, s7, t0, t1, t2, t3, t4, t5,
+            t6, t7,
+        ]
+    }
+
+    /// Write the header over the first [`HEADER_BYTES`] of `buf`, leaving the rest alone.
+    pub fn write(&self, buf: &mut [u8]) -> Result<(), HeaderError> {
+        let len_bytes = buf.len();
+        let Some(h) = buf.first_chunk_mut::<HEADER_BYTES>() else {
+            return Err(HeaderError::TooShort { len_bytes });
+        };
+        *h = self.to_bytes();
+        Ok(())
+    }
+}
+
+/// What one datagram's sequence number says, relative to what the flow has seen so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SeqClass {
+    /// Above every sequence number seen so far (the flow's first datagram included). Numbers
+    /// it jumped over may still arrive, as [`SeqClass::Late`].
+    InOrder,
+    /// Below the highest seen, inside the window, and not seen before: reordered.
+    Late,
+    /// Inside the window and seen before (the highest included).
+    Duplicate,
+    /// At least a window's depth below the highest seen: the bitmap no longer covers it, so
+    /// it cannot be told apart as late or duplicate. Not counted as received.
+    TooOld,
+}
+
+/// How many datagrams [`SeqTracker`] put in each class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SeqCounts {
+    /// [`SeqClass::InOrder`] datagrams.
+    pub in_order: u64,
+    /// [`SeqClass::Late`] datagrams.
+    pub late: u64,
+    /// [`SeqClass::Duplicate`] datagrams.
+    pub duplicate: u64,
+    /// [`SeqClass::TooOld`] datagrams.
+    pub too_old: u64,
+}
+
+impl SeqCounts {
+    /// Distinct sequence numbers received: in order + late.
+    pub fn distinct(&self) -> u64 {
+        self.in_order.saturating_add(self.late)
+    }
+
+    /// Every datagram fed.
+    pub fn total(&self) -> u64 {
+        self.distinct()
+            .saturating_add(self.duplicate)
+            .saturating_add(self.too_old)
+    }
+}
+
+/// Per-flow sequence-number bookkeeping with a bounded sliding window.
+///
+/// The tracker remembers which of the `window` sequence numbers `highest − window + 1 ..=
+/// highest` it has seen, in a ring bitmap of `window` bits (`window` a power of two, 64 to
+/// 2^24; default 2^20 = 128 KiB). A sequence number is classified exactly:
+///
+/// - `seq > highest` (or nothing seen yet): [`SeqClass::InOrder`]; the window slides up and
+///   the numbers it jumped over become "not seen".
+/// - `highest − seq < window`: [`SeqClass::Duplicate`] if its bit is set, else
+///   [`SeqClass::Late`] (and the bit is set).
+/// - `highest − seq ≥ window`: [`SeqClass::TooOld`], counted separately and not remembered.
+///
+/// Memory is fixed at construction; each call does O(1) work plus clearing the bits the
+/// window slides over (at most `window / 64` words). The tracker trusts the numbers it is
+/// given: one forged datagram with a huge sequence number makes the flow's later genuine
+/// datagrams `TooOld`.
+#[derive(Debug, Clone)]
+pub struct SeqTracker {
+    bits: Vec<u64>,
+    /// Window size, a power of two and a multiple of 64.
+    window: u64,
+    highest: Option<u64>,
+    counts: SeqCounts,
+}
+
+impl SeqTracker {
+    /// A tracker whose window covers `window_seqs` sequence numbers, rounded up to a power of
+    /// two and clamped to [`MIN_REORDER_WINDOW_SEQS`]..=[`MAX_REORDER_WINDOW_SEQS`].
+    pub fn new(window_seqs: u64) -> SeqTracker {
+        let window = window_seqs
+            .clamp(MIN_REORDER_WINDOW_SEQS, MAX_REORDER_WINDOW_SEQS)
+            .next_power_of_two();
+        SeqTracker {
+            bits: vec![0; (window / 64) as usize],
+            window,
+            highest: None,
+            counts: SeqCounts::default(),
+        }
+    }
+
+    /// The window size actually in use, in sequence numbers.
+    pub fn window_seqs(&self) -> u64 {
+        self.window
+    }
+
+    /// The highest sequence number seen.
+    pub fn highest(&self) -> Option<u64> {
+        self.highest
+    }
+
+    /// Counts so far.
+    pub fn counts(&self) -> SeqCounts {
+        self.counts
+    }
+
+    /// Word index and bit mask of `seq`'s slot in the ring.
+    fn slot(&self, seq: u64) -> (usize, u64) {
+        let i = seq & (self.window - 1);
+        ((i / 64) as usize, 1u64 << (i % 64))
+    }
+
+    /// Clear `count` ring slots starting at ring index `from` (wrapping); `count <= window`.
+    fn clear_ring(&mut self, from: u64, count: u64) {
+        let mask = self.window - 1;
+        let mut i = from & mask;
+        let mut left = count;
+        while left > 0 {
+            let bit = i % 64;
+            let n = (64 - bit).min(left);
+            let m = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << bit
+            };
+            if let Some(w) = self.bits.get_mut((i / 64) as usize) {
+                *w &= !m;
+            }
+            // The window is a multiple of 64, so a run inside one word never wraps.
+            i = (i + n) & mask;
+            left -= n;
+        }
+    }
+
+    /// Classify `seq` and remember it.
+    pub fn feed(&mut self, seq: u64) -> SeqClass {
+        let class = match self.highest {
+            None => {
+                self.highest = Some(seq);
+                self.set(seq);
+                SeqClass::InOrder
+            }
+            Some(h) if seq > h => {
+                let advance = seq - h;
+                if advance >= self.window {
+                    self.bits.iter_mut().for_each(|w| *w = 0);
+                } else {
+                    // Slots of h+1 ..= seq held numbers that have now left the window.
+                    self.clear_ring(h.wrapping_add(1), advance);
+                }
+                self.highest = Some(seq);
+                self.set(seq);
+                SeqClass::InOrder
+            }
+            Some(h) if h - seq >= self.window => SeqClass::TooOld,
+            Some(_) => {
+                let (word, m) = self.slot(seq);
+                match self.bits.get_mut(word) {
+                    Some(w) if *w & m != 0 => SeqClass::Duplicate,
+                    Some(w) => {
+                        *w |= m;
+                        SeqClass::Late
+                    }
+                    // Unreachable: the bitmap has window / 64 words.
+                    None => SeqClass::TooOld,
+                }
+            }
+        };
+        let c = &mut self.counts;
+        let slot = match class {
+            SeqClass::InOrder => &mut c.in_order,
+            SeqClass::Late => &mut c.late,
+            SeqClass::Duplicate => &mut c.duplicate,
+            SeqClass::TooOld => &mut c.too_old,
+        };
+        *slot = slot.saturating_add(1);
+        class
+    }
+
+    fn set(&mut self, seq: u64) {
+        let (word, m) = self.slot(seq);
+        if let Some(w) = self.bits.get_mut(word) {
+            *w |= m;
+        }
+    }
+}
+
+/// RFC 3550 §6.4.1 interarrival jitter, in nanoseconds.
+///
+/// For consecutive datagrams i−1, i in arrival order, `D = (R_i − S_i) − (R_{i−1} − S_{i−1})`
+/// (transit-time difference; R = arrival on the receiver's clock, S = send time from the
+/// header on the sender's clock, so the offset between the clocks cancels) and
+/// `J += (|D| − J) / 16`. Kept as `f64` ns, without the RFC's integer rounding.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct JitterEstimator {
+    last_transit_ns: Option<i128>,
+    jitter_ns: f64,
+}
+
+impl JitterEstimator {
+    /// A fresh estimator (jitter 0).
+    pub fn new() -> JitterEstimator {
+        JitterEstimator::default()
+    }
+
+    /// Account one datagram: its send time (header) and arrival time (receiver clock).
+    pub fn feed(&mut self, send_ns: u64, arrival_ns: u64) {
+        let transit = i128::from(arrival_ns) - i128::from(send_ns);
+        if let Some(last) = self.last_transit_ns {
+            let d = (transit - last).unsigned_abs() as f64;
+            self.jitter_ns += (d - self.jitter_ns) / 16.0;
+        }
+        self.last_transit_ns = Some(transit);
+    }
+
+    /// Current estimate, ns.
+    pub fn jitter_ns(&self) -> f64 {
+        self.jitter_ns
+    }
+}
+
+/// The sender's measurement window, on the sender's clock: a datagram whose header send time
+/// lies in `[start_ns, end_ns)` belongs to it. Both ends derive it from the same warm-up and
+/// duration, so both classify every datagram the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SenderWindow {
+    /// Window start (end of warm-up), ns after the sender's start.
+    pub start_ns: u64,
+    /// Window end (stop instant), ns after the sender's start.
+    pub end_ns: u64,
+}
+
+impl SenderWindow {
+    /// Whether a datagram sent at `send_ns` belongs to the window.
+    pub fn contains(&self, send_ns: u64) -> bool {
+        send_ns >= self.start_ns && send_ns < self.end_ns
+    }
+}
+
+/// Everything a receiver counts for one flow: sequence classes, bytes, window counts, jitter.
+///
+/// Pure bookkeeping: the caller parses the datagram and supplies its length and arrival time.
+/// Only distinct datagrams (in order or late) count as received, add their bytes, count toward
+/// the window and feed the jitter estimate; duplicates and too-old ones are only counted.
+#[derive(Debug, Clone)]
+pub struct FlowRecvAccounting {
+    flow: u32,
+    tracker: SeqTracker,
+    jitter: JitterEstimator,
+    window: SenderWindow,
+    bytes_received: u64,
+    window_datagrams: u64,
+    window_bytes: u64,
+    window_first_arrival_ns: Option<u64>,
+    window_last_arrival_ns: Option<u64>,
+}
+
+impl FlowRecvAccounting {
+    /// Accounting for `flow`, with a [`SeqTracker`] window of `reorder_window_seqs` and the
+    /// sender's measurement window.
+    pub fn new(flow: u32, reorder_window_seqs: u64, window: SenderWindow) -> FlowRecvAccounting {
+        FlowRecvAccounting {
+            flow,
+            tracker: SeqTracker::new(reorder_window_seqs),
+            jitter: JitterEstimator::new(),
+            window,
+            bytes_received: 0,
+            window_datagrams: 0,
+            window_bytes: 0,
+            window_first_arrival_ns: None,
+            window_last_arrival_ns: None,
+        }
+    }
+
+    /// The flow id.
+    pub fn flow(&self) -> u32 {
+        self.flow
+    }
+
+    /// Account one datagram of `len_bytes` (the whole UDP payload, header included) that
+    /// arrived at `arrival_ns` (receiver's clock). Returns `None`, counting nothing, if the
+    /// header is for another flow.
+    pub fn on_datagram(
+        &mut self,
+        header: &DatagramHeader,
+        len_bytes: usize,
+        arrival_ns: u64,
+    ) -> Option<SeqClass> {
+        if header.flow != self.flow {
+            return None;
+        }
+        let class = self.tracker.feed(header.seq);
+        if matches!(class, SeqClass::InOrder | SeqClass::Late) {
+            let len = len_bytes as u64;
+            self.bytes_received = self.bytes_received.saturating_add(len);
+            self.jitter.feed(header.send_ns, arrival_ns);
+            if self.window.contains(header.send_ns) {
+                self.window_datagrams = self.window_datagrams.saturating_add(1);
+                self.window_bytes = self.window_bytes.saturating_add(len);
+                self.window_first_arrival_ns.get_or_insert(arrival_ns);
+                self.window_last_arrival_ns = Some(arrival_ns);
+            }
+        }
+        Some(class)
+    }
+
+    /// Sequence counts so far.
+    pub fn counts(&self) -> SeqCounts {
+        self.tracker.counts()
+    }
+
+    /// Bytes of the distinct datagrams so far.
+    pub fn bytes_received(&self) -> u64 {
+        self.bytes_received
+    }
+
+    /// The report for this flow so far (`error` left empty).
+    pub fn report(&self) -> UdpRecvReport {
+        let c = self.tracker.counts();
+        UdpRecvReport {
+            flow: self.flow,
+            datagrams_received: c.distinct(),
+            bytes_received: self.bytes_received,
+            window_datagrams_received: self.window_datagrams,
+            window_bytes_received: self.window_bytes,
+            sender_window: self.window,
+            window_first_arrival_ns: self.window_first_arrival_ns,
+            window_last_arrival_ns: self.window_last_arrival_ns,
+            in_order: c.in_order,
+            late: c.late,
+            duplicate: c.duplicate,
+            too_old: c.too_old,
+            highest_seq: self.tracker.highest(),
+            jitter_ns: self.jitter.jitter_ns(),
+            reorder_window_seqs: self.tracker.window_seqs(),
+            error: None,
+        }
+    }
+}
+
+/// What [`RecvDemux::on_datagram`] made of one datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DatagramOutcome {
+    /// A datagram of a known flow: its index in the demux's flow list and its class.
+    Accepted {
+        /// Index of the flow in the list given to [`RecvDemux::new`].
+        flow_index: usize,
+        /// Its sequence class.
+        class: SeqClass,
+    },
+    /// Shorter than the header.
+    TooShort,
+    /// The magic is wrong.
+    BadMagic,
+    /// A well-formed header with a flow id this socket does not serve.
+    ForeignFlow(u32),
+}
+
+/// Datagrams one receive socket could not attribute to any of its flows. Their sum is the
+/// socket's count of invalid datagrams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UdpInvalidCounts {
+    /// Datagrams shorter than the header (empty ones included).
+    pub too_short: u64,
+    /// Datagrams whose first four bytes are not `WBU1`.
+    pub bad_magic: u64,
+    /// Well-formed datagrams with a flow id the socket does not serve.
+    pub foreign_flow: u64,
+}
+
+impl UdpInvalidCounts {
+    /// All invalid datagrams.
+    pub fn total(&self) -> u64 {
+        self.too_short
+            .saturating_add(self.bad_magic)
+            .saturating_add(self.foreign_flow)
+    }
+}
+
+/// The receive side of one socket: routes datagrams to per-flow accounting by header flow id
+/// and counts those that belong to no flow. Pure; the engine owns the socket.
+#[derive(Debug, Clone)]
+pub struct RecvDemux {
+    /// (flow id, index into `flows`), sorted by flow id.
+    index: Vec<(u32, usize)>,
+    flows: Vec<FlowRecvAccounting>,
+    invalid: UdpInvalidCounts,
+}
+
+impl RecvDemux {
+    /// A demux for `flows` (in the order given; flow ids should be distinct — for a repeated
+    /// id, the first entry gets every datagram).
+    pub fn new(flows: Vec<FlowRecvAccounting>) -> RecvDemux {
+        let mut index: Vec<(u32, usize)> = flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.flow(), i))
+            .collect();
+        index.sort_unstable();
+        RecvDemux {
+            index,
+            flows,
+            invalid: UdpInvalidCounts::default(),
+        }
+    }
+
+    /// Account one received datagram (`buf` exactly the datagram) that arrived at
+    /// `arrival_ns`. Never panics.
+    pub fn on_datagram(&mut self, buf: &[u8], arrival_ns: u64) -> DatagramOutcome {
+        let header = match DatagramHeader::parse(buf) {
+            Ok(h) => h,
+            Err(HeaderError::TooShort { .. }) => {
+                self.invalid.too_short = self.invalid.too_short.saturating_add(1);
+                return DatagramOutcome::TooShort;
+            }
+            Err(HeaderError::BadMagic { .. }) => {
+                self.invalid.bad_magic = self.invalid.bad_magic.saturating_add(1);
+                return DatagramOutcome::BadMagic;
+            }
+        };
+        let pos = self.index.partition_point(|&(f, _)| f < header.flow);
+        let found = match self.index.get(pos) {
+            Some(&(f, i)) if f == header.flow => Some(i),
+            _ => None,
+        };
+        match found.and_then(|i| Some((i, self.flows.get_mut(i)?))) {
+            Some((flow_index, acc)) => match acc.on_datagram(&header, buf.len(), arrival_ns) {
+                Some(class) => DatagramOutcome::Accepted { flow_index, class },
+                None => self.foreign(header.flow),
+            },
+            None => self.foreign(header.flow),
+        }
+    }
+
+    fn foreign(&mut self, flow: u32) -> DatagramOutcome {
+        self.invalid.foreign_flow = self.invalid.foreign_flow.saturating_add(1);
+        DatagramOutcome::ForeignFlow(flow)
+    }
+
+    /// The per-flow accounting, in the order given to [`RecvDemux::new`].
+    pub fn flows(&self) -> &[FlowRecvAccounting] {
+        &self.flows
+    }
+
+    /// The datagrams that belonged to no flow.
+    pub fn invalid(&self) -> UdpInvalidCounts {
+        self.invalid
+    }
+
+    /// Per-flow reports, in the order given to [`RecvDemux::new`].
+    pub fn reports(&self) -> Vec<UdpRecvReport> {
+        self.flows.iter().map(FlowRecvAccounting::report).collect()
+    }
+}
+
+/// What the sender of one UDP flow measured.
+///
+/// Byte counts are UDP payload bytes (header included; not IP/UDP headers). The window is
+/// `[window_start_ns, window_end_ns)` on the sender's clock; a datagram belongs to it if its
+/// header send time does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UdpSendReport {
+    /// Flow id.
+    pub flow: u32,
+    /// Size of every datagram, bytes (header included).
+    pub datagram_bytes: u32,
+    /// Requested rate of this flow, bits per second (UDP payload bits); `None`: unpaced.
+    pub target_rate_bps: Option<u64>,
+    /// Datagrams the kernel accepted, whole test (warm-up included).
+    pub datagrams_sent: u64,
+    /// Bytes the kernel accepted, whole test.
+    pub bytes_sent: u64,
+    /// Datagrams accepted whose send time lies in the window.
+    pub window_datagrams_sent: u64,
+    /// Their bytes.
+    pub window_bytes_sent: u64,
+    /// Window start (end of warm-up), ns after the sender's start.
+    pub window_start_ns: u64,
+    /// Window end (stop instant, or the abort), ns after the sender's start.
+    pub window_end_ns: u64,
+    /// Sends that failed with a transient error (ENOBUFS, ECONNREFUSED after an ICMP port
+    /// unreachable, EHOSTUNREACH, ENETUNREACH); the flow carried on. Their sequence numbers
+    /// were used, so the receiver sees them as gaps.
+    pub send_errors: u64,
+    /// How often the pacer fell more than its catch-up allowance behind schedule and moved
+    /// the schedule forward, dropping the slots beyond the allowance instead of bursting
+    /// (the requested rate was not met then).
+    pub pacing_resets: u64,
+    /// Why the flow ended early, if it did.
+    pub error: Option<String>,
+}
+
+/// What the receiver of one UDP flow measured.
+///
+/// Byte counts are UDP payload bytes (header included). Only distinct datagrams (in order or
+/// late) count as received. Window counts are the distinct datagrams whose header send time
+/// lies in [`UdpRecvReport::sender_window`], i.e. exactly the datagrams the sender counts in
+/// its own window, so `window_datagrams_sent − window_datagrams_received` is the window's
+/// loss; this end's arrival times of the first and last of them are given as well. Sequence
+/// classes, jitter and `highest_seq` cover the whole test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UdpRecvReport {
+    /// Flow id.
+    pub flow: u32,
+    /// Distinct datagrams received (in order + late), whole test.
+    pub datagrams_received: u64,
+    /// Their bytes.
+    pub bytes_received: u64,
+    /// Distinct datagrams received that were sent inside the sender's window.
+    pub window_datagrams_received: u64,
+    /// Their bytes.
+    pub window_bytes_received: u64,
+    /// The sender's window, on the sender's clock, as this end assumed it.
+    pub sender_window: SenderWindow,
+    /// Arrival of the first window datagram, ns after this end's start.
+    pub window_first_arrival_ns: Option<u64>,
+    /// Arrival of the last window datagram, ns after this end's start.
+    pub window_last_arrival_ns: Option<u64>,
+    /// Datagrams above every sequence number seen before them.
+    pub in_order: u64,
+    /// Reordered datagrams: below the highest sequence number seen, not seen before.
+    pub late: u64,
+    /// Datagrams whose sequence number was seen before (not counted as received).
+    pub duplicate: u64,
+    /// Datagrams more than `reorder_window_seqs` below the highest sequence number: late or
+    /// duplicate, no longer known which (not counted as received).
+    pub too_old: u64,
+    /// Highest sequence number seen.
+    pub highest_seq: Option<u64>,
+    /// RFC 3550 interarrival jitter at the end of the test, ns (distinct datagrams, arrival
+    /// order).
+    pub jitter_ns: f64,
+    /// Depth of the late/duplicate detection window, sequence numbers.
+    pub reorder_window_seqs: u64,
+    /// Why reception ended early, if it did.
+    pub error: Option<String>,
+}
+
+/// What one receive socket could not attribute to a flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UdpRecvSocketReport {
+    /// The flows the socket served.
+    pub flows: Vec<u32>,
+    /// Datagrams that belonged to none of them.
+    pub invalid: UdpInvalidCounts,
+    /// Why reception on the socket ended early, if it did.
+    pub error: Option<String>,
+}
+
+/// One flow's counts in one interval. Sender: datagrams and bytes accepted by the kernel and
+/// failed sends; receiver: distinct datagrams and their bytes, late and duplicate ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UdpFlowInterval {
+    /// Flow id.
+    pub flow: u32,
+    /// What this end does on the flow.
+    pub role: Role,
+    /// Datagrams sent (sender) or distinct datagrams received (receiver) in the interval.
+    pub datagrams: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Sender: failed sends in the interval; receiver: 0.
+    pub send_errors: u64,
+    /// Receiver: late datagrams in the interval; sender: 0.
+    pub late: u64,
+    /// Receiver: duplicate datagrams in the interval; sender: 0.
+    pub duplicate: u64,
+}
+
+/// One interval of a UDP run, with datagram counts (the `IntervalSample` an engine gives its
+/// sink carries bytes only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UdpIntervalSample {
+    /// 0-based index (the same as the matching `IntervalSample`).
+    pub index: u32,
+    /// Interval start, ns after this end's start.
+    pub start_ns: u64,
+    /// Interval end, ns after this end's start.
+    pub end_ns: u64,
+    /// True if any part of the interval lies in the warm-up.
+    pub in_warmup: bool,
+    /// Per flow and role.
+    pub flows: Vec<UdpFlowInterval>,
+}
+
+/// Fuzz target body: cut `data` into datagrams (each preceded by one length byte), run them
+/// through a [`RecvDemux`] serving flows 0 and 1 with a small window, and check the
+/// invariants: header round trip, every datagram counted exactly once, distinct + duplicate +
+/// too-old = accepted. Must never panic on any input.
+pub fn fuzz_datagrams(data: &[u8]) {
+    let window = SenderWindow {
+        start_ns: 1 << 20,
+        end_ns: 1 << 40,
+    };
+    let mut demux = RecvDemux::new(vec![
+        FlowRecvAccounting::new(0, MIN_REORDER_WINDOW_SEQS, window),
+        FlowRecvAccounting::new(1, 128, window),
+    ]);
+    let mut rest = data;
+    let mut fed: u64 = 0;
+    let mut accepted: u64 = 0;
+    let mut arrival_ns: u64 = 0;
+    while let Some((&len, tail)) = rest.split_first() {
+        let n = usize::from(len).min(tail.len());
+        let (dgram, tail) = tail.split_at(n);
+        rest = tail;
+        if let Ok(h) = DatagramHeader::parse(dgram) {
+            let mut again = [0u8; HEADER_BYTES];
+            assert!(h.write(&mut again).is_ok());
+            assert_eq!(DatagramHeader::parse(&again), Ok(h));
+            assert_eq!(dgram.first_chunk::<HEADER_BYTES>(), Some(&again));
+        }
+        arrival_ns = arrival_ns.wrapping_add(u64::from(len) * 1000);
+        fed += 1;
+        if let DatagramOutcome::Accepted { .. } = demux.on_datagram(dgram, arrival_ns) {
+            accepted += 1;
+        }
+    }
+    let flows_total: u64 = demux.flows().iter().map(|f| f.counts().total()).sum();
+    assert_eq!(flows_total, accepted);
+    assert_eq!(accepted + demux.invalid().total(), fed);
+    for r in demux.reports() {
+        assert_eq!(r.datagrams_received, r.in_order + r.late);
+        assert!(r.window_datagrams_received <= r.datagrams_received);
+        assert!(r.jitter_ns.is_finite() && r.jitter_ns >= 0.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hdr(flow: u32, seq: u64, send_ns: u64) -> [u8; HEADER_BYTES] {
+        DatagramHeader { flow, seq, send_ns }.to_bytes()
+    }
+
+    #[test]
+    fn header_layout_is_big_endian() {
+        let b = hdr(0x0102_0304, 0x0506_0708_090a_0b0c, 0x0d0e_0f10_1112_1314);
+        assert_eq!(&b[..4], b"WBU1");
+        assert_eq!(&b[4..8], &[1, 2, 3, 4]);
+        assert_eq!(&b[8..16], &[5, 6, 7, 8, 9, 10, 11, 12]);
+        assert_eq!(&b[16..24], &[13, 14, 15, 16, 17, 18, 19, 20]);
+    }
+
+    #[test]
+    fn parse_errors_and_payload() {
+        assert_eq!(
+            DatagramHeader::parse(&[]),
+            Err(HeaderError::TooShort { len_bytes: 0 })
+        );
+        let mut b = hdr(7, 9, 11).to_vec();
+        assert_eq!(
+            DatagramHeader::parse(&b[..HEADER_BYTES - 1]),
+            Err(HeaderError::TooShort {
+                len_bytes: HEADER_BYTES - 1
+            })
+        );
+        b.extend_from_slice(b"payload");
+        let (h, p) = DatagramHeader::split(&b).unwrap();
+        assert_eq!((h.flow, h.seq, h.send_ns, p), (7, 9, 11, &b"payload"[..]));
+        b[0] = b'X';
+        assert_eq!(
+            DatagramHeader::parse(&b),
+            Err(HeaderError::BadMagic { found: *b"XBU1" })
+        );
+        assert!(HeaderError::BadMagic { found: *b"XBU1" }
+            .to_string()
+            .contains("WBU1"));
+    }
+
+    #[test]
+    fn write_leaves_payload_and_rejects_short_buffers() {
+        let mut buf = [0xaau8; 30];
+        let h = DatagramHeader {
+            flow: 1,
+            seq: 2,
+            send_ns: 3,
+        };
+        h.write(&mut buf).unwrap();
+        assert_eq!(&buf[HEADER_BYTES..], &[0xaa; 6]);
+        assert_eq!(DatagramHeader::parse(&buf), Ok(h));
+        assert_eq!(
+            h.write(&mut [0u8; 10]),
+            Err(HeaderError::TooShort { len_bytes: 10 })
+        );
+    }
+
+    #[test]
+    fn tracker_classifies() {
+        let mut t = SeqTracker::new(64);
+        assert_eq!(t.window_seqs(), 64);
+        assert_eq!(t.feed(0), SeqClass::InOrder);
+        assert_eq!(t.feed(3), SeqClass::InOrder);
+        assert_eq!(t.feed(2), SeqClass::Late);
+        assert_eq!(t.feed(2), SeqClass::Duplicate);
+        assert_eq!(t.feed(3), SeqClass::Duplicate);
+        assert_eq!(t.feed(0), SeqClass::Duplicate);
+        assert_eq!(t.feed(1), SeqClass::Late);
+        // Slide: 3 + 64 = 67 pushes 0..=3 out of the window.
+        assert_eq!(t.feed(67), SeqClass::InOrder);
+        assert_eq!(t.feed(3), SeqClass::TooOld);
+        assert_eq!(t.feed(4), SeqClass::Late);
+        assert_eq!(t.feed(4), SeqClass::Duplicate);
+        // A jump larger than the window clears everything.
+        assert_eq!(t.feed(1000), SeqClass::InOrder);
+        assert_eq!(t.feed(999), SeqClass::Late);
+        assert_eq!(t.feed(936), SeqClass::TooOld);
+        assert_eq!(t.feed(937), SeqClass::Late);
+        assert_eq!(t.highest(), Some(1000));
+        let c = t.counts();
+        assert_eq!((c.in_order, c.late, c.duplicate, c.too_old), (4, 5, 4, 2));
+        assert_eq!(c.distinct(), 9);
+        assert_eq!(c.total(), 15);
+    }
+
+    #[test]
+    fn tracker_window_is_clamped_to_a_power_of_two() {
+        assert_eq!(SeqTracker::new(0).window_seqs(), MIN_REORDER_WINDOW_SEQS);
+        assert_eq!(SeqTracker::new(100).window_seqs(), 128);
+        assert_eq!(
+            SeqTracker::new(u64::MAX).window_seqs(),
+            MAX_REORDER_WINDOW_SEQS
+        );
+        assert_eq!(
+            SeqTracker::new(DEFAULT_REORDER_WINDOW_SEQS).window_seqs(),
+            1 << 20
+        );
+    }
+
+    #[test]
+    fn tracker_extreme_sequence_numbers() {
+        let mut t = SeqTracker::new(64);
+        assert_eq!(t.feed(u64::MAX), SeqClass::InOrder);
+        assert_eq!(t.feed(u64::MAX), SeqClass::Duplicate);
+        assert_eq!(t.feed(u64::MAX - 1), SeqClass::Late);
+        assert_eq!(t.feed(0), SeqClass::TooOld);
+        let mut t = SeqTracker::new(64);
+        assert_eq!(t.feed(u64::MAX - 5), SeqClass::InOrder);
+        assert_eq!(t.feed(u64::MAX), SeqClass::InOrder);
+        assert_eq!(t.feed(u64::MAX - 5), SeqClass::Duplicate);
+    }
+
+    #[test]
+    fn tracker_slide_clears_reused_slots() {
+        // Every number seen once in order, then each again: all duplicates within the
+        // window, too old beyond it.
+        let mut t = SeqTracker::new(128);
+        for s in 0..1000 {
+            assert_eq!(t.feed(s), SeqClass::InOrder);
+        }
+        for s in 0..1000 {
+            let want = if 999 - s >= 128 {
+                SeqClass::TooOld
+            } else {
+                SeqClass::Duplicate
+            };
+            assert_eq!(t.feed(s), want, "seq {s}");
+        }
+        // Gaps left by a slide of odd size read as not seen.
+        let mut t = SeqTracker::new(128);
+        t.feed(0);
+        t.feed(100);
+        t.feed(150); // window now 23..=150; the slide cleared the slots of 101..=150
+        for s in 23..100 {
+            assert_eq!(t.feed(s), SeqClass::Late, "seq {s}");
+        }
+        assert_eq!(t.feed(22), SeqClass::TooOld);
+        assert_eq!(t.feed(100), SeqClass::Duplicate);
+    }
+
+    #[test]
+    fn jitter_follows_rfc3550() {
+        let mut j = JitterEstimator::new();
+        j.feed(0, 1_000);
+        assert_eq!(j.jitter_ns(), 0.0);
+        // Transit 1000 → 1160: |D| = 160 → J = 10.
+        j.feed(100, 1_260);
+        assert_eq!(j.jitter_ns(), 10.0);
+        // Transit 1160 → 1160: J = 10 - 10/16.
+        j.feed(200, 1_360);
+        assert_eq!(j.jitter_ns(), 9.375);
+        // A constant clock offset does not matter.
+        let mut a = JitterEstimator::new();
+        let mut b = JitterEstimator::new();
+        for (i, d) in [3u64, 90, 7, 400, 0, 55].iter().enumerate() {
+            let s = i as u64 * 1_000;
+            a.feed(s, s + 500 + d);
+            b.feed(s + 1_000_000_000, s + 500 + d);
+        }
+        assert_eq!(a.jitter_ns(), b.jitter_ns());
+        // Constant transit: no jitter.
+        let mut c = JitterEstimator::new();
+        for i in 0..100u64 {
+            c.feed(i * 10, i * 10 + 77);
+        }
+        assert_eq!(c.jitter_ns(), 0.0);
+    }
+
+    #[test]
+    fn demux_routes_and_counts_invalid() {
+        let w = SenderWindow {
+            start_ns: 100,
+            end_ns: 200,
+        };
+        let mut d = RecvDemux::new(vec![
+            FlowRecvAccounting::new(5, 64, w),
+            FlowRecvAccounting::new(2, 64, w),
+        ]);
+        let mut dg = hdr(2, 0, 50).to_vec();
+        dg.extend_from_slice(&[0; 76]);
+        assert_eq!(
+            d.on_datagram(&dg, 1_000),
+            DatagramOutcome::Accepted {
+                flow_index: 1,
+                class: SeqClass::InOrder
+            }
+        );
+        let dg5 = hdr(5, 0, 150);
+        assert_eq!(
+            d.on_datagram(&dg5, 1_100),
+            DatagramOutcome::Accepted {
+                flow_index: 0,
+                class: SeqClass::InOrder
+            }
+        );
+        assert_eq!(
+            d.on_datagram(&dg5, 1_200),
+            DatagramOutcome::Accepted {
+                flow_index: 0,
+                class: SeqClass::Duplicate
+            }
+        );
+        assert_eq!(
+            d.on_datagram(&hdr(3, 0, 0), 0),
+            DatagramOutcome::ForeignFlow(3)
+        );
+        assert_eq!(d.on_datagram(&dg[..5], 0), DatagramOutcome::TooShort);
+        assert_eq!(d.on_datagram(&[], 0), DatagramOutcome::TooShort);
+        assert_eq!(d.on_datagram(&[0u8; 40], 0), DatagramOutcome::BadMagic);
+        assert_eq!(
+            d.invalid(),
+            UdpInvalidCounts {
+                too_short: 2,
+                bad_magic: 1,
+                foreign_flow: 1
+            }
+        );
+        let r = d.reports();
+        assert_eq!(r[1].flow, 2);
+        assert_eq!(r[1].datagrams_received, 1);
+        assert_eq!(r[1].bytes_received, 100);
+        // Sent at 50, before the window.
+        assert_eq!(r[1].window_datagrams_received, 0);
+        assert_eq!(r[0].flow, 5);
+        assert_eq!(r[0].window_datagrams_received, 1);
+        assert_eq!(r[0].window_bytes_received, HEADER_BYTES as u64);
+        assert_eq!(r[0].window_first_arrival_ns, Some(1_100));
+        assert_eq!(r[0].window_last_arrival_ns, Some(1_100));
+        assert_eq!(r[0].duplicate, 1);
+    }
+
+    #[test]
+    fn reports_round_trip_through_json() {
+        let mut acc = FlowRecvAccounting::new(
+            1,
+            DEFAULT_REORDER_WINDOW_SEQS,
+            SenderWindow {
+                start_ns: 0,
+                end_ns: u64::MAX,
+            },
+        );
+        for (seq, at) in [(0u64, 10u64), (2, 25), (1, 31)] {
+            acc.on_datagram(
+                &DatagramHeader {
+                    flow: 1,
+                    seq,
+                    send_ns: seq * 10,
+                },
+                1200,
+                at,
+            );
+        }
+        let r = acc.report();
+        let json = serde_json::to_string(&r).unwrap();
+        let back: UdpRecvReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let s = UdpSendReport {
+            flow: 1,
+            datagram_bytes: 1200,
+            target_rate_bps: Some(1_000_000),
+            datagrams_sent: 3,
+            bytes_sent: 3600,
+            window_datagrams_sent: 3,
+            window_bytes_sent: 3600,
+            window_start_ns: 0,
+            window_end_ns: 1,
+            send_errors: 0,
+            pacing_resets: 0,
+            error: None,
+        };
+        let back: UdpSendReport =
+            serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        let mut v = serde_json::to_value(&s).unwrap();
+        v["extra"] = 1.into();
+        assert!(serde_json::from_value::<UdpSendReport>(v).is_err());
+    }
+
+    #[test]
+    fn fuzz_body_on_simple_inputs() {
+        fuzz_datagrams(&[]);
+        fuzz_datagrams(&[0]);
+        fuzz_datagrams(&[255, 1, 2]);
+        let mut data = Vec::new();
+        for (flow, seq) in [(0u32, 0u64), (0, 2), (1, 1), (0, 1), (0, 1), (9, 0)] {
+            data.push(HEADER_BYTES as u8);
+            data.extend_from_slice(&hdr(flow, seq, 5 << 20));
+        }
+        fuzz_datagrams(&data);
+    }
+}
