@@ -6,6 +6,9 @@
 //! output and never computes throughput — that is `wirebench-stats` and the report layer.
 //!
 //! - [`stream`]: bulk transfer (TCP_STREAM), one thread per flow, lock-free counters.
+//! - [`udp`]: paced UDP datagram flows and sequence-checking receivers (loss, reordering,
+//!   duplicates, jitter).
+//! - [`rr`]: request/response (TCP_RR, TCP_CRR, UDP_RR), closed or open loop, latencies.
 //! - [`env`]: what the host and stack look like (kernel, CPU, congestion control, buffers,
 //!   interface MTU and offloads).
 //! - [`cpu`]: CPU snapshots (`/proc/stat` and the engine's own threads).
@@ -14,7 +17,9 @@
 
 pub mod cpu;
 pub mod env;
+pub mod rr;
 pub mod stream;
+pub mod udp;
 
 use wirebench_proto::measure::IntervalSample;
 

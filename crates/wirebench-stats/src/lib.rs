@@ -4,9 +4,11 @@
 //! - [`cpu`]: parse `/proc/stat`, turn two snapshots into utilization per CPU and in total.
 //! - [`demand`]: service demand (CPU microseconds per KB, per transaction), netperf's definition.
 //! - [`ci`]: Student-t confidence intervals for repeated runs.
+//! - [`latency`]: latency histograms (HdrHistogram, ns) and percentile summaries.
 //! - [`summary`]: min/median/max and Jain's fairness index.
 
 pub mod ci;
 pub mod cpu;
 pub mod demand;
+pub mod latency;
 pub mod summary;

@@ -1,0 +1,1053 @@
+//! Request/response engine on 127.0.0.1, checked against independent ground truth: hand-made
+//! servers and clients that count for themselves, fixed server delays, fixed drop patterns.
+//!
+//! The tests take a shared lock so that their timing figures do not disturb one another.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use wirebench_engine::rr::{
+    self, CloseMode, CrrClientFlow, CrrServerFlow, OpenLoop, RrConfig, RrFlows, RrInterval,
+    RrOutput, RrRole, RrSink, RrWorkload, TcpRrFlow, UdpRrFlow,
+};
+use wirebench_engine::NullSink;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn cfg(warmup_ms: u64, duration_ms: u64) -> RrConfig {
+    RrConfig {
+        warmup: Duration::from_millis(warmup_ms),
+        duration: Duration::from_millis(duration_ms),
+        drain_limit: Duration::from_secs(1),
+        ..RrConfig::default()
+    }
+}
+
+fn tcp_pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    (c, s)
+}
+
+fn window_s(o: &RrOutput) -> f64 {
+    (o.window_end_ns - o.window_start_ns) as f64 / 1e9
+}
+
+#[derive(Default)]
+struct Collect(Vec<RrInterval>);
+
+impl RrSink for Collect {
+    fn interval(&mut self, s: &RrInterval) {
+        self.0.push(s.clone());
+    }
+}
+
+/// Run a TCP RR client against the engine's own server on one connection pair.
+fn tcp_rr_both(c: &RrConfig) -> (RrOutput, RrOutput, Vec<RrInterval>) {
+    let (cs, ss) = tcp_pair();
+    let abort = AtomicBool::new(false);
+    thread::scope(|sc| {
+        let server = sc.spawn(|| {
+            rr::run(
+                c,
+                RrFlows::TcpServer(vec![TcpRrFlow {
+                    flow: 0,
+                    stream: ss,
+                }]),
+                &mut NullSink,
+                &abort,
+            )
+            .unwrap()
+        });
+        let mut sink = Collect::default();
+        let client = rr::run(
+            c,
+            RrFlows::TcpClient(vec![TcpRrFlow {
+                flow: 0,
+                stream: cs,
+            }]),
+            &mut sink,
+            &abort,
+        )
+        .unwrap();
+        (client, server.join().unwrap(), sink.0)
+    })
+}
+
+// ───────── (a) TCP RR 1/1 against the engine's server ─────────
+
+#[test]
+fn tcp_rr_client_and_server_agree() {
+    let _g = serial();
+    let c = RrConfig {
+        interval: Some(Duration::from_millis(100)),
+        ..cfg(100, 500)
+    };
+    let (client, server, live) = tcp_rr_both(&c);
+    let (ct, st) = (client.total_sum(), server.total_sum());
+    let lat = client.latency.unwrap();
+    eprintln!(
+        "TCP RR 1/1: client window {} total {}, server window {} total {}, {:.0} tr/s, \
+         p50 {} ns p99 {} ns max {} ns",
+        client.window_sum().transactions,
+        ct.transactions,
+        server.window_sum().transactions,
+        st.transactions,
+        client.window_sum().transactions as f64 / window_s(&client),
+        lat.p50_ns,
+        lat.p99_ns,
+        lat.max_ns
+    );
+    assert!(client.aborted.is_none() && server.aborted.is_none());
+    assert_eq!(client.flows[0].error, None);
+    assert_eq!(server.flows[0].error, None);
+    // The client reads every response it is owed after the stop before closing, so the totals
+    // agree exactly (the ±burst of netperf does not apply).
+    assert_eq!(ct.transactions, st.transactions);
+    assert!(client.window_sum().transactions > 100);
+    assert!(
+        client.window_sum().transactions < ct.transactions,
+        "warm-up excluded"
+    );
+    // Latencies recorded for exactly the window transactions.
+    assert_eq!(lat.count, client.window_sum().transactions);
+    assert!(lat.p50_ns < 1_000_000, "loopback p50 {} ns", lat.p50_ns);
+    assert!(lat.min_ns > 0 && lat.min_ns <= lat.p50_ns && lat.p50_ns <= lat.max_ns);
+    // Intervals tile the run: their transactions add up to the total, live and returned alike.
+    let sum: u64 = client
+        .intervals
+        .iter()
+        .map(|i| i.flows[0].transactions)
+        .sum();
+    assert_eq!(sum, ct.transactions);
+    assert_eq!(live, client.intervals);
+    assert!(client.intervals.len() >= 5);
+    assert!(client.intervals[0].in_warmup && !client.intervals[2].in_warmup);
+    for w in client.intervals.windows(2) {
+        assert_eq!(w[0].end_ns, w[1].start_ns);
+    }
+    assert_eq!(client.role, RrRole::Client);
+    assert_eq!(client.workload, RrWorkload::TcpRr);
+    assert!(server.latency.is_none() && server.flows[0].latency.is_none());
+    assert!(client.flows[0].tcp_info.is_some());
+}
+
+// ───────── hand-made TCP servers ─────────
+
+/// A server that answers every request 2 ms after it arrived, with unlimited concurrency (a
+/// delay line: one thread reads, one writes), counting the responses it wrote.
+fn delay_line_server(s: TcpStream, req: usize, resp: usize, delay: Duration) -> Arc<AtomicU64> {
+    let answered = Arc::new(AtomicU64::new(0));
+    let count = answered.clone();
+    let (tx, rx) = mpsc::channel::<Instant>();
+    s.set_nodelay(true).unwrap();
+    let mut w = s.try_clone().unwrap();
+    thread::spawn(move || {
+        let mut r = s;
+        let mut buf = vec![0u8; req];
+        while r.read_exact(&mut buf).is_ok() {
+            let _ = tx.send(Instant::now() + delay);
+        }
+        // tx dropped: the writer finishes the queue, then closes.
+    });
+    thread::spawn(move || {
+        let out = vec![7u8; resp];
+        for due in rx {
+            let now = Instant::now();
+            if due > now {
+                thread::sleep(due - now);
+            }
+            if w.write_all(&out).is_err() {
+                return;
+            }
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+        let _ = w.shutdown(std::net::Shutdown::Write);
+    });
+    answered
+}
+
+/// A server that serves one request at a time and sleeps `service` before each response
+/// (capacity ≈ 1 / service), counting responses.
+fn sequential_server(s: TcpStream, req: usize, resp: usize, service: Duration) -> Arc<AtomicU64> {
+    let answered = Arc::new(AtomicU64::new(0));
+    let count = answered.clone();
+    s.set_nodelay(true).unwrap();
+    thread::spawn(move || {
+        let mut s = s;
+        let mut buf = vec![0u8; req];
+        let out = vec![7u8; resp];
+        while s.read_exact(&mut buf).is_ok() {
+            thread::sleep(service);
+            if s.write_all(&out).is_err() {
+                return;
+            }
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    answered
+}
+
+fn tcp_client(c: &RrConfig, stream: TcpStream) -> RrOutput {
+    rr::run(
+        c,
+        RrFlows::TcpClient(vec![TcpRrFlow { flow: 0, stream }]),
+        &mut NullSink,
+        &AtomicBool::new(false),
+    )
+    .unwrap()
+}
+
+// ───────── (b) a 2 ms server ─────────
+
+#[test]
+fn tcp_rr_slow_server_latency_and_rate() {
+    let _g = serial();
+    let (cs, ss) = tcp_pair();
+    let answered = delay_line_server(ss, 1, 1, Duration::from_millis(2));
+    let out = tcp_client(&cfg(50, 600), cs);
+    let lat = out.latency.unwrap();
+    let w = out.window_sum().transactions;
+    let tps = w as f64 / window_s(&out);
+    let expected_tps = 1e9 / lat.mean_ns;
+    eprintln!(
+        "2 ms server: {w} window transactions, {tps:.1} tr/s, 1/mean RTT {expected_tps:.1}/s, \
+         p50 {} ns, p99 {} ns",
+        lat.p50_ns, lat.p99_ns
+    );
+    assert!(
+        lat.p50_ns >= 2_000_000 && lat.p50_ns < 4_000_000,
+        "p50 {}",
+        lat.p50_ns
+    );
+    assert!(
+        lat.min_ns >= 2_000_000,
+        "no response before the server's delay"
+    );
+    // One transaction at a time: rate = 1 / RTT (less the client's own time between a
+    // response and the next request).
+    assert!(
+        (tps / expected_tps - 1.0).abs() < 0.1,
+        "tps {tps} vs 1/RTT {expected_tps}"
+    );
+    // Ground truth from the server's own count, once it has written its last response.
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        out.total_sum().transactions,
+        answered.load(Ordering::SeqCst)
+    );
+}
+
+// ───────── (c) burst 4 against the 2 ms server ─────────
+
+#[test]
+fn tcp_rr_burst_multiplies_transactions() {
+    let _g = serial();
+    // Burst 1 and burst 4 run at the same time, each against its own 2 ms delay line, so
+    // that both see the same machine (this box is shared; a stall hits both alike).
+    let run = |burst: u32| {
+        let (cs, ss) = tcp_pair();
+        let answered = delay_line_server(ss, 1, 1, Duration::from_millis(2));
+        let out = tcp_client(
+            &RrConfig {
+                burst,
+                ..cfg(50, 500)
+            },
+            cs,
+        );
+        thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            out.total_sum().transactions,
+            answered.load(Ordering::SeqCst)
+        );
+        assert_eq!(out.flows[0].error, None);
+        out
+    };
+    let (one, four) = thread::scope(|sc| {
+        let one = sc.spawn(|| run(1));
+        let four = run(4);
+        (one.join().unwrap(), four)
+    });
+    let rate = |o: &RrOutput| o.window_sum().transactions as f64 / window_s(o);
+    let (t1, t4) = (rate(&one), rate(&four));
+    let ratio = t4 / t1;
+    // Little's law: transactions in flight = rate × mean latency, which must be the burst.
+    let in_flight = |o: &RrOutput| rate(o) * o.latency.unwrap().mean_ns / 1e9;
+    eprintln!(
+        "burst 1: {t1:.1} tr/s p50 {} ns, in flight {:.2}; burst 4: {t4:.1} tr/s p50 {} ns, \
+         in flight {:.2}; ratio {ratio:.2}",
+        one.latency.unwrap().p50_ns,
+        in_flight(&one),
+        four.latency.unwrap().p50_ns,
+        in_flight(&four)
+    );
+    assert!(ratio > 3.5 && ratio < 4.5, "ratio {ratio}");
+    assert!((in_flight(&one) - 1.0).abs() < 0.1);
+    assert!((in_flight(&four) - 4.0).abs() < 0.4);
+    // Each transaction still takes one 2 ms round trip.
+    let p50 = four.latency.unwrap().p50_ns;
+    assert!((2_000_000..4_000_000).contains(&p50), "burst p50 {p50}");
+}
+
+// ───────── (d) open loop ─────────
+
+#[test]
+fn open_loop_overload_shows_queueing_latency() {
+    let _g = serial();
+    let (cs, ss) = tcp_pair();
+    // Capacity ≈ 1 / 2 ms ≈ 480/s; ask for 1000/s.
+    let answered = sequential_server(ss, 1, 1, Duration::from_millis(2));
+    let c = RrConfig {
+        open_loop: Some(OpenLoop {
+            rate_per_s: 1000.0,
+            max_outstanding: 1000,
+        }),
+        ..cfg(0, 600)
+    };
+    let out = tcp_client(&c, cs);
+    let ol = out.flows[0].open_loop.unwrap();
+    let lat = out.latency.unwrap();
+    eprintln!(
+        "open loop 1000/s vs 2 ms server: achieved {:.1}/s, p50 {} ns, p99 {} ns, max {} ns, \
+         sent {}, missed {}, peak outstanding {}; warnings {:?}",
+        ol.achieved_per_s,
+        lat.p50_ns,
+        lat.p99_ns,
+        lat.max_ns,
+        ol.sent_total,
+        ol.missed_slots,
+        ol.peak_outstanding,
+        out.warnings
+    );
+    assert_eq!(ol.requested_per_s, 1000.0);
+    assert!(ol.achieved_per_s < 600.0, "achieved {}", ol.achieved_per_s);
+    // Latency from the scheduled send time keeps the queue in view: far beyond 2 ms.
+    assert!(lat.p50_ns > 50_000_000, "p50 {}", lat.p50_ns);
+    assert!(lat.max_ns > 150_000_000, "max {}", lat.max_ns);
+    assert!(out
+        .warnings
+        .iter()
+        .any(|w| w.contains("open loop achieved")));
+    // The cap was never reached, so the sender only waited for its schedule.
+    assert!(ol.peak_outstanding < 1000);
+    assert!(ol.missed_slots < 20, "missed {}", ol.missed_slots);
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        out.total_sum().transactions,
+        answered.load(Ordering::SeqCst)
+    );
+    assert_eq!(out.total_sum().transactions, ol.sent_total);
+}
+
+#[test]
+fn open_loop_cap_counts_missed_slots() {
+    let _g = serial();
+    let (cs, ss) = tcp_pair();
+    let answered = sequential_server(ss, 1, 1, Duration::from_millis(2));
+    let c = RrConfig {
+        open_loop: Some(OpenLoop {
+            rate_per_s: 1000.0,
+            max_outstanding: 20,
+        }),
+        ..cfg(0, 500)
+    };
+    let out = tcp_client(&c, cs);
+    let ol = out.flows[0].open_loop.unwrap();
+    let lat = out.latency.unwrap();
+    eprintln!(
+        "open loop capped at 20: sent {}, missed {} of ~500 slots, peak {}, p50 {} ns, max {} ns",
+        ol.sent_total, ol.missed_slots, ol.peak_outstanding, lat.p50_ns, lat.max_ns
+    );
+    assert_eq!(ol.peak_outstanding, 20);
+    // Slots due before the stop: ~500; only ~240 could be served.
+    assert!(ol.missed_slots > 150, "missed {}", ol.missed_slots);
+    // Every slot due before the stop instant was either sent or missed.
+    let due = (out.window_end_ns as f64 * 1000.0 / 1e9).ceil() as u64;
+    assert_eq!(ol.sent_total + ol.missed_slots, due);
+    // Delayed requests keep their scheduled time: latency still grows with the backlog.
+    assert!(lat.max_ns > 100_000_000, "max {}", lat.max_ns);
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        out.total_sum().transactions,
+        answered.load(Ordering::SeqCst)
+    );
+}
+
+#[test]
+fn open_loop_low_rate_is_achieved() {
+    let _g = serial();
+    let c = RrConfig {
+        open_loop: Some(OpenLoop {
+            rate_per_s: 200.0,
+            max_outstanding: 100,
+        }),
+        ..cfg(100, 1000)
+    };
+    let (client, server, _) = tcp_rr_both(&c);
+    let ol = client.flows[0].open_loop.unwrap();
+    let lat = client.latency.unwrap();
+    eprintln!(
+        "open loop 200/s: achieved {:.2}/s ({} in window, {} slots), p50 {} ns, p99 {} ns",
+        ol.achieved_per_s,
+        client.window_sum().transactions,
+        ol.slots_in_window,
+        lat.p50_ns,
+        lat.p99_ns
+    );
+    assert!(
+        (ol.achieved_per_s / 200.0 - 1.0).abs() < 0.05,
+        "achieved {}",
+        ol.achieved_per_s
+    );
+    assert!(ol.missed_slots <= 1);
+    assert!(lat.p50_ns < 2_000_000, "p50 {}", lat.p50_ns);
+    assert!(client.warnings.is_empty(), "{:?}", client.warnings);
+    assert_eq!(
+        client.total_sum().transactions,
+        server.total_sum().transactions
+    );
+}
+
+// ───────── (e) CRR ─────────
+
+#[derive(Default)]
+struct CloseSeen {
+    orderly: AtomicU64,
+    reset: AtomicU64,
+    other: AtomicU64,
+}
+
+/// Hand-made CRR server: accept, read the request, write the response, then see how the
+/// client closes: `read` → Ok(0) (FIN) or ECONNRESET (RST).
+fn crr_hand_server(
+    stop: Arc<AtomicBool>,
+    req: usize,
+    resp: usize,
+) -> (SocketAddr, Arc<CloseSeen>, thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    l.set_nonblocking(true).unwrap();
+    let seen = Arc::new(CloseSeen::default());
+    let seen2 = seen.clone();
+    let h = thread::spawn(move || {
+        let (mut buf, out) = (vec![0u8; req], vec![1u8; resp]);
+        while !stop.load(Ordering::SeqCst) {
+            let mut s = match l.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_micros(100));
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+            if s.read_exact(&mut buf).is_err() || s.write_all(&out).is_err() {
+                seen2.other.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
+            let mut b = [0u8; 1];
+            match s.read(&mut b) {
+                Ok(0) => seen2.orderly.fetch_add(1, Ordering::SeqCst),
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                    seen2.reset.fetch_add(1, Ordering::SeqCst)
+                }
+                _ => seen2.other.fetch_add(1, Ordering::SeqCst),
+            };
+        }
+    });
+    (addr, seen, h)
+}
+
+fn crr_client_run(c: &RrConfig, addr: SocketAddr) -> RrOutput {
+    rr::run(
+        c,
+        RrFlows::CrrClient(vec![CrrClientFlow {
+            flow: 0,
+            connect: Box::new(move || TcpStream::connect_timeout(&addr, Duration::from_secs(1))),
+        }]),
+        &mut NullSink,
+        &AtomicBool::new(false),
+    )
+    .unwrap()
+}
+
+#[test]
+fn crr_close_modes_seen_by_a_hand_made_server() {
+    let _g = serial();
+    for mode in [CloseMode::Orderly, CloseMode::Abortive] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (addr, seen, h) = crr_hand_server(stop.clone(), 10, 20);
+        let c = RrConfig {
+            request_size_bytes: 10,
+            response_size_bytes: 20,
+            close_mode: mode,
+            ..cfg(0, 300)
+        };
+        let out = crr_client_run(&c, addr);
+        // Let the server see the last close.
+        thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::SeqCst);
+        h.join().unwrap();
+        let t = out.total_sum();
+        let (orderly, reset, other) = (
+            seen.orderly.load(Ordering::SeqCst),
+            seen.reset.load(Ordering::SeqCst),
+            seen.other.load(Ordering::SeqCst),
+        );
+        eprintln!(
+            "CRR {mode:?}: {} transactions ({:.0}/s), p50 {} ns; server saw {orderly} FIN, \
+             {reset} RST, {other} other",
+            t.transactions,
+            out.window_sum().transactions as f64 / window_s(&out),
+            out.latency.unwrap().p50_ns
+        );
+        assert_eq!(out.close_mode, Some(mode));
+        assert!(t.transactions > 20);
+        assert_eq!((t.errors, t.connect_errors, other), (0, 0, 0));
+        match mode {
+            CloseMode::Orderly => assert_eq!((orderly, reset), (t.transactions, 0)),
+            CloseMode::Abortive => assert_eq!((orderly, reset), (0, t.transactions)),
+        }
+    }
+}
+
+#[test]
+fn crr_client_against_engine_server() {
+    let _g = serial();
+    for mode in [CloseMode::Orderly, CloseMode::Abortive] {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        l.set_nonblocking(true).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        // The "daemon": accept and hand the connections to the engine.
+        let acceptor = thread::spawn(move || {
+            while !stop2.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        let _ = tx.send(s);
+                    }
+                    Err(_) => thread::sleep(Duration::from_micros(50)),
+                }
+            }
+        });
+        let c = RrConfig {
+            close_mode: mode,
+            ..cfg(50, 300)
+        };
+        let abort = AtomicBool::new(false);
+        let (client, server) = thread::scope(|sc| {
+            let server = sc.spawn(|| {
+                rr::run(
+                    &c,
+                    RrFlows::CrrServer(vec![CrrServerFlow {
+                        flow: 0,
+                        accepted: rx,
+                    }]),
+                    &mut NullSink,
+                    &abort,
+                )
+                .unwrap()
+            });
+            let client = crr_client_run(&c, addr);
+            stop.store(true, Ordering::SeqCst);
+            acceptor.join().unwrap();
+            (client, server.join().unwrap())
+        });
+        let (ct, st) = (client.total_sum(), server.total_sum());
+        eprintln!(
+            "CRR {mode:?} engine↔engine: client {} server {} (FIN {}, RST {}), p50 {} ns",
+            ct.transactions,
+            st.transactions,
+            st.closes_orderly,
+            st.closes_reset,
+            client.latency.unwrap().p50_ns
+        );
+        assert_eq!(ct.transactions, st.transactions);
+        assert_eq!((ct.errors, st.errors), (0, 0));
+        assert!(ct.transactions > 20);
+        match mode {
+            CloseMode::Orderly => {
+                assert_eq!((st.closes_orderly, st.closes_reset), (st.transactions, 0))
+            }
+            CloseMode::Abortive => {
+                assert_eq!((st.closes_orderly, st.closes_reset), (0, st.transactions))
+            }
+        }
+        assert_eq!(server.close_mode, None);
+    }
+}
+
+#[test]
+fn crr_connect_errors_are_counted_and_the_test_goes_on() {
+    let _g = serial();
+    // A port with nobody listening: bind, note the address, close.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = crr_client_run(&cfg(0, 200), addr);
+    let t = out.total_sum();
+    eprintln!(
+        "CRR to a closed port: {} connect errors in 200 ms",
+        t.connect_errors
+    );
+    assert_eq!(t.transactions, 0);
+    assert!(t.connect_errors > 10);
+    assert_eq!(t.errors, 0);
+    assert!(out.warnings.iter().any(|w| w.contains("connects failed")));
+}
+
+// ───────── (f) UDP RR ─────────
+
+struct UdpHand {
+    addr: SocketAddr,
+    answered: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    handle: thread::JoinHandle<()>,
+}
+
+/// A hand-made UDP server: echoes the 8-byte sequence number in a response of `resp` bytes;
+/// drops every `drop_every`-th request (1-based, 0 = never); answers the request with
+/// sequence number `delay_seq` only after `delay` (from another thread).
+fn udp_hand_server(
+    resp: usize,
+    drop_every: u64,
+    delay_seq: Option<u64>,
+    delay: Duration,
+) -> UdpHand {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = s.local_addr().unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    let answered = Arc::new(AtomicU64::new(0));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (a, d, st) = (answered.clone(), dropped.clone(), stop.clone());
+    let handle = thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut n_req = 0u64;
+        while !st.load(Ordering::SeqCst) {
+            let Ok((n, peer)) = s.recv_from(&mut buf) else {
+                continue;
+            };
+            assert!(n >= 8);
+            n_req += 1;
+            if drop_every > 0 && n_req.is_multiple_of(drop_every) {
+                d.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
+            let mut out = vec![0u8; resp];
+            out[..8].copy_from_slice(&buf[..8]);
+            let seq = u64::from_be_bytes(buf[..8].try_into().unwrap());
+            if Some(seq) == delay_seq {
+                let s2 = s.try_clone().unwrap();
+                let a2 = a.clone();
+                thread::spawn(move || {
+                    thread::sleep(delay);
+                    s2.send_to(&out, peer).unwrap();
+                    a2.fetch_add(1, Ordering::SeqCst);
+                });
+                continue;
+            }
+            s.send_to(&out, peer).unwrap();
+            a.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    UdpHand {
+        addr,
+        answered,
+        dropped,
+        stop,
+        handle,
+    }
+}
+
+fn udp_client_run(c: &RrConfig, addr: SocketAddr, abort: &AtomicBool) -> RrOutput {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.connect(addr).unwrap();
+    rr::run(
+        c,
+        RrFlows::UdpClient(vec![UdpRrFlow { flow: 0, socket: s }]),
+        &mut NullSink,
+        abort,
+    )
+    .unwrap()
+}
+
+fn udp_cfg(duration_ms: u64, timeout_ms: u64) -> RrConfig {
+    RrConfig {
+        request_size_bytes: 16,
+        response_size_bytes: 32,
+        udp_timeout: Duration::from_millis(timeout_ms),
+        ..cfg(0, duration_ms)
+    }
+}
+
+#[test]
+fn udp_rr_lost_equals_the_dropped_requests() {
+    let _g = serial();
+    let srv = udp_hand_server(32, 10, None, Duration::ZERO);
+    let out = udp_client_run(&udp_cfg(500, 50), srv.addr, &AtomicBool::new(false));
+    srv.stop.store(true, Ordering::SeqCst);
+    srv.handle.join().unwrap();
+    let t = out.total_sum();
+    let (answered, dropped) = (
+        srv.answered.load(Ordering::SeqCst),
+        srv.dropped.load(Ordering::SeqCst),
+    );
+    eprintln!(
+        "UDP RR, every 10th dropped: {} transactions, {} lost, {} late; server answered \
+         {answered}, dropped {dropped}; p50 {} ns",
+        t.transactions,
+        t.lost,
+        t.late,
+        out.latency.unwrap().p50_ns
+    );
+    // Every request reached the server: each one is a transaction or lost.
+    assert_eq!(t.transactions + t.lost, answered + dropped);
+    // Lost = the dropped requests + those answered only after the timeout, which come back
+    // as late. On a quiet machine late = 0 and lost = dropped exactly; a scheduling stall
+    // longer than the timeout (this box is shared) shows up as lost + late, not as a miscount.
+    assert_eq!(t.lost - t.late, dropped);
+    assert_eq!((t.garbage, t.errors), (0, 0));
+    // The test went on past the losses: ~50 ms per loss, µs otherwise.
+    assert!(dropped >= 5, "dropped {dropped}");
+    assert!(t.transactions >= 9 * dropped);
+    let lat = out.latency.unwrap();
+    assert_eq!(lat.count, out.window_sum().transactions);
+    assert!(lat.max_ns < 50_000_000, "no latency beyond the timeout");
+}
+
+#[test]
+fn udp_rr_late_response_is_not_taken_for_the_current_one() {
+    let _g = serial();
+    // Request 5 is answered 60 ms later; the client's timeout is 20 ms.
+    let srv = udp_hand_server(32, 0, Some(5), Duration::from_millis(60));
+    let out = udp_client_run(&udp_cfg(400, 20), srv.addr, &AtomicBool::new(false));
+    srv.stop.store(true, Ordering::SeqCst);
+    srv.handle.join().unwrap();
+    let t = out.total_sum();
+    eprintln!(
+        "UDP RR, one response 60 ms late: {} transactions, {} lost, {} late, max {} ns",
+        t.transactions,
+        t.lost,
+        t.late,
+        out.latency.unwrap().max_ns
+    );
+    let answered = srv.answered.load(Ordering::SeqCst);
+    // Had the late response been taken for the current request, every later response would
+    // have been one request off (no late count, and garbage or a shifted pairing).
+    assert_eq!(t.garbage, 0);
+    assert!(t.late >= 1 && t.lost >= 1);
+    // Nothing was dropped: every timed-out request was answered later. Quiet machine:
+    // exactly (1, 1); a scheduling stall beyond 20 ms adds equal amounts to both.
+    assert_eq!(t.lost, t.late);
+    assert_eq!(t.transactions + t.lost, answered);
+    assert!(t.transactions > 100);
+}
+
+// ───────── (g) UDP server: garbage ─────────
+
+#[test]
+fn udp_server_counts_garbage_and_answers_the_rest() {
+    let _g = serial();
+    let ss = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = ss.local_addr().unwrap();
+    let c = udp_cfg(400, 100);
+    let abort = AtomicBool::new(false);
+    let (server, client, hand_answers) = thread::scope(|sc| {
+        let server = sc.spawn(|| {
+            rr::run(
+                &c,
+                RrFlows::UdpServer(vec![UdpRrFlow {
+                    flow: 0,
+                    socket: ss,
+                }]),
+                &mut NullSink,
+                &abort,
+            )
+            .unwrap()
+        });
+        // A hand-made client: garbage of every kind, then 5 well-formed requests.
+        let raw = UdpSocket::bind("127.0.0.1:0").unwrap();
+        raw.connect(addr).unwrap();
+        raw.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        for len in [0usize, 1, 7, 15, 17, 1000] {
+            raw.send(&vec![0xAB; len]).unwrap();
+        }
+        let mut answers = Vec::new();
+        for seq in 100u64..105 {
+            let mut req = [0u8; 16];
+            req[..8].copy_from_slice(&seq.to_be_bytes());
+            raw.send(&req).unwrap();
+            let mut buf = [0u8; 64];
+            let n = raw.recv(&mut buf).unwrap();
+            answers.push((n, u64::from_be_bytes(buf[..8].try_into().unwrap())));
+        }
+        // And the engine's client alongside.
+        let client = udp_client_run(&c, addr, &abort);
+        (server.join().unwrap(), client, answers)
+    });
+    let (st, ct) = (server.total_sum(), client.total_sum());
+    eprintln!(
+        "UDP server: {} transactions, {} garbage; engine client {} transactions, {} lost",
+        st.transactions, st.garbage, ct.transactions, ct.lost
+    );
+    assert_eq!(st.garbage, 6);
+    assert_eq!(
+        hand_answers,
+        (100u64..105).map(|s| (32, s)).collect::<Vec<_>>()
+    );
+    // Every request of the engine's client was answered: in time (a transaction) or, after
+    // a stall longer than the 100 ms timeout on this shared box, too late (lost).
+    assert_eq!(st.transactions, 5 + ct.transactions + ct.lost);
+    assert_eq!(ct.garbage, 0);
+    assert!(ct.late <= ct.lost && ct.lost * 1000 < ct.transactions);
+    assert!(ct.transactions > 100);
+    assert_eq!(server.flows[0].error, None);
+}
+
+// ───────── (h) abort ─────────
+
+fn abort_after(abort: &AtomicBool, after: Duration) {
+    thread::sleep(after);
+    abort.store(true, Ordering::SeqCst);
+}
+
+#[test]
+fn abort_is_honoured_by_every_workload() {
+    let _g = serial();
+    let long = RrConfig {
+        udp_timeout: Duration::from_secs(5),
+        peer_timeout: Duration::from_secs(10),
+        drain_limit: Duration::from_secs(10),
+        request_size_bytes: 8,
+        response_size_bytes: 8,
+        ..cfg(0, 10_000)
+    };
+    let check = |name: &str, f: &dyn Fn(&AtomicBool) -> RrOutput| {
+        let abort = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let out = thread::scope(|sc| {
+            sc.spawn(|| abort_after(&abort, Duration::from_millis(200)));
+            f(&abort)
+        });
+        let took = t0.elapsed();
+        eprintln!(
+            "abort {name}: returned after {took:?}, aborted {:?}",
+            out.aborted
+        );
+        assert!(out.aborted.is_some(), "{name}");
+        assert!(took < Duration::from_millis(600), "{name} took {took:?}");
+        assert!(out.window_end_ns < 400_000_000);
+    };
+
+    // TCP RR, closed loop, against the engine's server (both ends share the flag).
+    check("tcp rr", &|abort| {
+        let (cs, ss) = tcp_pair();
+        thread::scope(|sc| {
+            let srv = sc.spawn(|| {
+                rr::run(
+                    &long,
+                    RrFlows::TcpServer(vec![TcpRrFlow {
+                        flow: 0,
+                        stream: ss,
+                    }]),
+                    &mut NullSink,
+                    abort,
+                )
+                .unwrap()
+            });
+            let out = rr::run(
+                &long,
+                RrFlows::TcpClient(vec![TcpRrFlow {
+                    flow: 0,
+                    stream: cs,
+                }]),
+                &mut NullSink,
+                abort,
+            )
+            .unwrap();
+            assert!(srv.join().unwrap().aborted.is_some());
+            out
+        })
+    });
+    // TCP RR client waiting on a server that never answers.
+    check("tcp rr, silent server", &|abort| {
+        let (cs, _ss) = tcp_pair();
+        rr::run(
+            &long,
+            RrFlows::TcpClient(vec![TcpRrFlow {
+                flow: 0,
+                stream: cs,
+            }]),
+            &mut NullSink,
+            abort,
+        )
+        .unwrap()
+    });
+    // Open loop against a silent server (sender at the cap, receiver waiting).
+    check("open loop, silent server", &|abort| {
+        let (cs, _ss) = tcp_pair();
+        let c = RrConfig {
+            open_loop: Some(OpenLoop {
+                rate_per_s: 1000.0,
+                max_outstanding: 10,
+            }),
+            ..long.clone()
+        };
+        rr::run(
+            &c,
+            RrFlows::TcpClient(vec![TcpRrFlow {
+                flow: 0,
+                stream: cs,
+            }]),
+            &mut NullSink,
+            abort,
+        )
+        .unwrap()
+    });
+    // CRR against a server that accepts but never answers (10 s peer timeout).
+    check("crr, silent server", &|abort| {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        rr::run(
+            &long,
+            RrFlows::CrrClient(vec![CrrClientFlow {
+                flow: 0,
+                connect: Box::new(move || TcpStream::connect(addr)),
+            }]),
+            &mut NullSink,
+            abort,
+        )
+        .unwrap()
+    });
+    // CRR server whose channel stays open.
+    check("crr server", &|abort| {
+        let (_tx, rx) = mpsc::channel();
+        rr::run(
+            &long,
+            RrFlows::CrrServer(vec![CrrServerFlow {
+                flow: 0,
+                accepted: rx,
+            }]),
+            &mut NullSink,
+            abort,
+        )
+        .unwrap()
+    });
+    // UDP client with a 5 s timeout against a socket that never answers.
+    check("udp, silent server", &|abort| {
+        let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp_client_run(&long, silent.local_addr().unwrap(), abort)
+    });
+    check("udp server", &|abort| {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rr::run(
+            &long,
+            RrFlows::UdpServer(vec![UdpRrFlow { flow: 0, socket: s }]),
+            &mut NullSink,
+            abort,
+        )
+        .unwrap()
+    });
+}
+
+#[test]
+fn multiple_flows_are_counted_separately_and_merged() {
+    let _g = serial();
+    let pairs: Vec<(TcpStream, TcpStream)> = (0..3).map(|_| tcp_pair()).collect();
+    let (cs, ss): (Vec<_>, Vec<_>) = pairs.into_iter().unzip();
+    let c = cfg(50, 300);
+    let abort = AtomicBool::new(false);
+    let (client, server) = thread::scope(|sc| {
+        let srv = sc.spawn(|| {
+            rr::run(
+                &c,
+                RrFlows::TcpServer(
+                    ss.into_iter()
+                        .enumerate()
+                        .map(|(i, stream)| TcpRrFlow {
+                            flow: i as u32,
+                            stream,
+                        })
+                        .collect(),
+                ),
+                &mut NullSink,
+                &abort,
+            )
+            .unwrap()
+        });
+        let cl = rr::run(
+            &c,
+            RrFlows::TcpClient(
+                cs.into_iter()
+                    .enumerate()
+                    .map(|(i, stream)| TcpRrFlow {
+                        flow: i as u32,
+                        stream,
+                    })
+                    .collect(),
+            ),
+            &mut NullSink,
+            &abort,
+        )
+        .unwrap();
+        (cl, srv.join().unwrap())
+    });
+    assert_eq!(client.flows.len(), 3);
+    for (cf, sf) in client.flows.iter().zip(&server.flows) {
+        assert_eq!(cf.flow, sf.flow);
+        assert_eq!(cf.total.transactions, sf.total.transactions);
+        assert!(cf.window.transactions > 10);
+        assert_eq!(cf.latency.unwrap().count, cf.window.transactions);
+    }
+    let merged = client.latency.unwrap();
+    assert_eq!(merged.count, client.window_sum().transactions);
+    assert_eq!(
+        merged.max_ns,
+        client
+            .flows
+            .iter()
+            .map(|f| f.latency.unwrap().max_ns)
+            .max()
+            .unwrap()
+    );
+    assert!(client.cpu.is_some(), "{:?}", client.warnings);
+}
+
+#[test]
+fn invalid_configs_are_typed_errors() {
+    let abort = AtomicBool::new(false);
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let err = rr::run(
+        &cfg(0, 100),
+        RrFlows::UdpClient(vec![UdpRrFlow { flow: 0, socket: s }]),
+        &mut NullSink,
+        &abort,
+    )
+    .unwrap_err();
+    assert!(matches!(err, rr::RrError::UdpSizeTooSmall { .. }), "{err}");
+    assert!(err.to_string().contains("8 bytes"));
+    let err = rr::run(
+        &cfg(0, 100),
+        RrFlows::TcpClient(vec![]),
+        &mut NullSink,
+        &abort,
+    )
+    .unwrap_err();
+    assert_eq!(err, rr::RrError::NoFlows);
+}
