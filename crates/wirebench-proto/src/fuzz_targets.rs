@@ -135,3 +135,36 @@ pub fn data_hello(data: &[u8]) {
     }
     let _ = DataHello::decode_body(data);
 }
+
+/// UDP datagrams: `data` is split into datagrams (a length byte, then that many bytes) and
+/// fed to the receiver's header parser and per-flow accounting.
+pub fn udp_datagram(data: &[u8]) {
+    crate::udp::fuzz_datagrams(data);
+    // And the whole input as one datagram through the checked view.
+    if let Ok(h) = crate::udp::DatagramHeader::parse(data) {
+        let mut buf = [0u8; crate::udp::HEADER_BYTES];
+        h.write(&mut buf).expect("a header fits its own size");
+        assert_eq!(crate::udp::DatagramHeader::parse(&buf), Ok(h));
+    }
+}
+
+/// Authentication input: a key file (the text before the first NUL) and a `test` request
+/// with a proof (the JSON after it), verified against the table; nothing may panic and a
+/// random proof must never verify.
+pub fn auth(data: &[u8]) {
+    let (keys, rest) = match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let table = crate::auth::KeyTable::parse(&String::from_utf8_lossy(keys));
+    let Ok(req) = serde_json::from_slice::<TestRequest>(rest) else {
+        return;
+    };
+    if let Ok(table) = table {
+        let nonce = crate::auth::Nonce([0x42; crate::auth::NONCE_BYTES]);
+        // A proof made without knowing the nonce's key cannot verify (2^-256).
+        assert!(table
+            .verify(req.auth.as_ref(), &nonce, "fuzz", &req.spec)
+            .is_err());
+    }
+}

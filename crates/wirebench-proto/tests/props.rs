@@ -335,6 +335,31 @@ proptest! {
     fn fuzz_target_data_hello(data in prop::collection::vec(any::<u8>(), 0..64)) {
         fuzz_targets::data_hello(&data);
     }
+
+    #[test]
+    fn fuzz_target_udp_datagram(data in prop::collection::vec(any::<u8>(), 0..512)) {
+        fuzz_targets::udp_datagram(&data);
+    }
+
+    #[test]
+    fn fuzz_target_auth(
+        data in prop::collection::vec(any::<u8>(), 0..256),
+        s in spec(),
+        identity in ".{0,80}",
+        mac in "[0-9a-f]{0,70}",
+    ) {
+        fuzz_targets::auth(&data);
+        // A well-formed key file and a well-formed request with a forged proof.
+        let mut input = b"alice 00112233445566778899aabbccddeeff\n\0".to_vec();
+        input.extend(
+            serde_json::to_vec(&TestRequest {
+                spec: s,
+                auth: Some(wirebench_proto::auth::AuthProof { identity, mac }),
+            })
+            .unwrap(),
+        );
+        fuzz_targets::auth(&input);
+    }
 }
 
 #[test]
