@@ -20,6 +20,7 @@ pub mod env;
 pub mod rr;
 pub mod stream;
 pub mod udp;
+mod util;
 
 use wirebench_proto::measure::IntervalSample;
 

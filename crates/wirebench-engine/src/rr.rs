@@ -114,6 +114,7 @@ use wirebench_stats::latency::{LatencyHistogram, LatencySummary};
 use wirebench_sys::thread::CpuTimes;
 
 use crate::cpu::{self, CpuSnapshot};
+use crate::util::{is_timeout, sleep_until};
 
 /// How often blocked calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -668,13 +669,6 @@ struct Shared {
 
 fn ns_since(start: Instant, t: Instant) -> u64 {
     u64::try_from(t.saturating_duration_since(start).as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
 }
 
 /// What one flow thread sees of the run.
@@ -1526,20 +1520,6 @@ fn sample(
         end_ns,
         in_warmup: start_ns < warmup_ns,
         flows: out,
-    }
-}
-
-/// Sleep until `t` or until `abort` is set; returns false on abort.
-fn sleep_until(t: Instant, abort: &AtomicBool) -> bool {
-    loop {
-        if abort.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= t {
-            return true;
-        }
-        thread::sleep((t - now).min(Duration::from_millis(20)));
     }
 }
 

@@ -15,7 +15,7 @@
 //! (a plain store, no read-modify-write), which the sampling thread reads at interval
 //! boundaries. No lock is taken per send or receive.
 
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,6 +31,7 @@ use wirebench_proto::measure::{
 use wirebench_proto::spec::FlowDir;
 
 use crate::cpu::{self, CpuSnapshot};
+use crate::util::{is_timeout, sleep_until};
 use crate::Sink;
 use wirebench_sys::thread::CpuTimes;
 
@@ -162,13 +163,6 @@ fn socket_facts<F: AsFd>(s: &F, done: &mut FlowDone) {
     done.tcp_info = wirebench_sys::tcp::tcp_info(s)
         .ok()
         .map(|i| tcp_info_report(&i));
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
 }
 
 fn run_sender(
@@ -329,20 +323,6 @@ fn sample(
         end_ns,
         in_warmup: start_ns < warmup_ns,
         flows: out,
-    }
-}
-
-/// Sleep until `t` or until `abort` is set; returns false on abort.
-fn sleep_until(t: Instant, abort: &AtomicBool) -> bool {
-    loop {
-        if abort.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= t {
-            return true;
-        }
-        thread::sleep((t - now).min(Duration::from_millis(20)));
     }
 }
 

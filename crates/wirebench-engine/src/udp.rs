@@ -68,6 +68,7 @@ use wirebench_proto::udp::{
 use wirebench_sys::thread::CpuTimes;
 
 use crate::cpu::{self, CpuSnapshot};
+use crate::util::is_timeout;
 use crate::Sink;
 
 /// How often blocked socket calls wake up to look at the stop and abort flags.
@@ -312,13 +313,6 @@ fn dur_ns(d: Duration) -> u64 {
 
 fn ns_since(start: Instant, t: Instant) -> u64 {
     dur_ns(t.saturating_duration_since(start))
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
 }
 
 /// Send errors after which a flow carries on (the datagram is counted as a send error).

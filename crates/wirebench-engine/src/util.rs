@@ -1,0 +1,29 @@
+//! Small helpers shared by the engines.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A socket call that only timed out or was interrupted: try again (after looking at the
+/// stop and abort flags).
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// Sleep until `t` or until `abort` is set (checked at least every 20 ms); false on abort.
+pub(crate) fn sleep_until(t: Instant, abort: &AtomicBool) -> bool {
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= t {
+            return true;
+        }
+        thread::sleep((t - now).min(Duration::from_millis(20)));
+    }
+}
