@@ -14,10 +14,12 @@
 //! * [`netns`]: entering network namespaces (named, or a new one) on the current thread.
 //! * [`packet`]: `AF_PACKET` raw sockets bound to one interface (frames in and out).
 //! * [`host`]: host information (kernel release, sysctls, CPU model, `/proc/stat`).
+//! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("wirebench-sys supports Linux only");
 
+pub mod datapath;
 pub mod host;
 pub mod netif;
 pub mod netns;
