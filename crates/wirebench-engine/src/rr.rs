@@ -38,7 +38,7 @@
 //! - **TCP RR, closed loop** (default): per flow, write a request of
 //!   `request_size_bytes`, read exactly `response_size_bytes`; with [`RrConfig::burst`] `N`,
 //!   `N` requests are written up front and one new request after each response (netperf
-//!   `-b`), so `N` transactions are in flight. Latency: from the return of the request's write
+//!   `-b`), so `N` transactions are in flight. Latency: from just before the request's write
 //!   to the arrival of the last byte of its response. TCP_NODELAY is set on every socket. As
 //!   with netperf, the `N` requests written before any response is read should fit the socket
 //!   buffers; if they do not, both ends block writing and the flow ends with an error once the
@@ -115,6 +115,9 @@ use wirebench_sys::thread::CpuTimes;
 
 use crate::cpu::{self, CpuSnapshot};
 use crate::util::{is_timeout, sleep_until};
+pub use wirebench_proto::rr::{
+    CloseMode, OpenLoopReport, RrCounts, RrFlowInterval, RrFlowSide, RrInterval, RrRole, RrWorkload,
+};
 
 /// How often blocked calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -137,47 +140,6 @@ pub const DEFAULT_MAX_OUTSTANDING: u32 = 1000;
 
 /// Pause after a failed connect (CRR) or a failed UDP send before the next attempt.
 const ERROR_BACKOFF: Duration = Duration::from_millis(1);
-
-/// Which request/response workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RrWorkload {
-    /// netperf TCP_RR: many transactions over one connection per flow.
-    TcpRr,
-    /// netperf TCP_CRR: one connection per transaction.
-    TcpCrr,
-    /// netperf UDP_RR: one datagram each way per transaction.
-    UdpRr,
-}
-
-impl std::fmt::Display for RrWorkload {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            RrWorkload::TcpRr => "TCP RR",
-            RrWorkload::TcpCrr => "TCP CRR",
-            RrWorkload::UdpRr => "UDP RR",
-        })
-    }
-}
-
-/// What this end does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RrRole {
-    /// Sends requests, measures latency.
-    Client,
-    /// Answers requests.
-    Server,
-}
-
-/// How a CRR client closes each connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CloseMode {
-    /// Shutdown write, wait for the server's EOF, close (FIN both ways; TIME_WAIT on the
-    /// client).
-    #[default]
-    Orderly,
-    /// SO_LINGER 0, close: the kernel sends RST and keeps no TIME_WAIT.
-    Abortive,
-}
 
 /// Open-loop (fixed-rate) parameters of a TCP RR client.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -467,110 +429,6 @@ impl RrFlows {
                 .collect(),
         }
     }
-}
-
-/// Event counts of one flow over one span (the window or the whole test). Fields that do not
-/// apply to a workload or role stay 0.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RrCounts {
-    /// Completed transactions (client: response read in full, CRR: and connection closed;
-    /// server: response written, CRR: and the client's close seen).
-    pub transactions: u64,
-    /// Failed transactions other than connect failures (CRR: any failed step; UDP: send or
-    /// receive errors such as ICMP port unreachable; TCP RR: at most the one that ended the
-    /// flow).
-    pub errors: u64,
-    /// CRR client: the connect closure failed.
-    pub connect_errors: u64,
-    /// UDP client: no matching response within the timeout.
-    pub lost: u64,
-    /// UDP client: responses that arrived for an earlier, timed-out request.
-    pub late: u64,
-    /// UDP: datagrams of the wrong size (server and client) or with an unknown sequence
-    /// number (client); never answered.
-    pub garbage: u64,
-    /// CRR server: connections the client closed with FIN (read returned EOF).
-    pub closes_orderly: u64,
-    /// CRR server: connections the client closed with RST (ECONNRESET).
-    pub closes_reset: u64,
-}
-
-impl RrCounts {
-    fn add(&mut self, o: &RrCounts) {
-        self.transactions += o.transactions;
-        self.errors += o.errors;
-        self.connect_errors += o.connect_errors;
-        self.lost += o.lost;
-        self.late += o.late;
-        self.garbage += o.garbage;
-        self.closes_orderly += o.closes_orderly;
-        self.closes_reset += o.closes_reset;
-    }
-}
-
-/// Achieved versus requested rate of an open-loop flow.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct OpenLoopReport {
-    /// The rate asked for, per flow, transactions per second.
-    pub requested_per_s: f64,
-    /// Window transactions divided by the window length, per second.
-    pub achieved_per_s: f64,
-    /// Slots scheduled inside the window.
-    pub slots_in_window: u64,
-    /// Requests sent over the whole test.
-    pub sent_total: u64,
-    /// Slots scheduled before the stop instant (warm-up included) that were never sent
-    /// (the cap was reached or the sender fell behind); ≤ 1 when the sender kept up.
-    pub missed_slots: u64,
-    /// The cap on outstanding requests.
-    pub max_outstanding: u32,
-    /// Most requests outstanding at any send.
-    pub peak_outstanding: u64,
-}
-
-/// What one flow measured at this end.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RrFlowSide {
-    /// Flow id.
-    pub flow: u32,
-    /// Events inside the window ([`RrOutput::window_start_ns`], [`RrOutput::window_end_ns`]).
-    pub window: RrCounts,
-    /// Events over the whole run, warm-up and drain included.
-    pub total: RrCounts,
-    /// Client: latencies of the window transactions; `None` on a server.
-    pub latency: Option<LatencySummary>,
-    /// Open-loop TCP RR client only.
-    pub open_loop: Option<OpenLoopReport>,
-    /// TCP RR only: TCP_INFO read before the connection was closed.
-    pub tcp_info: Option<TcpInfoReport>,
-    /// Why the flow ended early, if it did.
-    pub error: Option<String>,
-}
-
-/// One flow's counts in one interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RrFlowInterval {
-    /// Flow id.
-    pub flow: u32,
-    /// Transactions completed in the interval.
-    pub transactions: u64,
-    /// UDP client: transactions lost in the interval.
-    pub lost: u64,
-}
-
-/// One interval sample.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RrInterval {
-    /// 0-based index.
-    pub index: u32,
-    /// Interval start, ns after this end's start.
-    pub start_ns: u64,
-    /// Interval end, ns after this end's start.
-    pub end_ns: u64,
-    /// True if any part of the interval lies in the warm-up.
-    pub in_warmup: bool,
-    /// Per flow, in the order given.
-    pub flows: Vec<RrFlowInterval>,
 }
 
 /// Where a request/response run reports while it runs (from the calling thread).
@@ -908,11 +766,14 @@ fn tcp_client_closed(ctx: &FlowCtx, s: &TcpStream) -> FlowEnd {
     let give_up = || ctx.aborted() || ctx.drain_expired();
     'run: loop {
         while sent_at.len() < burst && !ctx.stopping() {
+            // The round trip starts before the write: the write's own cost (on loopback it
+            // may carry the whole path) is part of it.
+            let t0 = Instant::now();
             if let Err(e) = write_full(s, &req, &give_up) {
                 end.error = Some(e.describe("request write"));
                 break 'run;
             }
-            sent_at.push_back(Instant::now());
+            sent_at.push_back(t0);
         }
         let Some(&sent) = sent_at.front() else {
             break;

@@ -51,7 +51,7 @@
 //! one covering the drain, so their counts add up to each flow's totals.
 
 use std::io;
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::thread;
@@ -116,6 +116,9 @@ pub struct UdpRecvSocket {
     pub flows: Vec<u32>,
     /// A bound socket, connected or not (options such as SO_RCVBUF already applied).
     pub socket: UdpSocket,
+    /// The only source address whose datagrams are parsed; datagrams from any other source
+    /// are counted as invalid (`foreign_source`). `None` accepts every source.
+    pub peer: Option<SocketAddr>,
 }
 
 /// What to run at this end: flows to send and sockets to receive on. Both may be given in one
@@ -512,6 +515,7 @@ fn store_recv(c: &Counters, acc: &FlowRecvAccounting, class: SeqClass) {
 
 fn run_receiver(
     socket: &UdpSocket,
+    peer: Option<SocketAddr>,
     flows: &[u32],
     counters: &[Counters],
     cfg: &UdpConfig,
@@ -537,13 +541,18 @@ fn run_receiver(
             break;
         }
         let now = match socket.recv_from(&mut buf) {
+            Ok((_, from)) if peer.is_some_and(|p| p != from) => {
+                demux.on_foreign_source();
+                Instant::now()
+            }
             Ok((n, _from)) => {
                 let now = Instant::now();
-                last_arrival = Some(now);
                 let dgram = buf.get(..n).unwrap_or_default();
                 if let DatagramOutcome::Accepted { flow_index, class } =
                     demux.on_datagram(dgram, ns_since(shared.start, now))
                 {
+                    // Only the test's own datagrams keep the drain going.
+                    last_arrival = Some(now);
                     if let (Some(c), Some(acc)) =
                         (counters.get(flow_index), demux.flows().get(flow_index))
                     {
@@ -797,7 +806,7 @@ pub fn run(
                 cfg.cpu,
                 move || {
                     Done::Recv(run_receiver(
-                        &r.socket, &r.flows, counters, cfg, shared, abort,
+                        &r.socket, r.peer, &r.flows, counters, cfg, shared, abort,
                     ))
                 },
             );

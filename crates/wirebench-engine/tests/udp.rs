@@ -62,7 +62,11 @@ fn config(
 fn receive_only(socket: UdpSocket, flows: Vec<u32>) -> UdpPlan {
     UdpPlan {
         senders: vec![],
-        receivers: vec![UdpRecvSocket { flows, socket }],
+        receivers: vec![UdpRecvSocket {
+            flows,
+            socket,
+            peer: None,
+        }],
     }
 }
 
@@ -347,7 +351,8 @@ fn injected_datagrams_are_classified_exactly() {
         UdpInvalidCounts {
             too_short: 3,
             bad_magic: 2,
-            foreign_flow: 2
+            foreign_flow: 2,
+            foreign_source: 0,
         }
     );
     assert_eq!(out.sockets[0].invalid.total(), 7);
@@ -414,10 +419,12 @@ fn abort_is_honoured_quickly() {
             UdpRecvSocket {
                 flows: vec![0, 1],
                 socket: rx,
+                peer: None,
             },
             UdpRecvSocket {
                 flows: vec![7],
                 socket: idle,
+                peer: None,
             },
         ],
     };
@@ -467,6 +474,7 @@ fn abort_stops_unpaced_traffic() {
         receivers: vec![UdpRecvSocket {
             flows: vec![4],
             socket: rx,
+            peer: None,
         }],
     };
     let cfg = config(1400, None, 0, 10_000);
@@ -506,6 +514,7 @@ fn unpaced_flow_counts_are_consistent() {
         receivers: vec![UdpRecvSocket {
             flows: vec![0],
             socket: rx,
+            peer: None,
         }],
     };
     let mut cfg = config(8000, None, 50, 250);
@@ -619,10 +628,12 @@ fn bad_plans_are_refused() {
             UdpRecvSocket {
                 flows: vec![1, 2],
                 socket: rx(),
+                peer: None,
             },
             UdpRecvSocket {
                 flows: vec![2],
                 socket: rx(),
+                peer: None,
             },
         ],
     };

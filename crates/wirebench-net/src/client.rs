@@ -5,23 +5,24 @@
 //! both ends' reports. Errors before any measurement are returned as `Err`; once the engines
 //! run, a failure or an interrupt still returns the partial reports, marked as such.
 
-use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use wirebench_engine::rr::{ConnectFn, CrrClientFlow, RrFlows, TcpRrFlow, UdpRrFlow};
 use wirebench_proto::auth::Key;
 use wirebench_proto::data::{DataHello, Token, CONTROL_PREAMBLE};
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
-use wirebench_proto::measure::{HostRole, IntervalSample, SideReport};
-use wirebench_proto::message::{AbortMsg, Message};
+use wirebench_proto::measure::{HostRole, SideReport};
+use wirebench_proto::message::{AbortMsg, IntervalMsg, Message};
 use wirebench_proto::session::{Action, ClientSession, Phase, Timeouts};
-use wirebench_proto::spec::TestSpec;
+use wirebench_proto::spec::{TestSpec, Workload};
 
 use crate::conn::Control;
-use crate::run::{plans_for, EngineRun};
-use crate::{sockopt, NetError};
+use crate::run::{plans_for, DataPlan, EngineRun};
+use crate::{sockopt, udpsetup, NetError};
 
 /// What the client needs to run one test.
 #[derive(Debug, Clone)]
@@ -78,6 +79,12 @@ struct Run {
     client: Option<SideReport>,
     server: Option<SideReport>,
     interrupted: bool,
+    /// The test's token (for CRR's per-transaction connections).
+    token: Option<Token>,
+    /// The setup connections, until the engine takes them.
+    conns: Vec<(u32, TcpStream)>,
+    /// UDP workloads: each flow's socket and the server's UDP address.
+    udp: Vec<(u32, UdpSocket, SocketAddr)>,
     /// The server aborted the running test (limit, shutdown), with its reason.
     stopped_by_server: Option<String>,
 }
@@ -87,7 +94,7 @@ struct Run {
 pub fn run(
     cfg: &ClientConfig,
     interrupt: &AtomicBool,
-    on_interval: &mut dyn FnMut(HostRole, &IntervalSample),
+    on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<ClientRun, NetError> {
     let mut stream =
         TcpStream::connect_timeout(&cfg.server, cfg.connect_timeout).map_err(|source| {
@@ -117,6 +124,9 @@ pub fn run(
         client: None,
         server: None,
         interrupted: false,
+        token: None,
+        conns: Vec::new(),
+        udp: Vec::new(),
         stopped_by_server: None,
     };
     let res = drive(
@@ -161,30 +171,99 @@ pub fn run(
     }
 }
 
-fn open_data(cfg: &ClientConfig, token: Token) -> Result<Vec<(u32, TcpStream)>, NetError> {
-    let n = cfg.spec.connection_count();
-    let mut conns = Vec::with_capacity(n as usize);
+/// Open one data connection of the test and send its data hello.
+fn connect_data(
+    server: SocketAddr,
+    spec: &TestSpec,
+    timeout: Duration,
+    token: Token,
+    flow: u32,
+) -> Result<TcpStream, NetError> {
+    let sock = Socket::new(
+        Domain::for_address(server),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(NetError::io("creating a data socket"))?;
+    sockopt::apply(&sock, spec)?;
+    sock.connect_timeout(&server.into(), timeout)
+        .map_err(|source| NetError::Connect {
+            addr: server,
+            source,
+        })?;
+    let mut s: TcpStream = sock.into();
+    s.set_write_timeout(Some(timeout))
+        .map_err(NetError::io("configuring a data socket"))?;
+    s.write_all(&DataHello { token, flow }.encode())
+        .map_err(NetError::io("sending the data-connection hello"))?;
+    Ok(s)
+}
+
+/// Open the setup connections (and, for UDP workloads, bind each flow's UDP socket).
+fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetError> {
+    run.token = Some(token);
+    let n = cfg.spec.setup_connections();
     for flow in 0..n {
-        let sock = Socket::new(
-            Domain::for_address(cfg.server),
-            Type::STREAM,
-            Some(Protocol::TCP),
-        )
-        .map_err(NetError::io("creating a data socket"))?;
-        sockopt::apply(&sock, &cfg.spec)?;
-        sock.connect_timeout(&cfg.server.into(), cfg.connect_timeout)
-            .map_err(|source| NetError::Connect {
-                addr: cfg.server,
-                source,
-            })?;
-        let mut s: TcpStream = sock.into();
-        s.set_write_timeout(Some(cfg.connect_timeout))
-            .map_err(NetError::io("configuring a data socket"))?;
-        s.write_all(&DataHello { token, flow }.encode())
-            .map_err(NetError::io("sending the data-connection hello"))?;
-        conns.push((flow, s));
+        let s = connect_data(cfg.server, &cfg.spec, cfg.connect_timeout, token, flow)?;
+        run.conns.push((flow, s));
     }
-    Ok(conns)
+    if matches!(cfg.spec.workload, Workload::UdpStream | Workload::UdpRr) {
+        let deadline = Instant::now() + cfg.timeouts.handshake.max(Duration::from_secs(2));
+        for (flow, tcp) in run.conns.iter_mut() {
+            let (sock, server) = udpsetup::client_side(tcp, token, *flow, &cfg.spec, deadline)?;
+            run.udp.push((*flow, sock, server));
+        }
+    }
+    Ok(())
+}
+
+/// The client's data plan for the test.
+fn client_plan(cfg: &ClientConfig, run: &mut Run) -> Result<DataPlan, NetError> {
+    let spec = &cfg.spec;
+    let conns = std::mem::take(&mut run.conns);
+    let keep = |conns: Vec<(u32, TcpStream)>| conns.into_iter().map(|(_, s)| s).collect();
+    Ok(match spec.workload {
+        Workload::Stream => DataPlan::Stream(plans_for(HostRole::Client, spec, conns)),
+        Workload::Rr => DataPlan::Rr {
+            flows: RrFlows::TcpClient(
+                conns
+                    .into_iter()
+                    .map(|(flow, stream)| TcpRrFlow { flow, stream })
+                    .collect(),
+            ),
+            keep: Vec::new(),
+        },
+        Workload::Crr => {
+            let token = run.token.expect("token known before the engine starts");
+            let flows = (0..spec.connection_count())
+                .map(|flow| {
+                    let (server, spec, timeout) = (cfg.server, spec.clone(), cfg.connect_timeout);
+                    let connect: ConnectFn = Box::new(move || {
+                        connect_data(server, &spec, timeout, token, flow)
+                            .map_err(|e| io::Error::other(e.to_string()))
+                    });
+                    CrrClientFlow { flow, connect }
+                })
+                .collect();
+            DataPlan::Rr {
+                flows: RrFlows::CrrClient(flows),
+                keep: Vec::new(),
+            }
+        }
+        Workload::UdpRr => DataPlan::Rr {
+            flows: RrFlows::UdpClient(
+                std::mem::take(&mut run.udp)
+                    .into_iter()
+                    .map(|(flow, socket, _)| UdpRrFlow { flow, socket })
+                    .collect(),
+            ),
+            keep: keep(conns),
+        },
+        Workload::UdpStream => DataPlan::Udp {
+            plan: crate::server::udp_plan(HostRole::Client, spec, std::mem::take(&mut run.udp))?,
+            keep: keep(conns),
+        },
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -195,10 +274,9 @@ fn drive(
     run: &mut Run,
     first: Vec<Action>,
     interrupt: &AtomicBool,
-    on_interval: &mut dyn FnMut(HostRole, &IntervalSample),
+    on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<(), NetError> {
-    let mut conns = Vec::new();
-    if execute(cfg, conn, sess, run, &mut conns, first, on_interval)? {
+    if execute(cfg, conn, sess, run, first, on_interval)? {
         return Ok(());
     }
     loop {
@@ -217,7 +295,12 @@ fn drive(
         }
         if let Some(engine) = run.engine.as_mut() {
             while let Ok(sample) = engine.intervals.try_recv() {
-                on_interval(HostRole::Client, &sample);
+                on_interval(&IntervalMsg {
+                    host: HostRole::Client,
+                    sample: sample.sample,
+                    rr: sample.rr,
+                    udp: None,
+                });
             }
             if run.client.is_none() {
                 if let Some(mut report) = engine.try_finish() {
@@ -227,14 +310,14 @@ fn drive(
                     }
                     run.client = Some(report.clone());
                     let acts = sess.engine_done(now, report);
-                    if execute(cfg, conn, sess, run, &mut conns, acts, on_interval)? {
+                    if execute(cfg, conn, sess, run, acts, on_interval)? {
                         return Ok(());
                     }
                 }
             }
         }
         let acts = sess.poll(now)?;
-        if execute(cfg, conn, sess, run, &mut conns, acts, on_interval)? {
+        if execute(cfg, conn, sess, run, acts, on_interval)? {
             return Ok(());
         }
         if sess.phase() == Phase::Done {
@@ -248,7 +331,7 @@ fn drive(
         conn.set_max_frame(sess.frame_cap());
         if let Some(msg) = conn.recv(until)? {
             let acts = sess.handle(Instant::now(), msg)?;
-            if execute(cfg, conn, sess, run, &mut conns, acts, on_interval)? {
+            if execute(cfg, conn, sess, run, acts, on_interval)? {
                 return Ok(());
             }
         }
@@ -260,27 +343,33 @@ fn execute(
     conn: &mut Control,
     sess: &mut ClientSession,
     run: &mut Run,
-    conns: &mut Vec<(u32, TcpStream)>,
     actions: Vec<Action>,
-    on_interval: &mut dyn FnMut(HostRole, &IntervalSample),
+    on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<bool, NetError> {
     let mut queue: std::collections::VecDeque<Action> = actions.into();
     while let Some(a) = queue.pop_front() {
         match a {
             Action::Send(m) => conn.send(&m)?,
             Action::OpenData { token, .. } => {
-                *conns = open_data(cfg, token)?;
+                open_data(cfg, run, token)?;
                 queue.extend(sess.data_opened(Instant::now()));
             }
             Action::StartEngine => {
-                let plans = plans_for(HostRole::Client, &cfg.spec, std::mem::take(conns));
+                let local = run
+                    .conns
+                    .first()
+                    .and_then(|(_, s)| s.local_addr().ok())
+                    .map(|a| a.ip())
+                    .or_else(|| conn.stream().local_addr().ok().map(|a| a.ip()));
+                let data = client_plan(cfg, run)?;
                 run.engine = Some(
                     EngineRun::start(
                         HostRole::Client,
                         &cfg.spec,
                         cfg.spec.client_cpu.map(|c| c as usize),
-                        plans,
+                        data,
                         None,
+                        local,
                     )
                     .map_err(NetError::io("starting the engine"))?,
                 );
@@ -292,7 +381,7 @@ fn execute(
                 }
                 run.stopped_by_server.get_or_insert(reason);
             }
-            Action::PeerInterval(m) => on_interval(m.host, &m.sample),
+            Action::PeerInterval(m) => on_interval(&m),
             Action::PeerResults(r) => run.server = Some(*r),
             Action::RequestAdmission(_) => {}
             Action::Close => return Ok(true),

@@ -12,6 +12,7 @@ pub mod error;
 mod run;
 pub mod server;
 pub mod sockopt;
+pub mod udpsetup;
 
 pub use error::NetError;
 

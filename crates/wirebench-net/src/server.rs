@@ -47,11 +47,13 @@ use wirebench_proto::frame::{self, DEFAULT_MAX_FRAME_BYTES};
 use wirebench_proto::measure::{HostRole, SideReport, SideStatus};
 use wirebench_proto::message::{ErrorCode, ErrorMsg, IntervalMsg, Message};
 use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, SessionError, Timeouts};
-use wirebench_proto::spec::{Limits, TestSpec};
+use wirebench_proto::spec::{Limits, TestSpec, Workload};
 
 use crate::conn::{read_exact_by, Control};
-use crate::run::{plans_for, EngineRun};
-use crate::{sockopt, NetError};
+use crate::run::{plans_for, DataPlan, EngineRun};
+use crate::{sockopt, udpsetup, NetError};
+use wirebench_engine::rr::{CrrServerFlow, RrFlows, TcpRrFlow, UdpRrFlow};
+use wirebench_engine::udp::{UdpPlan, UdpRecvSocket, UdpSendFlow};
 
 /// Stack of a connection thread (the engine's data threads get the default).
 const CONN_THREAD_STACK_BYTES: usize = 512 * 1024;
@@ -154,6 +156,19 @@ pub struct TestRecord {
 /// A data connection handed to its test: flow id, socket, and its accounting slot.
 type DataConn = (u32, TcpStream, ConnSlot);
 
+/// Where the data connections of an admitted test go.
+#[derive(Clone)]
+enum PendingTest {
+    /// Setup connections, collected by the test's control session.
+    Setup(mpsc::Sender<DataConn>),
+    /// CRR while the engine runs: one connection per transaction, straight to the flow's
+    /// server thread (a bounded queue; a connection that finds it full is closed).
+    Crr(Vec<mpsc::SyncSender<TcpStream>>),
+}
+
+/// Connections a CRR flow may have queued for its server thread.
+const CRR_QUEUE: usize = 64;
+
 /// Append-only JSON-lines file of test records, rotated at a size cap.
 struct RecordLog {
     path: PathBuf,
@@ -243,7 +258,7 @@ struct State {
     open_connections: AtomicUsize,
     per_source: Mutex<HashMap<IpAddr, usize>>,
     handshakes: Mutex<Handshakes>,
-    pending: Mutex<HashMap<Token, mpsc::Sender<DataConn>>>,
+    pending: Mutex<HashMap<Token, PendingTest>>,
     records: Mutex<VecDeque<TestRecord>>,
     record_log: Option<Mutex<RecordLog>>,
     log_limiter: Mutex<LogLimiter>,
@@ -612,10 +627,22 @@ fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>
                 .ok()
                 .and_then(|p| p.get(&hello.token).cloned());
             match tx {
-                Some(tx) => {
+                Some(PendingTest::Setup(tx)) => {
                     let mut slot = slot;
                     slot.end_handshake();
                     let _ = tx.send((hello.flow, stream, slot));
+                }
+                Some(PendingTest::Crr(flows)) => {
+                    // The connection's slot is released here: the queue bounds how many a
+                    // test may hold, and the engine closes each one after its transaction.
+                    match flows.get(hello.flow as usize) {
+                        Some(tx) => {
+                            if tx.try_send(stream).is_err() {
+                                log_refused(state, peer, "CRR connection dropped: flow queue full");
+                            }
+                        }
+                        None => log_refused(state, peer, "CRR connection for an unknown flow"),
+                    }
                 }
                 None => log_refused(
                     state,
@@ -659,6 +686,10 @@ struct TestState<'a> {
     data_rx: Option<mpsc::Receiver<DataConn>>,
     conns: Vec<(u32, TcpStream)>,
     data_slots: Vec<ConnSlot>,
+    /// UDP workloads: each flow's UDP socket and its peer, after the setup exchange.
+    udp: Vec<(u32, std::net::UdpSocket, SocketAddr)>,
+    /// CRR: each flow's queue of connections, until the engine takes them.
+    crr: Vec<CrrServerFlow>,
     engine: Option<EngineRun>,
     server_report: Option<SideReport>,
     client_report: Option<SideReport>,
@@ -691,6 +722,8 @@ fn control_session(stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot
         data_rx: None,
         conns: Vec::new(),
         data_slots: Vec::new(),
+        udp: Vec::new(),
+        crr: Vec::new(),
         engine: None,
         server_report: None,
         client_report: None,
@@ -827,17 +860,39 @@ fn drive<'a>(
                     }
                 }
             }
-            let want = ts.spec.as_ref().map(|s| s.connection_count()).unwrap_or(0) as usize;
-            if want > 0 && ts.conns.len() >= want {
+            let want = ts.spec.as_ref().map(|s| s.setup_connections() as usize);
+            if want.is_some_and(|want| ts.conns.len() >= want) {
+                let spec = ts.spec.clone().expect("spec set when admitted");
                 if let Some(adm) = &ts.admission {
                     if let Ok(mut p) = state.pending.lock() {
-                        p.remove(&adm.token);
+                        if spec.workload == Workload::Crr {
+                            // CRR keeps the token: from now on each of its connections goes
+                            // straight to its flow's queue.
+                            let mut senders = Vec::new();
+                            for flow in 0..spec.connection_count() {
+                                let (tx, rx) = mpsc::sync_channel(CRR_QUEUE);
+                                senders.push(tx);
+                                ts.crr.push(CrrServerFlow { flow, accepted: rx });
+                            }
+                            p.insert(adm.token, PendingTest::Crr(senders));
+                        } else {
+                            p.remove(&adm.token);
+                        }
                     }
                 }
                 ts.data_rx = None;
-                let spec = ts.spec.as_ref().expect("spec set when admitted");
                 for (_, s) in &ts.conns {
-                    sockopt::apply(s, spec)?;
+                    sockopt::apply(s, &spec)?;
+                }
+                if matches!(spec.workload, Workload::UdpStream | Workload::UdpRr) {
+                    let token = ts.admission.as_ref().map(|a| a.token).expect("admitted");
+                    let deadline = Instant::now() + state.cfg.timeouts.handshake;
+                    ts.conns.sort_by_key(|(f, _)| *f);
+                    for (flow, tcp) in ts.conns.iter_mut() {
+                        let (sock, peer) =
+                            udpsetup::server_side(tcp, token, *flow, &spec, deadline)?;
+                        ts.udp.push((*flow, sock, peer));
+                    }
                 }
                 let acts = sess.data_ready(now);
                 if execute(conn, sess, ts, state, acts)? {
@@ -849,7 +904,9 @@ fn drive<'a>(
             while let Ok(sample) = engine.intervals.try_recv() {
                 conn.send(&Message::Interval(IntervalMsg {
                     host: HostRole::Server,
-                    sample,
+                    sample: sample.sample,
+                    rr: sample.rr,
+                    udp: None,
                 }))?;
             }
             if ts.server_report.is_none() {
@@ -889,6 +946,80 @@ fn drive<'a>(
     }
 }
 
+/// The server's data plan for the admitted test, from its setup connections (CRR: from the
+/// connections that arrive while it runs).
+fn server_plan(spec: &TestSpec, ts: &mut TestState<'_>) -> Result<DataPlan, NetError> {
+    let conns = std::mem::take(&mut ts.conns);
+    Ok(match spec.workload {
+        Workload::Stream => DataPlan::Stream(plans_for(HostRole::Server, spec, conns)),
+        Workload::Rr => {
+            let mut flows: Vec<TcpRrFlow> = conns
+                .into_iter()
+                .map(|(flow, stream)| TcpRrFlow { flow, stream })
+                .collect();
+            flows.sort_by_key(|f| f.flow);
+            DataPlan::Rr {
+                flows: RrFlows::TcpServer(flows),
+                keep: Vec::new(),
+            }
+        }
+        Workload::Crr => DataPlan::Rr {
+            flows: RrFlows::CrrServer(std::mem::take(&mut ts.crr)),
+            keep: Vec::new(),
+        },
+        Workload::UdpRr => {
+            let mut flows = Vec::new();
+            for (flow, socket, peer) in std::mem::take(&mut ts.udp) {
+                // Answer the client only: never reflect datagrams to anybody else.
+                socket
+                    .connect(peer)
+                    .map_err(NetError::io("connecting a UDP data socket"))?;
+                flows.push(UdpRrFlow { flow, socket });
+            }
+            DataPlan::Rr {
+                flows: RrFlows::UdpServer(flows),
+                keep: conns.into_iter().map(|(_, s)| s).collect(),
+            }
+        }
+        Workload::UdpStream => {
+            let plan = udp_plan(HostRole::Server, spec, std::mem::take(&mut ts.udp))?;
+            DataPlan::Udp {
+                plan,
+                keep: conns.into_iter().map(|(_, s)| s).collect(),
+            }
+        }
+    })
+}
+
+/// A UDP stream plan for one end: flows this end sends get their socket connected to the
+/// peer; flows it receives keep an unconnected socket that only the peer's datagrams count on.
+pub(crate) fn udp_plan(
+    host: HostRole,
+    spec: &TestSpec,
+    socks: Vec<(u32, std::net::UdpSocket, SocketAddr)>,
+) -> Result<UdpPlan, NetError> {
+    let dirs = spec.flow_dirs();
+    let mut plan = UdpPlan::default();
+    for (flow, socket, peer) in socks {
+        let Some(&dir) = dirs.get(flow as usize) else {
+            continue;
+        };
+        if crate::run::sends(host, dir) {
+            socket
+                .connect(peer)
+                .map_err(NetError::io("connecting a UDP data socket"))?;
+            plan.senders.push(UdpSendFlow { flow, socket });
+        } else {
+            plan.receivers.push(UdpRecvSocket {
+                flows: vec![flow],
+                socket,
+                peer: Some(peer),
+            });
+        }
+    }
+    Ok(plan)
+}
+
 /// Carry out session actions. Returns true when the session is over.
 fn execute<'a>(
     conn: &mut Control,
@@ -915,7 +1046,7 @@ fn execute<'a>(
                 let token = Token(raw);
                 let (tx, rx) = mpsc::channel();
                 if let Ok(mut p) = state.pending.lock() {
-                    p.insert(token, tx);
+                    p.insert(token, PendingTest::Setup(tx));
                 }
                 ts.admission = Some(Admission { state, token });
                 ts.test_id = state.next_id.fetch_add(1, Ordering::Relaxed);
@@ -926,15 +1057,21 @@ fn execute<'a>(
             }
             Action::StartEngine => {
                 let spec = ts.spec.clone().expect("spec set before start");
-                let plans = plans_for(HostRole::Server, &spec, std::mem::take(&mut ts.conns));
+                let local = ts
+                    .conns
+                    .first()
+                    .and_then(|(_, s)| s.local_addr().ok())
+                    .map(|a| a.ip());
+                let data = server_plan(&spec, ts)?;
                 let cpu = spec.server_cpu.map(|c| c as usize);
                 ts.engine = Some(
                     EngineRun::start(
                         HostRole::Server,
                         &spec,
                         cpu,
-                        plans,
+                        data,
                         state.cfg.limits.max_rate_bps,
+                        local,
                     )
                     .map_err(NetError::io("starting the engine"))?,
                 );

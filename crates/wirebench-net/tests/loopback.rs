@@ -23,7 +23,7 @@ fn forward_and_reverse_complete_and_reconcile() {
         spec.duration_ms = 500;
         spec.direction = dir;
         let cfg = ClientConfig::new(d.addr(), spec);
-        let run = client::run(&cfg, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
+        let run = client::run(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap();
         assert_eq!(run.outcome, Outcome::Completed);
         let c = run.client.unwrap();
         let s = run.server.unwrap();

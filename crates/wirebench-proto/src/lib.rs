@@ -8,6 +8,7 @@
 //! - [`measure`]: what each end measured ([`measure::SideReport`]).
 //! - [`data`]: the fixed preamble every connection starts with, and the data-connection hello.
 //! - [`session`]: client and server session state machines; time is passed in.
+//! - [`rr`]: request/response counts, latency and the per-end report.
 //! - [`udp`]: the UDP stream datagram header and the receiver's per-flow accounting.
 //!
 //! The wire format is documented in `docs/PROTOCOL.md`.
@@ -17,6 +18,7 @@ pub mod data;
 pub mod frame;
 pub mod measure;
 pub mod message;
+pub mod rr;
 pub mod session;
 pub mod spec;
 pub mod udp;

@@ -218,4 +218,24 @@ pub struct SideReport {
     pub env: Environment,
     /// Measurement problems worth a reader's attention.
     pub warnings: Vec<String>,
+    /// Request/response workloads: counts and latency (`flows` and `intervals` are empty).
+    #[serde(default)]
+    pub rr: Option<crate::rr::RrReport>,
+    /// UDP stream: per-flow datagram accounting (`flows` is empty; `intervals` carry bytes).
+    #[serde(default)]
+    pub udp: Option<UdpReport>,
+}
+
+/// What one end measured in a UDP stream test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UdpReport {
+    /// Flows this end sent, in flow-id order.
+    pub senders: Vec<crate::udp::UdpSendReport>,
+    /// Flows this end received, in flow-id order.
+    pub receivers: Vec<crate::udp::UdpRecvReport>,
+    /// This end's receive sockets and what none of their flows could claim (garbage).
+    pub sockets: Vec<crate::udp::UdpRecvSocketReport>,
+    /// Datagram counts per interval (index for index with the side report's `intervals`).
+    pub intervals: Vec<crate::udp::UdpIntervalSample>,
 }

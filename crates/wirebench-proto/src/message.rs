@@ -11,7 +11,7 @@ use crate::spec::{Limits, TestSpec};
 /// The string every hello carries.
 pub const HELLO_MAGIC: &str = "wirebench";
 /// Control protocol version spoken by this build (2: authentication in welcome and test).
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -164,8 +164,15 @@ pub struct ErrorMsg {
 pub struct IntervalMsg {
     /// End that took the sample.
     pub host: HostRole,
-    /// The sample.
+    /// The sample: bytes per flow (stream and UDP stream; empty `flows` for the
+    /// request/response workloads).
     pub sample: IntervalSample,
+    /// Request/response workloads: transactions per flow in the same interval.
+    #[serde(default)]
+    pub rr: Option<crate::rr::RrInterval>,
+    /// UDP stream: datagram counts per flow in the same interval.
+    #[serde(default)]
+    pub udp: Option<crate::udp::UdpIntervalSample>,
 }
 
 /// Abort request.

@@ -994,6 +994,8 @@ mod tests {
         IntervalMsg {
             host,
             sample: full_side_report(host).intervals[0].clone(),
+            rr: None,
+            udp: None,
         }
     }
 

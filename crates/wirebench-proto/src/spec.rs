@@ -26,6 +26,79 @@ pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
 pub enum Workload {
     /// Bulk TCP transfer (netperf TCP_STREAM / iperf3 default).
     Stream,
+    /// TCP request/response over one connection per flow (netperf TCP_RR).
+    Rr,
+    /// TCP connect/request/response/close, one connection per transaction (netperf TCP_CRR).
+    Crr,
+    /// UDP request/response, one datagram each way (netperf UDP_RR).
+    UdpRr,
+    /// UDP datagram stream with sequence-checked loss, reordering and jitter (iperf3 -u).
+    UdpStream,
+}
+
+impl Workload {
+    /// True for the request/response workloads ([`Workload::Rr`], [`Workload::Crr`],
+    /// [`Workload::UdpRr`]), which carry [`TestSpec::rr`].
+    pub fn is_rr(self) -> bool {
+        matches!(self, Workload::Rr | Workload::Crr | Workload::UdpRr)
+    }
+
+    /// True for the UDP workloads ([`Workload::UdpRr`], [`Workload::UdpStream`]).
+    pub fn is_udp(self) -> bool {
+        matches!(self, Workload::UdpRr | Workload::UdpStream)
+    }
+}
+
+/// Smallest UDP request/response size: the first 8 bytes carry the sequence number.
+pub const MIN_UDP_RR_BYTES: u32 = 8;
+/// Largest UDP payload (IPv4: 65535 − 20 − 8).
+pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
+/// Smallest UDP stream datagram: the 24-byte header.
+pub const MIN_UDP_DATAGRAM_BYTES: u32 = 24;
+/// Most transactions a request/response flow may keep in flight (burst).
+pub const MAX_BURST: u32 = 1024;
+/// Highest open-loop rate of one flow, transactions per second.
+pub const MAX_TRANSACTIONS_PER_S: u64 = 10_000_000;
+/// Largest open-loop cap on outstanding requests per flow.
+pub const MAX_OUTSTANDING: u32 = 100_000;
+
+/// How a CRR client closes each connection.
+pub use crate::rr::CloseMode;
+
+/// Parameters of the request/response workloads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RrParams {
+    /// Bytes per request (UDP: at least 8, the sequence number).
+    pub request_size_bytes: u32,
+    /// Bytes per response (UDP: at least 8).
+    pub response_size_bytes: u32,
+    /// TCP RR closed loop: transactions in flight per flow (netperf `-b`); 1 otherwise.
+    pub burst: u32,
+    /// TCP RR open loop: requests scheduled per second **per flow**; latency is measured
+    /// from each request's scheduled time. `None`: closed loop.
+    pub transactions_per_s: Option<u64>,
+    /// Open loop: most requests outstanding per flow (the sender waits at the cap).
+    pub max_outstanding: Option<u32>,
+    /// CRR: how the client closes each connection.
+    pub close_mode: CloseMode,
+    /// UDP RR: wait for a response before the transaction counts as lost, milliseconds.
+    pub udp_timeout_ms: u64,
+}
+
+impl Default for RrParams {
+    /// 1-byte request and response, burst 1, closed loop, orderly close, 100 ms UDP timeout.
+    fn default() -> Self {
+        RrParams {
+            request_size_bytes: 1,
+            response_size_bytes: 1,
+            burst: 1,
+            transactions_per_s: None,
+            max_outstanding: None,
+            close_mode: CloseMode::Orderly,
+            udp_timeout_ms: 100,
+        }
+    }
 }
 
 /// Which way data moves, seen from the client.
@@ -66,7 +139,8 @@ pub struct TestSpec {
     pub warmup_ms: u64,
     /// Live interval length in milliseconds; `None` for no interval samples.
     pub interval_ms: Option<u64>,
-    /// Bytes per send/receive call.
+    /// Stream: bytes per send/receive call. UDP stream: bytes per datagram (UDP payload,
+    /// 24-byte header included). Not used by the request/response workloads (see `rr`).
     pub msg_size_bytes: u32,
     /// SO_SNDBUF and SO_RCVBUF requested on both ends; `None` leaves kernel autotuning on.
     pub window_bytes: Option<u32>,
@@ -75,8 +149,11 @@ pub struct TestSpec {
     /// Set TCP_NODELAY on data connections.
     pub nodelay: bool,
     /// Target payload rate of each flow, bits per second (10^0-based), paced by the sender;
-    /// `None` sends as fast as the path allows.
+    /// `None` sends as fast as the path allows. Stream and UDP stream only.
     pub rate_bps: Option<u64>,
+    /// Request/response parameters: required by `rr`, `crr` and `udp_rr`, absent otherwise.
+    #[serde(default)]
+    pub rr: Option<RrParams>,
     /// CPU to pin the server's data threads to; `None` leaves placement to the scheduler.
     pub server_cpu: Option<u32>,
     /// CPU the client pins its own data threads to; carried so that the result records the
@@ -99,8 +176,33 @@ impl TestSpec {
             congestion: None,
             nodelay: false,
             rate_bps: None,
+            rr: None,
             server_cpu: None,
             client_cpu: None,
+        }
+    }
+
+    /// A request/response test of `workload` with the defaults of `wirebench rr`.
+    pub fn rr_default(workload: Workload) -> Self {
+        let mut s = TestSpec::stream_default();
+        s.workload = workload;
+        s.msg_size_bytes = 1;
+        let mut rr = RrParams::default();
+        if workload == Workload::UdpRr {
+            rr.request_size_bytes = MIN_UDP_RR_BYTES;
+            rr.response_size_bytes = MIN_UDP_RR_BYTES;
+        }
+        s.rr = Some(rr);
+        s
+    }
+
+    /// Data connections the client opens right after admission, before the engines start:
+    /// none for CRR (it opens one per transaction while the test runs), one per flow
+    /// otherwise (for UDP workloads it carries the exchange of UDP ports, then stays idle).
+    pub fn setup_connections(&self) -> u32 {
+        match self.workload {
+            Workload::Crr => 0,
+            _ => self.connection_count(),
         }
     }
 
@@ -176,9 +278,13 @@ impl TestSpec {
             1,
             limits.max_msg_size_bytes,
         )?;
+        self.validate_workload(limits)?;
         // Every connection gets a message-sized buffer at each end: bound their sum.
-        let buffers =
-            u64::from(self.msg_size_bytes).saturating_mul(u64::from(self.connection_count()));
+        let per_conn = match &self.rr {
+            Some(rr) => rr.request_size_bytes.max(rr.response_size_bytes),
+            None => self.msg_size_bytes,
+        };
+        let buffers = u64::from(per_conn).saturating_mul(u64::from(self.connection_count()));
         if buffers > MAX_TOTAL_MSG_BUFFER_BYTES {
             return Err(SpecError::Inconsistent {
                 field: "msg_size_bytes",
@@ -208,11 +314,30 @@ impl TestSpec {
             range("rate_bps", r, MIN_RATE_BPS, MAX_RATE_BPS)?;
         }
         if let Some(max) = limits.max_rate_bps {
-            // The policy bounds the test's aggregate: every connection's rate together.
-            let total = self
-                .rate_bps
-                .map(|r| r.saturating_mul(u64::from(self.connection_count())));
+            // The policy bounds the test's aggregate: every connection's rate together. A
+            // request/response test's rate is its open-loop schedule times the bits of one
+            // transaction; a closed loop has no bound the server could check in advance.
+            let total = match &self.rr {
+                None => self
+                    .rate_bps
+                    .map(|r| r.saturating_mul(u64::from(self.connection_count()))),
+                Some(rr) => rr.transactions_per_s.map(|t| {
+                    t.saturating_mul(
+                        u64::from(rr.request_size_bytes.max(rr.response_size_bytes)) * 8,
+                    )
+                    .saturating_mul(u64::from(self.connection_count()))
+                }),
+            };
             match total {
+                None if self.rr.is_some() => {
+                    return Err(SpecError::Invalid {
+                        field: "rr.transactions_per_s",
+                        reason: format!(
+                            "this server allows at most {max} bit/s per test; run TCP RR \
+                             open-loop (a transaction rate) so that the rate stays under it"
+                        ),
+                    })
+                }
                 None => {
                     return Err(SpecError::Invalid {
                         field: "rate_bps",
@@ -240,6 +365,123 @@ impl TestSpec {
             range("client_cpu", cpu, 0, 4095)?;
         }
         Ok(())
+    }
+}
+
+impl TestSpec {
+    /// The checks that depend on the workload.
+    fn validate_workload(&self, limits: &Limits) -> Result<(), SpecError> {
+        let inconsistent = |field: &'static str, reason: &str| SpecError::Inconsistent {
+            field,
+            reason: reason.to_string(),
+        };
+        let range = |field: &'static str, v: u64, min: u64, max: u64| {
+            if v < min || v > max {
+                Err(SpecError::OutOfRange {
+                    field,
+                    value: v.to_string(),
+                    min: min.to_string(),
+                    max: max.to_string(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        if !self.workload.is_rr() {
+            if self.rr.is_some() {
+                return Err(inconsistent(
+                    "rr",
+                    "request/response parameters apply only to rr, crr and udp_rr",
+                ));
+            }
+            if self.workload == Workload::UdpStream {
+                range(
+                    "msg_size_bytes",
+                    u64::from(self.msg_size_bytes),
+                    u64::from(MIN_UDP_DATAGRAM_BYTES),
+                    u64::from(MAX_UDP_PAYLOAD_BYTES),
+                )?;
+            }
+            return Ok(());
+        }
+        let Some(rr) = &self.rr else {
+            return Err(SpecError::Invalid {
+                field: "rr",
+                reason: "rr, crr and udp_rr need request/response parameters".into(),
+            });
+        };
+        if self.direction != Direction::Forward {
+            return Err(inconsistent(
+                "direction",
+                "request/response tests run forward only (the client sends the requests)",
+            ));
+        }
+        if self.rate_bps.is_some() {
+            return Err(inconsistent(
+                "rate_bps",
+                "request/response tests take a transaction rate (rr.transactions_per_s)",
+            ));
+        }
+        let (min, max) = match self.workload {
+            Workload::UdpRr => (MIN_UDP_RR_BYTES, MAX_UDP_PAYLOAD_BYTES),
+            _ => (1, limits.max_msg_size_bytes),
+        };
+        let (min, max) = (u64::from(min), u64::from(max));
+        range(
+            "rr.request_size_bytes",
+            u64::from(rr.request_size_bytes),
+            min,
+            max,
+        )?;
+        range(
+            "rr.response_size_bytes",
+            u64::from(rr.response_size_bytes),
+            min,
+            max,
+        )?;
+        let tcp_rr = self.workload == Workload::Rr;
+        range(
+            "rr.burst",
+            u64::from(rr.burst),
+            1,
+            if tcp_rr { u64::from(MAX_BURST) } else { 1 },
+        )?;
+        if let Some(t) = rr.transactions_per_s {
+            if !tcp_rr {
+                return Err(inconsistent(
+                    "rr.transactions_per_s",
+                    "the open loop (a transaction rate) is supported by TCP RR only",
+                ));
+            }
+            if rr.burst > 1 {
+                return Err(inconsistent(
+                    "rr.burst",
+                    "burst applies to the closed loop; the open loop keeps its own schedule",
+                ));
+            }
+            range("rr.transactions_per_s", t, 1, MAX_TRANSACTIONS_PER_S)?;
+        }
+        if let Some(m) = rr.max_outstanding {
+            if rr.transactions_per_s.is_none() {
+                return Err(inconsistent(
+                    "rr.max_outstanding",
+                    "max outstanding applies to the open loop only",
+                ));
+            }
+            range(
+                "rr.max_outstanding",
+                u64::from(m),
+                1,
+                u64::from(MAX_OUTSTANDING),
+            )?;
+        }
+        if rr.close_mode != CloseMode::Orderly && self.workload != Workload::Crr {
+            return Err(inconsistent(
+                "rr.close_mode",
+                "the close mode applies to crr only",
+            ));
+        }
+        range("rr.udp_timeout_ms", rr.udp_timeout_ms, 1, 60_000)
     }
 }
 

@@ -97,6 +97,142 @@ pub fn full_side_report(host: HostRole) -> SideReport {
             }),
         },
         warnings: vec!["cpu window shorter than the test".into()],
+        rr: Some(rr_report()),
+        udp: Some(udp_report()),
+    }
+}
+
+/// A client request/response report with every optional field filled.
+pub fn rr_report() -> crate::rr::RrReport {
+    use crate::rr::*;
+    let counts = RrCounts {
+        transactions: 1000,
+        errors: 1,
+        connect_errors: 2,
+        lost: 3,
+        late: 1,
+        garbage: 4,
+        closes_orderly: 5,
+        closes_reset: 6,
+    };
+    let latency = wirebench_stats::latency::LatencySummary {
+        count: 1000,
+        clamped: 0,
+        min_ns: 10_000,
+        mean_ns: 20_000.5,
+        stddev_ns: 1_000.25,
+        p50_ns: 19_000,
+        p90_ns: 25_000,
+        p99_ns: 40_000,
+        p999_ns: 90_000,
+        p9999_ns: 100_000,
+        max_ns: 120_000,
+    };
+    RrReport {
+        workload: RrWorkload::TcpCrr,
+        role: RrRole::Client,
+        close_mode: Some(CloseMode::Abortive),
+        request_size_bytes: 1,
+        response_size_bytes: 1,
+        burst: 1,
+        window_start_ns: 1_000_000_000,
+        window_end_ns: 2_000_000_000,
+        flows: vec![RrFlowSide {
+            flow: 0,
+            window: counts,
+            total: counts,
+            latency: Some(latency),
+            open_loop: Some(OpenLoopReport {
+                requested_per_s: 1000.0,
+                achieved_per_s: 999.5,
+                slots_in_window: 1000,
+                sent_total: 1001,
+                missed_slots: 1,
+                max_outstanding: 100,
+                peak_outstanding: 3,
+            }),
+            tcp_info: None,
+            error: Some("reset".into()),
+        }],
+        latency: Some(latency),
+        intervals: vec![RrInterval {
+            index: 0,
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+            in_warmup: true,
+            flows: vec![RrFlowInterval {
+                flow: 0,
+                transactions: 10,
+                lost: 1,
+            }],
+        }],
+    }
+}
+
+/// A UDP stream report with one sender, one receiver and one socket.
+pub fn udp_report() -> UdpReport {
+    use crate::udp::*;
+    UdpReport {
+        senders: vec![UdpSendReport {
+            flow: 0,
+            datagram_bytes: 1400,
+            target_rate_bps: Some(1_000_000),
+            datagrams_sent: 100,
+            bytes_sent: 140_000,
+            window_datagrams_sent: 90,
+            window_bytes_sent: 126_000,
+            window_start_ns: 1,
+            window_end_ns: 2,
+            send_errors: 1,
+            pacing_resets: 0,
+            error: None,
+        }],
+        receivers: vec![UdpRecvReport {
+            flow: 1,
+            datagrams_received: 98,
+            bytes_received: 137_200,
+            window_datagrams_received: 88,
+            window_bytes_received: 123_200,
+            sender_window: SenderWindow {
+                start_ns: 1,
+                end_ns: 2,
+            },
+            window_first_arrival_ns: Some(5),
+            window_last_arrival_ns: None,
+            in_order: 97,
+            late: 1,
+            duplicate: 2,
+            too_old: 0,
+            highest_seq: Some(99),
+            jitter_ns: 1234.5,
+            reorder_window_seqs: 1024,
+            error: Some("x".into()),
+        }],
+        sockets: vec![UdpRecvSocketReport {
+            flows: vec![1],
+            invalid: UdpInvalidCounts {
+                too_short: 1,
+                bad_magic: 2,
+                foreign_flow: 3,
+                foreign_source: 4,
+            },
+            error: None,
+        }],
+        intervals: vec![UdpIntervalSample {
+            index: 0,
+            start_ns: 0,
+            end_ns: 1,
+            in_warmup: false,
+            flows: vec![UdpFlowInterval {
+                flow: 0,
+                role: Role::Sender,
+                datagrams: 1,
+                bytes: 1400,
+                send_errors: 0,
+                late: 0,
+                duplicate: 0,
+            }],
+        }],
     }
 }
 
@@ -162,6 +298,14 @@ pub fn all_messages() -> Vec<Message> {
         Message::Interval(IntervalMsg {
             host: HostRole::Client,
             sample: report.intervals[0].clone(),
+            rr: None,
+            udp: None,
+        }),
+        Message::Interval(IntervalMsg {
+            host: HostRole::Server,
+            sample: report.intervals[0].clone(),
+            rr: Some(rr_report().intervals[0].clone()),
+            udp: Some(udp_report().intervals[0].clone()),
         }),
         Message::Results(Box::new(report)),
         Message::Results(Box::new(SideReport {

@@ -511,6 +511,9 @@ pub struct UdpInvalidCounts {
     pub bad_magic: u64,
     /// Well-formed datagrams with a flow id the socket does not serve.
     pub foreign_flow: u64,
+    /// Datagrams from a source address other than the test's peer (not parsed).
+    #[serde(default)]
+    pub foreign_source: u64,
 }
 
 impl UdpInvalidCounts {
@@ -519,6 +522,7 @@ impl UdpInvalidCounts {
         self.too_short
             .saturating_add(self.bad_magic)
             .saturating_add(self.foreign_flow)
+            .saturating_add(self.foreign_source)
     }
 }
 
@@ -575,6 +579,12 @@ impl RecvDemux {
             },
             None => self.foreign(header.flow),
         }
+    }
+
+    /// Count a datagram that came from a source other than the test's peer, without looking
+    /// at its content.
+    pub fn on_foreign_source(&mut self) {
+        self.invalid.foreign_source = self.invalid.foreign_source.saturating_add(1);
     }
 
     fn foreign(&mut self, flow: u32) -> DatagramOutcome {
@@ -993,7 +1003,8 @@ mod tests {
             UdpInvalidCounts {
                 too_short: 2,
                 bad_magic: 1,
-                foreign_flow: 1
+                foreign_flow: 1,
+                foreign_source: 0,
             }
         );
         let r = d.reports();

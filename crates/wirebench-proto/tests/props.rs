@@ -64,6 +64,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 congestion,
                 nodelay,
                 rate_bps,
+                rr: None,
                 server_cpu,
                 client_cpu,
             },
@@ -130,6 +131,8 @@ fn interval_msg() -> impl Strategy<Value = IntervalMsg> {
                     in_warmup,
                     flows,
                 },
+                rr: None,
+                udp: None,
             },
         )
 }

@@ -71,7 +71,7 @@ use std::collections::BTreeMap;
 use wirebench_proto::measure::{
     FlowSide, HostRole, IntervalSample, Role, SideReport, SideStatus, TcpInfoReport,
 };
-use wirebench_proto::spec::{FlowDir, TestSpec};
+use wirebench_proto::spec::{FlowDir, TestSpec, Workload};
 use wirebench_stats::ci::{self, ConfidenceLevel, Interval};
 use wirebench_stats::demand;
 use wirebench_stats::summary::{jain_index, spread};
@@ -233,6 +233,10 @@ pub fn summarize(
         }
     }
 
+    if spec.workload != Workload::Stream {
+        return summarize_rr_udp(spec, client, server, same_host, &reports, warnings);
+    }
+
     let map = flow_map(spec, &reports, &mut warnings);
     let joined: Vec<(u32, Joined<'_>)> = map
         .iter()
@@ -306,8 +310,8 @@ pub fn summarize(
             Some(c) => cpu.push(end_cpu(
                 *host,
                 c,
-                delivered_bps,
-                delivered_bytes,
+                (delivered_bps, delivered_bytes),
+                None,
                 &mut warnings,
             )),
             None => warn(
@@ -359,6 +363,113 @@ pub fn summarize(
         congestion,
         same_host,
         warnings,
+        rr: None,
+        udp: None,
+    }
+}
+
+/// [`summarize`] for the request/response and UDP stream workloads (definitions in
+/// [`crate::analyze_rr`]).
+fn summarize_rr_udp(
+    spec: &TestSpec,
+    client: &SideReport,
+    server: Option<&SideReport>,
+    same_host: bool,
+    reports: &[(HostRole, &SideReport)],
+    mut warnings: Vec<String>,
+) -> Summary {
+    let (rr, udp) = if spec.workload.is_rr() {
+        (
+            crate::analyze_rr::rr_summary(spec, client, server, &mut warnings),
+            None,
+        )
+    } else {
+        (
+            None,
+            Some(crate::analyze_rr::udp_summary(
+                spec,
+                client,
+                server,
+                &mut warnings,
+            )),
+        )
+    };
+    // Intervals: UDP bytes at the receiving end of each direction.
+    let mut intervals = Vec::new();
+    if let Some(u) = &udp {
+        let map = spec_flow_map(spec);
+        for d in &u.directions {
+            let host = label::receiver_of(d.dir);
+            if let Some((_, r)) = reports.iter().find(|(h, _)| *h == host) {
+                intervals.extend(
+                    r.intervals
+                        .iter()
+                        .filter_map(|s| interval_row(host, d.dir, &map, s)),
+                );
+            }
+        }
+    }
+    let (delivered_bps, delivered_bytes) = udp.as_ref().map_or((0.0, 0), |u| {
+        (
+            u.directions.iter().map(|d| d.receiver_rate_bps).sum(),
+            u.flows.iter().fold(0u64, |a, f| {
+                a.saturating_add(f.counts.window_received.saturating_mul(u64::from(
+                    u.directions.first().map_or(0, |d| d.datagram_bytes),
+                )))
+            }),
+        )
+    });
+    let tx = rr.as_ref().map(|r| (r.transactions_per_s, r.transactions));
+    let mut cpu = Vec::new();
+    for (host, r) in reports {
+        match &r.cpu {
+            Some(c) => cpu.push(end_cpu(
+                *host,
+                c,
+                (delivered_bps, delivered_bytes),
+                tx,
+                &mut warnings,
+            )),
+            None => warn(
+                &mut warnings,
+                format!("{}: no CPU figures were measured", label::host(*host)),
+            ),
+        }
+    }
+    if same_host {
+        warn(
+            &mut warnings,
+            "client and server ran on one machine: their system-wide CPU figures count the same \
+             CPUs (the work of both ends together)"
+                .to_string(),
+        );
+    }
+    // TCP workloads: the congestion control asked for, else each end's default.
+    let mut congestion: Vec<String> = Vec::new();
+    if matches!(spec.workload, Workload::Rr | Workload::Crr) {
+        let named = spec.congestion.clone().into_iter();
+        let defaults = reports
+            .iter()
+            .filter_map(|(_, r)| r.env.default_congestion.clone());
+        for cc in named.chain(defaults) {
+            if !congestion.contains(&cc) {
+                congestion.push(cc);
+            }
+            if spec.congestion.is_some() {
+                break;
+            }
+        }
+    }
+    Summary {
+        directions: Vec::new(),
+        flows: Vec::new(),
+        intervals,
+        cpu,
+        congestion,
+        same_host,
+        warnings,
+        rr,
+        udp,
     }
 }
 
@@ -572,8 +683,8 @@ fn direction_summary(
 fn end_cpu(
     host: HostRole,
     c: &wirebench_proto::measure::CpuReport,
-    delivered_bps: f64,
-    delivered_bytes: u64,
+    (delivered_bps, delivered_bytes): (f64, u64),
+    transactions: Option<(f64, u64)>,
     warnings: &mut Vec<String>,
 ) -> EndCpu {
     let name = label::host(host);
@@ -589,6 +700,20 @@ fn end_cpu(
         threads_ns as f64 / window_ns as f64 * 100.0
     };
     let sys = &c.system;
+    // /proc/stat is sampled at the scheduler tick: short bursts of work between idle periods
+    // (a paced sender, a request/response ping-pong) can escape it, while the threads' own
+    // times are exact. Say so when the machine-wide figure is below the threads' alone.
+    let system_ns = sys.total.busy_pct / 100.0 * f64::from(sys.cpus) * window_ns as f64;
+    if threads_ns > 20_000_000 && (threads_ns as f64) > 1.5 * system_ns {
+        warn(
+            warnings,
+            format!(
+                "{name}: the system-wide CPU figures ({:.1} % busy, tick-sampled /proc/stat) are \
+                 below wirebench's own threads' exact CPU time; treat them as a lower bound",
+                sys.total.busy_pct
+            ),
+        );
+    }
     if sys.busiest.busy_pct > CPU_BOUND_PCT {
         warn(
             warnings,
@@ -615,6 +740,10 @@ fn end_cpu(
             threads_ns,
             delivered_bytes,
         ),
+        service_demand_us_per_tx: transactions
+            .and_then(|(tps, _)| demand::us_per_transaction(sys.total.busy_pct, sys.cpus, tps)),
+        threads_service_demand_us_per_tx: transactions
+            .and_then(|(_, n)| demand::us_per_transaction_from_cpu_ns(threads_ns, n)),
     }
 }
 
@@ -683,11 +812,22 @@ pub fn aggregate(runs: &[RunRecord], level: ConfidenceLevel, target_width_pct: f
         target_width_pct.clamp(0.0, f64::MAX)
     };
     let mut tp = Vec::new();
+    let mut tps = Vec::new();
+    let mut p50 = Vec::new();
     let mut client_cpu = Vec::new();
     let mut server_cpu = Vec::new();
     for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         let Some(s) = &run.summary else { continue };
-        tp.push(s.directions.iter().map(|d| d.receiver_throughput_bps).sum());
+        match (&s.rr, &s.udp) {
+            (Some(rr), _) => {
+                tps.push(rr.transactions_per_s);
+                if let Some(l) = &rr.latency {
+                    p50.push(l.p50_ns as f64);
+                }
+            }
+            (None, Some(u)) => tp.push(u.directions.iter().map(|d| d.receiver_rate_bps).sum()),
+            (None, None) => tp.push(s.directions.iter().map(|d| d.receiver_throughput_bps).sum()),
+        }
         for c in &s.cpu {
             match c.host {
                 HostRole::Client => client_cpu.push(c.system_busy_pct),
@@ -696,19 +836,28 @@ pub fn aggregate(runs: &[RunRecord], level: ConfidenceLevel, target_width_pct: f
         }
     }
     let throughput_bps = ci::interval(&tp, level);
+    let transactions_per_s = ci::interval(&tps, level);
+    let rtt_p50_ns = ci::interval(&p50, level);
     let client_cpu_busy_pct = ci::interval(&client_cpu, level);
     let server_cpu_busy_pct = ci::interval(&server_cpu, level);
-    let target_met = throughput_bps.is_some()
-        && [&throughput_bps, &client_cpu_busy_pct, &server_cpu_busy_pct]
-            .into_iter()
-            .flatten()
-            .all(|i| i.within(target));
+    let target_met = (throughput_bps.is_some() || transactions_per_s.is_some())
+        && [
+            &throughput_bps,
+            &transactions_per_s,
+            &client_cpu_busy_pct,
+            &server_cpu_busy_pct,
+        ]
+        .into_iter()
+        .flatten()
+        .all(|i| i.within(target));
     Aggregate {
         level_pct: level.pct(),
         target_width_pct: target,
         target_met,
         runs: u32::try_from(runs.len()).unwrap_or(u32::MAX),
         throughput_bps: finite(throughput_bps),
+        transactions_per_s: finite(transactions_per_s),
+        rtt_p50_ns: finite(rtt_p50_ns),
         client_cpu_busy_pct: finite(client_cpu_busy_pct),
         server_cpu_busy_pct: finite(server_cpu_busy_pct),
     }

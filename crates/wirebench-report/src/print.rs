@@ -7,7 +7,10 @@
 use std::fmt::Write as _;
 
 use wirebench_proto::measure::HostRole;
-use wirebench_proto::spec::{Direction, FlowDir, TestSpec};
+use wirebench_proto::spec::{Direction, FlowDir, TestSpec, Workload};
+
+pub use crate::print_rr::{rr_interval_line, RR_CSV_HEADER, UDP_CSV_HEADER};
+use crate::print_rr::{RR_FOOTER, UDP_FOOTER};
 use wirebench_stats::ci::Interval;
 use wirebench_stats::cpu::CpuBreakdown;
 
@@ -97,6 +100,31 @@ fn end_cpu(s: &Summary, host: HostRole) -> Option<&EndCpu> {
 /// algorithms in use joined by `;`). A run without a summary, or a result without runs, gives
 /// one row with its status and empty figures. Empty cell = not available. Lines end in `\n`.
 pub fn csv(r: &RunResult) -> String {
+    match r.spec.as_ref().map(|s| s.workload) {
+        Some(w) if w.is_rr() => {
+            return csv_lines(
+                RR_CSV_HEADER,
+                r.runs
+                    .iter()
+                    .map(|run| {
+                        crate::print_rr::rr_csv_row(run, status_name(run.status), r.spec.as_ref())
+                    })
+                    .collect(),
+            )
+        }
+        Some(Workload::UdpStream) => {
+            return csv_lines(
+                UDP_CSV_HEADER,
+                r.runs
+                    .iter()
+                    .flat_map(|run| {
+                        crate::print_rr::udp_csv_rows(run, status_name(run.status), r.spec.as_ref())
+                    })
+                    .collect(),
+            )
+        }
+        _ => {}
+    }
     let mut out = String::new();
     out.push_str(CSV_HEADER);
     out.push('\n');
@@ -142,6 +170,18 @@ pub fn csv(r: &RunResult) -> String {
             ]);
         }
     }
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn csv_lines(header: &str, rows: Vec<Vec<String>>) -> String {
+    let mut out = String::new();
+    out.push_str(header);
+    out.push('\n');
     for row in rows {
         let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
         out.push_str(&cells.join(","));
@@ -207,6 +247,9 @@ fn direction_name(d: Direction) -> &'static str {
 }
 
 fn spec_line(s: &TestSpec) -> String {
+    if s.workload != Workload::Stream {
+        return crate::print_rr::spec_line(s);
+    }
     let mut t = format!(
         "stream {}, {} flow{} per direction, {} measured after {} warm-up, {} bytes per call",
         direction_name(s.direction),
@@ -320,12 +363,21 @@ fn cpu_block(out: &mut String, c: &EndCpu) {
         c.threads_user_ns as f64 / 1e9,
         c.threads_system_ns as f64 / 1e9
     );
-    let _ = writeln!(
-        out,
-        "  service demand   {} µs/KB system-wide (netperf), {} µs/KB wirebench threads",
-        opt_demand(c.service_demand_us_per_kb),
-        opt_demand(c.threads_service_demand_us_per_kb)
-    );
+    if c.service_demand_us_per_tx.is_some() || c.threads_service_demand_us_per_tx.is_some() {
+        let _ = writeln!(
+            out,
+            "  service demand   {} µs/tx system-wide (netperf), {} µs/tx wirebench threads",
+            opt_demand(c.service_demand_us_per_tx),
+            opt_demand(c.threads_service_demand_us_per_tx)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  service demand   {} µs/KB system-wide (netperf), {} µs/KB wirebench threads",
+            opt_demand(c.service_demand_us_per_kb),
+            opt_demand(c.threads_service_demand_us_per_kb)
+        );
+    }
 }
 
 fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary]) {
@@ -372,6 +424,16 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, spec: Option<
         out.push_str("  no figures: no report was received\n");
         return;
     };
+    if s.rr.is_some() || s.udp.is_some() {
+        if let Some(r) = &s.rr {
+            crate::print_rr::rr_block(out, r);
+        }
+        if let Some(u) = &s.udp {
+            crate::print_rr::udp_block(out, u);
+        }
+        tail_block(out, s, spec);
+        return;
+    }
     out.push_str(&table_row([
         "flow",
         "dir",
@@ -401,8 +463,19 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, spec: Option<
         let flows: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.dir == d.dir).collect();
         direction_notes(out, d, &flows);
     }
+    tail_block(out, s, spec);
+}
+
+/// CPU blocks, congestion control and warnings of a run.
+fn tail_block(out: &mut String, s: &Summary, spec: Option<&TestSpec>) {
     for c in &s.cpu {
         cpu_block(out, c);
+    }
+    if spec.is_some_and(|sp| sp.workload.is_udp()) {
+        for w in &s.warnings {
+            wrap(out, "warning: ", "         ", w);
+        }
+        return;
     }
     let cc = if s.congestion.is_empty() {
         "not reported".to_string()
@@ -438,14 +511,30 @@ fn interval_text(name: &str, i: &Interval, scale: f64, unit: &str, target: f64) 
 fn aggregate_block(out: &mut String, a: &Aggregate) {
     let _ = writeln!(out, "over {} runs:", a.runs);
     let t = a.target_width_pct;
-    match &a.throughput_bps {
-        Some(i) => wrap(
+    match (&a.throughput_bps, &a.transactions_per_s) {
+        (Some(i), _) => wrap(
             out,
             "",
             "  ",
             &interval_text("throughput", i, 1e9, "Gbit/s", t),
         ),
-        None => out.push_str("throughput: no confidence interval (fewer than 2 usable runs)\n"),
+        (None, Some(i)) => wrap(
+            out,
+            "",
+            "  ",
+            &interval_text("transactions", i, 1.0, "/s", t),
+        ),
+        (None, None) => {
+            out.push_str("throughput: no confidence interval (fewer than 2 usable runs)\n")
+        }
+    }
+    if let Some(i) = &a.rtt_p50_ns {
+        wrap(
+            out,
+            "",
+            "  ",
+            &interval_text("median round trip", i, 1e3, "µs", t),
+        );
     }
     if let Some(i) = &a.client_cpu_busy_pct {
         wrap(
@@ -522,8 +611,14 @@ pub fn human(r: &RunResult) -> String {
     }
     if r.runs.iter().any(|run| run.summary.is_some()) {
         out.push('\n');
-        wrap(&mut out, "", "", FOOTER);
-        out.push_str("GB = 10^9 bytes; KB in service demand = 1024 bytes\n");
+        match r.spec.as_ref().map(|s| s.workload) {
+            Some(w) if w.is_rr() => wrap(&mut out, "", "", RR_FOOTER),
+            Some(Workload::UdpStream) => wrap(&mut out, "", "", UDP_FOOTER),
+            _ => {
+                wrap(&mut out, "", "", FOOTER);
+                out.push_str("GB = 10^9 bytes; KB in service demand = 1024 bytes\n");
+            }
+        }
     }
     out
 }

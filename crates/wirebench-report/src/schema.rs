@@ -11,15 +11,17 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use wirebench_proto::measure::{HostRole, SideReport};
+use wirebench_proto::rr::{CloseMode, RrCounts, RrWorkload};
 use wirebench_proto::spec::{FlowDir, TestSpec};
 use wirebench_stats::ci::Interval;
 use wirebench_stats::cpu::CpuBreakdown;
+use wirebench_stats::latency::LatencySummary;
 use wirebench_stats::summary::Spread;
 
 use crate::error::ReportError;
 
 /// Version of the [`RunResult`] document layout.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The whole result of one `wirebench stream` invocation (all iterations).
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
@@ -109,6 +111,195 @@ pub struct Summary {
     pub same_host: bool,
     /// Measurement problems and notes for this run.
     pub warnings: Vec<String>,
+    /// Request/response workloads: transactions, latency and losses (`directions` and `flows`
+    /// are empty).
+    #[serde(default)]
+    pub rr: Option<RrSummary>,
+    /// UDP stream: datagram accounting per direction and flow (`directions` and `flows`
+    /// are empty; `intervals` are bytes received per interval).
+    #[serde(default)]
+    pub udp: Option<UdpSummary>,
+}
+
+/// A request/response run (TCP RR, TCP CRR, UDP RR). Transactions and latency are the
+/// client's, over its window (end of warm-up → stop instant); see `crate::analyze`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RrSummary {
+    /// The workload.
+    pub workload: RrWorkload,
+    /// CRR: how the client closed each connection.
+    pub close_mode: Option<CloseMode>,
+    /// Request size, bytes.
+    pub request_size_bytes: u32,
+    /// Response size, bytes.
+    pub response_size_bytes: u32,
+    /// Transactions in flight per flow (closed loop).
+    pub burst: u32,
+    /// Flows.
+    pub flows: u32,
+    /// The client's window, ns.
+    pub window_ns: u64,
+    /// Transactions the client completed inside its window, all flows.
+    pub transactions: u64,
+    /// `transactions / window`, per second, all flows.
+    pub transactions_per_s: f64,
+    /// Round-trip latency of those transactions (client clock; open loop: from each
+    /// request's scheduled send time).
+    pub latency: Option<LatencySummary>,
+    /// Client window counts summed over flows (errors, connect errors, UDP lost/late/garbage).
+    pub client_window: RrCounts,
+    /// Client counts over the whole test.
+    pub client_total: RrCounts,
+    /// Server counts over the whole test (transactions answered, CRR closes seen, garbage).
+    pub server_total: Option<RrCounts>,
+    /// UDP RR: `lost / (transactions + lost)` in the client's window, percent.
+    pub loss_pct: Option<f64>,
+    /// Open loop: requested and achieved rates, summed over flows.
+    pub open_loop: Option<OpenLoopSummary>,
+    /// Per flow.
+    pub per_flow: Vec<RrFlowRow>,
+    /// Spread of the per-flow transaction rates, per second.
+    pub flow_transactions_per_s: Option<Spread>,
+    /// Jain's fairness index of the per-flow transaction rates.
+    pub jain_index: Option<f64>,
+}
+
+/// One live request/response interval at one end, all flows.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RrIntervalRow {
+    /// Interval start, seconds after the measuring end's start.
+    pub start_s: f64,
+    /// Interval end, seconds after the measuring end's start.
+    pub end_s: f64,
+    /// The end that measured.
+    pub host: HostRole,
+    /// Transactions completed in the interval, all flows.
+    pub transactions: u64,
+    /// `transactions / (end − start)`, per second.
+    pub transactions_per_s: f64,
+    /// UDP RR client: transactions lost in the interval.
+    pub lost: u64,
+    /// True if any part of the interval lies in the warm-up.
+    pub in_warmup: bool,
+}
+
+/// Open-loop rates, all flows together.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct OpenLoopSummary {
+    /// Scheduled transactions per second (sum of the flows' rates).
+    pub requested_per_s: f64,
+    /// Completed window transactions per second.
+    pub achieved_per_s: f64,
+    /// Slots scheduled before the stop that were never sent.
+    pub missed_slots: u64,
+    /// Most requests outstanding on any flow.
+    pub peak_outstanding: u64,
+}
+
+/// One request/response flow at the client.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RrFlowRow {
+    /// Flow id.
+    pub flow: u32,
+    /// Window transactions.
+    pub transactions: u64,
+    /// Window transactions per second.
+    pub transactions_per_s: f64,
+    /// Median round trip, ns.
+    pub rtt_p50_ns: Option<u64>,
+    /// 99th percentile round trip, ns.
+    pub rtt_p99_ns: Option<u64>,
+    /// UDP: window transactions lost.
+    pub lost: u64,
+    /// Failed transactions (window), connect failures included.
+    pub errors: u64,
+    /// Why the flow ended early, at either end.
+    pub error: Option<String>,
+}
+
+/// A UDP stream run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UdpSummary {
+    /// One entry per direction present.
+    pub directions: Vec<UdpDirectionSummary>,
+    /// One entry per flow, both ends joined.
+    pub flows: Vec<UdpFlowSummary>,
+}
+
+/// The datagram accounting of one UDP flow or of a direction (the sum of its flows). Window
+/// figures cover the datagrams *sent* inside the sender's window (end of warm-up → stop), as
+/// counted by each end; so `window_lost = sent − received` exactly, whatever the clocks.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+pub struct UdpCounts {
+    /// Datagrams the sender's kernel accepted inside the window.
+    pub window_sent: u64,
+    /// Distinct window datagrams the receiver got (in order + late).
+    pub window_received: u64,
+    /// `window_sent − window_received`; negative only if the reports disagree.
+    pub window_lost: i64,
+    /// `window_lost / window_sent`, percent (0 without datagrams).
+    pub window_loss_pct: f64,
+    /// Datagrams sent over the whole test.
+    pub total_sent: u64,
+    /// Distinct datagrams received over the whole test.
+    pub total_received: u64,
+    /// `total_sent − total_received`.
+    pub total_lost: i64,
+    /// Reordered datagrams received (whole test).
+    pub late: u64,
+    /// Duplicates received (whole test; not counted as received).
+    pub duplicate: u64,
+    /// Late or duplicate beyond the reorder window (whole test; not counted as received).
+    pub too_old: u64,
+    /// Sends that failed (ENOBUFS, ICMP errors); their sequence numbers show as losses.
+    pub send_errors: u64,
+    /// Times the pacer fell behind and skipped ahead.
+    pub pacing_resets: u64,
+}
+
+/// One direction of a UDP stream run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UdpDirectionSummary {
+    /// Which way the datagrams move.
+    pub dir: FlowDir,
+    /// Flows in this direction.
+    pub flows: u32,
+    /// Datagram size, bytes (UDP payload, header included).
+    pub datagram_bytes: u32,
+    /// Requested rate per flow, bits per second of UDP payload; `None`: unpaced.
+    pub target_rate_per_flow_bps: Option<u64>,
+    /// The counts, all flows of the direction.
+    pub counts: UdpCounts,
+    /// Sender window length (longest of the flows'), ns.
+    pub sender_window_ns: u64,
+    /// Window bytes sent × 8 / sender window, bits per second of UDP payload.
+    pub sender_rate_bps: f64,
+    /// Window bytes received × 8 / the same sender window, bits per second.
+    pub receiver_rate_bps: f64,
+    /// Largest RFC 3550 jitter of the direction's flows, ns.
+    pub jitter_max_ns: f64,
+    /// Datagrams the receiving end's sockets could not attribute to a flow (garbage: too
+    /// short, bad magic, unknown flow, foreign source).
+    pub invalid_datagrams: u64,
+}
+
+/// One UDP flow, both ends joined.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UdpFlowSummary {
+    /// Flow id.
+    pub flow: u32,
+    /// Which way its datagrams move.
+    pub dir: FlowDir,
+    /// The counts.
+    pub counts: UdpCounts,
+    /// Window bytes sent × 8 / sender window, bits per second.
+    pub sender_rate_bps: f64,
+    /// Window bytes received × 8 / sender window, bits per second.
+    pub receiver_rate_bps: f64,
+    /// RFC 3550 jitter at the end of the test, ns.
+    pub jitter_ns: f64,
+    /// Why the flow ended early, at either end.
+    pub error: Option<String>,
 }
 
 /// Totals of one direction.
@@ -232,6 +423,13 @@ pub struct EndCpu {
     pub service_demand_us_per_kb: Option<f64>,
     /// Service demand of wirebench's own threads: their CPU µs per KB delivered.
     pub threads_service_demand_us_per_kb: Option<f64>,
+    /// Request/response: netperf's service demand per transaction, from system-wide busy
+    /// time: CPU µs per transaction (the client's window transactions).
+    #[serde(default)]
+    pub service_demand_us_per_tx: Option<f64>,
+    /// Request/response: wirebench's own threads' CPU µs per transaction.
+    #[serde(default)]
+    pub threads_service_demand_us_per_tx: Option<f64>,
 }
 
 /// Confidence intervals over the runs of an invocation.
@@ -246,8 +444,15 @@ pub struct Aggregate {
     pub target_met: bool,
     /// Runs in the invocation.
     pub runs: u32,
-    /// Total receiver throughput per run (all directions), bits per second.
+    /// Total receiver throughput per run (all directions; UDP: receiver rate), bits per
+    /// second.
     pub throughput_bps: Option<Interval>,
+    /// Request/response: transactions per second per run.
+    #[serde(default)]
+    pub transactions_per_s: Option<Interval>,
+    /// Request/response: median round trip per run, ns.
+    #[serde(default)]
+    pub rtt_p50_ns: Option<Interval>,
     /// Client system-wide CPU busy per run, percent of all CPUs.
     pub client_cpu_busy_pct: Option<Interval>,
     /// Server system-wide CPU busy per run, percent of all CPUs.

@@ -21,6 +21,13 @@ pub enum Command {
     /// TCP bulk-transfer test (like netperf TCP_STREAM / iperf3). Without -H, runs against an
     /// embedded server on loopback.
     Stream(StreamArgs),
+    /// TCP request/response (netperf TCP_RR), or UDP with --udp (UDP_RR): transactions per
+    /// second and round-trip latency percentiles.
+    Rr(RrArgs),
+    /// TCP connect/request/response/close, a new connection per transaction (netperf TCP_CRR).
+    Crr(CrrArgs),
+    /// UDP stream with exact loss, reordering, duplication and jitter accounting (iperf3 -u).
+    Udp(UdpArgs),
     /// Print a new `IDENTITY KEY` line for a `serve --auth-keys` file (32 random bytes, hex).
     Keygen(KeygenArgs),
 }
@@ -94,6 +101,99 @@ pub struct ServeArgs {
 /// `wirebench stream`.
 #[derive(Debug, Args)]
 pub struct StreamArgs {
+    /// Options of every client command.
+    #[command(flatten)]
+    pub c: ClientArgs,
+    /// Bytes per send/receive call (suffixes K, M, G are powers of 1024).
+    #[arg(short = 'l', long = "msg-size", default_value = "128K", value_parser = parse_size)]
+    pub msg_size: u64,
+    /// Server sends, client receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Set TCP_NODELAY on data connections.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Pace each flow to RATE bits/s of payload (K/M/G = 10^3/10^6/10^9), like iperf3 -b.
+    #[arg(short = 'b', long, value_parser = parse_rate)]
+    pub rate: Option<u64>,
+}
+
+/// `wirebench rr`.
+#[derive(Debug, Args)]
+pub struct RrArgs {
+    /// Options of every client command.
+    #[command(flatten)]
+    pub c: ClientArgs,
+    /// Bytes per request (K/M = 1024^n). UDP: at least 8.
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub request_size: u64,
+    /// Bytes per response (K/M = 1024^n). UDP: at least 8.
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub response_size: u64,
+    /// Transactions in flight per flow (netperf -b); TCP closed loop only.
+    #[arg(long, short = 'b', default_value_t = 1)]
+    pub burst: u32,
+    /// Open loop: send requests on a fixed schedule of N transactions per second per flow and
+    /// measure latency from each scheduled send time (no coordinated omission). TCP only.
+    #[arg(long, value_name = "N")]
+    pub rate: Option<u64>,
+    /// Open loop: most requests outstanding per flow (default 1000).
+    #[arg(long, requires = "rate")]
+    pub max_outstanding: Option<u32>,
+    /// UDP request/response (netperf UDP_RR): a datagram each way; a response not back within
+    /// --udp-timeout counts as lost and the flow goes on.
+    #[arg(long)]
+    pub udp: bool,
+    /// UDP: wait this many milliseconds for a response before counting it lost.
+    #[arg(long, default_value_t = 100, requires = "udp")]
+    pub udp_timeout: u64,
+}
+
+/// `wirebench crr`.
+#[derive(Debug, Args)]
+pub struct CrrArgs {
+    /// Options of every client command.
+    #[command(flatten)]
+    pub c: ClientArgs,
+    /// Bytes per request (K/M = 1024^n).
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub request_size: u64,
+    /// Bytes per response (K/M = 1024^n).
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub response_size: u64,
+    /// Close each connection with RST (SO_LINGER 0) instead of an orderly FIN exchange: no
+    /// TIME_WAIT, but not what most applications do. The result says which close was used.
+    #[arg(long)]
+    pub abortive_close: bool,
+}
+
+/// `wirebench udp`.
+#[derive(Debug, Args)]
+pub struct UdpArgs {
+    /// Options of every client command.
+    #[command(flatten)]
+    pub c: ClientArgs,
+    /// Bytes per datagram (UDP payload, 24-byte header included; K = 1024).
+    #[arg(short = 'l', long = "msg-size", default_value = "1400", value_parser = parse_size)]
+    pub msg_size: u64,
+    /// Rate per flow, bits/s of UDP payload (K/M/G = 10^3/10^6/10^9), paced at 1 ms or finer;
+    /// 0 = unpaced (as fast as the sender can).
+    #[arg(short = 'b', long, default_value = "1M", value_parser = parse_rate_or_zero)]
+    pub rate: u64,
+    /// Server sends, client receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+}
+
+/// Options shared by every client command.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
     /// Server host name or address. Without it, an embedded server on loopback is used.
     #[arg(short = 'H', long)]
     pub host: Option<String>,
@@ -112,28 +212,13 @@ pub struct StreamArgs {
     /// Parallel flows (per direction).
     #[arg(short = 'P', long, default_value_t = 1)]
     pub flows: u32,
-    /// Bytes per send/receive call (suffixes K, M, G are powers of 1024).
-    #[arg(short = 'l', long = "msg-size", default_value = "128K", value_parser = parse_size)]
-    pub msg_size: u64,
     /// SO_SNDBUF/SO_RCVBUF on both ends (suffixes K, M, G = 1024^n); the effective sizes the
     /// kernel chose are reported.
     #[arg(short = 'w', long, value_parser = parse_size)]
     pub window: Option<u64>,
-    /// Server sends, client receives.
-    #[arg(short = 'R', long, conflicts_with = "bidir")]
-    pub reverse: bool,
-    /// Both directions at once.
-    #[arg(long)]
-    pub bidir: bool,
     /// TCP congestion control on every data connection (both ends), e.g. cubic.
     #[arg(long = "congestion", short = 'C')]
     pub congestion: Option<String>,
-    /// Set TCP_NODELAY on data connections.
-    #[arg(long)]
-    pub nodelay: bool,
-    /// Pace each flow to RATE bits/s of payload (K/M/G = 10^3/10^6/10^9), like iperf3 -b.
-    #[arg(short = 'b', long, value_parser = parse_rate)]
-    pub rate: Option<u64>,
     /// Authenticate as IDENTITY (the key comes from --auth-key-file or WIREBENCH_AUTH_KEY).
     #[arg(long, value_name = "IDENTITY")]
     pub auth: Option<String>,
@@ -185,6 +270,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{s}' is not a size (examples: 1448, 64K, 1M)"))?;
     n.checked_mul(mult)
         .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// [`parse_rate`], or `0` (no rate: unpaced).
+pub fn parse_rate_or_zero(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    parse_rate(s)
 }
 
 /// Parse a rate in bits per second: plain, or with a k/M/G/T suffix (powers of 1000), an

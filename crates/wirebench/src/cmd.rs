@@ -13,15 +13,18 @@ use wirebench_net::client::{self, ClientConfig, Outcome};
 use wirebench_net::server::{Daemon, ServerConfig};
 use wirebench_net::NetError;
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
+use wirebench_proto::measure::HostRole;
 use wirebench_proto::message::ErrorCode;
 use wirebench_proto::session::SessionError;
-use wirebench_proto::spec::{Direction, Limits, TestSpec, Workload};
+use wirebench_proto::spec::{CloseMode, Direction, Limits, RrParams, TestSpec, Workload};
 use wirebench_report::analyze;
 use wirebench_report::print;
 use wirebench_report::schema::{ErrorInfo, RunRecord, RunResult, RunStatus, SCHEMA_VERSION};
 use wirebench_stats::ci::ConfidenceLevel;
 
-use crate::cli::{Cli, Command, KeygenArgs, ServeArgs, StreamArgs};
+use crate::cli::{
+    Cli, ClientArgs, Command, CrrArgs, KeygenArgs, RrArgs, ServeArgs, StreamArgs, UdpArgs,
+};
 use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 
 /// Output format of a client command.
@@ -72,7 +75,10 @@ pub fn main() -> i32 {
                 EXIT_FAILED
             }
         },
-        Command::Stream(a) => stream(&a),
+        Command::Stream(a) => run_client(&a.c, stream_spec(&a)),
+        Command::Rr(a) => run_client(&a.c, rr_spec(&a)),
+        Command::Crr(a) => run_client(&a.c, crr_spec(&a)),
+        Command::Udp(a) => run_client(&a.c, udp_spec(&a)),
         Command::Keygen(a) => match keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {
@@ -235,7 +241,7 @@ fn serve(a: &ServeArgs) -> Result<()> {
 }
 
 /// The identity and key for `--auth`, or a message for the user.
-fn client_credentials(a: &StreamArgs) -> Result<Option<(String, Key)>, String> {
+fn client_credentials(a: &ClientArgs) -> Result<Option<(String, Key)>, String> {
     let Some(id) = &a.auth else {
         return Ok(None);
     };
@@ -307,59 +313,112 @@ fn failed_result(
     }
 }
 
-/// Build the TestSpec from the flags (client-side validation happens too, but the server
-/// validates again against its own limits).
-fn build_spec(a: &StreamArgs) -> Result<TestSpec, (String, Option<String>)> {
-    let ms = |v: f64, name: &str| -> Result<u64, (String, Option<String>)> {
-        if !v.is_finite() || !(0.0..=1e9).contains(&v) {
-            return Err((
-                format!("{name} {v} is not a number of seconds"),
-                Some(name.into()),
-            ));
-        }
-        Ok((v * 1000.0).round() as u64)
-    };
-    let msg = u32::try_from(a.msg_size).map_err(|_| {
-        (
-            format!("--msg-size {} is too large", a.msg_size),
-            Some("msg_size_bytes".into()),
-        )
-    })?;
-    let window = a
+type SpecResult = Result<TestSpec, (String, Option<String>)>;
+
+fn ms(v: f64, name: &str) -> Result<u64, (String, Option<String>)> {
+    if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+        return Err((
+            format!("{name} {v} is not a number of seconds"),
+            Some(name.into()),
+        ));
+    }
+    Ok((v * 1000.0).round() as u64)
+}
+
+fn to_u32(v: u64, flag: &str, field: &str) -> Result<u32, (String, Option<String>)> {
+    u32::try_from(v).map_err(|_| (format!("{flag} {v} is too large"), Some(field.into())))
+}
+
+/// The fields every client command sets from its common flags.
+fn common_spec(c: &ClientArgs, workload: Workload) -> SpecResult {
+    let window = c
         .window
-        .map(|w| {
-            u32::try_from(w).map_err(|_| {
-                (
-                    format!("--window {w} is too large"),
-                    Some("window_bytes".into()),
-                )
-            })
-        })
+        .map(|w| to_u32(w, "--window", "window_bytes"))
         .transpose()?;
-    let spec = TestSpec {
-        workload: Workload::Stream,
-        direction: if a.bidir {
-            Direction::Bidir
-        } else if a.reverse {
-            Direction::Reverse
-        } else {
-            Direction::Forward
-        },
-        flows: a.flows,
-        duration_ms: ms(a.duration, "--duration")?,
-        warmup_ms: ms(a.warmup, "--warmup")?,
-        interval_ms: a.interval.map(|i| ms(i, "--interval")).transpose()?,
-        msg_size_bytes: msg,
+    Ok(TestSpec {
+        workload,
+        direction: Direction::Forward,
+        flows: c.flows,
+        duration_ms: ms(c.duration, "--duration")?,
+        warmup_ms: ms(c.warmup, "--warmup")?,
+        interval_ms: c.interval.map(|i| ms(i, "--interval")).transpose()?,
+        msg_size_bytes: 1,
         window_bytes: window,
-        congestion: a.congestion.clone(),
-        nodelay: a.nodelay,
-        rate_bps: a.rate,
-        server_cpu: a.affinity.and_then(|x| x.1),
-        client_cpu: a.affinity.and_then(|x| x.0),
-    };
+        congestion: c.congestion.clone(),
+        nodelay: false,
+        rate_bps: None,
+        rr: None,
+        server_cpu: c.affinity.and_then(|x| x.1),
+        client_cpu: c.affinity.and_then(|x| x.0),
+    })
+}
+
+fn direction(reverse: bool, bidir: bool) -> Direction {
+    if bidir {
+        Direction::Bidir
+    } else if reverse {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    }
+}
+
+/// Validate a spec built from flags (the server validates again against its own limits).
+fn checked(spec: TestSpec) -> SpecResult {
     spec.validate(&Limits::default())
         .map_err(|e| (e.to_string(), Some(field_of(&e))))?;
     Ok(spec)
+}
+
+fn stream_spec(a: &StreamArgs) -> SpecResult {
+    checked(TestSpec {
+        direction: direction(a.reverse, a.bidir),
+        msg_size_bytes: to_u32(a.msg_size, "--msg-size", "msg_size_bytes")?,
+        nodelay: a.nodelay,
+        rate_bps: a.rate,
+        ..common_spec(&a.c, Workload::Stream)?
+    })
+}
+
+fn rr_spec(a: &RrArgs) -> SpecResult {
+    let workload = if a.udp { Workload::UdpRr } else { Workload::Rr };
+    let mut spec = common_spec(&a.c, workload)?;
+    spec.rr = Some(RrParams {
+        request_size_bytes: to_u32(a.request_size, "--request-size", "rr.request_size_bytes")?,
+        response_size_bytes: to_u32(a.response_size, "--response-size", "rr.response_size_bytes")?,
+        burst: a.burst,
+        transactions_per_s: a.rate,
+        max_outstanding: a.max_outstanding,
+        close_mode: CloseMode::Orderly,
+        udp_timeout_ms: a.udp_timeout,
+    });
+    spec.msg_size_bytes = spec.rr.as_ref().map_or(1, |r| r.request_size_bytes.max(1));
+    checked(spec)
+}
+
+fn crr_spec(a: &CrrArgs) -> SpecResult {
+    let mut spec = common_spec(&a.c, Workload::Crr)?;
+    spec.rr = Some(RrParams {
+        request_size_bytes: to_u32(a.request_size, "--request-size", "rr.request_size_bytes")?,
+        response_size_bytes: to_u32(a.response_size, "--response-size", "rr.response_size_bytes")?,
+        close_mode: if a.abortive_close {
+            CloseMode::Abortive
+        } else {
+            CloseMode::Orderly
+        },
+        ..RrParams::default()
+    });
+    spec.msg_size_bytes = spec.rr.as_ref().map_or(1, |r| r.request_size_bytes.max(1));
+    checked(spec)
+}
+
+fn udp_spec(a: &UdpArgs) -> SpecResult {
+    checked(TestSpec {
+        direction: direction(a.reverse, a.bidir),
+        msg_size_bytes: to_u32(a.msg_size, "--msg-size", "msg_size_bytes")?,
+        rate_bps: (a.rate > 0).then_some(a.rate),
+        ..common_spec(&a.c, Workload::UdpStream)?
+    })
 }
 
 fn field_of(e: &wirebench_proto::spec::SpecError) -> String {
@@ -408,7 +467,8 @@ fn net_error_kind(e: &NetError) -> (&'static str, Option<String>) {
     }
 }
 
-fn stream(a: &StreamArgs) -> i32 {
+/// Run a client command: `spec` built from its flags, `a` its common flags.
+fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
     let format = if a.json {
         Format::Json
     } else if a.csv {
@@ -416,7 +476,7 @@ fn stream(a: &StreamArgs) -> i32 {
     } else {
         Format::Human
     };
-    let spec = match build_spec(a) {
+    let spec = match spec {
         Ok(s) => s,
         Err((msg, field)) => {
             return finish(
@@ -516,11 +576,22 @@ fn stream(a: &StreamArgs) -> i32 {
         if max_runs > 1 && format == Format::Human {
             let _ = writeln!(stdout.lock(), "run {} of at most {max_runs}", index + 1);
         }
-        let mut on_interval = |host, sample: &wirebench_proto::measure::IntervalSample| {
-            if format == Format::Human {
-                let mut out = stdout.lock();
-                for row in analyze::interval_rows(host, &spec, sample) {
-                    let _ = writeln!(out, "{}", print::interval_line(&row));
+        let mut on_interval = |m: &wirebench_proto::message::IntervalMsg| {
+            if format != Format::Human {
+                return;
+            }
+            let mut out = stdout.lock();
+            match &m.rr {
+                // A request/response client's view: the server's counts echo it.
+                Some(rr) if m.host == HostRole::Client => {
+                    let row = wirebench_report::analyze_rr::rr_interval_row(m.host, rr);
+                    let _ = writeln!(out, "{}", print::rr_interval_line(&row));
+                }
+                Some(_) => {}
+                None => {
+                    for row in analyze::interval_rows(m.host, &spec, &m.sample) {
+                        let _ = writeln!(out, "{}", print::interval_line(&row));
+                    }
                 }
             }
         };

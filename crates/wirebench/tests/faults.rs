@@ -563,7 +563,7 @@ fn c15_concurrent_tests_and_busy_within_100ms() {
     std::thread::sleep(Duration::from_millis(500));
     let t = Instant::now();
     let cfg = wirebench_net::client::ClientConfig::new(d.addr, short_spec(200));
-    let e = wirebench_net::client::run(&cfg, &Default::default(), &mut |_, _| {}).unwrap_err();
+    let e = wirebench_net::client::run(&cfg, &Default::default(), &mut |_| {}).unwrap_err();
     let took = t.elapsed();
     match e {
         wirebench_net::NetError::Session(wirebench_proto::session::SessionError::Busy(b)) => {
@@ -666,7 +666,7 @@ fn c16_absurd_requests_refused_and_enforced_while_running() {
             ..short_spec(100)
         },
     );
-    let run = wirebench_net::client::run(&cfg, &Default::default(), &mut |_, _| {}).unwrap();
+    let run = wirebench_net::client::run(&cfg, &Default::default(), &mut |_| {}).unwrap();
     assert_eq!(run.outcome, Outcome::Completed);
     assert!(t.elapsed() < Duration::from_millis(1100));
 }
@@ -1097,7 +1097,7 @@ fn c21_soak_with_random_aborts() {
                     s2.store(true, std::sync::atomic::Ordering::Relaxed);
                 });
                 let cfg = wirebench_net::client::ClientConfig::new(d.addr, short_spec(100));
-                match wirebench_net::client::run(&cfg, &stop, &mut |_, _| {}) {
+                match wirebench_net::client::run(&cfg, &stop, &mut |_| {}) {
                     Ok(_) => admitted += 1,
                     Err(wirebench_net::NetError::Interrupted) => {
                         // Interrupted before the engines ran: admitted or not, the

@@ -236,7 +236,7 @@ pub fn short_spec(ms: u64) -> TestSpec {
 pub fn legit(addr: SocketAddr) -> Duration {
     let t = Instant::now();
     let cfg = ClientConfig::new(addr, short_spec(100));
-    let run = client::run(&cfg, &AtomicBool::new(false), &mut |_, _| {})
+    let run = client::run(&cfg, &AtomicBool::new(false), &mut |_| {})
         .unwrap_or_else(|e| panic!("legitimate client refused: {e}"));
     assert_eq!(run.outcome, Outcome::Completed);
     t.elapsed()
@@ -259,7 +259,7 @@ pub fn legit_in_background(
 ) -> std::thread::JoinHandle<Result<Outcome, String>> {
     std::thread::spawn(move || {
         let cfg = ClientConfig::new(addr, short_spec(ms));
-        client::run(&cfg, &AtomicBool::new(false), &mut |_, _| {})
+        client::run(&cfg, &AtomicBool::new(false), &mut |_| {})
             .map(|r| r.outcome)
             .map_err(|e| e.to_string())
     })
