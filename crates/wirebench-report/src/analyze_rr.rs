@@ -274,6 +274,15 @@ pub(crate) fn udp_summary(
             .unwrap_or((spec.msg_size_bytes, spec.rate_bps));
         let invalid = end(label::receiver_of(dir))
             .map_or(0, |u| u.sockets.iter().map(|s| s.invalid.total()).sum());
+        if c.pacing_resets > 0 {
+            warnings.push(format!(
+                "{}: the sender fell behind its pacing schedule {} times and skipped ahead \
+                 instead of bursting; the rate asked for was not met (the sender rate shows \
+                 what was sent)",
+                label::dir(dir),
+                c.pacing_resets
+            ));
+        }
         if c.window_lost < 0 {
             warnings.push(format!(
                 "{}: the receiver counted more window datagrams than the sender sent",
