@@ -127,12 +127,12 @@ pub struct RrArgs {
     /// Options of every client command.
     #[command(flatten)]
     pub c: ClientArgs,
-    /// Bytes per request (K/M = 1024^n). UDP: at least 8.
-    #[arg(long, default_value = "1", value_parser = parse_size)]
-    pub request_size: u64,
-    /// Bytes per response (K/M = 1024^n). UDP: at least 8.
-    #[arg(long, default_value = "1", value_parser = parse_size)]
-    pub response_size: u64,
+    /// Bytes per request (K/M = 1024^n); default 1, with --udp 8 (the sequence number).
+    #[arg(long, value_parser = parse_size)]
+    pub request_size: Option<u64>,
+    /// Bytes per response (K/M = 1024^n); default 1, with --udp 8.
+    #[arg(long, value_parser = parse_size)]
+    pub response_size: Option<u64>,
     /// Transactions in flight per flow (netperf -b); TCP closed loop only.
     #[arg(long, short = 'b', default_value_t = 1)]
     pub burst: u32,

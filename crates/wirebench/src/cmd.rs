@@ -383,9 +383,19 @@ fn stream_spec(a: &StreamArgs) -> SpecResult {
 fn rr_spec(a: &RrArgs) -> SpecResult {
     let workload = if a.udp { Workload::UdpRr } else { Workload::Rr };
     let mut spec = common_spec(&a.c, workload)?;
+    // UDP requests and responses carry an 8-byte sequence number.
+    let min = if a.udp {
+        u64::from(wirebench_proto::spec::MIN_UDP_RR_BYTES)
+    } else {
+        1
+    };
+    let (req, resp) = (
+        a.request_size.unwrap_or(min),
+        a.response_size.unwrap_or(min),
+    );
     spec.rr = Some(RrParams {
-        request_size_bytes: to_u32(a.request_size, "--request-size", "rr.request_size_bytes")?,
-        response_size_bytes: to_u32(a.response_size, "--response-size", "rr.response_size_bytes")?,
+        request_size_bytes: to_u32(req, "--request-size", "rr.request_size_bytes")?,
+        response_size_bytes: to_u32(resp, "--response-size", "rr.response_size_bytes")?,
         burst: a.burst,
         transactions_per_s: a.rate,
         max_outstanding: a.max_outstanding,

@@ -182,6 +182,10 @@ fn udp_rr_on_loopback_loses_nothing() {
         s.server_total.unwrap().transactions,
         s.client_total.transactions
     );
+    // Without sizes, UDP RR uses the smallest datagrams that carry the sequence number.
+    let r = ok(&["rr", "--udp", "-t", "0.3", "--json"]);
+    let s = rr(&r);
+    assert_eq!((s.request_size_bytes, s.response_size_bytes), (8, 8));
 }
 
 #[test]
