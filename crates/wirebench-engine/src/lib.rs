@@ -12,11 +12,13 @@
 //! - [`env`]: what the host and stack look like (kernel, CPU, congestion control, buffers,
 //!   interface MTU and offloads).
 //! - [`cpu`]: CPU snapshots (`/proc/stat` and the engine's own threads).
+//! - [`paths`]: the send and receive paths of the stream workload and the payload they carry.
 //!
 //! [`measure::SideReport`]: wirebench_proto::measure::SideReport
 
 pub mod cpu;
 pub mod env;
+pub mod paths;
 pub mod rr;
 pub mod stream;
 pub mod udp;

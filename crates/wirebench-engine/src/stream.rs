@@ -14,8 +14,18 @@
 //! One thread per flow; each keeps its running byte total in its own cache-line-sized atomic
 //! (a plain store, no read-modify-write), which the sampling thread reads at interval
 //! boundaries. No lock is taken per send or receive.
+//!
+//! # Data paths
+//!
+//! A sending flow moves the payload with [`StreamConfig::send_path`], a receiving flow with
+//! [`StreamConfig::recv_path`] (see [`crate::paths`] for the payload, the paths and their
+//! fallback to copy). Every path counts exactly the bytes the kernel accepted or delivered,
+//! so the byte accounting, the intervals, pacing and the stop/drain behaviour are the same
+//! for all of them. Senders whose path keeps sending after a call returns (io_uring) or
+//! that owe completions (`MSG_ZEROCOPY`) settle them after the stop, before the orderly
+//! close; the bytes that completed then count in the flow's total, not its window.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,14 +33,14 @@ use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::RngCore;
 use socket2::SockRef;
 use wirebench_proto::measure::{
     CpuReport, FlowInterval, FlowSide, IntervalSample, Role, TcpInfoReport,
 };
-use wirebench_proto::spec::FlowDir;
+use wirebench_proto::spec::{FlowDir, RecvPath, SendPath};
 
 use crate::cpu::{self, CpuSnapshot};
+use crate::paths::{Disabled, PathReport, Payload, Receiver, SendShared, Sender, Verifier};
 use crate::util::{is_timeout, sleep_until};
 use crate::Sink;
 use wirebench_sys::thread::CpuTimes;
@@ -74,6 +84,13 @@ pub struct StreamConfig {
     /// (bits per second, averaged since the start, with a quarter second plus 4 MiB of slack
     /// for bursts). The daemon sets it from its `max_rate_bps` limit.
     pub max_rx_bps: Option<u64>,
+    /// How sending flows send. Pacing (`rate_bps`) works with every path.
+    pub send_path: SendPath,
+    /// How receiving flows receive.
+    pub recv_path: RecvPath,
+    /// Receivers check every byte against the shared seeded payload (senders then send it).
+    /// Only meaningful with a receive path that delivers data ([`RecvPath::delivers_data`]).
+    pub verify: bool,
 }
 
 /// Slack of the receive-rate policy: this much time at the limit, plus [`RX_SLACK_BYTES`].
@@ -120,6 +137,36 @@ struct FlowDone {
     rcvbuf_bytes: Option<u32>,
     error: Option<String>,
     drain_truncated: bool,
+    path: PathReport,
+    verified_bytes: Option<u64>,
+    verify_errors: Option<u64>,
+}
+
+impl FlowDone {
+    fn new(total_bytes: u64, error: Option<String>, path: PathReport) -> FlowDone {
+        FlowDone {
+            total_bytes,
+            last_byte_ns: None,
+            tcp_info: None,
+            congestion: None,
+            pmtu_bytes: None,
+            sndbuf_bytes: None,
+            rcvbuf_bytes: None,
+            error,
+            drain_truncated: false,
+            path,
+            verified_bytes: None,
+            verify_errors: None,
+        }
+    }
+}
+
+/// What every flow thread of a run shares, read-only.
+struct FlowEnv<'a> {
+    cfg: &'a StreamConfig,
+    payload: &'a Payload,
+    send_shared: &'a SendShared,
+    disabled: &'a Disabled,
 }
 
 struct Shared {
@@ -166,20 +213,29 @@ fn socket_facts<F: AsFd>(s: &F, done: &mut FlowDone) {
 }
 
 fn run_sender(
-    mut s: TcpStream,
+    s: TcpStream,
     idx: usize,
-    buf: &[u8],
+    env: &FlowEnv<'_>,
     shared: &Shared,
     abort: &AtomicBool,
-    drain_limit: Duration,
-    rate_bps: Option<u64>,
 ) -> FlowDone {
+    let cfg = env.cfg;
+    let msg = cfg.msg_size_bytes.max(1);
+    let (mut tx, fallback) = Sender::setup(
+        cfg.send_path,
+        &s,
+        env.payload,
+        msg,
+        env.send_shared,
+        env.disabled,
+    );
     let mut total: u64 = 0;
     let mut error = None;
     let counter = &shared.counters[idx].0;
-    let buf = match rate_bps {
-        Some(r) => &buf[..paced_chunk(r, buf.len())],
-        None => buf,
+    let rate_bps = cfg.rate_bps;
+    let chunk = match rate_bps {
+        Some(r) => paced_chunk(r, msg),
+        None => msg,
     };
     let paced_from = Instant::now();
     while !shared.stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
@@ -188,18 +244,21 @@ fn run_sender(
             // allowance covers what was already sent.
             let allowed = paced_allowance(r, paced_from.elapsed());
             if total >= allowed {
-                let ahead_ns = (u128::from(total - allowed + buf.len() as u64) * 8_000_000_000
+                let ahead_ns = (u128::from(total - allowed + chunk as u64) * 8_000_000_000
                     / u128::from(r.max(1)))
                 .min(100_000_000) as u64;
                 thread::sleep(Duration::from_nanos(ahead_ns.max(20_000)));
                 continue;
             }
         }
-        match s.write(buf) {
-            Ok(0) => {
-                error = Some("peer stopped accepting data (write returned 0)".to_string());
-                break;
-            }
+        match tx.send(
+            &s,
+            env.payload,
+            total,
+            chunk,
+            rate_bps.is_some(),
+            POLL_TIMEOUT,
+        ) {
             Ok(n) => {
                 total += n as u64;
                 counter.store(total, Ordering::Relaxed);
@@ -211,56 +270,73 @@ fn run_sender(
             }
         }
     }
-    let mut done = FlowDone {
-        total_bytes: total,
-        last_byte_ns: None,
-        tcp_info: None,
-        congestion: None,
-        pmtu_bytes: None,
-        sndbuf_bytes: None,
-        rcvbuf_bytes: None,
-        error,
-        drain_truncated: false,
-    };
-    if done.error.is_none() {
+    if !abort.load(Ordering::Relaxed) {
+        // Sends still in flight (io_uring) complete before the close; their bytes count in
+        // the total (after the stop, so not in the window).
+        let (extra, err) = tx.finish(&s, cfg.drain_limit);
+        if extra > 0 {
+            total += extra;
+            counter.store(total, Ordering::Relaxed);
+        }
+        if error.is_none() {
+            error = err;
+        }
+    }
+    if error.is_none() {
         // Orderly end: FIN after the last byte, then wait (bounded) for the receiver to read
         // everything and close, so that TCP_INFO below shows every byte acknowledged.
         let _ = s.shutdown(Shutdown::Write);
-        let deadline = Instant::now() + drain_limit;
+        let deadline = Instant::now() + cfg.drain_limit;
         let mut sink = [0u8; 512];
         while Instant::now() < deadline && !abort.load(Ordering::Relaxed) {
-            match s.read(&mut sink) {
+            match (&s).read(&mut sink) {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) if is_timeout(&e) => {}
                 Err(_) => break,
             }
         }
+        // MSG_ZEROCOPY notifications of the last sends arrive once their data is freed.
+        if !abort.load(Ordering::Relaxed) {
+            let (_, err) = tx.finish(&s, cfg.drain_limit);
+            error = err;
+        }
     }
+    let mut path = tx.report();
+    path.fallback = fallback;
+    let mut done = FlowDone::new(total, error, path);
+    drop(tx);
     socket_facts(&s, &mut done);
     done
 }
 
 fn run_receiver(
-    mut s: TcpStream,
+    s: TcpStream,
     idx: usize,
-    buf: &mut [u8],
+    env: &FlowEnv<'_>,
     shared: &Shared,
     abort: &AtomicBool,
-    drain_limit: Duration,
 ) -> FlowDone {
+    let cfg = env.cfg;
+    let msg = cfg.msg_size_bytes.max(1);
+    let drain_limit = cfg.drain_limit;
+    let (mut rx, fallback) = Receiver::setup(cfg.recv_path, &s, msg, env.disabled);
+    let mut buf = vec![0u8; msg];
+    // Verification needs the data in user space: only on the paths that deliver it.
+    let delivers = !matches!(rx, Receiver::Discard | Receiver::Splice(_));
+    let mut verifier = (cfg.verify && delivers).then(|| Verifier::new(env.payload.block()));
     let mut total: u64 = 0;
     let mut last = None;
     let mut error = None;
     let mut drain_truncated = false;
     let counter = &shared.counters[idx].0;
     // Sleep until a whole message is queued rather than waking for every segment batch.
-    let _ = wirebench_sys::tcp::set_rcvlowat(&s, buf.len().min(1 << 20) as u32);
+    let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
     loop {
         if abort.load(Ordering::Relaxed) {
             break;
         }
-        match s.read(buf) {
+        match rx.recv(&s, &mut buf, verifier.as_mut(), POLL_TIMEOUT) {
             Ok(0) => break,
             Ok(n) => {
                 total += n as u64;
@@ -283,19 +359,35 @@ fn run_receiver(
             }
         }
     }
-    let mut done = FlowDone {
-        total_bytes: total,
-        last_byte_ns: last.map(|t| ns_since(shared.start, t)),
-        tcp_info: None,
-        congestion: None,
-        pmtu_bytes: None,
-        sndbuf_bytes: None,
-        rcvbuf_bytes: None,
-        error,
-        drain_truncated,
-    };
+    let mut path = rx.report();
+    path.fallback = fallback;
+    drop(rx);
+    if let Some(v) = &verifier {
+        if let (Some(at), None) = (v.first_error(), &error) {
+            error = Some(format!(
+                "payload verification failed: {} byte(s) differ, the first at stream offset {at}",
+                v.errors()
+            ));
+        }
+    }
+    let mut done = FlowDone::new(total, error, path);
+    done.last_byte_ns = last.map(|t| ns_since(shared.start, t));
+    done.drain_truncated = drain_truncated;
+    done.verified_bytes = verifier.as_ref().map(Verifier::verified_bytes);
+    done.verify_errors = verifier.as_ref().map(Verifier::errors);
     socket_facts(&s, &mut done);
     done
+}
+
+/// "flow 3" or "flows 0, 1, 2".
+fn flow_list(flows: &[u32]) -> String {
+    match flows {
+        [one] => format!("flow {one}"),
+        _ => {
+            let ids: Vec<String> = flows.iter().map(u32::to_string).collect();
+            format!("flows {}", ids.join(", "))
+        }
+    }
 }
 
 fn sample(
@@ -336,8 +428,16 @@ pub fn run(
 ) -> StreamOutput {
     let msg = cfg.msg_size_bytes.max(1);
     let n = plans.len();
-    let mut payload = vec![0u8; msg];
-    rand::rng().fill_bytes(&mut payload);
+    let payload = Payload::new(msg, cfg.verify);
+    let disabled = Disabled::from_env();
+    let senders = plans.iter().any(|p| p.role == Role::Sender);
+    let send_shared = SendShared::new(cfg.send_path, &payload, senders, &disabled);
+    let env = FlowEnv {
+        cfg,
+        payload: &payload,
+        send_shared: &send_shared,
+        disabled: &disabled,
+    };
     let start = Instant::now();
     let shared = Shared {
         start,
@@ -358,8 +458,8 @@ pub fn run(
         for (idx, plan) in plans.into_iter().enumerate() {
             let _ = plan.stream.set_read_timeout(Some(POLL_TIMEOUT));
             let _ = plan.stream.set_write_timeout(Some(POLL_TIMEOUT));
-            let (shared, payload, tid_tx) = (&shared, &payload, tid_tx.clone());
-            let (drain, cpu, rate) = (cfg.drain_limit, cfg.cpu, cfg.rate_bps);
+            let (shared, env, tid_tx) = (&shared, &env, tid_tx.clone());
+            let cpu = cfg.cpu;
             let h = thread::Builder::new()
                 .name(format!("wb-flow-{}", plan.flow))
                 .spawn_scoped(scope, move || {
@@ -369,13 +469,8 @@ pub fn run(
                     let _ = tid_tx.send((idx, tid));
                     drop(tid_tx);
                     let mut done = match plan.role {
-                        Role::Sender => {
-                            run_sender(plan.stream, idx, payload, shared, abort, drain, rate)
-                        }
-                        Role::Receiver => {
-                            let mut buf = vec![0u8; payload.len()];
-                            run_receiver(plan.stream, idx, &mut buf, shared, abort, drain)
-                        }
+                        Role::Sender => run_sender(plan.stream, idx, env, shared, abort),
+                        Role::Receiver => run_receiver(plan.stream, idx, env, shared, abort),
                     };
                     if let Some(e) = pin_err {
                         done.error
@@ -523,6 +618,7 @@ pub fn run(
         }
 
         let mut flows = Vec::with_capacity(n);
+        let mut fallbacks: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
         for (i, (flow, role, dir)) in meta.into_iter().enumerate() {
             let done = results[i].as_ref();
             let total = done
@@ -538,6 +634,9 @@ pub fn run(
                     )
                 }
             };
+            if let Some(reason) = done.and_then(|d| d.path.fallback.as_deref()) {
+                fallbacks.entry(reason.to_string()).or_default().push(flow);
+            }
             if done.is_some_and(|d| d.drain_truncated) {
                 warnings.push(format!(
                     "flow {flow}: no EOF within {} ms after the stop; its receive window was cut there",
@@ -561,7 +660,15 @@ pub fn run(
                     Some(d) => d.error.clone(),
                     None => Some("flow thread failed".into()),
                 },
+                path: done.map(|d| d.path.path.to_string()),
+                path_fallback: done.and_then(|d| d.path.fallback.clone()),
+                zerocopy: done.and_then(|d| d.path.zerocopy.clone()),
+                verified_bytes: done.and_then(|d| d.verified_bytes),
+                verify_errors: done.and_then(|d| d.verify_errors),
             });
+        }
+        for (reason, flows) in fallbacks {
+            warnings.push(format!("{}: {reason}", flow_list(&flows)));
         }
         let cpu = match cpu::report(&cpu_before, &cpu_after) {
             Ok(c) => Some(c),

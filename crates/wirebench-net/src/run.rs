@@ -145,6 +145,9 @@ fn run_plan(
                 cpu,
                 rate_bps: spec.rate_bps,
                 max_rx_bps,
+                send_path: spec.send_path.unwrap_or_default(),
+                recv_path: spec.recv_path.unwrap_or_default(),
+                verify: spec.verify,
             };
             let out = stream::run(&cfg, plans, sink, abort);
             SideReport {

@@ -62,6 +62,48 @@ pub struct FlowSide {
     pub tcp_info: Option<TcpInfoReport>,
     /// Why the flow ended early, if it did.
     pub error: Option<String>,
+    /// The data path this end actually used for the flow (`SendPath`/`RecvPath` wire name,
+    /// e.g. `"zerocopy"`); `None` from an end that does not report it.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Why the requested path was not used (this end fell back to `"copy"`).
+    #[serde(default)]
+    pub path_fallback: Option<String>,
+    /// Zero-copy accounting of the path used: the send fields for `MSG_ZEROCOPY` and io_uring
+    /// `SEND_ZC` senders, the receive fields for `TCP_ZEROCOPY_RECEIVE` receivers; `None` for
+    /// the other paths.
+    #[serde(default)]
+    pub zerocopy: Option<ZeroCopyStats>,
+    /// With `verify`: payload bytes this receiver checked against the expected content.
+    #[serde(default)]
+    pub verified_bytes: Option<u64>,
+    /// With `verify`: bytes that differed from the expected content (the flow's `error`
+    /// names the first mismatching stream offset).
+    #[serde(default)]
+    pub verify_errors: Option<u64>,
+}
+
+/// Zero-copy accounting of one flow at one end (or, in a summary, both ends joined: the send
+/// fields from the sender, the receive fields from the receiver).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZeroCopyStats {
+    /// Zero-copy sends issued (`MSG_ZEROCOPY` sends or io_uring `SEND_ZC` operations that
+    /// queued data); each completes exactly once.
+    #[serde(default)]
+    pub sends: u64,
+    /// Completed sends whose pages went out without a copy.
+    #[serde(default)]
+    pub sends_completed_zerocopy: u64,
+    /// Completed sends the kernel copied after all (always the case over loopback).
+    #[serde(default)]
+    pub sends_completed_copied: u64,
+    /// `TCP_ZEROCOPY_RECEIVE`: payload bytes mapped into the receiver.
+    #[serde(default)]
+    pub bytes_mapped: u64,
+    /// `TCP_ZEROCOPY_RECEIVE`: payload bytes that could not be mapped and were copied.
+    #[serde(default)]
+    pub bytes_copied: u64,
 }
 
 /// Selected TCP_INFO fields of one connection.

@@ -123,6 +123,72 @@ pub enum FlowDir {
     ServerToClient,
 }
 
+/// How a sending end hands payload to the kernel (stream workload).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SendPath {
+    /// `write(2)` from a user buffer: the kernel copies the payload.
+    #[default]
+    Copy,
+    /// `sendfile(2)` from a sealed memory-backed file (iperf3 `-Z`).
+    Sendfile,
+    /// `vmsplice(2)` the buffer into a pipe, `splice(2)` the pipe into the socket.
+    Splice,
+    /// `send(MSG_ZEROCOPY)` with completion notifications from the socket's error queue.
+    Zerocopy,
+    /// io_uring sends from a registered buffer (`SEND_ZC` when the kernel has it).
+    Uring,
+}
+
+impl SendPath {
+    /// The wire name (`"copy"`, `"sendfile"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SendPath::Copy => "copy",
+            SendPath::Sendfile => "sendfile",
+            SendPath::Splice => "splice",
+            SendPath::Zerocopy => "zerocopy",
+            SendPath::Uring => "uring",
+        }
+    }
+}
+
+/// How a receiving end takes payload from the kernel (stream workload).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecvPath {
+    /// `read(2)` into a user buffer: the kernel copies the payload.
+    #[default]
+    Copy,
+    /// `recv(MSG_TRUNC)`: TCP drops the data without copying it (the application never sees
+    /// it).
+    Discard,
+    /// `splice(2)` socket → pipe → `/dev/null` (the application never sees the data).
+    Splice,
+    /// `TCP_ZEROCOPY_RECEIVE`: payload pages are mapped, the rest copied.
+    Zerocopy,
+    /// io_uring receives into provided buffers.
+    Uring,
+}
+
+impl RecvPath {
+    /// The wire name (`"copy"`, `"discard"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvPath::Copy => "copy",
+            RecvPath::Discard => "discard",
+            RecvPath::Splice => "splice",
+            RecvPath::Zerocopy => "zerocopy",
+            RecvPath::Uring => "uring",
+        }
+    }
+
+    /// True if the path hands the payload to the application (so it can be verified).
+    pub fn delivers_data(self) -> bool {
+        !matches!(self, RecvPath::Discard | RecvPath::Splice)
+    }
+}
+
 /// A complete description of one test. Durations are in milliseconds, sizes in bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -159,6 +225,18 @@ pub struct TestSpec {
     /// CPU the client pins its own data threads to; carried so that the result records the
     /// whole placement (the server only checks its range).
     pub client_cpu: Option<u32>,
+    /// Stream: how the sending end of every flow sends (whichever end that is); `None` is
+    /// [`SendPath::Copy`]. An end that cannot use the path falls back to copy and says so in
+    /// its report.
+    #[serde(default)]
+    pub send_path: Option<SendPath>,
+    /// Stream: how the receiving end of every flow receives; `None` is [`RecvPath::Copy`].
+    #[serde(default)]
+    pub recv_path: Option<RecvPath>,
+    /// Stream: the receiver checks every byte against the payload both ends derive from a
+    /// shared constant seed, and reports the bytes verified and the mismatches.
+    #[serde(default)]
+    pub verify: bool,
 }
 
 impl TestSpec {
@@ -179,6 +257,9 @@ impl TestSpec {
             rr: None,
             server_cpu: None,
             client_cpu: None,
+            send_path: None,
+            recv_path: None,
+            verify: false,
         }
     }
 
@@ -387,6 +468,33 @@ impl TestSpec {
                 Ok(())
             }
         };
+        if self.workload != Workload::Stream {
+            if self.send_path.is_some() {
+                return Err(inconsistent(
+                    "send_path",
+                    "send paths apply to the stream workload only",
+                ));
+            }
+            if self.recv_path.is_some() {
+                return Err(inconsistent(
+                    "recv_path",
+                    "receive paths apply to the stream workload only",
+                ));
+            }
+            if self.verify {
+                return Err(inconsistent(
+                    "verify",
+                    "payload verification applies to the stream workload only",
+                ));
+            }
+        }
+        if self.verify && !self.recv_path.unwrap_or_default().delivers_data() {
+            return Err(inconsistent(
+                "verify",
+                "cannot verify with recv_path discard or splice: those paths do not deliver \
+                 data to the application",
+            ));
+        }
         if !self.workload.is_rr() {
             if self.rr.is_some() {
                 return Err(inconsistent(
@@ -603,6 +711,57 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn paths_are_stream_only_and_verify_needs_data() {
+        let l = Limits::default();
+        let mut s = TestSpec::stream_default();
+        s.send_path = Some(SendPath::Zerocopy);
+        s.recv_path = Some(RecvPath::Uring);
+        s.verify = true;
+        s.validate(&l).unwrap();
+        for p in [RecvPath::Discard, RecvPath::Splice] {
+            s.recv_path = Some(p);
+            assert!(matches!(
+                s.validate(&l),
+                Err(SpecError::Inconsistent {
+                    field: "verify",
+                    ..
+                })
+            ));
+        }
+        s.verify = false;
+        s.validate(&l).unwrap();
+        let mut r = TestSpec::rr_default(Workload::Rr);
+        r.send_path = Some(SendPath::Sendfile);
+        assert!(matches!(
+            r.validate(&l),
+            Err(SpecError::Inconsistent {
+                field: "send_path",
+                ..
+            })
+        ));
+        let mut u = TestSpec::stream_default();
+        u.workload = Workload::UdpStream;
+        u.msg_size_bytes = 1400;
+        u.recv_path = Some(RecvPath::Copy);
+        assert!(u.validate(&l).is_err());
+        u.recv_path = None;
+        u.verify = true;
+        assert!(u.validate(&l).is_err());
+        // Old documents without the fields still parse.
+        let mut v = serde_json::to_value(TestSpec::stream_default()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("send_path");
+        o.remove("recv_path");
+        o.remove("verify");
+        let back: TestSpec = serde_json::from_value(v).unwrap();
+        assert_eq!(back, TestSpec::stream_default());
+        assert_eq!(
+            serde_json::to_string(&SendPath::Sendfile).unwrap(),
+            "\"sendfile\""
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use wirebench_stats::cpu::{CpuBreakdown, SystemCpuUtil};
 
 use crate::measure::*;
 use crate::message::*;
-use crate::spec::{Direction, FlowDir, Limits, TestSpec};
+use crate::spec::{Direction, FlowDir, Limits, RecvPath, SendPath, TestSpec};
 
 /// A `SideReport` with every optional field filled.
 pub fn full_side_report(host: HostRole) -> SideReport {
@@ -48,6 +48,17 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                 sndbuf_limited_us: None,
             }),
             error: Some("connection reset".into()),
+            path: Some("zerocopy".into()),
+            path_fallback: Some("io_uring disabled".into()),
+            zerocopy: Some(ZeroCopyStats {
+                sends: 10,
+                sends_completed_zerocopy: 4,
+                sends_completed_copied: 6,
+                bytes_mapped: 1 << 20,
+                bytes_copied: 4096,
+            }),
+            verified_bytes: Some(12_345_678_901),
+            verify_errors: Some(0),
         }],
         intervals: vec![IntervalSample {
             index: 0,
@@ -249,6 +260,9 @@ pub fn full_spec() -> TestSpec {
         rate_bps: Some(2_500_000_000),
         server_cpu: Some(3),
         client_cpu: Some(2),
+        send_path: Some(SendPath::Zerocopy),
+        recv_path: Some(RecvPath::Zerocopy),
+        verify: true,
         ..TestSpec::stream_default()
     }
 }

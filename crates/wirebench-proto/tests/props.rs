@@ -11,7 +11,7 @@ use wirebench_proto::measure::{FlowInterval, HostRole, IntervalSample, Role};
 use wirebench_proto::message::{
     AbortMsg, Busy, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message, TestRequest,
 };
-use wirebench_proto::spec::{Direction, TestSpec, Workload};
+use wirebench_proto::spec::{Direction, RecvPath, SendPath, TestSpec, Workload};
 
 fn hello() -> impl Strategy<Value = Hello> {
     (any::<String>(), any::<u16>(), any::<String>()).prop_map(|(magic, version, software)| Hello {
@@ -37,7 +37,25 @@ fn spec() -> impl Strategy<Value = TestSpec> {
         any::<Option<String>>(),
         any::<bool>(),
         any::<Option<u32>>(),
-        (any::<Option<u32>>(), any::<Option<u64>>()),
+        (
+            any::<Option<u32>>(),
+            any::<Option<u64>>(),
+            proptest::option::of(prop_oneof![
+                Just(SendPath::Copy),
+                Just(SendPath::Sendfile),
+                Just(SendPath::Splice),
+                Just(SendPath::Zerocopy),
+                Just(SendPath::Uring),
+            ]),
+            proptest::option::of(prop_oneof![
+                Just(RecvPath::Copy),
+                Just(RecvPath::Discard),
+                Just(RecvPath::Splice),
+                Just(RecvPath::Zerocopy),
+                Just(RecvPath::Uring),
+            ]),
+            any::<bool>(),
+        ),
     )
         .prop_map(
             |(
@@ -51,7 +69,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 congestion,
                 nodelay,
                 server_cpu,
-                (client_cpu, rate_bps),
+                (client_cpu, rate_bps, send_path, recv_path, verify),
             )| TestSpec {
                 workload: Workload::Stream,
                 direction,
@@ -67,6 +85,9 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 rr: None,
                 server_cpu,
                 client_cpu,
+                send_path,
+                recv_path,
+                verify,
             },
         )
 }

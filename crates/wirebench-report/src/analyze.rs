@@ -33,6 +33,16 @@
 //!   in flight.
 //! - `flow_throughput` and `jain_index` are over the per-flow receiver throughputs.
 //!
+//! # Data paths
+//!
+//! - Per flow, `send_path` is the path the sender's end reports, `recv_path` the receiver's;
+//!   `path_fallback` joins the ends' fallback reasons (`"sender (client): ..."`); `zerocopy`
+//!   takes the send fields from the sender's stats and the receive fields from the
+//!   receiver's; `verified_bytes` / `verify_errors` are the receiver's.
+//! - Per direction, the distinct paths in flow order, the number of flows with a fallback,
+//!   and the sums of the flows' zero-copy and verification figures (`None` when no flow has
+//!   any). The fallback reasons themselves reach the warnings through the ends' warnings.
+//!
 //! # Intervals
 //!
 //! Interval rows come from the end that *receives* each direction: per sample, the bytes of
@@ -69,7 +79,7 @@
 use std::collections::BTreeMap;
 
 use wirebench_proto::measure::{
-    FlowSide, HostRole, IntervalSample, Role, SideReport, SideStatus, TcpInfoReport,
+    FlowSide, HostRole, IntervalSample, Role, SideReport, SideStatus, TcpInfoReport, ZeroCopyStats,
 };
 use wirebench_proto::spec::{FlowDir, TestSpec, Workload};
 use wirebench_stats::ci::{self, ConfidenceLevel, Interval};
@@ -557,7 +567,81 @@ fn flow_summary(
             .and_then(|f| f.congestion.clone())
             .or_else(|| rcv.and_then(|f| f.congestion.clone())),
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        send_path: snd.and_then(|f| f.path.clone()),
+        recv_path: rcv.and_then(|f| f.path.clone()),
+        path_fallback: path_fallback(j),
+        zerocopy: joined_zerocopy(snd, rcv),
+        verified_bytes: rcv.and_then(|f| f.verified_bytes),
+        verify_errors: rcv.and_then(|f| f.verify_errors),
     }
+}
+
+/// Both ends' fallback reasons of a flow, labelled with role and host.
+fn path_fallback(j: &Joined<'_>) -> Option<String> {
+    let reasons: Vec<String> = [j.sender, j.receiver]
+        .into_iter()
+        .flatten()
+        .filter_map(|(host, f)| {
+            f.path_fallback
+                .as_ref()
+                .map(|r| format!("{} ({}): {r}", label::role(f.role), label::host(host)))
+        })
+        .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
+/// The sender's send-side and the receiver's receive-side zero-copy figures of one flow.
+fn joined_zerocopy(snd: Option<&FlowSide>, rcv: Option<&FlowSide>) -> Option<ZeroCopyStats> {
+    let s = snd.and_then(|f| f.zerocopy.as_ref());
+    let r = rcv.and_then(|f| f.zerocopy.as_ref());
+    if s.is_none() && r.is_none() {
+        return None;
+    }
+    let s = s.cloned().unwrap_or_default();
+    let r = r.cloned().unwrap_or_default();
+    Some(ZeroCopyStats {
+        sends: s.sends,
+        sends_completed_zerocopy: s.sends_completed_zerocopy,
+        sends_completed_copied: s.sends_completed_copied,
+        bytes_mapped: r.bytes_mapped,
+        bytes_copied: r.bytes_copied,
+    })
+}
+
+/// The sum of some zero-copy figures; `None` if there are none.
+fn sum_zerocopy<'a>(stats: impl Iterator<Item = &'a ZeroCopyStats>) -> Option<ZeroCopyStats> {
+    stats.fold(None, |acc: Option<ZeroCopyStats>, z| {
+        let a = acc.unwrap_or_default();
+        Some(ZeroCopyStats {
+            sends: a.sends.saturating_add(z.sends),
+            sends_completed_zerocopy: a
+                .sends_completed_zerocopy
+                .saturating_add(z.sends_completed_zerocopy),
+            sends_completed_copied: a
+                .sends_completed_copied
+                .saturating_add(z.sends_completed_copied),
+            bytes_mapped: a.bytes_mapped.saturating_add(z.bytes_mapped),
+            bytes_copied: a.bytes_copied.saturating_add(z.bytes_copied),
+        })
+    })
+}
+
+/// The distinct values, in order of first appearance.
+fn distinct<'a>(values: impl Iterator<Item = Option<&'a String>>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values.flatten() {
+        if !out.contains(v) {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+/// The sum of the values present; `None` if none is.
+fn sum_present(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    values.flatten().fold(None, |a: Option<u64>, v| {
+        Some(a.unwrap_or(0).saturating_add(v))
+    })
 }
 
 /// Totals of one direction.
@@ -676,6 +760,18 @@ fn direction_summary(
         retransmits,
         flow_throughput: spread(&rates),
         jain_index: jain_index(&rates),
+        send_paths: distinct(per_flow.iter().map(|f| f.send_path.as_ref())),
+        recv_paths: distinct(per_flow.iter().map(|f| f.recv_path.as_ref())),
+        path_fallback_flows: u32::try_from(
+            per_flow
+                .iter()
+                .filter(|f| f.path_fallback.is_some())
+                .count(),
+        )
+        .unwrap_or(u32::MAX),
+        zerocopy: sum_zerocopy(per_flow.iter().filter_map(|f| f.zerocopy.as_ref())),
+        verified_bytes: sum_present(per_flow.iter().map(|f| f.verified_bytes)),
+        verify_errors: sum_present(per_flow.iter().map(|f| f.verify_errors)),
     }
 }
 

@@ -401,6 +401,9 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
             wrap(out, "", "  ", &line);
         }
     }
+    if let Some(line) = paths_line(d) {
+        wrap(out, "", "  ", &line);
+    }
     let line = format!(
         "{name}: effective socket buffers: SO_SNDBUF {} bytes (sender), SO_RCVBUF {} bytes \
          (receiver); MSS {} bytes, PMTU {} bytes",
@@ -410,6 +413,59 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
         range(flows.iter().map(|f| f.pmtu_bytes)),
     );
     wrap(out, "", "  ", &line);
+}
+
+/// `forward: paths: send zerocopy, receive copy; ...` with the zero-copy and verification
+/// figures of the direction; `None` when neither end reported its paths.
+fn paths_line(d: &DirectionSummary) -> Option<String> {
+    if d.send_paths.is_empty() && d.recv_paths.is_empty() {
+        return None;
+    }
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "not reported".to_string()
+        } else {
+            v.join("/")
+        }
+    };
+    let mut line = format!(
+        "{}: paths: send {}, receive {}",
+        label::dir(d.dir),
+        list(&d.send_paths),
+        list(&d.recv_paths)
+    );
+    if d.path_fallback_flows > 0 {
+        let _ = write!(
+            line,
+            " ({} flow{} fell back to copy, see warnings)",
+            d.path_fallback_flows,
+            if d.path_fallback_flows == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(z) = &d.zerocopy {
+        if z.sends > 0 {
+            let _ = write!(
+                line,
+                "; zero-copy sends {}: {} completed without a copy, {} copied by the kernel",
+                z.sends, z.sends_completed_zerocopy, z.sends_completed_copied
+            );
+        }
+        if z.bytes_mapped > 0 || z.bytes_copied > 0 {
+            let _ = write!(
+                line,
+                "; TCP_ZEROCOPY_RECEIVE {} bytes mapped, {} copied",
+                z.bytes_mapped, z.bytes_copied
+            );
+        }
+    }
+    if let Some(v) = d.verified_bytes {
+        let _ = write!(
+            line,
+            "; verified {v} bytes, {} differed",
+            d.verify_errors.unwrap_or(0)
+        );
+    }
+    Some(line)
 }
 
 fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, spec: Option<&TestSpec>) {

@@ -10,7 +10,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use wirebench_proto::measure::{HostRole, SideReport};
+use wirebench_proto::measure::{HostRole, SideReport, ZeroCopyStats};
 use wirebench_proto::rr::{CloseMode, RrCounts, RrWorkload};
 use wirebench_proto::spec::{FlowDir, TestSpec};
 use wirebench_stats::ci::Interval;
@@ -333,6 +333,25 @@ pub struct DirectionSummary {
     pub flow_throughput: Option<Spread>,
     /// Jain's fairness index of the per-flow receiver throughputs (1 = perfectly fair).
     pub jain_index: Option<f64>,
+    /// The send paths the senders used, distinct, in flow order (e.g. `["zerocopy"]`).
+    #[serde(default)]
+    pub send_paths: Vec<String>,
+    /// The receive paths the receivers used, distinct, in flow order.
+    #[serde(default)]
+    pub recv_paths: Vec<String>,
+    /// Flows on which either end could not use the requested path and used copy instead.
+    #[serde(default)]
+    pub path_fallback_flows: u32,
+    /// Zero-copy accounting summed over the flows (send fields from the senders, receive
+    /// fields from the receivers); `None` when no flow reported any.
+    #[serde(default)]
+    pub zerocopy: Option<ZeroCopyStats>,
+    /// With verification: payload bytes checked by the receivers, summed.
+    #[serde(default)]
+    pub verified_bytes: Option<u64>,
+    /// With verification: bytes that differed from the expected payload, summed.
+    #[serde(default)]
+    pub verify_errors: Option<u64>,
 }
 
 /// One flow, both ends joined.
@@ -374,6 +393,25 @@ pub struct FlowSummary {
     pub congestion: Option<String>,
     /// Why the flow ended early, at either end.
     pub error: Option<String>,
+    /// The send path the sender used (e.g. `"sendfile"`), if it reported one.
+    #[serde(default)]
+    pub send_path: Option<String>,
+    /// The receive path the receiver used, if it reported one.
+    #[serde(default)]
+    pub recv_path: Option<String>,
+    /// Why an end did not use the requested path (it used copy), both ends joined with `; `.
+    #[serde(default)]
+    pub path_fallback: Option<String>,
+    /// Zero-copy accounting, both ends joined: the send fields from the sender, the receive
+    /// fields from the receiver; `None` when neither reported any.
+    #[serde(default)]
+    pub zerocopy: Option<ZeroCopyStats>,
+    /// With verification: payload bytes the receiver checked.
+    #[serde(default)]
+    pub verified_bytes: Option<u64>,
+    /// With verification: bytes that differed from the expected payload.
+    #[serde(default)]
+    pub verify_errors: Option<u64>,
 }
 
 /// Bytes one end received for one direction in one interval.

@@ -58,6 +58,11 @@ fn side(
         pmtu_bytes: Some(1500),
         tcp_info: Some(tcp_info(if role == Role::Sender { 3 } else { 0 })),
         error: None,
+        path: None,
+        path_fallback: None,
+        zerocopy: None,
+        verified_bytes: None,
+        verify_errors: None,
     }
 }
 
@@ -670,6 +675,96 @@ fn assert_narrow(text: &str) {
             line.chars().count()
         );
     }
+}
+
+#[test]
+fn paths_zerocopy_and_verify_are_joined_per_flow_and_summed_per_direction() {
+    use wirebench_proto::measure::ZeroCopyStats;
+    let (spec, mut client, mut server) = forward_two();
+    for (i, f) in client.flows.iter_mut().enumerate() {
+        f.path = Some(if i == 0 { "zerocopy" } else { "copy" }.into());
+        if i == 0 {
+            f.zerocopy = Some(ZeroCopyStats {
+                sends: 10,
+                sends_completed_zerocopy: 3,
+                sends_completed_copied: 7,
+                // Receive-side fields of a sender are not taken.
+                bytes_mapped: 999,
+                ..ZeroCopyStats::default()
+            });
+        } else {
+            f.path_fallback = Some("send path zerocopy could not be set up".into());
+        }
+    }
+    for f in server.flows.iter_mut() {
+        f.path = Some("zerocopy".into());
+        f.zerocopy = Some(ZeroCopyStats {
+            bytes_mapped: 600_000_000,
+            bytes_copied: 100_000_000,
+            ..ZeroCopyStats::default()
+        });
+        f.verified_bytes = Some(700_000_000);
+        f.verify_errors = Some(0);
+    }
+    let s = summarize(&spec, &client, Some(&server), false);
+    let f0 = &s.flows[0];
+    assert_eq!(f0.send_path.as_deref(), Some("zerocopy"));
+    assert_eq!(f0.recv_path.as_deref(), Some("zerocopy"));
+    assert_eq!(f0.path_fallback, None);
+    let z = f0.zerocopy.as_ref().unwrap();
+    assert_eq!(
+        (
+            z.sends,
+            z.sends_completed_zerocopy,
+            z.sends_completed_copied
+        ),
+        (10, 3, 7)
+    );
+    assert_eq!((z.bytes_mapped, z.bytes_copied), (600_000_000, 100_000_000));
+    assert_eq!(f0.verified_bytes, Some(700_000_000));
+    let f1 = &s.flows[1];
+    assert_eq!(f1.send_path.as_deref(), Some("copy"));
+    assert_eq!(
+        f1.path_fallback.as_deref(),
+        Some("sender (client): send path zerocopy could not be set up")
+    );
+    let d = &s.directions[0];
+    assert_eq!(
+        d.send_paths,
+        vec!["zerocopy".to_string(), "copy".to_string()]
+    );
+    assert_eq!(d.recv_paths, vec!["zerocopy".to_string()]);
+    assert_eq!(d.path_fallback_flows, 1);
+    let z = d.zerocopy.as_ref().unwrap();
+    assert_eq!(
+        (z.sends, z.bytes_mapped, z.bytes_copied),
+        (10, 1_200_000_000, 200_000_000)
+    );
+    assert_eq!(
+        (d.verified_bytes, d.verify_errors),
+        (Some(1_400_000_000), Some(0))
+    );
+
+    let text = print::human(&result_with(vec![record(0, s)]));
+    for needle in [
+        "forward: paths: send zerocopy/copy, receive zerocopy (1 flow fell back to copy, see",
+        "zero-copy sends 10: 3 completed without a copy, 7 copied by the kernel",
+        "TCP_ZEROCOPY_RECEIVE 1200000000 bytes mapped, 200000000 copied",
+        "verified 1400000000 bytes, 0 differed",
+    ] {
+        assert!(
+            text.replace("\n  ", " ").contains(needle),
+            "missing {needle:?} in:\n{text}"
+        );
+    }
+    assert_narrow(&text);
+
+    // Reports without paths (older ends): no paths line, nothing invented.
+    let (spec, client, server) = forward_two();
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(s.directions[0].send_paths.is_empty() && s.directions[0].zerocopy.is_none());
+    assert_eq!(s.directions[0].verified_bytes, None);
+    assert!(!print::human(&result_with(vec![record(0, s)])).contains("paths:"));
 }
 
 #[test]

@@ -486,6 +486,39 @@ fn uring_send_op_send_zc() {
     uring_send_test(UringSendOp::SendZc);
 }
 
+/// `set_max_send_len` cuts every operation to at most that length; the stream
+/// stays the buffer repeated, in order.
+#[test]
+fn uring_send_max_send_len() {
+    const TOTAL: usize = 8 << 20;
+    const MAX: usize = 16 << 10;
+    let (client, mut server) = pair();
+    let Some(mut tx) = supported("io_uring", UringSender::new(&client, (256 << 10) + 77, 4)) else {
+        return;
+    };
+    tx.set_max_send_len(MAX);
+    let pattern = tx.buffer().to_vec();
+    let sender = thread::spawn(move || {
+        let mut sent = 0;
+        while sent < TOTAL {
+            sent += tx
+                .send((TOTAL - sent) as u64, IO_TIMEOUT)
+                .expect("io_uring send");
+        }
+        tx.finish(IO_TIMEOUT).expect("finish");
+        client.shutdown(Shutdown::Write).unwrap();
+        (sent, tx.stats())
+    });
+    let received = read_verify(&mut server, &pattern);
+    let (sent, stats) = sender.join().unwrap();
+    assert_eq!((sent, received), (TOTAL, TOTAL));
+    assert!(
+        stats.completions >= (TOTAL / MAX) as u64,
+        "{} completions for {TOTAL} bytes in sends of at most {MAX}",
+        stats.completions
+    );
+}
+
 /// Dropping a sender whose sends cannot complete (the peer never reads)
 /// cancels them instead of hanging.
 #[test]

@@ -2,7 +2,7 @@
 
 use std::net::IpAddr;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// End-to-end TCP/IP performance lab.
 #[derive(Debug, Parser)]
@@ -119,6 +119,53 @@ pub struct StreamArgs {
     /// Pace each flow to RATE bits/s of payload (K/M/G = 10^3/10^6/10^9), like iperf3 -b.
     #[arg(short = 'b', long, value_parser = parse_rate)]
     pub rate: Option<u64>,
+    /// How the sending end sends: copy (write), sendfile (from a memory file), splice
+    /// (vmsplice + splice), zerocopy (MSG_ZEROCOPY) or uring (io_uring, SEND_ZC when
+    /// available). An end that cannot use it falls back to copy and warns.
+    #[arg(long, value_enum, default_value_t = SendPathArg::Copy)]
+    pub send_path: SendPathArg,
+    /// Same as --send-path sendfile (iperf3 -Z).
+    #[arg(short = 'Z', conflicts_with = "send_path")]
+    pub sendfile: bool,
+    /// How the receiving end receives: copy (read), discard (recv MSG_TRUNC, data never
+    /// reaches the application), splice (to /dev/null, likewise), zerocopy
+    /// (TCP_ZEROCOPY_RECEIVE) or uring (io_uring). Falls back to copy like --send-path.
+    #[arg(long, value_enum, default_value_t = RecvPathArg::Copy)]
+    pub recv_path: RecvPathArg,
+    /// Check every received byte against the expected payload (not with --recv-path
+    /// discard or splice, which never see the data).
+    #[arg(long)]
+    pub verify: bool,
+}
+
+/// `--send-path` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SendPathArg {
+    /// write(2).
+    Copy,
+    /// sendfile(2) from a memory-backed file.
+    Sendfile,
+    /// vmsplice(2) + splice(2).
+    Splice,
+    /// send(MSG_ZEROCOPY).
+    Zerocopy,
+    /// io_uring.
+    Uring,
+}
+
+/// `--recv-path` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecvPathArg {
+    /// read(2).
+    Copy,
+    /// recv(MSG_TRUNC).
+    Discard,
+    /// splice(2) to /dev/null.
+    Splice,
+    /// TCP_ZEROCOPY_RECEIVE.
+    Zerocopy,
+    /// io_uring.
+    Uring,
 }
 
 /// `wirebench rr`.

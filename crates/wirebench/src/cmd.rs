@@ -16,14 +16,17 @@ use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::measure::HostRole;
 use wirebench_proto::message::ErrorCode;
 use wirebench_proto::session::SessionError;
-use wirebench_proto::spec::{CloseMode, Direction, Limits, RrParams, TestSpec, Workload};
+use wirebench_proto::spec::{
+    CloseMode, Direction, Limits, RecvPath, RrParams, SendPath, TestSpec, Workload,
+};
 use wirebench_report::analyze;
 use wirebench_report::print;
 use wirebench_report::schema::{ErrorInfo, RunRecord, RunResult, RunStatus, SCHEMA_VERSION};
 use wirebench_stats::ci::ConfidenceLevel;
 
 use crate::cli::{
-    Cli, ClientArgs, Command, CrrArgs, KeygenArgs, RrArgs, ServeArgs, StreamArgs, UdpArgs,
+    Cli, ClientArgs, Command, CrrArgs, KeygenArgs, RecvPathArg, RrArgs, SendPathArg, ServeArgs,
+    StreamArgs, UdpArgs,
 };
 use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 
@@ -350,6 +353,9 @@ fn common_spec(c: &ClientArgs, workload: Workload) -> SpecResult {
         rr: None,
         server_cpu: c.affinity.and_then(|x| x.1),
         client_cpu: c.affinity.and_then(|x| x.0),
+        send_path: None,
+        recv_path: None,
+        verify: false,
     })
 }
 
@@ -370,12 +376,38 @@ fn checked(spec: TestSpec) -> SpecResult {
     Ok(spec)
 }
 
+fn send_path(a: &StreamArgs) -> SendPath {
+    if a.sendfile {
+        return SendPath::Sendfile;
+    }
+    match a.send_path {
+        SendPathArg::Copy => SendPath::Copy,
+        SendPathArg::Sendfile => SendPath::Sendfile,
+        SendPathArg::Splice => SendPath::Splice,
+        SendPathArg::Zerocopy => SendPath::Zerocopy,
+        SendPathArg::Uring => SendPath::Uring,
+    }
+}
+
+fn recv_path(a: &StreamArgs) -> RecvPath {
+    match a.recv_path {
+        RecvPathArg::Copy => RecvPath::Copy,
+        RecvPathArg::Discard => RecvPath::Discard,
+        RecvPathArg::Splice => RecvPath::Splice,
+        RecvPathArg::Zerocopy => RecvPath::Zerocopy,
+        RecvPathArg::Uring => RecvPath::Uring,
+    }
+}
+
 fn stream_spec(a: &StreamArgs) -> SpecResult {
     checked(TestSpec {
         direction: direction(a.reverse, a.bidir),
         msg_size_bytes: to_u32(a.msg_size, "--msg-size", "msg_size_bytes")?,
         nodelay: a.nodelay,
         rate_bps: a.rate,
+        send_path: Some(send_path(a)),
+        recv_path: Some(recv_path(a)),
+        verify: a.verify,
         ..common_spec(&a.c, Workload::Stream)?
     })
 }

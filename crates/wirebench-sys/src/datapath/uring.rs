@@ -182,6 +182,8 @@ pub struct UringSender {
     buf: Option<Mapping>,
     buf_len: usize,
     depth: u32,
+    /// Largest length of one send operation.
+    max_send_len: usize,
     op: UringSendOp,
     send_zc: bool,
     report_usage: bool,
@@ -247,6 +249,7 @@ impl UringSender {
             buf: Some(buf),
             buf_len,
             depth,
+            max_send_len: buf_len,
             op: UringSendOp::Send,
             send_zc: probe.is_supported(opcode::SendZc::CODE),
             report_usage: true,
@@ -322,6 +325,13 @@ impl UringSender {
                 .copy_from_slice(content);
         }
         Ok(())
+    }
+
+    /// Caps the length of each send operation of later chains at `len` bytes (at least 1;
+    /// the default is the buffer length), so that one operation carries one application
+    /// message. A send never crosses the end of the buffer in any case.
+    pub fn set_max_send_len(&mut self, len: usize) {
+        self.max_send_len = len.clamp(1, self.buf_len);
     }
 
     /// Counters so far.
@@ -408,7 +418,9 @@ impl UringSender {
         let (mut pos, mut left, mut pushed) = (start, limit, 0u32);
         let mut result = Ok(());
         while left > 0 && pushed < self.depth {
-            let len = (self.buf_len - pos).min(usize::try_from(left).unwrap_or(usize::MAX));
+            let len = (self.buf_len - pos)
+                .min(self.max_send_len)
+                .min(usize::try_from(left).unwrap_or(usize::MAX));
             left -= len as u64;
             let mut sqe = self.entry(pos, len).user_data(u64::from(pushed));
             if left > 0 && pushed + 1 < self.depth {
@@ -541,6 +553,7 @@ impl std::fmt::Debug for UringSender {
             .field("sock", &self.sock)
             .field("buf_len", &self.buf_len)
             .field("depth", &self.depth)
+            .field("max_send_len", &self.max_send_len)
             .field("op", &self.op)
             .field("in_flight", &self.in_flight())
             .field("stats", &self.stats)

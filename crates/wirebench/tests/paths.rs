@@ -1,0 +1,316 @@
+//! End-to-end tests of the send and receive paths (`--send-path`, `--recv-path`, `--verify`):
+//! the real binary over loopback, every path checked against the other end's count, the
+//! kernel's TCP_INFO counters, the content (with `--verify`) and the path's own accounting.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::*;
+use wirebench_proto::measure::{FlowSide, HostRole, Role, SideReport};
+use wirebench_proto::spec::{FlowDir, RecvPath, SendPath};
+use wirebench_report::schema::{RunResult, RunStatus};
+
+/// Bytes the client writes on each data connection before the payload (preamble + hello).
+const DATA_HELLO_WIRE_BYTES: u64 = 24;
+
+fn side(r: &RunResult, host: HostRole) -> &SideReport {
+    let run = r.runs.last().expect("a run");
+    match host {
+        HostRole::Client => run.client.as_ref().expect("client report"),
+        HostRole::Server => run.server.as_ref().expect("server report"),
+    }
+}
+
+/// `wirebench stream -t 1 -C cubic --json ARGS` with `env` set, on loopback.
+fn stream(args: &[&str], env: &[(&str, &str)]) -> RunResult {
+    let mut c = Command::new(BIN);
+    c.args(["stream", "-t", "1", "-C", "cubic", "--json"])
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.stdin(Stdio::null()).output().expect("run wirebench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}\n{stdout}");
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not a RunResult ({e}):\n{stdout}\n{stderr}"))
+}
+
+/// Every flow as (sender side, receiver side), after checking that both ends agree on the
+/// byte count and that it matches the kernel's counters: bytes_received at the receiver and
+/// bytes_acked at the sender count the payload, the 24-byte data hello the client sends
+/// first, one sequence number for the FIN, and at the client the SYN.
+fn reconciled(r: &RunResult) -> Vec<(FlowSide, FlowSide)> {
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+    let c = side(r, HostRole::Client);
+    let s = side(r, HostRole::Server);
+    assert_eq!(c.flows.len(), s.flows.len());
+    let mut out = Vec::new();
+    for (cf, sf) in c.flows.iter().zip(&s.flows) {
+        let (snd, rcv) = if cf.role == Role::Sender {
+            (cf, sf)
+        } else {
+            (sf, cf)
+        };
+        assert_eq!((snd.role, rcv.role), (Role::Sender, Role::Receiver));
+        assert!(
+            snd.error.is_none() && rcv.error.is_none(),
+            "{snd:?} {rcv:?}"
+        );
+        assert!(
+            rcv.total_bytes > 1_000_000,
+            "flow {} moved too little",
+            cf.flow
+        );
+        assert_eq!(
+            snd.total_bytes, rcv.total_bytes,
+            "sender and receiver disagree"
+        );
+        let hello = if cf.dir == FlowDir::ClientToServer {
+            DATA_HELLO_WIRE_BYTES
+        } else {
+            0
+        };
+        let ti = rcv.tcp_info.as_ref().expect("receiver tcp_info");
+        assert_eq!(ti.bytes_received, Some(rcv.total_bytes + hello + 1));
+        let ts = snd.tcp_info.as_ref().expect("sender tcp_info");
+        let syn = u64::from(cf.dir == FlowDir::ClientToServer);
+        assert_eq!(ts.bytes_acked, Some(snd.total_bytes + hello + 1 + syn));
+        assert!(rcv.window_bytes > 0 && rcv.window_bytes <= rcv.total_bytes);
+        out.push((snd.clone(), rcv.clone()));
+    }
+    let sum = r.runs[0].summary.as_ref().expect("summary");
+    for d in &sum.directions {
+        assert_eq!(d.unaccounted_bytes, 0);
+    }
+    out
+}
+
+/// With `--verify` on a path that delivers data: every byte checked, none differed.
+fn assert_verified(rcv: &FlowSide) {
+    assert_eq!(rcv.verify_errors, Some(0), "{rcv:?}");
+    assert_eq!(rcv.verified_bytes, Some(rcv.total_bytes), "{rcv:?}");
+}
+
+/// Zero-copy sends (MSG_ZEROCOPY, io_uring SEND_ZC) all completed, as zero-copy or copied.
+fn assert_sends_completed(snd: &FlowSide) {
+    let z = snd.zerocopy.as_ref().expect("zero-copy send stats");
+    assert!(z.sends > 0, "{z:?}");
+    assert_eq!(
+        z.sends_completed_zerocopy + z.sends_completed_copied,
+        z.sends,
+        "every zero-copy send completes exactly once, none outstanding: {z:?}"
+    );
+}
+
+#[test]
+fn every_send_path_reconciles_and_verifies() {
+    let _g = serial();
+    for path in [
+        SendPath::Copy,
+        SendPath::Sendfile,
+        SendPath::Splice,
+        SendPath::Zerocopy,
+        SendPath::Uring,
+    ] {
+        // iperf3's -Z stands for --send-path sendfile.
+        let flag = format!("--send-path={}", path.name());
+        let args: Vec<&str> = match path {
+            SendPath::Sendfile => vec!["-Z", "--verify"],
+            _ => vec![flag.as_str(), "--verify"],
+        };
+        let r = stream(&args, &[]);
+        let spec = r.spec.as_ref().unwrap();
+        assert_eq!(spec.send_path, Some(path));
+        for (snd, rcv) in reconciled(&r) {
+            assert_eq!(snd.path.as_deref(), Some(path.name()), "{path:?}");
+            assert_eq!(snd.path_fallback, None, "{path:?}");
+            assert_eq!(rcv.path.as_deref(), Some("copy"));
+            assert_verified(&rcv);
+            match path {
+                SendPath::Zerocopy => assert_sends_completed(&snd),
+                // SEND_ZC when the kernel has it (then with its completions), else SEND.
+                SendPath::Uring if snd.zerocopy.is_some() => assert_sends_completed(&snd),
+                _ => assert_eq!(snd.zerocopy, None, "{path:?}"),
+            }
+            eprintln!(
+                "send path {:9} {:>12} bytes {:?}",
+                path.name(),
+                rcv.total_bytes,
+                snd.zerocopy
+            );
+        }
+        let d = &r.runs[0].summary.as_ref().unwrap().directions[0];
+        assert_eq!(d.send_paths, vec![path.name().to_string()]);
+        assert_eq!(d.path_fallback_flows, 0);
+    }
+}
+
+#[test]
+fn every_recv_path_reconciles_and_verifies_where_it_can() {
+    let _g = serial();
+    for path in [
+        RecvPath::Copy,
+        RecvPath::Discard,
+        RecvPath::Splice,
+        RecvPath::Zerocopy,
+        RecvPath::Uring,
+    ] {
+        let flag = format!("--recv-path={}", path.name());
+        let mut args = vec![flag.as_str()];
+        if path.delivers_data() {
+            args.push("--verify");
+        }
+        let r = stream(&args, &[]);
+        for (snd, rcv) in reconciled(&r) {
+            assert_eq!(snd.path.as_deref(), Some("copy"));
+            assert_eq!(rcv.path.as_deref(), Some(path.name()), "{path:?}");
+            assert_eq!(rcv.path_fallback, None, "{path:?}");
+            if path.delivers_data() {
+                assert_verified(&rcv);
+            } else {
+                assert_eq!(rcv.verified_bytes, None);
+            }
+            if path == RecvPath::Zerocopy {
+                let z = rcv.zerocopy.as_ref().expect("TCP_ZEROCOPY_RECEIVE stats");
+                assert_eq!(
+                    z.bytes_mapped + z.bytes_copied,
+                    rcv.total_bytes,
+                    "mapped + copied = received: {z:?}"
+                );
+            } else {
+                assert_eq!(rcv.zerocopy, None);
+            }
+            eprintln!(
+                "recv path {:9} {:>12} bytes {:?}",
+                path.name(),
+                rcv.total_bytes,
+                rcv.zerocopy
+            );
+        }
+    }
+}
+
+/// MSG_ZEROCOPY into TCP_ZEROCOPY_RECEIVE: the receiver maps pages (a plain copy sender's
+/// 64 KiB loopback segments cannot be mapped, MSG_ZEROCOPY's page fragments mostly can).
+#[test]
+fn zerocopy_into_zerocopy_receive_maps_pages() {
+    let _g = serial();
+    let r = stream(
+        &[
+            "--send-path",
+            "zerocopy",
+            "--recv-path",
+            "zerocopy",
+            "--verify",
+        ],
+        &[],
+    );
+    for (snd, rcv) in reconciled(&r) {
+        assert_sends_completed(&snd);
+        assert_verified(&rcv);
+        let z = rcv.zerocopy.as_ref().unwrap();
+        assert_eq!(z.bytes_mapped + z.bytes_copied, rcv.total_bytes);
+        assert!(z.bytes_mapped > 0, "{z:?}");
+        let joined = r.runs[0].summary.as_ref().unwrap().flows[0]
+            .zerocopy
+            .clone()
+            .unwrap();
+        assert_eq!(joined.sends, snd.zerocopy.as_ref().unwrap().sends);
+        assert_eq!(joined.bytes_mapped, z.bytes_mapped);
+    }
+}
+
+/// The paths apply to whichever end sends or receives: reversed, the server sends with
+/// sendfile and the client receives with io_uring.
+#[test]
+fn reverse_paths_apply_to_the_server_sender() {
+    let _g = serial();
+    let r = stream(
+        &[
+            "-R",
+            "--send-path",
+            "sendfile",
+            "--recv-path",
+            "uring",
+            "--verify",
+        ],
+        &[],
+    );
+    let server = side(&r, HostRole::Server);
+    let client = side(&r, HostRole::Client);
+    assert_eq!(server.flows[0].role, Role::Sender);
+    assert_eq!(server.flows[0].path.as_deref(), Some("sendfile"));
+    assert_eq!(client.flows[0].path.as_deref(), Some("uring"));
+    for (_, rcv) in reconciled(&r) {
+        assert_verified(&rcv);
+    }
+}
+
+/// A path that cannot be set up falls back to copy, says why in the flow and in the
+/// warnings, and the run still completes with exact counts. The embedded server reads the
+/// same environment, so both ends fall back.
+#[test]
+fn unavailable_paths_fall_back_to_copy_with_a_warning() {
+    let _g = serial();
+    let r = stream(
+        &[
+            "--send-path",
+            "zerocopy",
+            "--recv-path",
+            "uring",
+            "--verify",
+        ],
+        &[("WIREBENCH_DISABLE_PATHS", "zerocopy,uring")],
+    );
+    for (snd, rcv) in reconciled(&r) {
+        assert_eq!(snd.path.as_deref(), Some("copy"));
+        assert_eq!(rcv.path.as_deref(), Some("copy"));
+        for (f, what) in [(&snd, "send path zerocopy"), (&rcv, "receive path uring")] {
+            let why = f.path_fallback.as_deref().expect("a fallback reason");
+            assert!(
+                why.contains(what) && why.contains("WIREBENCH_DISABLE_PATHS"),
+                "{why}"
+            );
+        }
+        assert_eq!(snd.zerocopy, None);
+        assert_verified(&rcv);
+    }
+    let sum = r.runs[0].summary.as_ref().unwrap();
+    assert_eq!(sum.directions[0].path_fallback_flows, 1);
+    assert!(sum.flows[0].path_fallback.is_some());
+    for needle in [
+        "client: flow 0: send path zerocopy could not be set up",
+        "server: flow 0: receive path uring could not be set up",
+    ] {
+        assert!(
+            sum.warnings.iter().any(|w| w.contains(needle)),
+            "missing {needle:?} in {:?}",
+            sum.warnings
+        );
+    }
+}
+
+#[test]
+fn verify_needs_a_path_that_delivers_data() {
+    for path in ["discard", "splice"] {
+        let r = wb(&[
+            "stream",
+            "-t",
+            "1",
+            "--recv-path",
+            path,
+            "--verify",
+            "--json",
+        ]);
+        assert_ne!(r.code, 0, "{}", r.stdout);
+        let res = r.json();
+        let e = res.error.expect("an error");
+        assert_eq!(e.field.as_deref(), Some("verify"), "{e:?}");
+        assert!(e.message.contains("do not deliver data"), "{e:?}");
+    }
+    let r = wb(&["stream", "-t", "1", "-Z", "--send-path", "splice"]);
+    assert_ne!(r.code, 0, "-Z and --send-path conflict");
+}
