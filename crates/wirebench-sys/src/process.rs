@@ -1,4 +1,5 @@
-//! Process-wide settings: `SIGPIPE` disposition and the open-file limit.
+//! Process-wide settings: `SIGPIPE` disposition, the open-file limit and the allocator's
+//! large-block policy.
 
 use std::io;
 
@@ -20,6 +21,28 @@ pub fn ignore_sigpipe() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Fixes glibc malloc's mmap threshold at `bytes` (`mallopt(M_MMAP_THRESHOLD)`), which also
+/// turns off its dynamic raising: every allocation of at least `bytes` is then its own
+/// mapping, returned to the kernel when freed. A long-running daemon that allocates
+/// megabyte-sized buffers per test otherwise keeps them resident in per-thread arenas after
+/// the tests end. Returns false if the C library refused (or is not glibc).
+pub fn set_malloc_mmap_threshold(bytes: usize) -> bool {
+    #[cfg(target_env = "gnu")]
+    {
+        let Ok(v) = libc::c_int::try_from(bytes) else {
+            return false;
+        };
+        // SAFETY: `mallopt` only changes allocator parameters; M_MMAP_THRESHOLD takes any
+        // int and the call has no memory-safety preconditions.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, v) == 1 }
+    }
+    #[cfg(not(target_env = "gnu"))]
+    {
+        let _ = bytes;
+        false
+    }
 }
 
 /// Reads `RLIMIT_NOFILE` as `(soft, hard)`.

@@ -188,6 +188,13 @@ fn serve(a: &ServeArgs) -> Result<()> {
     let want_fds = (cfg.max_connections as u64)
         .saturating_mul(2)
         .saturating_add(256);
+    // Per-test buffers (payload blocks, message buffers) go back to the kernel when a test
+    // ends, so the daemon's memory returns to its baseline between tests.
+    if !wirebench_sys::process::set_malloc_mmap_threshold(128 * 1024) {
+        tracing::warn!(
+            "cannot fix the allocator's mmap threshold; memory may stay resident after tests"
+        );
+    }
     match wirebench_sys::process::raise_nofile_limit(want_fds) {
         Ok(got) if got < want_fds => tracing::warn!(
             got,
