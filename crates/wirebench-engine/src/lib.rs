@@ -6,10 +6,11 @@
 //! output and never computes throughput — that is `wirebench-stats` and the report layer.
 //!
 //! - [`stream`]: bulk transfer (TCP_STREAM), one thread per flow, lock-free counters.
+//! - [`many`]: bulk transfer for many flows on a few epoll worker threads (copy path, unpaced).
 //! - [`udp`]: paced UDP datagram flows and sequence-checking receivers (loss, reordering,
 //!   duplicates, jitter).
 //! - [`rr`]: request/response (TCP_RR, TCP_CRR, UDP_RR), closed or open loop, latencies.
-//! - [`env`]: what the host and stack look like (kernel, CPU, congestion control, buffers,
+//! - [`env`](mod@env): what the host and stack look like (kernel, CPU, congestion control, buffers,
 //!   interface MTU and offloads).
 //! - [`cpu`]: CPU snapshots (`/proc/stat` and the engine's own threads).
 //! - [`paths`]: the send and receive paths of the stream workload and the payload they carry.
@@ -18,9 +19,12 @@
 
 pub mod cpu;
 pub mod env;
+mod flowside;
+pub mod many;
 pub mod paths;
 pub mod rr;
 pub mod stream;
+mod timeline;
 pub mod udp;
 mod util;
 

@@ -33,6 +33,11 @@
 //!   less than that.
 //! - **Abort**: the window ends at the abort instant (empty if aborted during the warm-up);
 //!   flows notice within about 100 ms and [`RrOutput::aborted`] is set.
+//! - **Intervals** ([`RrConfig::interval`]; a zero period means none) tile `[0, end]`, the
+//!   last one covering the drain.
+//!
+//! The caller's thread samples: it runs the timeline driver shared by every engine (the
+//! crate-private `timeline` module), with this engine's counters and interval type.
 //!
 //! # Workloads
 //! - **TCP RR, closed loop** (default): per flow, write a request of
@@ -113,8 +118,9 @@ use wirebench_proto::measure::{CpuReport, TcpInfoReport};
 use wirebench_stats::latency::{LatencyHistogram, LatencySummary};
 use wirebench_sys::thread::CpuTimes;
 
-use crate::cpu::{self, CpuSnapshot};
-use crate::util::{is_timeout, sleep_until};
+use crate::cpu::CpuSnapshot;
+use crate::timeline::{account_thread, started, DataThreads, Engine, Timeline, Unopened};
+use crate::util::is_timeout;
 pub use wirebench_proto::rr::{
     CloseMode, OpenLoopReport, RrCounts, RrFlowInterval, RrFlowSide, RrInterval, RrRole, RrWorkload,
 };
@@ -523,10 +529,6 @@ struct Shared {
     /// CPU time each data thread recorded for itself just before exiting (by thread slot:
     /// 2 × flow index, + 1 for an open-loop sender).
     final_cpu: Vec<Mutex<Option<CpuTimes>>>,
-}
-
-fn ns_since(start: Instant, t: Instant) -> u64 {
-    u64::try_from(t.saturating_duration_since(start).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// What one flow thread sees of the run.
@@ -957,7 +959,10 @@ fn tcp_client_open(
         let spawned = thread::Builder::new()
             .name(format!("wb-rr-send-{}", ctx.idx))
             .spawn_scoped(sc, move || {
-                account_thread(ctx, sender_slot, tx, || open_sender(ctx, s, ol, st))
+                let final_cpu = &ctx.shared.final_cpu;
+                account_thread(final_cpu, sender_slot, tx, ctx.cfg.cpu, || {
+                    open_sender(ctx, s, ol, st)
+                })
             });
         drop(tid_tx);
         let sender = match spawned {
@@ -1286,31 +1291,6 @@ fn udp_server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
 
 // ───────────── orchestration ─────────────
 
-/// Run `f` as a data thread: pin it, register its thread id, leave its final CPU time behind.
-/// Returns `f`'s result and the pin error, if any.
-fn account_thread<R>(
-    ctx: &FlowCtx,
-    slot: usize,
-    tid_tx: mpsc::Sender<(usize, i32)>,
-    f: impl FnOnce() -> R,
-) -> (R, Option<io::Error>) {
-    let pin_err = ctx
-        .cfg
-        .cpu
-        .and_then(|c| wirebench_sys::thread::pin_current_thread(c).err());
-    let tid = wirebench_sys::thread::current_thread_id();
-    let _ = tid_tx.send((slot, tid));
-    drop(tid_tx);
-    let r = f();
-    // Leave this thread's CPU time behind: its /proc entry goes with it.
-    if let Ok(t) = wirebench_sys::thread::thread_cpu_times(tid) {
-        if let Ok(mut s) = ctx.shared.final_cpu[slot].lock() {
-            *s = Some(t);
-        }
-    }
-    (r, pin_err)
-}
-
 fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> FlowEnd {
     let open_loop = ctx.cfg.open_loop;
     let slot = 2 * ctx.idx;
@@ -1320,31 +1300,33 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
         (Job::TcpClient(_), Some(_)) => (Some(tid_tx.clone()), tid_tx),
         _ => (None, tid_tx),
     };
-    let (mut end, pin_err) = account_thread(ctx, slot, reg_tx, move || match job {
-        Job::TcpClient(s) => {
-            if let Err(e) = prepare_tcp(&s) {
-                let mut end = FlowEnd::new(Tally::new(true));
-                end.error = Some(format!("socket options: {e}"));
-                return end;
+    let final_cpu = &ctx.shared.final_cpu;
+    let (mut end, pin_err) =
+        account_thread(final_cpu, slot, reg_tx, ctx.cfg.cpu, move || match job {
+            Job::TcpClient(s) => {
+                if let Err(e) = prepare_tcp(&s) {
+                    let mut end = FlowEnd::new(Tally::new(true));
+                    end.error = Some(format!("socket options: {e}"));
+                    return end;
+                }
+                match (open_loop, keep_tx) {
+                    (Some(ol), Some(tx)) => tcp_client_open(ctx, &s, &ol, tx),
+                    _ => tcp_client_closed(ctx, &s),
+                }
             }
-            match (open_loop, keep_tx) {
-                (Some(ol), Some(tx)) => tcp_client_open(ctx, &s, &ol, tx),
-                _ => tcp_client_closed(ctx, &s),
+            Job::TcpServer(s) => {
+                if let Err(e) = prepare_tcp(&s) {
+                    let mut end = FlowEnd::new(Tally::new(false));
+                    end.error = Some(format!("socket options: {e}"));
+                    return end;
+                }
+                tcp_server(ctx, &s)
             }
-        }
-        Job::TcpServer(s) => {
-            if let Err(e) = prepare_tcp(&s) {
-                let mut end = FlowEnd::new(Tally::new(false));
-                end.error = Some(format!("socket options: {e}"));
-                return end;
-            }
-            tcp_server(ctx, &s)
-        }
-        Job::CrrClient(mut connect) => crr_client(ctx, &mut connect),
-        Job::CrrServer(rx) => crr_server(ctx, &rx),
-        Job::UdpClient(s) => udp_client(ctx, &s),
-        Job::UdpServer(s) => udp_server(ctx, &s),
-    });
+            Job::CrrClient(mut connect) => crr_client(ctx, &mut connect),
+            Job::CrrServer(rx) => crr_server(ctx, &rx),
+            Job::UdpClient(s) => udp_client(ctx, &s),
+            Job::UdpServer(s) => udp_server(ctx, &s),
+        });
     if let Some(e) = pin_err {
         end.error
             .get_or_insert(format!("could not pin to CPU: {e}"));
@@ -1352,35 +1334,59 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
     end
 }
 
-fn sample(
-    shared: &Shared,
-    flows: &[u32],
-    prev: &mut [(u64, u64)],
-    index: u32,
-    start_ns: u64,
-    end_ns: u64,
+/// The request/response side of the timeline: transaction and loss counts per interval,
+/// and the phase the flows count their events in.
+struct RrSampler<'a> {
+    shared: &'a Shared,
+    /// Flow id per flow index.
+    ids: &'a [u32],
+    /// (transactions, lost) at the previous interval boundary.
+    prev: Vec<(u64, u64)>,
     warmup_ns: u64,
-) -> RrInterval {
-    let mut out = Vec::with_capacity(flows.len());
-    for (i, &flow) in flows.iter().enumerate() {
-        let c = &shared.counters[i];
-        let now = (
-            c.transactions.load(Ordering::Relaxed),
-            c.lost.load(Ordering::Relaxed),
-        );
-        out.push(RrFlowInterval {
-            flow,
-            transactions: now.0.saturating_sub(prev[i].0),
-            lost: now.1.saturating_sub(prev[i].1),
-        });
-        prev[i] = now;
+    sink: &'a mut dyn RrSink,
+}
+
+impl Engine for RrSampler<'_> {
+    type Sample = RrInterval;
+
+    fn open_window(&mut self, _now_ns: u64) {
+        self.shared.phase.store(PHASE_WINDOW, Ordering::Relaxed);
     }
-    RrInterval {
-        index,
-        start_ns,
-        end_ns,
-        in_warmup: start_ns < warmup_ns,
-        flows: out,
+
+    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> RrInterval {
+        let mut out = Vec::with_capacity(self.ids.len());
+        for (i, &flow) in self.ids.iter().enumerate() {
+            let c = &self.shared.counters[i];
+            let now = (
+                c.transactions.load(Ordering::Relaxed),
+                c.lost.load(Ordering::Relaxed),
+            );
+            out.push(RrFlowInterval {
+                flow,
+                transactions: now.0.saturating_sub(self.prev[i].0),
+                lost: now.1.saturating_sub(self.prev[i].1),
+            });
+            self.prev[i] = now;
+        }
+        let s = RrInterval {
+            index,
+            start_ns,
+            end_ns,
+            in_warmup: start_ns < self.warmup_ns,
+            flows: out,
+        };
+        self.sink.interval(&s);
+        s
+    }
+
+    /// The window closes before the CPU snapshot, the clients stop after it.
+    fn close_window(&mut self, _stop_ns: u64) {
+        self.shared.phase.store(PHASE_AFTER, Ordering::Relaxed);
+    }
+
+    fn stop(&mut self, stop_ns: u64) {
+        self.shared.stop_at_ns.store(stop_ns, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Release);
     }
 }
 
@@ -1422,7 +1428,7 @@ pub fn run(
     };
     let mut warnings = Vec::new();
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
-    let before_threads = CpuSnapshot::take(0, &[], &|_| None);
+    let at_start = CpuSnapshot::take(0, &[], &|_| None);
 
     thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);
@@ -1440,112 +1446,33 @@ pub fn run(
                     };
                     flow_thread(&ctx, job, tx)
                 });
-            match h {
-                Ok(h) => handles.push(Some(h)),
-                Err(e) => {
-                    warnings.push(format!("flow {flow}: could not start its thread: {e}"));
-                    handles.push(None);
-                }
-            }
+            handles.push(started(h, format_args!("flow {flow}"), &mut warnings));
         }
-        drop(tid_tx);
-        // (thread slot, thread id), ordered by slot.
-        let mut tids: Vec<(usize, i32)> = tid_rx.iter().collect();
-        tids.sort_unstable();
-        let (tid_slots, tids): (Vec<usize>, Vec<i32>) = tids.into_iter().unzip();
-        let exited = |i: usize| {
-            let slot = *tid_slots.get(i)?;
-            *shared.final_cpu[slot].lock().ok()?
+        let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
+        let mut sampler = RrSampler {
+            shared: &shared,
+            ids: &ids,
+            prev: vec![(0, 0); n],
+            warmup_ns,
+            sink,
         };
-
-        // Sampling loop on the calling thread.
-        let mut prev = vec![(0u64, 0u64); n];
-        let mut intervals = Vec::new();
-        let mut aborted = None;
-        let window_start_at = start + cfg.warmup;
-        let stop_at = window_start_at + cfg.duration;
-        let mut next_interval = cfg.interval.filter(|i| !i.is_zero()).map(|i| start + i);
-        let mut interval_start_ns = 0u64;
-        let mut cpu_before = cfg.warmup.is_zero().then_some(before_threads);
-        let mut window_start_ns = 0u64;
-        loop {
-            let mut next = stop_at;
-            if cpu_before.is_none() {
-                next = next.min(window_start_at);
-            }
-            if let Some(t) = next_interval {
-                next = next.min(t);
-            }
-            if !sleep_until(next, abort) {
-                aborted = Some("aborted".to_string());
-                break;
-            }
-            let now = Instant::now();
-            let now_ns = ns_since(start, now);
-            if cpu_before.is_none() && now >= window_start_at {
-                shared.phase.store(PHASE_WINDOW, Ordering::Relaxed);
-                window_start_ns = now_ns;
-                cpu_before = Some(CpuSnapshot::take(now_ns, &tids, &exited));
-            }
-            if let Some(t) = next_interval {
-                if now >= t && now < stop_at {
-                    let s = sample(
-                        &shared,
-                        &ids,
-                        &mut prev,
-                        intervals.len() as u32,
-                        interval_start_ns,
-                        now_ns,
-                        warmup_ns,
-                    );
-                    sink.interval(&s);
-                    intervals.push(s);
-                    interval_start_ns = now_ns;
-                    next_interval = cfg.interval.map(|i| t + i);
-                }
-            }
-            if now >= stop_at {
-                break;
-            }
-        }
-        // The stop instant (or the abort instant): close the window first, then read CPU
-        // while the flows still run (an exited thread's CPU time can no longer be read
-        // directly), then tell the clients to stop.
-        let stop_ns = ns_since(start, Instant::now());
-        shared.phase.store(PHASE_AFTER, Ordering::Relaxed);
-        let cpu_after = CpuSnapshot::take(stop_ns, &tids, &exited);
-        shared.stop_at_ns.store(stop_ns, Ordering::Relaxed);
-        shared.stop.store(true, Ordering::Release);
-        // Aborted during the warm-up: the window never opened; report it empty at the stop.
-        let window_start_ns = if cpu_before.is_some() {
-            window_start_ns.min(stop_ns)
-        } else {
-            stop_ns
+        let timeline = Timeline {
+            start,
+            warmup: cfg.warmup,
+            duration: cfg.duration,
+            interval: cfg.interval.filter(|i| !i.is_zero()),
+            check_every: None,
+            // Aborted during the warm-up: the window never opened; report it empty at the stop.
+            unopened: Unopened::AtStop,
         };
-        let cpu_before =
-            cpu_before.unwrap_or_else(|| CpuSnapshot::take(window_start_ns, &tids, &exited));
-
-        let results: Vec<Option<FlowEnd>> = handles
-            .into_iter()
-            .map(|h| h.and_then(|h| h.join().ok()))
-            .collect();
-        if aborted.is_none() && abort.load(Ordering::Relaxed) {
-            aborted = Some("aborted while draining".to_string());
-        }
-        let end_ns = ns_since(start, Instant::now());
-        if cfg.interval.is_some_and(|i| !i.is_zero()) {
-            let s = sample(
-                &shared,
-                &ids,
-                &mut prev,
-                intervals.len() as u32,
-                interval_start_ns,
-                end_ns,
-                warmup_ns,
-            );
-            sink.interval(&s);
-            intervals.push(s);
-        }
+        let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
+            handles
+                .into_iter()
+                .map(|h| h.and_then(|h| h.join().ok()))
+                .collect::<Vec<Option<FlowEnd>>>()
+        });
+        let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
+        let (results, intervals, aborted) = (out.done, out.intervals, out.aborted);
 
         let window_s = (stop_ns.saturating_sub(window_start_ns)) as f64 / 1e9;
         let mut merged = (role == RrRole::Client).then(LatencyHistogram::new);
@@ -1622,13 +1549,7 @@ pub fn run(
                 ));
             }
         }
-        let cpu = match cpu::report(&cpu_before, &cpu_after) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                warnings.push(e);
-                None
-            }
-        };
+        let cpu = out.cpu.map_err(|e| warnings.push(e)).ok();
         Ok(RrOutput {
             workload,
             role,

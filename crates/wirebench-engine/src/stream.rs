@@ -10,6 +10,12 @@
 //!   a sender's window ends here. CPU is snapshotted here on both roles.
 //! - A receiver keeps reading until EOF (bytes that were in flight at the stop instant);
 //!   its window ends at the arrival of the last byte, bounded by `drain_limit`.
+//! - Interval samples tile `[0, end]`, the last one covering the drain. The policy
+//!   [`StreamConfig::max_rx_bps`] is checked every 100 ms.
+//!
+//! The caller's thread is the sampling thread; it runs the timeline driver shared by every
+//! engine (the crate-private `timeline` module), and the per-flow bookkeeping is shared with
+//! [`crate::many`] (the crate-private `flowside` module).
 //!
 //! One thread per flow; each keeps its running byte total in its own cache-line-sized atomic
 //! (a plain store, no read-modify-write), which the sampling thread reads at interval
@@ -27,25 +33,22 @@
 
 use std::io::Read;
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use socket2::SockRef;
-use wirebench_proto::measure::{
-    CpuReport, FlowInterval, FlowSide, IntervalSample, Role, TcpInfoReport,
-};
+use wirebench_proto::measure::{CpuReport, FlowSide, IntervalSample, Role, TcpInfoReport};
 use wirebench_proto::spec::{FlowDir, RecvPath, SendPath};
 
-use crate::cpu::{self, CpuSnapshot};
-use crate::paths::{Disabled, PathReport, Payload, Receiver, SendShared, Sender, Verifier};
-use crate::util::{is_timeout, sleep_until};
+use crate::flowside::{paced_allowance, socket_facts, FlowDone, Run, Shared};
+use crate::paths::{Disabled, Payload, Receiver, SendShared, Sender, Verifier};
+use crate::timeline::{spawn_data, started, DataThreads};
+use crate::util::{is_timeout, ns_since};
 use crate::Sink;
-use wirebench_sys::thread::CpuTimes;
 
-/// How often blocked socket calls wake up to look at the stop and abort flags.
+/// How often blocked socket calls wake up to look at the stop and abort flags, and how often
+/// the [`StreamConfig::max_rx_bps`] policy is checked.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// One connected data socket and what to do with it.
@@ -93,16 +96,6 @@ pub struct StreamConfig {
     pub verify: bool,
 }
 
-/// Slack of the receive-rate policy: this much time at the limit, plus [`RX_SLACK_BYTES`].
-const RX_SLACK: Duration = Duration::from_millis(250);
-/// Fixed slack of the receive-rate policy, bytes (socket buffers drained at once).
-const RX_SLACK_BYTES: u64 = 4 << 20;
-
-/// Bytes a flow may have sent `elapsed` after its start at `rate_bps`.
-fn paced_allowance(rate_bps: u64, elapsed: Duration) -> u64 {
-    (u128::from(rate_bps) * elapsed.as_nanos() / 8_000_000_000).min(u128::from(u64::MAX)) as u64
-}
-
 /// Message size for a paced sender: about 1 ms of data at `rate_bps`, within [1, msg].
 fn paced_chunk(rate_bps: u64, msg: usize) -> usize {
     ((rate_bps / 8_000) as usize).clamp(1, msg.max(1))
@@ -123,63 +116,12 @@ pub struct StreamOutput {
     pub aborted: Option<String>,
 }
 
-#[repr(align(64))]
-#[derive(Default)]
-struct Counter(AtomicU64);
-
-struct FlowDone {
-    total_bytes: u64,
-    last_byte_ns: Option<u64>,
-    tcp_info: Option<TcpInfoReport>,
-    congestion: Option<String>,
-    pmtu_bytes: Option<u32>,
-    sndbuf_bytes: Option<u32>,
-    rcvbuf_bytes: Option<u32>,
-    error: Option<String>,
-    drain_truncated: bool,
-    path: PathReport,
-    verified_bytes: Option<u64>,
-    verify_errors: Option<u64>,
-}
-
-impl FlowDone {
-    fn new(total_bytes: u64, error: Option<String>, path: PathReport) -> FlowDone {
-        FlowDone {
-            total_bytes,
-            last_byte_ns: None,
-            tcp_info: None,
-            congestion: None,
-            pmtu_bytes: None,
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            error,
-            drain_truncated: false,
-            path,
-            verified_bytes: None,
-            verify_errors: None,
-        }
-    }
-}
-
 /// What every flow thread of a run shares, read-only.
 struct FlowEnv<'a> {
     cfg: &'a StreamConfig,
     payload: &'a Payload,
     send_shared: &'a SendShared,
     disabled: &'a Disabled,
-}
-
-struct Shared {
-    start: Instant,
-    /// CPU time each flow thread recorded for itself just before exiting (by flow index).
-    final_cpu: Vec<Mutex<Option<CpuTimes>>>,
-    stop: AtomicBool,
-    stop_at_ns: AtomicU64,
-    counters: Vec<Counter>,
-}
-
-fn ns_since(start: Instant, t: Instant) -> u64 {
-    t.saturating_duration_since(start).as_nanos() as u64
 }
 
 /// Convert the `-sys` TCP_INFO into the wire report.
@@ -199,17 +141,6 @@ pub fn tcp_info_report(i: &wirebench_sys::tcp::TcpInfo) -> TcpInfoReport {
         rwnd_limited_us: i.rwnd_limited_us,
         sndbuf_limited_us: i.sndbuf_limited_us,
     }
-}
-
-fn socket_facts<F: AsFd>(s: &F, done: &mut FlowDone) {
-    let sock = SockRef::from(s);
-    done.sndbuf_bytes = sock.send_buffer_size().ok().map(|v| v as u32);
-    done.rcvbuf_bytes = sock.recv_buffer_size().ok().map(|v| v as u32);
-    done.congestion = wirebench_sys::tcp::congestion(s).ok();
-    done.pmtu_bytes = wirebench_sys::tcp::ip_mtu(s).ok();
-    done.tcp_info = wirebench_sys::tcp::tcp_info(s)
-        .ok()
-        .map(|i| tcp_info_report(&i));
 }
 
 fn run_sender(
@@ -379,47 +310,8 @@ fn run_receiver(
     done
 }
 
-/// "flow 3" or "flows 0, 1, 2".
-fn flow_list(flows: &[u32]) -> String {
-    match flows {
-        [one] => format!("flow {one}"),
-        _ => {
-            let ids: Vec<String> = flows.iter().map(u32::to_string).collect();
-            format!("flows {}", ids.join(", "))
-        }
-    }
-}
-
-fn sample(
-    shared: &Shared,
-    flows: &[(u32, Role)],
-    prev: &mut [u64],
-    index: u32,
-    start_ns: u64,
-    end_ns: u64,
-    warmup_ns: u64,
-) -> IntervalSample {
-    let mut out = Vec::with_capacity(flows.len());
-    for (i, &(flow, role)) in flows.iter().enumerate() {
-        let now = shared.counters[i].0.load(Ordering::Relaxed);
-        out.push(FlowInterval {
-            flow,
-            role,
-            bytes: now.saturating_sub(prev[i]),
-        });
-        prev[i] = now;
-    }
-    IntervalSample {
-        index,
-        start_ns,
-        end_ns,
-        in_warmup: start_ns < warmup_ns,
-        flows: out,
-    }
-}
-
 /// Run a stream test over `plans`. Blocks until every flow has finished (or the abort flag is
-/// set and the flows noticed it, within about [`POLL_TIMEOUT`]).
+/// set and the flows noticed it, within about 100 ms).
 pub fn run(
     cfg: &StreamConfig,
     plans: Vec<FlowPlan>,
@@ -438,251 +330,43 @@ pub fn run(
         send_shared: &send_shared,
         disabled: &disabled,
     };
-    let start = Instant::now();
-    let shared = Shared {
-        start,
-        stop: AtomicBool::new(false),
-        stop_at_ns: AtomicU64::new(u64::MAX),
-        counters: (0..n).map(|_| Counter::default()).collect(),
-        final_cpu: (0..n).map(|_| Mutex::new(None)).collect(),
-    };
-    let meta: Vec<(u32, Role, FlowDir)> = plans.iter().map(|p| (p.flow, p.role, p.dir)).collect();
-    let roles: Vec<(u32, Role)> = meta.iter().map(|m| (m.0, m.1)).collect();
-    let warmup_ns = cfg.warmup.as_nanos() as u64;
-    let mut warnings = Vec::new();
-
+    // One data thread per flow: thread slot = flow index.
+    let shared = Shared::new(Instant::now(), n, n);
+    let mut run = Run::new(cfg, POLL_TIMEOUT, &shared, &plans);
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
-    let before_threads = CpuSnapshot::take(0, &[], &|_| None);
     thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);
         for (idx, plan) in plans.into_iter().enumerate() {
             let _ = plan.stream.set_read_timeout(Some(POLL_TIMEOUT));
             let _ = plan.stream.set_write_timeout(Some(POLL_TIMEOUT));
-            let (shared, env, tid_tx) = (&shared, &env, tid_tx.clone());
-            let cpu = cfg.cpu;
-            let h = thread::Builder::new()
-                .name(format!("wb-flow-{}", plan.flow))
-                .spawn_scoped(scope, move || {
-                    let pin_err =
-                        cpu.and_then(|c| wirebench_sys::thread::pin_current_thread(c).err());
-                    let tid = wirebench_sys::thread::current_thread_id();
-                    let _ = tid_tx.send((idx, tid));
-                    drop(tid_tx);
-                    let mut done = match plan.role {
-                        Role::Sender => run_sender(plan.stream, idx, env, shared, abort),
-                        Role::Receiver => run_receiver(plan.stream, idx, env, shared, abort),
-                    };
-                    if let Some(e) = pin_err {
-                        done.error
-                            .get_or_insert(format!("could not pin to CPU: {e}"));
-                    }
-                    // Leave this thread's CPU time behind: its /proc entry goes with it.
-                    if let Ok(t) = wirebench_sys::thread::thread_cpu_times(tid) {
-                        if let Ok(mut slot) = shared.final_cpu[idx].lock() {
-                            *slot = Some(t);
-                        }
-                    }
-                    done
-                });
-            match h {
-                Ok(h) => handles.push(Some(h)),
-                Err(e) => {
-                    warnings.push(format!("flow {idx}: could not start its thread: {e}"));
-                    handles.push(None);
-                }
-            }
-        }
-        drop(tid_tx);
-        // (flow index, thread id), ordered by flow index.
-        let mut tids: Vec<(usize, i32)> = tid_rx.iter().collect();
-        tids.sort_unstable();
-        let (tid_flows, tids): (Vec<usize>, Vec<i32>) = tids.into_iter().unzip();
-        let exited = |i: usize| {
-            let flow = *tid_flows.get(i)?;
-            *shared.final_cpu[flow].lock().ok()?
-        };
-
-        // Sampling loop on the calling thread.
-        let mut prev = vec![0u64; n];
-        let mut intervals = Vec::new();
-        let mut aborted = None;
-        let window_start_at = start + cfg.warmup;
-        let stop_at = window_start_at + cfg.duration;
-        let mut next_interval = cfg.interval.map(|i| start + i);
-        let mut interval_start_ns = 0u64;
-        let mut cpu_before = (warmup_ns == 0).then_some(before_threads);
-        let mut window_start_bytes = vec![0u64; n];
-        let mut window_start_ns = 0u64;
-        let receivers: Vec<usize> = (0..n).filter(|&i| roles[i].1 == Role::Receiver).collect();
-        let mut next_policy = cfg.max_rx_bps.map(|_| start + POLL_TIMEOUT);
-        loop {
-            let mut next = stop_at;
-            if let Some(t) = next_policy {
-                next = next.min(t);
-            }
-            if cpu_before.is_none() {
-                next = next.min(window_start_at);
-            }
-            if let Some(t) = next_interval {
-                next = next.min(t);
-            }
-            if !sleep_until(next, abort) {
-                aborted = Some("aborted".to_string());
-                break;
-            }
-            let now = Instant::now();
-            let now_ns = ns_since(start, now);
-            if let (Some(t), Some(max)) = (next_policy, cfg.max_rx_bps) {
-                if now >= t {
-                    let got: u64 = receivers
-                        .iter()
-                        .map(|&i| shared.counters[i].0.load(Ordering::Relaxed))
-                        .sum();
-                    let allowed =
-                        paced_allowance(max, now - start + RX_SLACK).saturating_add(RX_SLACK_BYTES);
-                    if got > allowed {
-                        aborted = Some(format!(
-                            "limit exceeded: data arrived at {} bit/s on average, above the \
-                             server's max_rate_bps of {max}",
-                            u128::from(got) * 8_000_000_000 / now_ns.max(1) as u128
-                        ));
-                        abort.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                    next_policy = Some(t + POLL_TIMEOUT);
-                }
-            }
-            if cpu_before.is_none() && now >= window_start_at {
-                for (i, c) in shared.counters.iter().enumerate() {
-                    window_start_bytes[i] = c.0.load(Ordering::Relaxed);
-                }
-                window_start_ns = now_ns;
-                cpu_before = Some(CpuSnapshot::take(now_ns, &tids, &exited));
-            }
-            if let Some(t) = next_interval {
-                if now >= t && now < stop_at {
-                    let s = sample(
-                        &shared,
-                        &roles,
-                        &mut prev,
-                        intervals.len() as u32,
-                        interval_start_ns,
-                        now_ns,
-                        warmup_ns,
-                    );
-                    sink.interval(&s);
-                    intervals.push(s);
-                    interval_start_ns = now_ns;
-                    next_interval = cfg.interval.map(|i| t + i);
-                }
-            }
-            if now >= stop_at {
-                break;
-            }
-        }
-        // The stop instant (or the abort instant). CPU is read before the flows are told to
-        // stop: a sender can finish its orderly close and exit within microseconds, and an
-        // exited thread's CPU time can no longer be read.
-        let stop_ns = ns_since(start, Instant::now());
-        let cpu_after = CpuSnapshot::take(stop_ns, &tids, &exited);
-        let stop_bytes: Vec<u64> = shared
-            .counters
-            .iter()
-            .map(|c| c.0.load(Ordering::Relaxed))
-            .collect();
-        shared.stop_at_ns.store(stop_ns, Ordering::Relaxed);
-        shared.stop.store(true, Ordering::Relaxed);
-        let cpu_before =
-            cpu_before.unwrap_or_else(|| CpuSnapshot::take(window_start_ns, &tids, &exited));
-
-        let results: Vec<Option<FlowDone>> = handles
-            .into_iter()
-            .map(|h| h.and_then(|h| h.join().ok()))
-            .collect();
-        if aborted.is_none() && abort.load(Ordering::Relaxed) {
-            aborted = Some("aborted while draining".to_string());
-        }
-        let end_ns = ns_since(start, Instant::now());
-        if cfg.interval.is_some() {
-            let s = sample(
-                &shared,
-                &roles,
-                &mut prev,
-                intervals.len() as u32,
-                interval_start_ns,
-                end_ns,
-                warmup_ns,
-            );
-            sink.interval(&s);
-            intervals.push(s);
-        }
-
-        let mut flows = Vec::with_capacity(n);
-        let mut fallbacks: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
-        for (i, (flow, role, dir)) in meta.into_iter().enumerate() {
-            let done = results[i].as_ref();
-            let total = done
-                .map(|d| d.total_bytes)
-                .unwrap_or_else(|| shared.counters[i].0.load(Ordering::Relaxed));
-            let (window_bytes, window_end_ns) = match role {
-                Role::Sender => (stop_bytes[i].saturating_sub(window_start_bytes[i]), stop_ns),
-                Role::Receiver => {
-                    let last = done.and_then(|d| d.last_byte_ns).unwrap_or(window_start_ns);
-                    (
-                        total.saturating_sub(window_start_bytes[i]),
-                        last.max(window_start_ns),
-                    )
-                }
-            };
-            if let Some(reason) = done.and_then(|d| d.path.fallback.as_deref()) {
-                fallbacks.entry(reason.to_string()).or_default().push(flow);
-            }
-            if done.is_some_and(|d| d.drain_truncated) {
-                warnings.push(format!(
-                    "flow {flow}: no EOF within {} ms after the stop; its receive window was cut there",
-                    cfg.drain_limit.as_millis()
-                ));
-            }
-            flows.push(FlowSide {
-                flow,
-                dir,
-                role,
-                total_bytes: total,
-                window_bytes,
-                window_start_ns,
-                window_end_ns,
-                sndbuf_bytes: done.and_then(|d| d.sndbuf_bytes),
-                rcvbuf_bytes: done.and_then(|d| d.rcvbuf_bytes),
-                congestion: done.and_then(|d| d.congestion.clone()),
-                pmtu_bytes: done.and_then(|d| d.pmtu_bytes),
-                tcp_info: done.and_then(|d| d.tcp_info.clone()),
-                error: match done {
-                    Some(d) => d.error.clone(),
-                    None => Some("flow thread failed".into()),
+            let (shared, env) = (&shared, &env);
+            let name = format!("wb-flow-{}", plan.flow);
+            let h = spawn_data(
+                scope,
+                name,
+                &shared.final_cpu,
+                idx,
+                tid_tx.clone(),
+                cfg.cpu,
+                move || match plan.role {
+                    Role::Sender => run_sender(plan.stream, idx, env, shared, abort),
+                    Role::Receiver => run_receiver(plan.stream, idx, env, shared, abort),
                 },
-                path: done.map(|d| d.path.path.to_string()),
-                path_fallback: done.and_then(|d| d.path.fallback.clone()),
-                zerocopy: done.and_then(|d| d.path.zerocopy.clone()),
-                verified_bytes: done.and_then(|d| d.verified_bytes),
-                verify_errors: done.and_then(|d| d.verify_errors),
-            });
+            );
+            handles.push(started(h, format_args!("flow {idx}"), &mut run.warnings));
         }
-        for (reason, flows) in fallbacks {
-            warnings.push(format!("{}: {reason}", flow_list(&flows)));
-        }
-        let cpu = match cpu::report(&cpu_before, &cpu_after) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                warnings.push(e);
-                None
-            }
-        };
-        StreamOutput {
-            flows,
-            intervals,
-            cpu,
-            warnings,
-            aborted,
-        }
+        let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
+        run.finish(&threads, sink, abort, || {
+            handles
+                .into_iter()
+                .map(|h| {
+                    let (mut done, pin_err) = h?.join().ok()?;
+                    if let Some(e) = pin_err {
+                        done.pin_failed(&e);
+                    }
+                    Some(done)
+                })
+                .collect()
+        })
     })
 }

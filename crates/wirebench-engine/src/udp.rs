@@ -48,7 +48,11 @@
 //! sent; receiver: bytes of distinct datagrams). The datagram counts of the same intervals
 //! (sent, received, send errors, late, duplicate) are in [`UdpOutput::udp_intervals`], index
 //! for index, since `IntervalSample` has no room for them. Intervals tile `[0, end]`, the last
-//! one covering the drain, so their counts add up to each flow's totals.
+//! one covering the drain, so their counts add up to each flow's totals. A period below 1 ms
+//! is taken as 1 ms.
+//!
+//! The caller's thread samples: it runs the timeline driver shared by every engine (the
+//! crate-private `timeline` module), with this engine's counters and interval types.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -67,8 +71,9 @@ use wirebench_proto::udp::{
 };
 use wirebench_sys::thread::CpuTimes;
 
-use crate::cpu::{self, CpuSnapshot};
-use crate::util::is_timeout;
+use crate::cpu::CpuSnapshot;
+use crate::timeline::{spawn_data, DataThreads, Engine, Timeline, Unopened};
+use crate::util::{is_timeout, ns_since};
 use crate::Sink;
 
 /// How often blocked socket calls wake up to look at the stop and abort flags.
@@ -312,10 +317,6 @@ struct Shared {
 
 fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn ns_since(start: Instant, t: Instant) -> u64 {
-    dur_ns(t.saturating_duration_since(start))
 }
 
 /// Send errors after which a flow carries on (the datagram is counted as a send error).
@@ -597,67 +598,71 @@ struct CounterMeta {
     role: Role,
 }
 
-fn sample(
-    shared: &Shared,
-    meta: &[CounterMeta],
-    prev: &mut [[u64; 5]],
-    index: u32,
-    start_ns: u64,
-    end_ns: u64,
+/// The UDP side of the timeline: byte and datagram counts per interval.
+struct UdpSampler<'a> {
+    shared: &'a Shared,
+    /// Which flow each counter block belongs to.
+    meta: &'a [CounterMeta],
+    /// Counters at the previous interval boundary.
+    prev: Vec<[u64; 5]>,
     warmup_ns: u64,
-) -> (IntervalSample, UdpIntervalSample) {
-    let mut bytes = Vec::with_capacity(meta.len());
-    let mut udp = Vec::with_capacity(meta.len());
-    for ((m, c), p) in meta.iter().zip(&shared.counters).zip(prev.iter_mut()) {
-        let now = c.load();
-        let [datagrams, b, send_errors, late, duplicate] =
-            [0, 1, 2, 3, 4].map(|i| now[i].saturating_sub(p[i]));
-        *p = now;
-        bytes.push(FlowInterval {
-            flow: m.flow,
-            role: m.role,
-            bytes: b,
-        });
-        udp.push(UdpFlowInterval {
-            flow: m.flow,
-            role: m.role,
-            datagrams,
-            bytes: b,
-            send_errors,
-            late,
-            duplicate,
-        });
-    }
-    let in_warmup = start_ns < warmup_ns;
-    (
-        IntervalSample {
+    sink: &'a mut dyn Sink,
+}
+
+impl Engine for UdpSampler<'_> {
+    /// The sink's bytes-only sample and the datagram counts of the same interval.
+    type Sample = (IntervalSample, UdpIntervalSample);
+
+    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> Self::Sample {
+        let n = self.meta.len();
+        let mut bytes = Vec::with_capacity(n);
+        let mut udp = Vec::with_capacity(n);
+        for ((m, c), p) in self
+            .meta
+            .iter()
+            .zip(&self.shared.counters)
+            .zip(self.prev.iter_mut())
+        {
+            let now = c.load();
+            let [datagrams, b, send_errors, late, duplicate] =
+                [0, 1, 2, 3, 4].map(|i| now[i].saturating_sub(p[i]));
+            *p = now;
+            bytes.push(FlowInterval {
+                flow: m.flow,
+                role: m.role,
+                bytes: b,
+            });
+            udp.push(UdpFlowInterval {
+                flow: m.flow,
+                role: m.role,
+                datagrams,
+                bytes: b,
+                send_errors,
+                late,
+                duplicate,
+            });
+        }
+        let in_warmup = start_ns < self.warmup_ns;
+        let s = IntervalSample {
             index,
             start_ns,
             end_ns,
             in_warmup,
             flows: bytes,
-        },
-        UdpIntervalSample {
+        };
+        self.sink.interval(&s);
+        let u = UdpIntervalSample {
             index,
             start_ns,
             end_ns,
             in_warmup,
             flows: udp,
-        },
-    )
-}
+        };
+        (s, u)
+    }
 
-/// Sleep until `t` or until `abort` is set; returns false on abort.
-fn sleep_until(t: Instant, abort: &AtomicBool) -> bool {
-    loop {
-        if abort.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= t {
-            return true;
-        }
-        thread::sleep((t - now).min(MAX_SLEEP));
+    fn stop(&mut self, _stop_ns: u64) {
+        self.shared.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -696,39 +701,7 @@ enum Done {
 }
 
 /// What a data thread returns: its figures and, if pinning failed, why.
-type ThreadResult = (Done, Option<String>);
-
-/// Start data thread `idx`: pin it, report its thread id, run `work`, and leave its CPU time
-/// in `shared.final_cpu[idx]` as it exits.
-fn spawn_data<'scope, 'env, F>(
-    scope: &'scope thread::Scope<'scope, 'env>,
-    name: String,
-    idx: usize,
-    shared: &'scope Shared,
-    tid_tx: mpsc::Sender<(usize, i32)>,
-    pin: Option<usize>,
-    work: F,
-) -> io::Result<thread::ScopedJoinHandle<'scope, ThreadResult>>
-where
-    F: FnOnce() -> Done + Send + 'scope,
-{
-    thread::Builder::new()
-        .name(name)
-        .spawn_scoped(scope, move || {
-            let pin_err = pin.and_then(|c| wirebench_sys::thread::pin_current_thread(c).err());
-            let tid = wirebench_sys::thread::current_thread_id();
-            let _ = tid_tx.send((idx, tid));
-            drop(tid_tx);
-            let done = work();
-            // Leave this thread's CPU time behind: its /proc entry goes with it.
-            if let Ok(t) = wirebench_sys::thread::thread_cpu_times(tid) {
-                if let Some(Ok(mut slot)) = shared.final_cpu.get(idx).map(|m| m.lock()) {
-                    *slot = Some(t);
-                }
-            }
-            (done, pin_err.map(|e| e.to_string()))
-        })
-}
+type ThreadResult = (Done, Option<io::Error>);
 
 /// Run a UDP test over `plan`. Refuses a bad configuration or plan before touching a socket;
 /// otherwise blocks until every data thread has finished (senders at the stop instant,
@@ -774,7 +747,7 @@ pub fn run(
     let recv_flows: Vec<Vec<u32>> = plan.receivers.iter().map(|r| r.flows.clone()).collect();
 
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
-    let before_threads = CpuSnapshot::take(0, &[], &|_| None);
+    let at_start = CpuSnapshot::take(0, &[], &|_| None);
     let out = thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n_threads);
         let mut counter_base = n_send;
@@ -784,8 +757,8 @@ pub fn run(
             let h = spawn_data(
                 scope,
                 format!("wb-udp-tx-{}", s.flow),
+                &shared.final_cpu,
                 idx,
-                shared,
                 tid_tx.clone(),
                 cfg.cpu,
                 move || Done::Send(run_sender(s.flow, &s.socket, counters, cfg, shared, abort)),
@@ -800,8 +773,8 @@ pub fn run(
             let h = spawn_data(
                 scope,
                 format!("wb-udp-rx-{i}"),
+                &shared.final_cpu,
                 n_send + i,
-                shared,
                 tid_tx.clone(),
                 cfg.cpu,
                 move || {
@@ -812,104 +785,37 @@ pub fn run(
             );
             handles.push(h);
         }
-        drop(tid_tx);
-        // (thread index, thread id), ordered by thread index.
-        let mut tids: Vec<(usize, i32)> = tid_rx.iter().collect();
-        tids.sort_unstable();
-        let (tid_threads, tids): (Vec<usize>, Vec<i32>) = tids.into_iter().unzip();
-        let exited = |i: usize| {
-            let t = *tid_threads.get(i)?;
-            *shared.final_cpu.get(t)?.lock().ok()?
+        let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
+        let mut sampler = UdpSampler {
+            shared: &shared,
+            meta: &meta,
+            prev: vec![[0u64; 5]; meta.len()],
+            warmup_ns,
+            sink,
         };
-
-        // Sampling loop on the calling thread.
-        let mut prev = vec![[0u64; 5]; meta.len()];
-        let mut intervals = Vec::new();
-        let mut udp_intervals = Vec::new();
-        let mut aborted = None;
-        let mut next_interval = cfg
-            .interval
-            .map(|i| start + i.max(Duration::from_millis(1)));
-        let mut interval_start_ns = 0u64;
-        let mut cpu_before = (warmup_ns == 0).then_some(before_threads);
-        let mut window_start_ns = 0u64;
-        loop {
-            let mut next = stop_at;
-            if cpu_before.is_none() {
-                next = next.min(window_start_at);
-            }
-            if let Some(t) = next_interval {
-                next = next.min(t);
-            }
-            if !sleep_until(next, abort) {
-                aborted = Some("aborted".to_string());
-                break;
-            }
-            let now = Instant::now();
-            let now_ns = ns_since(start, now);
-            if cpu_before.is_none() && now >= window_start_at {
-                window_start_ns = now_ns;
-                cpu_before = Some(CpuSnapshot::take(now_ns, &tids, &exited));
-            }
-            if let Some(t) = next_interval {
-                if now >= t && now < stop_at {
-                    let (s, u) = sample(
-                        &shared,
-                        &meta,
-                        &mut prev,
-                        intervals.len() as u32,
-                        interval_start_ns,
-                        now_ns,
-                        warmup_ns,
-                    );
-                    sink.interval(&s);
-                    intervals.push(s);
-                    udp_intervals.push(u);
-                    interval_start_ns = now_ns;
-                    next_interval = cfg.interval.map(|i| t + i.max(Duration::from_millis(1)));
-                }
-            }
-            if now >= stop_at {
-                break;
-            }
-        }
-        // The stop instant (or the abort instant): CPU before the flows are told to stop, since
-        // an exited thread's CPU time can only be read from what it left behind.
-        let stop_ns = ns_since(start, Instant::now());
-        let cpu_after = CpuSnapshot::take(stop_ns, &tids, &exited);
-        shared.stop.store(true, Ordering::Relaxed);
-        let cpu_before =
-            cpu_before.unwrap_or_else(|| CpuSnapshot::take(window_start_ns, &tids, &exited));
-
-        let results: Vec<Option<ThreadResult>> = handles
-            .into_iter()
-            .enumerate()
-            .map(|(idx, h)| match h {
-                Ok(h) => h.join().ok(),
-                Err(e) => {
-                    warnings.push(format!("data thread {idx}: could not start: {e}"));
-                    None
-                }
-            })
-            .collect();
-        if aborted.is_none() && abort.load(Ordering::Relaxed) {
-            aborted = Some("aborted while draining".to_string());
-        }
-        let end_ns = ns_since(start, Instant::now());
-        if cfg.interval.is_some() {
-            let (s, u) = sample(
-                &shared,
-                &meta,
-                &mut prev,
-                intervals.len() as u32,
-                interval_start_ns,
-                end_ns,
-                warmup_ns,
-            );
-            sink.interval(&s);
-            intervals.push(s);
-            udp_intervals.push(u);
-        }
+        let timeline = Timeline {
+            start,
+            warmup,
+            duration,
+            interval: cfg.interval.map(|i| i.max(Duration::from_millis(1))),
+            check_every: None,
+            unopened: Unopened::AtZero,
+        };
+        let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
+            handles
+                .into_iter()
+                .enumerate()
+                .map(|(idx, h)| match h {
+                    Ok(h) => h.join().ok(),
+                    Err(e) => {
+                        warnings.push(format!("data thread {idx}: could not start: {e}"));
+                        None
+                    }
+                })
+                .collect::<Vec<Option<ThreadResult>>>()
+        });
+        let (results, aborted) = (out.done, out.aborted);
+        let (intervals, udp_intervals) = out.intervals.into_iter().unzip();
 
         let window = cfg.sender_window();
         let mut senders = Vec::with_capacity(n_send);
@@ -1002,13 +908,7 @@ pub fn run(
                 }
             }
         }
-        let cpu = match cpu::report(&cpu_before, &cpu_after) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                warnings.push(e);
-                None
-            }
-        };
+        let cpu = out.cpu.map_err(|e| warnings.push(e)).ok();
         UdpOutput {
             senders,
             receivers,

@@ -5,6 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// ns from `start` to `t` (0 if `t` is earlier; saturating at `u64::MAX`, after 584 years).
+pub(crate) fn ns_since(start: Instant, t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(start).as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// A socket call that only timed out or was interrupted: try again (after looking at the
 /// stop and abort flags).
 pub(crate) fn is_timeout(e: &io::Error) -> bool {

@@ -1,0 +1,545 @@
+//! Bulk TCP transfer for many flows: the TCP_STREAM workload on a few epoll worker threads.
+//!
+//! [`run`] has the contract of [`crate::stream::run`] and returns the same [`StreamOutput`]:
+//! the same timeline (warm-up, window start, stop instant, receiver drain to EOF bounded by
+//! `drain_limit`), the same per-flow [`FlowSide`] fields, the same interval tiling, CPU
+//! snapshots at window start and at the stop instant, the same abort behaviour and the same
+//! `max_rx_bps` policy (checked every [`POLL_TIMEOUT`] here). See the [`crate::stream`] module
+//! docs for the rules; only the threading differs. It is the same code, not a copy: the
+//! sampling thread runs the timeline driver shared by every engine (the crate-private
+//! `timeline` module), and the counters, per-flow results and output are shared with
+//! [`crate::stream`] (the crate-private `flowside` module).
+//!
+//! [`FlowSide`]: wirebench_proto::measure::FlowSide
+//!
+//! # Threading (neper's model)
+//!
+//! Instead of one thread per flow, `threads` worker threads each own one epoll set and a
+//! share of the flows: flow index `i` (its position in the plans) goes to worker
+//! `i % threads`. Sockets are non-blocking and registered level-triggered, `EPOLLOUT` for
+//! sending flows and `EPOLLIN` for receiving ones. A ready flow moves at most
+//! [`CALLS_PER_EVENT`] messages before the worker turns to the next ready flow, so that the
+//! flows of a worker share it round-robin. Every worker is pinned to
+//! [`StreamConfig::cpu`] when it is set. The sampling thread is the caller's, as in
+//! [`crate::stream`].
+//!
+//! Each flow keeps its running byte total in its own cache-line-sized atomic, preallocated
+//! for all flows before the workers start, written (a plain store) only by the worker that
+//! owns the flow and read by the sampler at interval boundaries. No lock is taken per send,
+//! receive or sample.
+//!
+//! # End of a flow
+//!
+//! At the stop instant a worker stops writing on its sending flows and shuts their write
+//! side down, then waits (bounded by `drain_limit`) for the receiver's close so that
+//! TCP_INFO shows every byte acknowledged. Receivers read until EOF, bounded by
+//! `drain_limit` after the stop; their window ends at the arrival of the last byte. Each
+//! flow's TCP_INFO, congestion control, path MTU and socket buffer sizes are read just
+//! before its socket is closed. On abort, senders shut their write side down and every flow
+//! ends at once, as in [`crate::stream`].
+//!
+//! # Limitations
+//!
+//! - **Copy path only.** Flows write and read with plain non-blocking `write(2)`/`read(2)`
+//!   and report `path: "copy"`. Any other [`StreamConfig::send_path`] or
+//!   [`StreamConfig::recv_path`] falls back to copy with a `path_fallback` reason and a
+//!   warning, in the form [`crate::paths`] uses for a path whose setup failed. Payload
+//!   verification ([`StreamConfig::verify`]) works.
+//! - **No pacing.** This engine does not pace: callers must use [`crate::stream::run`] for
+//!   runs with [`StreamConfig::rate_bps`]. Called with a rate anyway, it runs the flows
+//!   unpaced and says so in a warning (the run is not aborted).
+//! - The caller raises `RLIMIT_NOFILE` for its sockets; the engine itself needs one more
+//!   descriptor per worker (the epoll set).
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rustix::event::epoll;
+use wirebench_proto::measure::Role;
+use wirebench_proto::spec::{RecvPath, SendPath};
+
+use crate::flowside::{socket_facts, FlowDone, Run, Shared};
+use crate::paths::{PathReport, Payload, Verifier};
+use crate::stream::{FlowPlan, StreamConfig, StreamOutput};
+use crate::timeline::{spawn_data, started, DataThreads};
+use crate::util::{is_timeout, ns_since};
+use crate::Sink;
+
+/// Longest a worker sleeps in `epoll_wait`, and how often it looks at its flows' deadlines
+/// (receiver drain limit, sender close wait) and at the abort flag.
+pub const POLL_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// Most read or write calls one ready flow gets before the worker turns to the next one.
+/// A call that moves less than a whole message ends the flow's turn early (its socket
+/// buffer is full or empty).
+pub const CALLS_PER_EVENT: usize = 4;
+
+/// Most events taken from the epoll set per `epoll_wait`.
+const MAX_EVENTS: usize = 1024;
+
+/// What every worker of a run shares, read-only.
+struct Env<'a> {
+    cfg: &'a StreamConfig,
+    payload: &'a Payload,
+    /// Fallback reason of sending flows (a path other than copy was asked for).
+    send_fallback: Option<String>,
+    /// Fallback reason of receiving flows.
+    recv_fallback: Option<String>,
+}
+
+impl Env<'_> {
+    /// The path a flow of `role` used: always copy, with the fallback reason if another
+    /// path was asked for.
+    fn path_report(&self, role: Role) -> PathReport {
+        let (path, fallback) = match role {
+            Role::Sender => (SendPath::Copy.name(), self.send_fallback.clone()),
+            Role::Receiver => (RecvPath::Copy.name(), self.recv_fallback.clone()),
+        };
+        PathReport {
+            path,
+            fallback,
+            zerocopy: None,
+        }
+    }
+}
+
+/// The fallback reason for a path this engine does not have, in the form of
+/// [`crate::paths`]' setup failures.
+fn unsupported(side: &str, name: &str) -> String {
+    format!(
+        "{side} path {name} could not be set up (Unsupported: the many-flow engine has only \
+         the copy path); used copy"
+    )
+}
+
+/// Where a flow is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// A sender before the stop instant: writes when its socket is writable.
+    Sending,
+    /// A sender after the stop: write side shut down, waiting for the receiver's close.
+    Closing { deadline: Instant },
+    /// A receiver: reads until EOF.
+    Receiving,
+    /// Finished; its result is in `done`.
+    Done,
+}
+
+/// One flow owned by a worker.
+struct Flow<'p> {
+    idx: usize,
+    role: Role,
+    stream: Option<TcpStream>,
+    state: State,
+    total: u64,
+    last: Option<Instant>,
+    error: Option<String>,
+    drain_truncated: bool,
+    verifier: Option<Verifier<'p>>,
+    done: Option<FlowDone>,
+}
+
+/// One worker: an epoll set and its flows.
+struct Worker<'a> {
+    env: &'a Env<'a>,
+    shared: &'a Shared,
+    abort: &'a AtomicBool,
+    ep: OwnedFd,
+    flows: Vec<Flow<'a>>,
+    /// Flows not yet done.
+    active: usize,
+    /// Receive buffer (one message), shared by the worker's receiving flows.
+    buf: Vec<u8>,
+}
+
+impl<'a> Worker<'a> {
+    fn counter(&self, idx: usize) -> &AtomicU64 {
+        &self.shared.counters[idx].0
+    }
+
+    /// Ends flow `i`: records its figures and closes its socket.
+    fn finish(&mut self, i: usize) {
+        let f = &mut self.flows[i];
+        if f.state == State::Done {
+            return;
+        }
+        let mut error = f.error.take();
+        if let Some(v) = &f.verifier {
+            if let (Some(at), None) = (v.first_error(), &error) {
+                error = Some(format!(
+                    "payload verification failed: {} byte(s) differ, the first at stream offset {at}",
+                    v.errors()
+                ));
+            }
+        }
+        let mut done = FlowDone::new(f.total, error, self.env.path_report(f.role));
+        done.last_byte_ns = f.last.map(|t| ns_since(self.shared.start, t));
+        done.drain_truncated = f.drain_truncated;
+        done.verified_bytes = f.verifier.as_ref().map(Verifier::verified_bytes);
+        done.verify_errors = f.verifier.as_ref().map(Verifier::errors);
+        if let Some(s) = f.stream.take() {
+            let _ = epoll::delete(&self.ep, &s);
+            socket_facts(&s, &mut done);
+        }
+        f.done = Some(done);
+        f.state = State::Done;
+        self.active -= 1;
+    }
+
+    /// A sender's turn: write up to [`CALLS_PER_EVENT`] messages.
+    fn send(&mut self, i: usize) {
+        let msg = self.env.cfg.msg_size_bytes.max(1);
+        let payload = self.env.payload;
+        for _ in 0..CALLS_PER_EVENT {
+            let f = &mut self.flows[i];
+            let Some(s) = f.stream.as_ref() else { return };
+            let res = (&*s).write(payload.window(f.total, msg));
+            match res {
+                Ok(0) => {
+                    f.error =
+                        Some("send failed: peer stopped accepting data (send returned 0)".into());
+                    return self.finish(i);
+                }
+                Ok(n) => {
+                    f.total += n as u64;
+                    let (idx, total) = (f.idx, f.total);
+                    self.counter(idx).store(total, Ordering::Relaxed);
+                    if n < msg {
+                        return;
+                    }
+                }
+                Err(e) if is_timeout(&e) => return,
+                Err(e) => {
+                    f.error = Some(format!("send failed: {e}"));
+                    return self.finish(i);
+                }
+            }
+            if self.shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+    }
+
+    /// A receiver's turn: read up to [`CALLS_PER_EVENT`] messages.
+    fn recv(&mut self, i: usize) {
+        for _ in 0..CALLS_PER_EVENT {
+            let f = &mut self.flows[i];
+            let Some(s) = f.stream.as_ref() else { return };
+            match (&*s).read(&mut self.buf) {
+                Ok(0) => return self.finish(i),
+                Ok(n) => {
+                    f.total += n as u64;
+                    f.last = Some(Instant::now());
+                    if let Some(v) = f.verifier.as_mut() {
+                        v.check(&self.buf[..n]);
+                    }
+                    let (idx, total) = (f.idx, f.total);
+                    self.counter(idx).store(total, Ordering::Relaxed);
+                    if n < self.buf.len() {
+                        return;
+                    }
+                }
+                Err(e) if is_timeout(&e) => return,
+                Err(e) => {
+                    f.error = Some(format!("receive failed: {e}"));
+                    return self.finish(i);
+                }
+            }
+        }
+    }
+
+    /// A closing sender's turn: read (and drop) until the receiver's EOF.
+    fn close_wait(&mut self, i: usize) {
+        let mut sink = [0u8; 512];
+        for _ in 0..CALLS_PER_EVENT {
+            let Some(s) = self.flows[i].stream.as_ref() else {
+                return;
+            };
+            match (&*s).read(&mut sink) {
+                Ok(0) => return self.finish(i),
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => return,
+                Err(_) => return self.finish(i),
+            }
+        }
+    }
+
+    /// The stop instant for a sender: FIN after the last byte, then wait for the close.
+    fn begin_close(&mut self, i: usize) {
+        let deadline = Instant::now() + self.env.cfg.drain_limit;
+        let f = &mut self.flows[i];
+        let Some(s) = f.stream.as_ref() else { return };
+        let _ = s.shutdown(Shutdown::Write);
+        let res = epoll::modify(
+            &self.ep,
+            s,
+            epoll::EventData::new_u64(i as u64),
+            epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+        );
+        f.state = State::Closing { deadline };
+        if res.is_err() {
+            self.finish(i);
+        }
+    }
+
+    /// Abort: senders shut their write side down, every flow ends now.
+    fn abort_all(&mut self) {
+        for i in 0..self.flows.len() {
+            let f = &self.flows[i];
+            if f.state == State::Sending && f.error.is_none() {
+                if let Some(s) = &f.stream {
+                    let _ = s.shutdown(Shutdown::Write);
+                }
+            }
+            self.finish(i);
+        }
+    }
+
+    /// Deadlines: receivers past the drain limit, closing senders past their wait.
+    fn check_deadlines(&mut self, now: Instant) {
+        let stop_ns = self.shared.stop_at_ns.load(Ordering::Relaxed);
+        let drain_end_ns = stop_ns.saturating_add(self.env.cfg.drain_limit.as_nanos() as u64);
+        let now_ns = ns_since(self.shared.start, now);
+        for i in 0..self.flows.len() {
+            match self.flows[i].state {
+                State::Receiving if now_ns > drain_end_ns => {
+                    self.flows[i].drain_truncated = true;
+                    self.finish(i);
+                }
+                State::Closing { deadline } if now >= deadline => self.finish(i),
+                _ => {}
+            }
+        }
+    }
+
+    /// The event loop. Returns when every flow is done or on abort.
+    fn run(&mut self) {
+        let mut events: Vec<epoll::Event> =
+            Vec::with_capacity(self.flows.len().clamp(1, MAX_EVENTS));
+        let timeout = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: POLL_TIMEOUT.as_nanos() as _,
+        };
+        let mut stopped = false;
+        let mut next_scan = Instant::now() + POLL_TIMEOUT;
+        while self.active > 0 {
+            if self.abort.load(Ordering::Relaxed) {
+                self.abort_all();
+                break;
+            }
+            if !stopped && self.shared.stop.load(Ordering::Relaxed) {
+                stopped = true;
+                for i in 0..self.flows.len() {
+                    if self.flows[i].state == State::Sending {
+                        self.begin_close(i);
+                    }
+                }
+                next_scan = Instant::now();
+            }
+            events.clear();
+            match epoll::wait(
+                &self.ep,
+                rustix::buffer::spare_capacity(&mut events),
+                Some(&timeout),
+            ) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    let e = io::Error::from(e);
+                    for f in &mut self.flows {
+                        f.error
+                            .get_or_insert_with(|| format!("epoll_wait failed: {e}"));
+                    }
+                    self.abort_all();
+                    break;
+                }
+            }
+            for ev in &events {
+                let i = ev.data.u64() as usize;
+                match self.flows.get(i).map(|f| f.state) {
+                    Some(State::Sending) => {
+                        if !self.shared.stop.load(Ordering::Relaxed) {
+                            self.send(i);
+                        }
+                    }
+                    Some(State::Receiving) => self.recv(i),
+                    Some(State::Closing { .. }) => self.close_wait(i),
+                    Some(State::Done) | None => {}
+                }
+            }
+            if stopped {
+                let now = Instant::now();
+                if now >= next_scan {
+                    self.check_deadlines(now);
+                    next_scan = now + POLL_TIMEOUT;
+                }
+            }
+        }
+    }
+}
+
+/// Sets a worker's flows up and runs them; returns (flow index, result) per flow.
+fn run_worker<'a>(
+    plans: Vec<(usize, FlowPlan)>,
+    env: &'a Env<'a>,
+    shared: &'a Shared,
+    abort: &'a AtomicBool,
+) -> Vec<(usize, FlowDone)> {
+    let msg = env.cfg.msg_size_bytes.max(1);
+    let ep = match epoll::create(epoll::CreateFlags::CLOEXEC) {
+        Ok(ep) => ep,
+        Err(e) => {
+            let e = format!("could not create an epoll set: {}", io::Error::from(e));
+            return plans
+                .into_iter()
+                .map(|(idx, plan)| {
+                    let mut done = FlowDone::new(0, Some(e.clone()), env.path_report(plan.role));
+                    socket_facts(&plan.stream, &mut done);
+                    (idx, done)
+                })
+                .collect();
+        }
+    };
+    let mut w = Worker {
+        env,
+        shared,
+        abort,
+        ep,
+        flows: Vec::with_capacity(plans.len()),
+        active: 0,
+        buf: Vec::new(),
+    };
+    let mut setup_errors = Vec::new();
+    for (i, (idx, plan)) in plans.into_iter().enumerate() {
+        let s = plan.stream;
+        let (state, flags) = match plan.role {
+            Role::Sender => (State::Sending, epoll::EventFlags::OUT),
+            Role::Receiver => {
+                // Wake for a whole message rather than for every segment batch (as
+                // `stream` does); EPOLLIN honours the low-water mark.
+                let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
+                (
+                    State::Receiving,
+                    epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+                )
+            }
+        };
+        let verifier = (plan.role == Role::Receiver && env.cfg.verify)
+            .then(|| Verifier::new(env.payload.block()));
+        let res = s.set_nonblocking(true).and_then(|()| {
+            epoll::add(&w.ep, &s, epoll::EventData::new_u64(i as u64), flags)
+                .map_err(io::Error::from)
+        });
+        if let Err(e) = res {
+            setup_errors.push((i, format!("could not set the socket up for epoll: {e}")));
+        }
+        w.flows.push(Flow {
+            idx,
+            role: plan.role,
+            stream: Some(s),
+            state,
+            total: 0,
+            last: None,
+            error: None,
+            drain_truncated: false,
+            verifier,
+            done: None,
+        });
+        w.active += 1;
+    }
+    if w.flows.iter().any(|f| f.role == Role::Receiver) {
+        w.buf = vec![0u8; msg];
+    }
+    for (i, e) in setup_errors {
+        w.flows[i].error.get_or_insert(e);
+        w.finish(i);
+    }
+    w.run();
+    w.flows
+        .into_iter()
+        .filter_map(|f| f.done.map(|d| (f.idx, d)))
+        .collect()
+}
+
+/// Run a stream test over `plans` on `threads` epoll worker threads (at least one, at most
+/// one per flow); flow `i` of `plans` is served by worker `i % threads`.
+///
+/// Same contract and output as [`crate::stream::run`] (see the module docs for the
+/// differences: copy path only, no pacing). Blocks until every flow has finished, or the
+/// abort flag is set and the workers noticed it (within about [`POLL_TIMEOUT`]).
+pub fn run(
+    cfg: &StreamConfig,
+    threads: usize,
+    plans: Vec<FlowPlan>,
+    sink: &mut dyn Sink,
+    abort: &AtomicBool,
+) -> StreamOutput {
+    let msg = cfg.msg_size_bytes.max(1);
+    let n = plans.len();
+    let threads = threads.clamp(1, n.max(1));
+    let payload = Payload::new(msg, cfg.verify);
+    let env = Env {
+        cfg,
+        payload: &payload,
+        send_fallback: (cfg.send_path != SendPath::Copy)
+            .then(|| unsupported("send", cfg.send_path.name())),
+        recv_fallback: (cfg.recv_path != RecvPath::Copy)
+            .then(|| unsupported("receive", cfg.recv_path.name())),
+    };
+    // One data thread per worker: thread slot = worker index.
+    let shared = Shared::new(Instant::now(), n, threads);
+    let mut run = Run::new(cfg, POLL_TIMEOUT, &shared, &plans);
+    if let Some(rate) = cfg.rate_bps {
+        if run.meta.iter().any(|m| m.1 == Role::Sender) {
+            run.warnings.push(format!(
+                "rate_bps {rate} ignored: the many-flow engine does not pace; the flows were \
+                 sent unpaced (use the thread-per-flow stream engine for paced runs)"
+            ));
+        }
+    }
+
+    // The workers' shares of the flows, by flow index.
+    let mut shares: Vec<Vec<(usize, FlowPlan)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (idx, plan) in plans.into_iter().enumerate() {
+        shares[idx % threads].push((idx, plan));
+    }
+
+    let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
+    thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        for (w, share) in shares.into_iter().enumerate() {
+            let (shared, env) = (&shared, &env);
+            let h = spawn_data(
+                scope,
+                format!("wb-many-{w}"),
+                &shared.final_cpu,
+                w,
+                tid_tx.clone(),
+                cfg.cpu,
+                move || run_worker(share, env, shared, abort),
+            );
+            handles.push(started(h, format_args!("worker {w}"), &mut run.warnings));
+        }
+        let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
+        run.finish(&threads, sink, abort, || {
+            let mut results: Vec<Option<FlowDone>> = (0..n).map(|_| None).collect();
+            for h in handles.into_iter().flatten() {
+                if let Ok((done, pin_err)) = h.join() {
+                    for (idx, mut d) in done {
+                        // Every flow of the worker reports it, unless it has an error of its own.
+                        if let Some(e) = &pin_err {
+                            d.pin_failed(e);
+                        }
+                        results[idx] = Some(d);
+                    }
+                }
+            }
+            results
+        })
+    })
+}

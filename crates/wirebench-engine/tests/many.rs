@@ -1,0 +1,430 @@
+//! Many-flow stream engine on 127.0.0.1: both ends run the engine (a sender run and a
+//! receiver run on their own threads) over loopback connection pairs made here.
+//!
+//! - 1000 flows: exact accounting per flow, every flow present, no errors, intervals tile.
+//! - Abort: both ends return promptly and still agree on every flow's total.
+//! - The `max_rx_bps` policy aborts a receiving end that takes data in too fast.
+//! - Fairness over 100 flows (printed; only "every flow moved data" is asserted).
+//! - Other paths and a rate fall back to copy and unpaced, with warnings; verification.
+//! - `#[ignore]`d: aggregate throughput of 1 flow vs 1000 flows.
+//!
+//! Tests that move traffic hold one lock, so that they do not compete for CPUs.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Socket, Type};
+use wirebench_engine::many;
+use wirebench_engine::stream::{FlowPlan, StreamConfig, StreamOutput};
+use wirebench_engine::{NullSink, Sink};
+use wirebench_proto::measure::{IntervalSample, Role};
+use wirebench_proto::spec::{FlowDir, RecvPath, SendPath};
+
+static TRAFFIC: Mutex<()> = Mutex::new(());
+
+fn traffic_lock() -> MutexGuard<'static, ()> {
+    TRAFFIC.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Two descriptors per flow and some to spare.
+fn raise_nofile(flows: usize) {
+    let want = (2 * flows + 256) as u64;
+    let got = wirebench_sys::process::raise_nofile_limit(want).unwrap();
+    assert!(got >= want, "RLIMIT_NOFILE is {got}, {want} needed");
+}
+
+/// `n` loopback connections: (sender plans on the connecting side, receiver plans on the
+/// accepting side), flow `i` on both. With `cubic`, both sockets of every pair use it.
+fn pairs(n: usize, cubic: bool) -> (Vec<FlowPlan>, Vec<FlowPlan>) {
+    raise_nofile(n);
+    // A backlog for every connection (somaxconn permitting), and accepting while connecting:
+    // a dropped SYN costs a second.
+    let listener = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    listener
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    listener.listen(n as i32 + 128).unwrap();
+    let listener = TcpListener::from(listener);
+    let addr = listener.local_addr().unwrap();
+    let (clients, accepted) = thread::scope(|s| {
+        let acc = s.spawn(|| {
+            (0..n)
+                .map(|_| listener.accept().unwrap().0)
+                .collect::<Vec<_>>()
+        });
+        let clients: Vec<TcpStream> = (0..n).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        (clients, acc.join().unwrap())
+    });
+    let mut by_port: HashMap<u16, TcpStream> = accepted
+        .into_iter()
+        .map(|s| (s.peer_addr().unwrap().port(), s))
+        .collect();
+    let mut senders = Vec::with_capacity(n);
+    let mut receivers = Vec::with_capacity(n);
+    for (i, c) in clients.into_iter().enumerate() {
+        let port = c.local_addr().unwrap().port();
+        let a = by_port.remove(&port).expect("accepted socket of a client");
+        if cubic {
+            wirebench_sys::tcp::set_congestion(&c, "cubic").unwrap();
+            wirebench_sys::tcp::set_congestion(&a, "cubic").unwrap();
+        }
+        senders.push(FlowPlan {
+            flow: i as u32,
+            dir: FlowDir::ClientToServer,
+            role: Role::Sender,
+            stream: c,
+        });
+        receivers.push(FlowPlan {
+            flow: i as u32,
+            dir: FlowDir::ClientToServer,
+            role: Role::Receiver,
+            stream: a,
+        });
+    }
+    (senders, receivers)
+}
+
+fn config(warmup_ms: u64, duration_ms: u64, interval_ms: Option<u64>) -> StreamConfig {
+    StreamConfig {
+        msg_size_bytes: 128 * 1024,
+        warmup: Duration::from_millis(warmup_ms),
+        duration: Duration::from_millis(duration_ms),
+        interval: interval_ms.map(Duration::from_millis),
+        drain_limit: Duration::from_secs(5),
+        cpu: None,
+        rate_bps: None,
+        max_rx_bps: None,
+        send_path: SendPath::Copy,
+        recv_path: RecvPath::Copy,
+        verify: false,
+    }
+}
+
+/// Runs both ends with `threads` workers each, same config and the one abort flag.
+fn run_both(cfg: &StreamConfig, threads: usize, n: usize) -> (StreamOutput, StreamOutput) {
+    let t0 = Instant::now();
+    let (snd, rcv) = pairs(n, false);
+    let t1 = Instant::now();
+    let abort = AtomicBool::new(false);
+    let out = thread::scope(|s| {
+        let r = s.spawn(|| many::run(cfg, threads, rcv, &mut NullSink, &abort));
+        let t = many::run(cfg, threads, snd, &mut NullSink, &abort);
+        (t, r.join().unwrap())
+    });
+    eprintln!(
+        "{n} flows: connected in {:?}, ran for {:?}",
+        t1 - t0,
+        t1.elapsed()
+    );
+    out
+}
+
+/// Every flow's total is the same at both ends; each end has every flow, in order.
+fn assert_totals_match(snd: &StreamOutput, rcv: &StreamOutput, n: usize) {
+    assert_eq!(snd.flows.len(), n);
+    assert_eq!(rcv.flows.len(), n);
+    for (i, (s, r)) in snd.flows.iter().zip(&rcv.flows).enumerate() {
+        assert_eq!((s.flow, s.role), (i as u32, Role::Sender));
+        assert_eq!((r.flow, r.role), (i as u32, Role::Receiver));
+        assert_eq!(
+            s.total_bytes, r.total_bytes,
+            "flow {i}: sent {} received {}",
+            s.total_bytes, r.total_bytes
+        );
+    }
+}
+
+/// Per flow, the interval bytes add up to the flow's total.
+fn assert_intervals_tile(out: &StreamOutput) {
+    let mut sums = vec![0u64; out.flows.len()];
+    for s in &out.intervals {
+        assert_eq!(s.flows.len(), out.flows.len());
+        for (i, f) in s.flows.iter().enumerate() {
+            assert_eq!(f.flow, out.flows[i].flow);
+            sums[i] += f.bytes;
+        }
+    }
+    for (f, sum) in out.flows.iter().zip(sums) {
+        assert_eq!(sum, f.total_bytes, "flow {}", f.flow);
+    }
+    for w in out.intervals.windows(2) {
+        assert_eq!(w[0].end_ns, w[1].start_ns);
+    }
+}
+
+#[test]
+fn thousand_flows_account_exactly() {
+    let _g = traffic_lock();
+    let n = 1000;
+    let cfg = config(200, 1000, Some(250));
+    let (snd, rcv) = run_both(&cfg, 2, n);
+    let sent: u64 = snd.flows.iter().map(|f| f.total_bytes).sum();
+    let window: u64 = rcv.flows.iter().map(|f| f.window_bytes).sum();
+    eprintln!(
+        "{n} flows: {sent} bytes, {window} in the receive windows; warnings {:?} {:?}",
+        snd.warnings, rcv.warnings
+    );
+    assert!(snd.aborted.is_none() && rcv.aborted.is_none());
+    assert_totals_match(&snd, &rcv, n);
+    for f in snd.flows.iter().chain(&rcv.flows) {
+        assert_eq!(f.error, None, "flow {} {:?}", f.flow, f.role);
+        assert_eq!(f.path.as_deref(), Some("copy"));
+        assert_eq!(f.path_fallback, None);
+        assert!(f.tcp_info.is_some() && f.sndbuf_bytes.is_some() && f.rcvbuf_bytes.is_some());
+        assert!(f.window_end_ns >= f.window_start_ns);
+    }
+    assert!(sent > 0);
+    assert_intervals_tile(&snd);
+    assert_intervals_tile(&rcv);
+    // (A starved sampler takes fewer samples; the final one is always there.)
+    assert!(snd.intervals[0].in_warmup && rcv.intervals[0].in_warmup);
+    assert!(snd.warnings.is_empty(), "{:?}", snd.warnings);
+    assert!(rcv.warnings.is_empty(), "{:?}", rcv.warnings);
+    assert!(snd.cpu.is_some() && rcv.cpu.is_some());
+}
+
+/// Sets `abort` once the receive counters (summed from the samples) reach `expected`.
+struct AbortWhenDrained<'a> {
+    expected: &'a Mutex<Option<Vec<u64>>>,
+    seen: Vec<u64>,
+    abort: &'a AtomicBool,
+    aborted_at: &'a Mutex<Option<Instant>>,
+}
+
+impl Sink for AbortWhenDrained<'_> {
+    fn interval(&mut self, s: &IntervalSample) {
+        self.seen.resize(s.flows.len(), 0);
+        for (i, f) in s.flows.iter().enumerate() {
+            self.seen[i] += f.bytes;
+        }
+        let expected = self.expected.lock().unwrap();
+        if expected.as_ref() == Some(&self.seen) && !self.abort.load(Ordering::Relaxed) {
+            *self.aborted_at.lock().unwrap() = Some(Instant::now());
+            self.abort.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The sender end is aborted after 300 ms of a 1 s run: it stops, sends FIN and returns.
+/// The receiver end reads to EOF; once its samples show every sent byte, it is aborted too.
+/// Both return well within a second of their abort, marked aborted, with equal totals.
+/// (The receiver end's run is 5 s long, so that even on a slow host its abort comes before
+/// its own stop instant.)
+#[test]
+fn abort_returns_promptly_with_equal_totals() {
+    let _g = traffic_lock();
+    let n = 8;
+    let cfg = config(0, 1000, Some(20));
+    let rx_cfg = StreamConfig {
+        duration: Duration::from_secs(5),
+        ..cfg.clone()
+    };
+    let (snd_plans, rcv_plans) = pairs(n, false);
+    let abort_tx = AtomicBool::new(false);
+    let abort_rx = AtomicBool::new(false);
+    let expected = Mutex::new(None);
+    let rx_aborted_at = Mutex::new(None);
+    let t0 = Instant::now();
+    let (snd, tx_return, rcv, rx_return) = thread::scope(|s| {
+        let r = s.spawn(|| {
+            let mut sink = AbortWhenDrained {
+                expected: &expected,
+                seen: Vec::new(),
+                abort: &abort_rx,
+                aborted_at: &rx_aborted_at,
+            };
+            let out = many::run(&rx_cfg, 2, rcv_plans, &mut sink, &abort_rx);
+            (out, Instant::now())
+        });
+        s.spawn(|| {
+            thread::sleep(Duration::from_millis(300));
+            abort_tx.store(true, Ordering::Relaxed);
+        });
+        let snd = many::run(&cfg, 2, snd_plans, &mut NullSink, &abort_tx);
+        let tx_return = Instant::now();
+        *expected.lock().unwrap() = Some(snd.flows.iter().map(|f| f.total_bytes).collect());
+        let (rcv, rx_return) = r.join().unwrap();
+        (snd, tx_return, rcv, rx_return)
+    });
+    let tx_after_abort = tx_return - (t0 + Duration::from_millis(300));
+    let rx_aborted_at = rx_aborted_at.lock().unwrap().expect("receiver end aborted");
+    let rx_after_abort = rx_return - rx_aborted_at;
+    eprintln!(
+        "sender end returned {tx_after_abort:?} after its abort, receiver end \
+         {rx_after_abort:?} after its abort ({:?} after the start); totals {:?}",
+        rx_return - t0,
+        snd.flows.iter().map(|f| f.total_bytes).collect::<Vec<_>>()
+    );
+    assert_eq!(snd.aborted.as_deref(), Some("aborted"));
+    assert_eq!(rcv.aborted.as_deref(), Some("aborted"));
+    assert!(
+        tx_after_abort < Duration::from_secs(1),
+        "{tx_after_abort:?}"
+    );
+    assert!(
+        rx_after_abort < Duration::from_secs(1),
+        "{rx_after_abort:?}"
+    );
+    assert_totals_match(&snd, &rcv, n);
+    for f in snd.flows.iter().chain(&rcv.flows) {
+        assert_eq!(f.error, None, "flow {} {:?}", f.flow, f.role);
+        assert!(f.total_bytes > 0);
+    }
+    assert_intervals_tile(&snd);
+    assert_intervals_tile(&rcv);
+}
+
+/// A receiving end with `max_rx_bps` of 8 Mbit/s over loopback exceeds it (plus its 4 MiB
+/// of slack) at once: it aborts with "limit exceeded" well before its 10 s stop, sets the
+/// abort flag (shared with the sending end here), and both ends return promptly.
+#[test]
+fn max_rx_bps_policy_aborts_the_run() {
+    let _g = traffic_lock();
+    let n = 4;
+    let cfg = StreamConfig {
+        max_rx_bps: Some(8_000_000),
+        ..config(0, 10_000, Some(100))
+    };
+    let t0 = Instant::now();
+    let (snd, rcv) = run_both(&cfg, 2, n);
+    let took = t0.elapsed();
+    let reason = rcv.aborted.as_deref().expect("receiving end aborted");
+    assert!(
+        reason.starts_with("limit exceeded: data arrived at "),
+        "{reason}"
+    );
+    assert!(
+        reason.ends_with("above the server's max_rate_bps of 8000000"),
+        "{reason}"
+    );
+    // Aborted by the shared flag; having no receiving flows, its own policy never trips.
+    let snd_reason = snd.aborted.as_deref().expect("sending end aborted");
+    assert!(!snd_reason.starts_with("limit exceeded"), "{snd_reason}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_intervals_tile(&snd);
+    assert_intervals_tile(&rcv);
+}
+
+/// Receive-window bytes over 100 flows: min/median/max and Jain's index, printed.
+#[test]
+fn hundred_flows_all_move_data() {
+    let _g = traffic_lock();
+    let n = 100;
+    let cfg = config(200, 1000, None);
+    let (snd, rcv) = run_both(&cfg, 2, n);
+    assert!(snd.aborted.is_none() && rcv.aborted.is_none());
+    assert_totals_match(&snd, &rcv, n);
+    let mut bytes: Vec<u64> = rcv.flows.iter().map(|f| f.window_bytes).collect();
+    bytes.sort_unstable();
+    let values: Vec<f64> = bytes.iter().map(|&b| b as f64).collect();
+    let jain = wirebench_stats::summary::jain_index(&values);
+    eprintln!(
+        "{n} flows, receive window bytes: min {} median {} max {}; Jain's index {jain:?}",
+        bytes[0],
+        bytes[n / 2],
+        bytes[n - 1]
+    );
+    for f in &rcv.flows {
+        assert!(
+            f.window_bytes > 0,
+            "flow {} moved nothing in its window: total {} window {}..{} ns; sender {:?}",
+            f.flow,
+            f.total_bytes,
+            f.window_start_ns,
+            f.window_end_ns,
+            snd.flows[f.flow as usize]
+        );
+        assert_eq!(f.error, None);
+    }
+}
+
+/// Paths other than copy fall back to copy with a reason and a warning; a rate is ignored
+/// with a warning; verification checks every byte.
+#[test]
+fn other_paths_and_rate_fall_back_with_warnings() {
+    let _g = traffic_lock();
+    let mut cfg = config(0, 300, None);
+    cfg.send_path = SendPath::Zerocopy;
+    cfg.recv_path = RecvPath::Discard;
+    cfg.rate_bps = Some(1_000_000);
+    cfg.verify = true;
+    let (snd, rcv) = run_both(&cfg, 2, 3);
+    eprintln!("warnings {:?} {:?}", snd.warnings, rcv.warnings);
+    assert!(snd.aborted.is_none() && rcv.aborted.is_none());
+    assert_totals_match(&snd, &rcv, 3);
+    for f in snd.flows.iter().chain(&rcv.flows) {
+        assert_eq!(f.error, None);
+        assert_eq!(f.path.as_deref(), Some("copy"));
+        let fb = f.path_fallback.as_deref().unwrap();
+        assert!(fb.ends_with("; used copy"), "{fb}");
+    }
+    for f in &rcv.flows {
+        assert_eq!(f.verified_bytes, Some(f.total_bytes));
+        assert_eq!(f.verify_errors, Some(0));
+        assert!(f.total_bytes > 0);
+    }
+    assert_eq!(snd.warnings.len(), 2, "{:?}", snd.warnings);
+    assert!(snd
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("rate_bps 1000000 ignored")));
+    assert!(snd
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("flows 0, 1, 2: send path zerocopy could not be set up")));
+    assert_eq!(rcv.warnings.len(), 1, "{:?}", rcv.warnings);
+    assert!(rcv.warnings[0].starts_with("flows 0, 1, 2: receive path discard could not be set up"));
+}
+
+/// Aggregate receive rate of one 3 s run (after a 500 ms warm-up), Gbit/s.
+fn aggregate_gbps(n: usize) -> f64 {
+    let mut cfg = config(500, 3000, None);
+    cfg.drain_limit = Duration::from_secs(10);
+    let (snd, rcv) = pairs(n, true);
+    let abort = AtomicBool::new(false);
+    let (snd, rcv) = thread::scope(|s| {
+        let r = s.spawn(|| many::run(&cfg, 2, rcv, &mut NullSink, &abort));
+        let t = many::run(&cfg, 2, snd, &mut NullSink, &abort);
+        (t, r.join().unwrap())
+    });
+    assert_totals_match(&snd, &rcv, n);
+    assert!(rcv.flows.iter().all(|f| f.error.is_none()));
+    assert_eq!(rcv.flows[0].congestion.as_deref(), Some("cubic"));
+    let bytes: u64 = rcv.flows.iter().map(|f| f.window_bytes).sum();
+    let start = rcv.flows.iter().map(|f| f.window_start_ns).min().unwrap();
+    let end = rcv.flows.iter().map(|f| f.window_end_ns).max().unwrap();
+    bytes as f64 * 8.0 / (end - start) as f64
+}
+
+/// 1 flow vs 1000 flows on loopback (cubic), two workers per end, median of 3 runs each
+/// (interleaved, so that slow phases of a noisy host hit both alike). Run with
+/// `cargo test --release -p wirebench-engine --test many -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, about 30 s"]
+fn one_vs_thousand_flows_throughput() {
+    let _g = traffic_lock();
+    let counts = [1usize, 1000];
+    let mut runs = [Vec::new(), Vec::new()];
+    for _ in 0..3 {
+        for (k, &n) in counts.iter().enumerate() {
+            runs[k].push(aggregate_gbps(n));
+        }
+    }
+    let mut medians = Vec::new();
+    for (runs, n) in runs.iter_mut().zip(counts) {
+        eprintln!("{n} flow(s): runs {runs:.2?} Gbit/s");
+        runs.sort_by(f64::total_cmp);
+        medians.push(runs[1]);
+    }
+    eprintln!(
+        "median aggregate receive rate: 1 flow {:.2} Gbit/s, 1000 flows {:.2} Gbit/s \
+         ({:.1}% of one flow)",
+        medians[0],
+        medians[1],
+        100.0 * medians[1] / medians[0]
+    );
+}
