@@ -110,6 +110,7 @@ fn report(host: HostRole, local: Option<IpAddr>, aborted: Option<String>) -> Sid
         warnings: Vec::new(),
         rr: None,
         udp: None,
+        engine: None,
     }
 }
 
@@ -149,8 +150,20 @@ fn run_plan(
                 recv_path: spec.recv_path.unwrap_or_default(),
                 verify: spec.verify,
             };
-            let out = stream::run(&cfg, plans, sink, abort);
+            let (out, engine) = if use_many_flow_engine(&cfg, plans.len()) {
+                let threads = std::thread::available_parallelism()
+                    .map_or(2, |n| n.get())
+                    .min(plans.len());
+                let out = wirebench_engine::many::run(&cfg, threads, plans, sink, abort);
+                (out, format!("epoll, {threads} worker threads"))
+            } else {
+                (
+                    stream::run(&cfg, plans, sink, abort),
+                    "thread per flow".to_string(),
+                )
+            };
             SideReport {
+                engine: Some(engine),
                 flows: out.flows,
                 intervals: out.intervals,
                 cpu: out.cpu,
@@ -223,6 +236,21 @@ fn run_plan(
             }
         }
     }
+}
+
+/// Flows at one end above which an unpaced copy-path stream runs on the many-flow epoll
+/// engine (a few worker threads) instead of a thread per flow.
+pub(crate) const MANY_FLOW_THRESHOLD: usize = 32;
+
+/// Whether a stream run with `flows` flows at this end uses [`wirebench_engine::many`]: above
+/// [`MANY_FLOW_THRESHOLD`] flows, when every flow uses the copy paths and no rate is set (the
+/// many-flow engine has neither pacing nor the other paths).
+fn use_many_flow_engine(cfg: &StreamConfig, flows: usize) -> bool {
+    use wirebench_proto::spec::{RecvPath, SendPath};
+    flows > MANY_FLOW_THRESHOLD
+        && cfg.rate_bps.is_none()
+        && cfg.send_path == SendPath::Copy
+        && cfg.recv_path == RecvPath::Copy
 }
 
 impl EngineRun {

@@ -266,6 +266,10 @@ pub struct SideReport {
     /// UDP stream: per-flow datagram accounting (`flows` is empty; `intervals` carry bytes).
     #[serde(default)]
     pub udp: Option<UdpReport>,
+    /// Which engine ran this end's data path, e.g. `"thread per flow"` or
+    /// `"epoll, 2 worker threads"`.
+    #[serde(default)]
+    pub engine: Option<String>,
 }
 
 /// What one end measured in a UDP stream test.

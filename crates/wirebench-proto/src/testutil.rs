@@ -110,6 +110,7 @@ pub fn full_side_report(host: HostRole) -> SideReport {
         warnings: vec!["cpu window shorter than the test".into()],
         rr: Some(rr_report()),
         udp: Some(udp_report()),
+        engine: Some("thread per flow".into()),
     }
 }
 

@@ -519,6 +519,17 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, spec: Option<
         let flows: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.dir == d.dir).collect();
         direction_notes(out, d, &flows);
     }
+    let engine = |r: &Option<wirebench_proto::measure::SideReport>| {
+        r.as_ref()
+            .and_then(|r| r.engine.clone())
+            .unwrap_or_else(|| "not reported".into())
+    };
+    let _ = writeln!(
+        out,
+        "engine: client {}; server {}",
+        engine(&run.client),
+        engine(&run.server)
+    );
     tail_block(out, s, spec);
 }
 

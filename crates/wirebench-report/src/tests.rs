@@ -112,6 +112,7 @@ fn report(host: HostRole, flows: Vec<FlowSide>, cpu: Option<CpuReport>) -> SideR
         warnings: Vec::new(),
         rr: None,
         udp: None,
+        engine: None,
     }
 }
 

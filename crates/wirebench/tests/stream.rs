@@ -593,3 +593,29 @@ fn interrupt_prints_the_partial_result() {
     assert!(c.flows[0].total_bytes > 0);
     assert!(!c.intervals.is_empty(), "partial intervals are kept");
 }
+
+/// Above 32 flows at an end, unpaced copy-path runs use the many-flow epoll engine: every
+/// flow still reconciles with the other end and with the kernel, and fairness is reported.
+#[test]
+fn many_flows_run_on_the_epoll_engine_and_reconcile() {
+    let _g = serial();
+    let r = wb(&[
+        "stream", "-t", "1", "-P", "64", "--bidir", "-C", "cubic", "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 128);
+    for host in [HostRole::Client, HostRole::Server] {
+        let e = side(&res, host).engine.as_deref().unwrap_or_default();
+        assert!(e.starts_with("epoll"), "{host:?} engine: {e}");
+    }
+    let s = res.runs[0].summary.as_ref().unwrap();
+    for d in &s.directions {
+        assert_eq!(d.flows, 64);
+        assert_eq!(d.unaccounted_bytes, 0);
+        let j = d.jain_index.expect("Jain's index");
+        assert!(j > 0.0 && j <= 1.0, "{j}");
+        let spread = d.flow_throughput.as_ref().expect("per-flow spread");
+        assert!(spread.min > 0.0 && spread.min <= spread.median && spread.median <= spread.max);
+    }
+}
