@@ -9,8 +9,15 @@ use wirebench_proto::message::Message;
 
 use crate::NetError;
 
-/// How long one control write may block.
+/// How long a control write may go without any progress.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A blocked write gives way to reading this often (see [`Control::send`]).
+const SEND_SLICE: Duration = Duration::from_millis(20);
+
+/// Most messages read ahead while a send was blocked, not yet returned by
+/// [`Control::recv`].
+const MAX_READ_AHEAD: usize = 100_000;
 
 /// A control connection: frames out, frames in, never an unbounded wait.
 pub struct Control {
@@ -18,18 +25,21 @@ pub struct Control {
     decoder: FrameDecoder,
     scratch: Vec<u8>,
     out: Vec<u8>,
+    /// Messages that arrived while a send was blocked.
+    ahead: std::collections::VecDeque<Message>,
 }
 
 impl Control {
     /// Wrap a connected stream (its preamble already exchanged).
     pub fn new(stream: TcpStream, max_frame_bytes: u32) -> Self {
         let _ = stream.set_nodelay(true);
-        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(SEND_SLICE));
         Control {
             stream,
             decoder: FrameDecoder::new(max_frame_bytes),
             scratch: vec![0u8; 64 * 1024],
             out: Vec::new(),
+            ahead: std::collections::VecDeque::new(),
         }
     }
 
@@ -43,17 +53,70 @@ impl Control {
         &self.stream
     }
 
-    /// Send one message (bounded by [`WRITE_TIMEOUT`]).
+    /// Send one message; fails once [`WRITE_TIMEOUT`] passes without progress.
+    ///
+    /// Both ends may send a large message at once (each end's `results`, megabytes for
+    /// thousands of flows): if each only wrote, both would block on full socket buffers. So a
+    /// write that blocks for [`SEND_SLICE`] gives way to reading whatever the peer sent; the
+    /// messages read are kept, in order, for [`Control::recv`].
     pub fn send(&mut self, msg: &Message) -> Result<(), NetError> {
         self.out.clear();
         frame::encode_into(msg, &mut self.out);
+        let mut off = 0;
+        let mut progress = Instant::now();
+        while off < self.out.len() {
+            match self.stream.write(&self.out[off..]) {
+                Ok(0) => {
+                    return Err(NetError::io("sending a control frame")(
+                        io::ErrorKind::WriteZero.into(),
+                    ))
+                }
+                Ok(n) => {
+                    off += n;
+                    progress = Instant::now();
+                }
+                Err(e) if is_timeout(&e) => {
+                    if progress.elapsed() >= WRITE_TIMEOUT {
+                        return Err(NetError::io("sending a control frame")(e));
+                    }
+                    self.read_ahead()?;
+                }
+                Err(e) => return Err(NetError::io("sending a control frame")(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Take what the peer has sent so far (waiting at most 1 ms) into the read-ahead queue.
+    fn read_ahead(&mut self) -> Result<(), NetError> {
         self.stream
-            .write_all(&self.out)
-            .map_err(NetError::io("sending a control frame"))
+            .set_read_timeout(Some(Duration::from_millis(1)))
+            .map_err(NetError::io("setting a read timeout"))?;
+        loop {
+            while let Some(m) = self.decoder.next_message()? {
+                if self.ahead.len() >= MAX_READ_AHEAD {
+                    return Err(NetError::io("reading a control frame")(io::Error::new(
+                        io::ErrorKind::OutOfMemory,
+                        "the peer sent too many messages while we were sending",
+                    )));
+                }
+                self.ahead.push_back(m);
+            }
+            let want = self.decoder.wanted().clamp(1, self.scratch.len());
+            match self.stream.read(&mut self.scratch[..want]) {
+                Ok(0) => return Err(NetError::PeerClosed),
+                Ok(n) => self.decoder.feed(&self.scratch[..n])?,
+                Err(e) if is_timeout(&e) => return Ok(()),
+                Err(e) => return Err(NetError::io("reading a control frame")(e)),
+            }
+        }
     }
 
     /// Receive one message, waiting at most until `until`. `Ok(None)`: nothing complete yet.
     pub fn recv(&mut self, until: Instant) -> Result<Option<Message>, NetError> {
+        if let Some(m) = self.ahead.pop_front() {
+            return Ok(Some(m));
+        }
         loop {
             if let Some(m) = self.decoder.next_message()? {
                 return Ok(Some(m));

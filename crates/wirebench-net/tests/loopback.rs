@@ -51,3 +51,40 @@ fn forward_and_reverse_complete_and_reconcile() {
         .iter()
         .all(|r| r.status == wirebench_net::server::RecordStatus::Completed));
 }
+
+/// Both ends send a message far larger than the socket buffers at the same moment (as both
+/// ends send their `results` at the end of a many-flow test): neither blocks the other, and
+/// each receives the other's message intact.
+#[test]
+fn simultaneous_large_control_messages_do_not_deadlock() {
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+    use wirebench_net::conn::Control;
+    use wirebench_proto::message::{AbortMsg, Message};
+
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (b, _) = l.accept().unwrap();
+    let big = |c: char| {
+        Message::Abort(AbortMsg {
+            reason: std::iter::repeat_n(c, 24 << 20).collect(),
+        })
+    };
+    let t = Instant::now();
+    let run = |s: TcpStream, mine: char, theirs: char| {
+        move || {
+            let mut c = Control::new(s, 64 << 20);
+            c.send(&big(mine)).unwrap();
+            let got = c
+                .recv(Instant::now() + Duration::from_secs(20))
+                .unwrap()
+                .expect("the peer's message");
+            assert_eq!(got, big(theirs));
+        }
+    };
+    let ha = std::thread::spawn(run(a, 'a', 'b'));
+    let hb = std::thread::spawn(run(b, 'b', 'a'));
+    ha.join().unwrap();
+    hb.join().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}

@@ -75,13 +75,34 @@ fn rlim_to_u64(v: libc::rlim_t) -> u64 {
 /// limit is already at least that value it is returned unchanged.
 ///
 /// When the hard limit is unlimited, the target is also capped at
-/// `fs.nr_open`, the kernel's absolute maximum.
+/// `fs.nr_open`, the kernel's absolute maximum. When `want` exceeds a finite hard limit, the
+/// hard limit is raised too if the process may (CAP_SYS_RESOURCE), up to `fs.nr_open`;
+/// otherwise the soft limit goes up to the hard one.
 ///
 /// # Errors
 ///
 /// Returns the `getrlimit` / `setrlimit` error.
 pub fn raise_nofile_limit(want: u64) -> io::Result<u64> {
     let (soft, hard) = get_nofile()?;
+    if want > hard && hard != u64::MAX {
+        // With CAP_SYS_RESOURCE the hard limit itself may be raised, up to `fs.nr_open`.
+        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(hard);
+        let both: libc::rlim_t = want.min(nr_open);
+        if both > hard {
+            let rl = libc::rlimit {
+                rlim_cur: both,
+                rlim_max: both,
+            };
+            // SAFETY: `rl` is a valid, initialised `rlimit` that the kernel reads; without the
+            // capability the call fails with EPERM and changes nothing.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) } == 0 {
+                return Ok(get_nofile()?.0);
+            }
+        }
+    }
     let mut target = want.min(hard);
     if target > soft {
         if let Some(nr_open) = std::fs::read_to_string("/proc/sys/fs/nr_open")

@@ -377,8 +377,21 @@ fn direction(reverse: bool, bidir: bool) -> Direction {
 }
 
 /// Validate a spec built from flags (the server validates again against its own limits).
+/// Flows per direction the client itself accepts (and its embedded server allows); a remote
+/// server applies its own `--max-flows`, which the client learns from its welcome.
+const CLIENT_MAX_FLOWS: u32 = 10_000;
+
+/// Limits of the client's own checks and of the embedded server: the defaults, with room for
+/// many-flow runs.
+fn client_limits() -> Limits {
+    Limits {
+        max_flows: CLIENT_MAX_FLOWS,
+        ..Limits::default()
+    }
+}
+
 fn checked(spec: TestSpec) -> SpecResult {
-    spec.validate(&Limits::default())
+    spec.validate(&client_limits())
         .map_err(|e| (e.to_string(), Some(field_of(&e))))?;
     Ok(spec)
 }
@@ -536,6 +549,14 @@ fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
             );
         }
     };
+    // Each data connection is a descriptor here, and up to three more when the server is
+    // embedded (its socket, and a handle for eviction while it handshakes).
+    let want_fds = u64::from(spec.connection_count())
+        .saturating_mul(4)
+        .saturating_add(1024);
+    if let Err(e) = wirebench_sys::process::raise_nofile_limit(want_fds) {
+        tracing::warn!("cannot raise RLIMIT_NOFILE: {e}");
+    }
     // The embedded server lives as long as this function.
     let mut _embedded = None;
     let (server, embedded) = match &a.host {
@@ -559,7 +580,14 @@ fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
             } else {
                 Ipv4Addr::LOCALHOST.into()
             };
-            match Daemon::bind(ServerConfig::new(SocketAddr::new(ip, 0))).and_then(|d| {
+            // The embedded server serves this process only: as many flows as the client may
+            // ask for, and the descriptors they need (both ends live in this process).
+            let mut scfg = ServerConfig::new(SocketAddr::new(ip, 0));
+            scfg.limits = client_limits();
+            let conns = spec.connection_count() as usize;
+            scfg.max_connections = scfg.max_connections.max(conns + 64);
+            scfg.max_conns_per_source = scfg.max_conns_per_source.max(conns + 64);
+            match Daemon::bind(scfg).and_then(|d| {
                 d.spawn()
                     .map_err(NetError::io("starting the embedded server"))
             }) {
