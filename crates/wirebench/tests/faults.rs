@@ -589,7 +589,9 @@ fn c16_absurd_requests_refused_and_enforced_while_running() {
     let port = d.addr.port().to_string();
     for (args, field) in [
         (vec!["-t", "100000", "-b", "10M"], "duration_ms"),
-        (vec!["-P", "10000", "-b", "1K"], "flows"),
+        // The client accepts 10000 flows (small messages keep its buffers in bounds); this
+        // daemon's --max-flows (default 128) refuses them.
+        (vec!["-P", "10000", "-l", "1K", "-b", "1K"], "flows"),
         (vec!["-b", "1T"], "rate_bps"),
         (vec![], "rate_bps"),
     ] {
