@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::daemon::*;
 use common::*;
@@ -21,30 +21,8 @@ fn client_killed_or_stopped_in_rr_crr_udp_rr_and_udp_tests() {
     let modes: [&[&str]; 4] = [&["rr"], &["crr"], &["rr", "--udp"], &["udp", "-b", "100M"]];
     for mode in modes {
         for sig in ["-KILL", "-STOP"] {
-            let mut c = std::process::Command::new(BIN);
-            c.args(mode)
-                .args([
-                    "-H",
-                    &d.addr.ip().to_string(),
-                    "-p",
-                    &d.addr.port().to_string(),
-                ])
-                .args(["-t", "30", "-i", "0.2", "--json"])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            let mut child = c.spawn().unwrap();
-            std::thread::sleep(Duration::from_millis(1200));
-            kill(child.id(), sig);
-            let t = Instant::now();
             n += 1;
-            let recs = d.wait_records(n, Duration::from_secs(8));
-            let noticed = t.elapsed();
-            let rec = &recs[n - 1];
-            assert!(
-                noticed < Duration::from_millis(4500),
-                "{mode:?} {sig}: noticed after {noticed:?}"
-            );
-            assert_eq!(rec["status"], "failed", "{mode:?} {sig}: {rec}");
+            let rec = client_signalled_mid_test(&d, mode, sig, n);
             // The server's partial figures are in the record: RR counts or UDP datagrams.
             let server = &rec["server"];
             let partial = match mode[0] {
@@ -56,10 +34,6 @@ fn client_killed_or_stopped_in_rr_crr_udp_rr_and_udp_tests() {
                     .unwrap_or(0),
             };
             assert!(partial > 0, "{mode:?} {sig}: no partial figures in {rec}");
-            if sig == "-STOP" {
-                kill(child.id(), "-KILL");
-            }
-            let _ = child.wait();
             d.assert_back_to(base, Duration::from_secs(5), 64 * 1024);
             assert_legit_served_quickly(d.addr);
             n += 1;

@@ -381,3 +381,43 @@ impl Raw {
         }
     }
 }
+
+/// Start `wirebench ARGS -H <daemon> -p <port> -t 30 -i 0.2 --json` against `d`, send it `sig`
+/// ("-KILL" or "-STOP") after 1.2 s, and wait for the daemon's record of that test (its
+/// `n`-th, 1-based). Asserts the daemon noticed within 4.5 s and recorded the test as failed;
+/// returns the record. The client is killed and reaped before returning.
+pub fn client_signalled_mid_test(
+    d: &LocalDaemon,
+    args: &[&str],
+    sig: &str,
+    n: usize,
+) -> serde_json::Value {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .args([
+            "-H",
+            &d.addr.ip().to_string(),
+            "-p",
+            &d.addr.port().to_string(),
+        ])
+        .args(["-t", "30", "-i", "0.2", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    super::kill(child.id(), sig);
+    let t = Instant::now();
+    let recs = d.wait_records(n, Duration::from_secs(8));
+    let noticed = t.elapsed();
+    let rec = recs[n - 1].clone();
+    if sig != "-KILL" {
+        super::kill(child.id(), "-KILL");
+    }
+    let _ = child.wait();
+    assert!(
+        noticed < Duration::from_millis(4500),
+        "{args:?} {sig}: noticed after {noticed:?}"
+    );
+    assert_eq!(rec["status"], "failed", "{args:?} {sig}: {rec}");
+    rec
+}
