@@ -1061,6 +1061,8 @@ fn execute<'a>(
                     .conns
                     .first()
                     .and_then(|(_, s)| s.local_addr().ok())
+                    // CRR has no setup connection: its connections arrive where this one did.
+                    .or_else(|| conn.stream().local_addr().ok())
                     .map(|a| a.ip());
                 let data = server_plan(&spec, ts)?;
                 let cpu = spec.server_cpu.map(|c| c as usize);

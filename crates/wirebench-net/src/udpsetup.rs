@@ -33,10 +33,6 @@ const PORT_MAGIC: &[u8; 4] = b"WBUP";
 const ACK_MAGIC: &[u8; 4] = b"WBUA";
 const HELLO_REPEAT: Duration = Duration::from_millis(200);
 
-fn setup_err(what: &'static str) -> impl FnOnce(io::Error) -> NetError {
-    NetError::io(what)
-}
-
 /// Apply the spec's socket buffer request to a UDP socket.
 pub fn apply_udp(sock: &UdpSocket, spec: &TestSpec) -> Result<(), NetError> {
     if let Some(w) = spec.window_bytes {
@@ -60,20 +56,20 @@ pub fn server_side(
 ) -> Result<(UdpSocket, SocketAddr), NetError> {
     let local = tcp
         .local_addr()
-        .map_err(setup_err("reading the data connection's address"))?;
+        .map_err(NetError::io("reading the data connection's address"))?;
     let sock = UdpSocket::bind(SocketAddr::new(local.ip(), 0))
-        .map_err(setup_err("binding a UDP data socket"))?;
+        .map_err(NetError::io("binding a UDP data socket"))?;
     apply_udp(&sock, spec)?;
     let port = sock
         .local_addr()
-        .map_err(setup_err("reading the UDP socket's port"))?
+        .map_err(NetError::io("reading the UDP socket's port"))?
         .port();
     let mut msg = [0u8; 8];
     msg[..4].copy_from_slice(PORT_MAGIC);
     msg[4..6].copy_from_slice(&port.to_be_bytes());
     tcp.set_write_timeout(Some(Duration::from_secs(2)))
         .and_then(|()| tcp.write_all(&msg))
-        .map_err(setup_err("sending the UDP port"))?;
+        .map_err(NetError::io("sending the UDP port"))?;
     let expected = DataHello { token, flow }.encode();
     let mut buf = [0u8; DATA_HELLO_BYTES + 8];
     let peer = loop {
@@ -87,7 +83,7 @@ pub fn server_side(
             ));
         }
         sock.set_read_timeout(Some(left))
-            .map_err(setup_err("configuring the UDP socket"))?;
+            .map_err(NetError::io("configuring the UDP socket"))?;
         match sock.recv_from(&mut buf) {
             Ok((n, from)) if buf.get(..n) == Some(&expected[..]) => break from,
             Ok(_) => {}
@@ -106,7 +102,7 @@ pub fn server_side(
     let mut ack = [0u8; 8];
     ack[..4].copy_from_slice(ACK_MAGIC);
     tcp.write_all(&ack)
-        .map_err(setup_err("acknowledging the UDP hello"))?;
+        .map_err(NetError::io("acknowledging the UDP hello"))?;
     Ok((sock, peer))
 }
 
@@ -121,7 +117,7 @@ pub fn client_side(
 ) -> Result<(UdpSocket, SocketAddr), NetError> {
     let mut msg = [0u8; 8];
     crate::conn::read_exact_by(tcp, &mut msg, deadline)
-        .map_err(setup_err("reading the server's UDP port"))?;
+        .map_err(NetError::io("reading the server's UDP port"))?;
     if &msg[..4] != PORT_MAGIC {
         return Err(NetError::io("reading the server's UDP port")(
             io::Error::new(io::ErrorKind::InvalidData, "the server sent no UDP port"),
@@ -130,18 +126,18 @@ pub fn client_side(
     let port = u16::from_be_bytes([msg[4], msg[5]]);
     let server = SocketAddr::new(
         tcp.peer_addr()
-            .map_err(setup_err("reading the server's address"))?
+            .map_err(NetError::io("reading the server's address"))?
             .ip(),
         port,
     );
     let local = tcp
         .local_addr()
-        .map_err(setup_err("reading the data connection's address"))?;
+        .map_err(NetError::io("reading the data connection's address"))?;
     let sock = UdpSocket::bind(SocketAddr::new(local.ip(), 0))
-        .map_err(setup_err("binding a UDP data socket"))?;
+        .map_err(NetError::io("binding a UDP data socket"))?;
     apply_udp(&sock, spec)?;
     sock.connect(server)
-        .map_err(setup_err("connecting the UDP data socket"))?;
+        .map_err(NetError::io("connecting the UDP data socket"))?;
     let hello = DataHello { token, flow }.encode();
     let mut ack = [0u8; 8];
     let mut got = 0;
@@ -153,7 +149,7 @@ pub fn client_side(
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_millis(1));
             tcp.set_read_timeout(Some(left))
-                .map_err(setup_err("configuring the setup connection"))?;
+                .map_err(NetError::io("configuring the setup connection"))?;
             match tcp.read(&mut ack[got..]) {
                 Ok(0) => {
                     return Err(NetError::io("waiting for the UDP acknowledgement")(

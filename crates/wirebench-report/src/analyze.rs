@@ -422,11 +422,9 @@ fn summarize_rr_udp(
     let (delivered_bps, delivered_bytes) = udp.as_ref().map_or((0.0, 0), |u| {
         (
             u.directions.iter().map(|d| d.receiver_rate_bps).sum(),
-            u.flows.iter().fold(0u64, |a, f| {
-                a.saturating_add(f.counts.window_received.saturating_mul(u64::from(
-                    u.directions.first().map_or(0, |d| d.datagram_bytes),
-                )))
-            }),
+            u.directions
+                .iter()
+                .fold(0u64, |a, d| a.saturating_add(d.receiver_bytes)),
         )
     });
     let tx = rr.as_ref().map(|r| (r.transactions_per_s, r.transactions));

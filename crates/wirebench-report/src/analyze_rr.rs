@@ -296,6 +296,8 @@ pub(crate) fn udp_summary(
             target_rate_per_flow_bps: target,
             counts: c,
             sender_window_ns: window_ns,
+            sender_bytes: sent_bytes,
+            receiver_bytes: recv_bytes,
             sender_rate_bps: bps(sent_bytes, window_ns),
             receiver_rate_bps: bps(recv_bytes, window_ns),
             jitter_max_ns: members.iter().map(|f| f.4.jitter_ns).fold(0.0, f64::max),

@@ -272,6 +272,10 @@ pub struct UdpDirectionSummary {
     pub counts: UdpCounts,
     /// Sender window length (longest of the flows'), ns.
     pub sender_window_ns: u64,
+    /// UDP payload bytes of the window datagrams sent (sender's count).
+    pub sender_bytes: u64,
+    /// UDP payload bytes of the distinct window datagrams received (receiver's count).
+    pub receiver_bytes: u64,
     /// Window bytes sent × 8 / sender window, bits per second of UDP payload.
     pub sender_rate_bps: f64,
     /// Window bytes received × 8 / the same sender window, bits per second.

@@ -202,6 +202,7 @@ fn udp_stream_forward_reverse_bidir_exact_on_loopback() {
             assert_eq!(d.counts.total_lost, 0);
             assert_eq!(d.counts.duplicate + d.counts.late, 0);
             assert_eq!(d.invalid_datagrams, 0);
+            assert_eq!(d.receiver_bytes, d.counts.window_received * 1200);
             // Paced at 50 Mbit/s: 1 s of 1200-byte datagrams is 5208 of them — unless the
             // sender was descheduled past its catch-up allowance, which it reports (and the
             // summary warns about) instead of bursting.
