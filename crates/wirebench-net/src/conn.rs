@@ -148,6 +148,67 @@ pub(crate) fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
+/// Wait until at least `n` bytes (at most 64) are queued on `stream`, without consuming them,
+/// before `deadline` (absolute); copies them into the returned buffer's first `n` bytes.
+///
+/// Used for handshakes: bytes a peer sent stay in the kernel queue, where the daemon's
+/// eviction check ([`queued_bytes`]) can see them, until the connection is known to be kept.
+pub fn peek_exact_by(stream: &TcpStream, n: usize, deadline: Instant) -> io::Result<[u8; 64]> {
+    let mut buf = [0u8; 64];
+    if n > buf.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "peek of more than 64 bytes",
+        ));
+    }
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
+        }
+        stream.set_read_timeout(Some((deadline - now).max(Duration::from_millis(1))))?;
+        let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::WAITALL;
+        match rustix::net::recv(stream, &mut buf[..n], flags) {
+            Ok((got, _)) if got >= n => return Ok(buf),
+            Ok((0, _)) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            // Fewer than `n`: the timeout cut the wait (wait again until the deadline), or
+            // the peer closed after a partial handshake (a peek would return at once forever).
+            Ok(_) => {
+                if peer_closed(stream) {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+            Err(e) => {
+                let e = io::Error::from(e);
+                if !is_timeout(&e) {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// The peer has shut its sending side down (or the connection is gone): no more bytes come.
+fn peer_closed(stream: &TcpStream) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags};
+    let mut fds = [PollFd::new(stream, PollFlags::IN | PollFlags::RDHUP)];
+    let zero = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match poll(&mut fds, Some(&zero)) {
+        Ok(_) => fds[0]
+            .revents()
+            .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR),
+        Err(_) => true,
+    }
+}
+
+/// Bytes received on `stream` and not read yet (`FIONREAD`); 0 if the socket cannot say.
+pub fn queued_bytes(stream: &TcpStream) -> usize {
+    rustix::io::ioctl_fionread(stream).map_or(0, |n| n as usize)
+}
+
 /// Read exactly `buf.len()` bytes before `deadline` (absolute: trickled bytes do not extend it).
 pub fn read_exact_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<()> {
     let mut got = 0;

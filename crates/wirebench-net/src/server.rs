@@ -17,7 +17,10 @@
 //! - connections still in their handshake (before a data hello matched a test, or before a
 //!   control session's test was admitted) are capped too
 //!   ([`ServerConfig::max_pending_handshakes`]): past the cap the *oldest* is closed, so a
-//!   crowd of slow-drip connections cannot starve a legitimate client;
+//!   crowd of slow-drip connections cannot starve a legitimate client. A connection whose
+//!   complete data hello is already queued is only waiting for its thread (a burst of
+//!   thousands of flows) and is not evicted; the hello is peeked, not read, until the
+//!   connection has left the handshake queue, so one evicted meanwhile is never handed on;
 //! - `accept` errors (EMFILE) back off instead of spinning; log lines about refused or
 //!   non-protocol connections are rate-limited;
 //! - with a key table, a test is admitted only after HMAC challenge-response authentication
@@ -42,14 +45,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rand::RngCore;
 use serde::Serialize;
 use wirebench_proto::auth::{KeyTable, Nonce, NONCE_BYTES};
-use wirebench_proto::data::{classify, ConnKind, DataHello, Token, DATA_HELLO_BYTES};
+use wirebench_proto::data::{
+    classify, ConnKind, DataHello, Token, DATA_HELLO_BYTES, PREAMBLE_BYTES,
+};
 use wirebench_proto::frame::{self, DEFAULT_MAX_FRAME_BYTES};
 use wirebench_proto::measure::{HostRole, SideReport, SideStatus};
 use wirebench_proto::message::{ErrorCode, ErrorMsg, IntervalMsg, Message};
 use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, SessionError, Timeouts};
 use wirebench_proto::spec::{Limits, TestSpec, Workload};
 
-use crate::conn::{read_exact_by, Control};
+use crate::conn::{peek_exact_by, queued_bytes, read_exact_by, Control};
 use crate::run::{plans_for, DataPlan, EngineRun};
 use crate::{sockopt, udpsetup, NetError};
 use wirebench_engine::rr::{CrrServerFlow, RrFlows, TcpRrFlow, UdpRrFlow};
@@ -244,6 +249,16 @@ impl LogLimiter {
     }
 }
 
+/// Bytes of a complete data-connection handshake (preamble and hello). A handshaking
+/// connection with this many bytes queued is waiting for its thread, not dripping, and is
+/// not evicted.
+const HANDSHAKE_READY_BYTES: usize = PREAMBLE_BYTES + DATA_HELLO_BYTES;
+
+/// How many of the oldest handshakes an accept looks at for one to evict. Past them the
+/// queue may exceed its cap for a moment (a burst of ready connections), bounded by
+/// `max_connections` and the handshake deadline.
+const EVICTION_SCAN: usize = 64;
+
 /// Connections still in their handshake, oldest first, with a handle to close them.
 #[derive(Default)]
 struct Handshakes {
@@ -275,19 +290,23 @@ struct ConnSlot {
 
 impl ConnSlot {
     /// The connection finished its handshake: it no longer counts against (or can be evicted
-    /// by) the handshake cap.
-    fn end_handshake(&mut self) {
-        if let Some(id) = self.handshake.take() {
-            if let Ok(mut h) = self.state.handshakes.lock() {
-                h.queue.retain(|(i, _)| *i != id);
-            }
-        }
+    /// by) the handshake cap. Returns false if it had been evicted (and shut down) already.
+    fn end_handshake(&mut self) -> bool {
+        let Some(id) = self.handshake.take() else {
+            return true;
+        };
+        let Ok(mut h) = self.state.handshakes.lock() else {
+            return true;
+        };
+        let before = h.queue.len();
+        h.queue.retain(|(i, _)| *i != id);
+        h.queue.len() < before
     }
 }
 
 impl Drop for ConnSlot {
     fn drop(&mut self) {
-        self.end_handshake();
+        let _ = self.end_handshake();
         if let Ok(mut m) = self.state.per_source.lock() {
             if let Some(c) = m.get_mut(&self.ip) {
                 *c = c.saturating_sub(1);
@@ -486,7 +505,16 @@ fn admit_connection(stream: TcpStream, state: &Arc<State>) {
         h.queue.push_back((id, clone));
         slot.handshake = Some(id);
         while h.queue.len() > state.cfg.max_pending_handshakes.max(1) {
-            if let Some((_, old)) = h.queue.pop_front() {
+            // The oldest connection that is not merely waiting for its thread: one with a
+            // complete data handshake queued is a legitimate client in a burst (10000 flows
+            // connect at once), not a slow drip, and is left alone.
+            let victim = h
+                .queue
+                .iter()
+                .take(EVICTION_SCAN)
+                .position(|(_, s)| queued_bytes(s) < HANDSHAKE_READY_BYTES);
+            let Some(at) = victim else { break };
+            if let Some((_, old)) = h.queue.remove(at) {
                 let _ = old.shutdown(Shutdown::Both);
                 state.evicted.fetch_add(1, Ordering::Relaxed);
             }
@@ -601,23 +629,42 @@ fn log_refused(state: &State, peer: SocketAddr, what: &str) {
 
 fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot: ConnSlot) {
     let deadline = Instant::now() + state.cfg.timeouts.handshake;
-    let mut preamble = [0u8; 4];
-    if read_exact_by(&mut stream, &mut preamble, deadline).is_err() {
+    // The handshake is peeked, not read, until the connection leaves the handshake queue:
+    // while its bytes sit in the kernel queue, eviction sees a complete handshake waiting
+    // for this thread and leaves the connection alone (see `HANDSHAKE_READY_BYTES`).
+    let Ok(preamble) = peek_exact_by(&stream, PREAMBLE_BYTES, deadline) else {
         log_refused(
             state,
             peer,
             "connection closed, silent or evicted before its preamble",
         );
         return;
-    }
-    match classify(&preamble) {
+    };
+    let mut head = [0u8; PREAMBLE_BYTES];
+    head.copy_from_slice(&preamble[..PREAMBLE_BYTES]);
+    match classify(&head) {
         Ok(ConnKind::Data) => {
-            let mut body = [0u8; DATA_HELLO_BYTES];
-            if read_exact_by(&mut stream, &mut body, deadline).is_err() {
+            if peek_exact_by(&stream, HANDSHAKE_READY_BYTES, deadline).is_err() {
                 log_refused(state, peer, "data connection without a complete hello");
                 return;
             }
-            let Ok(hello) = DataHello::decode_body(&body) else {
+            // Leave the handshake queue before consuming the hello; a connection evicted in
+            // the meantime was shut down and is dropped here, never handed to a test.
+            let mut slot = slot;
+            if !slot.end_handshake() {
+                log_refused(
+                    state,
+                    peer,
+                    "data connection evicted before its hello was read",
+                );
+                return;
+            }
+            let mut both = [0u8; HANDSHAKE_READY_BYTES];
+            if read_exact_by(&mut stream, &mut both, deadline).is_err() {
+                log_refused(state, peer, "data connection without a complete hello");
+                return;
+            }
+            let Ok(hello) = DataHello::decode_body(&both[PREAMBLE_BYTES..]) else {
                 log_refused(state, peer, "data connection with a malformed hello");
                 return;
             };
@@ -628,8 +675,6 @@ fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>
                 .and_then(|p| p.get(&hello.token).cloned());
             match tx {
                 Some(PendingTest::Setup(tx)) => {
-                    let mut slot = slot;
-                    slot.end_handshake();
                     let _ = tx.send((hello.flow, stream, slot));
                 }
                 Some(PendingTest::Crr(flows)) => {
@@ -651,7 +696,14 @@ fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>
                 ),
             }
         }
-        Ok(ConnKind::Control) => control_session(stream, peer, state, slot),
+        Ok(ConnKind::Control) => {
+            let mut preamble = [0u8; PREAMBLE_BYTES];
+            if read_exact_by(&mut stream, &mut preamble, deadline).is_err() {
+                log_refused(state, peer, "control connection closed before its preamble");
+                return;
+            }
+            control_session(stream, peer, state, slot)
+        }
         Err(e) => log_refused(state, peer, &format!("not a wirebench connection: {e}")),
     }
 }
@@ -1040,7 +1092,7 @@ fn execute<'a>(
                     queue.extend(sess.busy(prev, cap, 1000));
                     continue;
                 }
-                ts.slot.end_handshake();
+                let _ = ts.slot.end_handshake();
                 let mut raw = [0u8; 16];
                 rand::rng().fill_bytes(&mut raw);
                 let token = Token(raw);

@@ -148,6 +148,35 @@ fn c03_slow_drip_from_many_sources_evicts_the_oldest() {
     d.assert_back_to(base, Duration::from_secs(5), 32 * 1024);
 }
 
+/// The other side of c03: a burst of legitimate data connections far past the handshake
+/// cap (400 flows against `--max-handshakes 4`). Each has its whole hello queued and only
+/// waits for its thread, so none is evicted: every flow moves data on both ends. (Before the
+/// fix, connections evicted between their hello and the hand-over reached the engine shut
+/// down: 0 bytes and no error at the server, EPIPE at the client.)
+#[test]
+fn c03b_burst_of_ready_data_connections_is_not_evicted() {
+    let _g = serial();
+    let _ = wirebench_sys::process::raise_nofile_limit(8192);
+    let d = LocalDaemon::start(&["--max-handshakes", "4", "--max-flows", "512"]);
+    let addr = d.addr.to_string();
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let r = wb(&[
+        "stream", "-H", host, "-p", port, "-t", "1", "-P", "400", "-l", "16K", "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    let run = &res.runs[0];
+    for side in [&run.client, &run.server] {
+        let side = side.as_ref().expect("both sides reported");
+        assert_eq!(side.flows.len(), 400);
+        for f in &side.flows {
+            assert!(f.error.is_none(), "flow {}: {:?}", f.flow, f.error);
+            assert!(f.total_bytes > 0, "flow {} moved nothing", f.flow);
+        }
+    }
+    assert_legit_served_quickly(d.addr);
+}
+
 /// Every TestSpec field with the wrong type, missing, duplicated, plus an unknown field:
 /// a typed error naming the field.
 #[test]
