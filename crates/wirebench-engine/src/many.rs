@@ -20,8 +20,9 @@
 //! sending flows and `EPOLLIN` for receiving ones. A ready flow moves at most
 //! [`CALLS_PER_EVENT`] messages before the worker turns to the next ready flow, so that the
 //! flows of a worker share it round-robin. Every worker is pinned to
-//! [`StreamConfig::cpu`] when it is set. The sampling thread is the caller's, as in
-//! [`crate::stream`].
+//! [`StreamConfig::cpu`] when it is set, else worker `w` to
+//! [`StreamConfig::pin_cpus`]`[w % len]` when that is given ([`StreamConfig::thread_cpu`]).
+//! The sampling thread is the caller's, as in [`crate::stream`].
 //!
 //! Each flow keeps its running byte total in its own cache-line-sized atomic, preallocated
 //! for all flows before the workers start, written (a plain store) only by the worker that
@@ -520,7 +521,7 @@ pub fn run(
                 &shared.final_cpu,
                 w,
                 tid_tx.clone(),
-                cfg.cpu,
+                cfg.thread_cpu(w),
                 move || run_worker(share, env, shared, abort),
             );
             handles.push(started(h, format_args!("worker {w}"), &mut run.warnings));

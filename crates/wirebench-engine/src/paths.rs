@@ -49,7 +49,7 @@ pub const PAYLOAD_SEED: u64 = 0x7769_7265_6265_6e63;
 /// Test and diagnostic knob: a comma-separated list of paths whose setup fails as
 /// unsupported, so that the flow falls back to copy (e.g. `zerocopy,uring`). A plain name
 /// disables the path on both the send and the receive side; `send:NAME` or `recv:NAME` only
-/// one side. `uring_zc` keeps io_uring sends but disables `SEND_ZC` (plain `SEND` is used).
+/// one side (`uring_zc` is the io_uring `SEND_ZC` send path).
 /// Read once when a stream run starts, at each end.
 pub const DISABLE_PATHS_ENV: &str = "WIREBENCH_DISABLE_PATHS";
 
@@ -296,11 +296,12 @@ impl<'a> Sender<'a> {
             SendPath::Zerocopy => {
                 enable_zerocopy(s).map(|()| Sender::Zerocopy(ZeroCopyCompletions::new()))
             }
-            SendPath::Uring => {
+            SendPath::Uring | SendPath::UringZc => {
                 let mut tx = UringSender::new(s, PAYLOAD_BLOCK_BYTES, URING_DEPTH)?;
                 tx.set_buffer(payload.block())?;
                 tx.set_max_send_len(msg);
-                if tx.supports_send_zc() && !off.has("send", "uring_zc") {
+                if path == SendPath::UringZc {
+                    // `Unsupported` (so copy, with the reason) if the kernel lacks SEND_ZC.
                     tx.set_op(UringSendOp::SendZc)?;
                 }
                 Ok(Sender::Uring(Box::new(tx)))
@@ -401,7 +402,12 @@ impl<'a> Sender<'a> {
                     sends_completed_copied: st.zc_copied,
                     ..ZeroCopyStats::default()
                 });
-                (SendPath::Uring, zc)
+                let path = if zc.is_some() {
+                    SendPath::UringZc
+                } else {
+                    SendPath::Uring
+                };
+                (path, zc)
             }
         };
         PathReport {

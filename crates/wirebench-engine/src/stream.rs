@@ -79,6 +79,9 @@ pub struct StreamConfig {
     pub drain_limit: Duration,
     /// Pin every data thread to this CPU.
     pub cpu: Option<usize>,
+    /// Without [`StreamConfig::cpu`]: pin data thread `i` (the flow's thread, or the `i`-th
+    /// worker of [`crate::many`]) to `pin_cpus[i % len]`. Empty: no round-robin pinning.
+    pub pin_cpus: Vec<usize>,
     /// Pace each sending flow to this many payload bits per second. Paced writes are cut to
     /// about a millisecond's worth of data (at most `msg_size_bytes`) so that the rate is
     /// smooth rather than one message-sized burst at a time.
@@ -94,6 +97,16 @@ pub struct StreamConfig {
     /// Receivers check every byte against the shared seeded payload (senders then send it).
     /// Only meaningful with a receive path that delivers data ([`RecvPath::delivers_data`]).
     pub verify: bool,
+}
+
+impl StreamConfig {
+    /// The CPU data thread `slot` is pinned to, if any: [`StreamConfig::cpu`], else the
+    /// round-robin choice from [`StreamConfig::pin_cpus`].
+    pub fn thread_cpu(&self, slot: usize) -> Option<usize> {
+        self.cpu.or_else(|| {
+            (!self.pin_cpus.is_empty()).then(|| self.pin_cpus[slot % self.pin_cpus.len()])
+        })
+    }
 }
 
 /// Message size for a paced sender: about 1 ms of data at `rate_bps`, within [1, msg].
@@ -347,7 +360,7 @@ pub fn run(
                 &shared.final_cpu,
                 idx,
                 tid_tx.clone(),
-                cfg.cpu,
+                cfg.thread_cpu(idx),
                 move || match plan.role {
                     Role::Sender => run_sender(plan.stream, idx, env, shared, abort),
                     Role::Receiver => run_receiver(plan.stream, idx, env, shared, abort),

@@ -96,6 +96,7 @@ fn config(warmup_ms: u64, duration_ms: u64, interval_ms: Option<u64>) -> StreamC
         interval: interval_ms.map(Duration::from_millis),
         drain_limit: Duration::from_secs(5),
         cpu: None,
+        pin_cpus: Vec::new(),
         rate_bps: None,
         max_rx_bps: None,
         send_path: SendPath::Copy,
@@ -427,4 +428,59 @@ fn one_vs_thousand_flows_throughput() {
         medians[1],
         100.0 * medians[1] / medians[0]
     );
+}
+
+/// The kernel's allowed-CPU list of every live thread of this process whose name starts
+/// with `prefix` (from /proc/self/task/*/comm and .../status `Cpus_allowed_list`).
+fn affinity_of_threads(prefix: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return found;
+    };
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let comm = comm.trim().to_string();
+        if !comm.starts_with(prefix) {
+            continue;
+        }
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
+            found.push((comm, l["Cpus_allowed_list:".len()..].trim().to_string()));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Round-robin pinning: with `pin_cpus` = [c0, c1] and 3 workers per end, the kernel says
+/// worker w may run only on `pin_cpus[w % 2]` (read from /proc while the run is going).
+#[test]
+fn workers_are_pinned_round_robin() {
+    let _g = traffic_lock();
+    let allowed = wirebench_sys::thread::current_thread_affinity().unwrap();
+    // Reversed, so that the pinning differs from the natural order.
+    let pins: Vec<usize> = allowed.iter().rev().copied().collect();
+    let cfg = StreamConfig {
+        pin_cpus: pins.clone(),
+        ..config(0, 1500, None)
+    };
+    let (snd, rcv) = pairs(6, false);
+    let abort = AtomicBool::new(false);
+    let (seen, outs) = thread::scope(|s| {
+        let r = s.spawn(|| many::run(&cfg, 3, rcv, &mut NullSink, &abort));
+        let t = s.spawn(|| many::run(&cfg, 3, snd, &mut NullSink, &abort));
+        thread::sleep(Duration::from_millis(700));
+        let seen = affinity_of_threads("wb-many-");
+        (seen, (t.join().unwrap(), r.join().unwrap()))
+    });
+    assert_totals_match(&outs.0, &outs.1, 6);
+    // Both ends' workers 0, 1, 2 (each name twice).
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    for (name, list) in &seen {
+        let w: usize = name["wb-many-".len()..].parse().unwrap();
+        assert_eq!(list, &pins[w % pins.len()].to_string(), "{name}: {seen:?}");
+    }
+    for f in outs.0.flows.iter().chain(&outs.1.flows) {
+        assert_eq!(f.error, None, "flow {}", f.flow);
+    }
 }

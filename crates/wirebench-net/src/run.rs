@@ -144,30 +144,41 @@ fn run_plan(
                 interval: spec.interval_ms.map(Duration::from_millis),
                 drain_limit: DRAIN_LIMIT,
                 cpu,
+                pin_cpus: if spec.pin_threads && cpu.is_none() {
+                    wirebench_sys::thread::current_thread_affinity().unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
                 rate_bps: spec.rate_bps,
                 max_rx_bps,
                 send_path: spec.send_path.unwrap_or_default(),
                 recv_path: spec.recv_path.unwrap_or_default(),
                 verify: spec.verify,
             };
-            let (out, engine) = if use_many_flow_engine(&cfg, plans.len()) {
-                let threads = std::thread::available_parallelism()
-                    .map_or(2, |n| n.get())
-                    .min(plans.len());
-                let out = wirebench_engine::many::run(&cfg, threads, plans, sink, abort);
-                (out, format!("epoll, {threads} worker threads"))
-            } else {
-                (
-                    stream::run(&cfg, plans, sink, abort),
-                    "thread per flow".to_string(),
-                )
+            let mut notes = Vec::new();
+            let (out, engine) = match stream_engine(&cfg, spec.threads, plans.len(), &mut notes) {
+                Some(threads) => {
+                    let out = wirebench_engine::many::run(&cfg, threads, plans, sink, abort);
+                    let label = format!(
+                        "epoll, {threads} worker thread{}{}",
+                        if threads == 1 { "" } else { "s" },
+                        placement(&cfg, threads)
+                    );
+                    (out, label)
+                }
+                None => {
+                    let label = format!("thread per flow{}", placement(&cfg, plans.len()));
+                    (stream::run(&cfg, plans, sink, abort), label)
+                }
             };
+            let mut warnings = notes;
+            warnings.extend(out.warnings);
             SideReport {
                 engine: Some(engine),
                 flows: out.flows,
                 intervals: out.intervals,
                 cpu: out.cpu,
-                warnings: out.warnings,
+                warnings,
                 ..report(host, local, out.aborted)
             }
         }
@@ -242,15 +253,66 @@ fn run_plan(
 /// engine (a few worker threads) instead of a thread per flow.
 pub(crate) const MANY_FLOW_THRESHOLD: usize = 32;
 
-/// Whether a stream run with `flows` flows at this end uses [`wirebench_engine::many`]: above
-/// [`MANY_FLOW_THRESHOLD`] flows, when every flow uses the copy paths and no rate is set (the
-/// many-flow engine has neither pacing nor the other paths).
-fn use_many_flow_engine(cfg: &StreamConfig, flows: usize) -> bool {
+/// The engine of a stream run with `flows` flows at this end: `Some(workers)` for
+/// [`wirebench_engine::many`], `None` for a thread per flow ([`stream::run`]).
+///
+/// The many-flow engine has neither pacing nor the paths other than copy, so it runs only
+/// when every flow copies and no rate is set: with the `threads` the spec asks for (at most
+/// one per flow), or without one above [`MANY_FLOW_THRESHOLD`] flows with one worker per
+/// online CPU. A `threads` request it cannot honour leaves a note saying why.
+fn stream_engine(
+    cfg: &StreamConfig,
+    threads: Option<u32>,
+    flows: usize,
+    notes: &mut Vec<String>,
+) -> Option<usize> {
     use wirebench_proto::spec::{RecvPath, SendPath};
-    flows > MANY_FLOW_THRESHOLD
-        && cfg.rate_bps.is_none()
-        && cfg.send_path == SendPath::Copy
-        && cfg.recv_path == RecvPath::Copy
+    let blocker = if cfg.rate_bps.is_some() {
+        Some("a rate is set (the epoll engine does not pace)".to_string())
+    } else if cfg.send_path != SendPath::Copy || cfg.recv_path != RecvPath::Copy {
+        Some(format!(
+            "send path {} / receive path {} (the epoll engine has only the copy paths)",
+            cfg.send_path.name(),
+            cfg.recv_path.name()
+        ))
+    } else {
+        None
+    };
+    let flows = flows.max(1);
+    match (threads, blocker) {
+        (Some(t), Some(why)) => {
+            notes.push(format!(
+                "threads {t} ignored: {why}; ran a thread per flow ({flows} here)"
+            ));
+            None
+        }
+        (Some(t), None) => Some((t as usize).clamp(1, flows)),
+        (None, Some(_)) => None,
+        (None, None) if flows > MANY_FLOW_THRESHOLD => Some(
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(flows),
+        ),
+        (None, None) => None,
+    }
+}
+
+/// How a run's `threads` data threads are placed, for the engine label: "" (scheduler),
+/// ", pinned to CPU 3" or ", pinned round-robin to CPUs 0,1".
+fn placement(cfg: &StreamConfig, threads: usize) -> String {
+    if let Some(c) = cfg.cpu {
+        return format!(", pinned to CPU {c}");
+    }
+    if cfg.pin_cpus.is_empty() {
+        return String::new();
+    }
+    let used: Vec<String> = cfg
+        .pin_cpus
+        .iter()
+        .take(threads.max(1))
+        .map(|c| c.to_string())
+        .collect();
+    format!(", pinned round-robin to CPUs {}", used.join(","))
 }
 
 impl EngineRun {

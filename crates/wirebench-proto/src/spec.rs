@@ -57,6 +57,8 @@ pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
 pub const MIN_UDP_DATAGRAM_BYTES: u32 = 24;
 /// Most transactions a request/response flow may keep in flight (burst).
 pub const MAX_BURST: u32 = 1024;
+/// Most epoll worker threads a stream test may ask for at one end.
+pub const MAX_THREADS: u32 = 256;
 /// Highest open-loop rate of one flow, transactions per second.
 pub const MAX_TRANSACTIONS_PER_S: u64 = 10_000_000;
 /// Largest open-loop cap on outstanding requests per flow.
@@ -136,8 +138,13 @@ pub enum SendPath {
     Splice,
     /// `send(MSG_ZEROCOPY)` with completion notifications from the socket's error queue.
     Zerocopy,
-    /// io_uring sends from a registered buffer (`SEND_ZC` when the kernel has it).
+    /// io_uring `SEND` (`IORING_OP_SEND`, `MSG_WAITALL`) in linked chains: the kernel copies
+    /// the payload, as with `write(2)`, but without a system call per message.
     Uring,
+    /// io_uring `SEND_ZC` (Linux 6.0+) from a registered buffer: no copy at the sender where
+    /// the device allows it, a completion notification per send (loopback and veth copy
+    /// anyway, and the result says so).
+    UringZc,
 }
 
 impl SendPath {
@@ -149,6 +156,7 @@ impl SendPath {
             SendPath::Splice => "splice",
             SendPath::Zerocopy => "zerocopy",
             SendPath::Uring => "uring",
+            SendPath::UringZc => "uring_zc",
         }
     }
 }
@@ -237,6 +245,17 @@ pub struct TestSpec {
     /// shared constant seed, and reports the bytes verified and the mismatches.
     #[serde(default)]
     pub verify: bool,
+    /// Stream: epoll worker threads at each end (neper's model: each owns an epoll set and a
+    /// share of the flows). Set, every end runs the many-flow engine with this many workers
+    /// (at most one per flow; copy paths, unpaced). `None` chooses: a thread per flow up to
+    /// 32 flows, above that one worker per online CPU.
+    #[serde(default)]
+    pub threads: Option<u32>,
+    /// Pin each end's data threads round-robin over the CPUs that end may run on (worker
+    /// or flow `i` to the `i mod n`-th allowed CPU). `server_cpu` / `client_cpu`, when set,
+    /// pin every thread of their end to one CPU instead. Stream only.
+    #[serde(default)]
+    pub pin_threads: bool,
 }
 
 impl TestSpec {
@@ -260,6 +279,8 @@ impl TestSpec {
             send_path: None,
             recv_path: None,
             verify: false,
+            threads: None,
+            pin_threads: false,
         }
     }
 
@@ -487,6 +508,21 @@ impl TestSpec {
                     "payload verification applies to the stream workload only",
                 ));
             }
+            if self.threads.is_some() {
+                return Err(inconsistent(
+                    "threads",
+                    "worker threads apply to the stream workload only",
+                ));
+            }
+            if self.pin_threads {
+                return Err(inconsistent(
+                    "pin_threads",
+                    "round-robin pinning applies to the stream workload only",
+                ));
+            }
+        }
+        if let Some(t) = self.threads {
+            range("threads", u64::from(t), 1, u64::from(MAX_THREADS))?;
         }
         if self.verify && !self.recv_path.unwrap_or_default().delivers_data() {
             return Err(inconsistent(

@@ -46,6 +46,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 Just(SendPath::Splice),
                 Just(SendPath::Zerocopy),
                 Just(SendPath::Uring),
+                Just(SendPath::UringZc),
             ]),
             proptest::option::of(prop_oneof![
                 Just(RecvPath::Copy),
@@ -54,6 +55,8 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 Just(RecvPath::Zerocopy),
                 Just(RecvPath::Uring),
             ]),
+            any::<bool>(),
+            proptest::option::of(any::<u32>()),
             any::<bool>(),
         ),
     )
@@ -69,7 +72,7 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 congestion,
                 nodelay,
                 server_cpu,
-                (client_cpu, rate_bps, send_path, recv_path, verify),
+                (client_cpu, rate_bps, send_path, recv_path, verify, threads, pin_threads),
             )| TestSpec {
                 workload: Workload::Stream,
                 direction,
@@ -88,6 +91,8 @@ fn spec() -> impl Strategy<Value = TestSpec> {
                 send_path,
                 recv_path,
                 verify,
+                threads,
+                pin_threads,
             },
         )
 }

@@ -120,8 +120,8 @@ pub struct StreamArgs {
     #[arg(short = 'b', long, value_parser = parse_rate)]
     pub rate: Option<u64>,
     /// How the sending end sends: copy (write), sendfile (from a memory file), splice
-    /// (vmsplice + splice), zerocopy (MSG_ZEROCOPY) or uring (io_uring, SEND_ZC when
-    /// available). An end that cannot use it falls back to copy and warns.
+    /// (vmsplice + splice), zerocopy (MSG_ZEROCOPY), uring (io_uring SEND) or uring_zc
+    /// (io_uring SEND_ZC). An end that cannot use it falls back to copy and warns.
     #[arg(long, value_enum, default_value_t = SendPathArg::Copy)]
     pub send_path: SendPathArg,
     /// Same as --send-path sendfile (iperf3 -Z).
@@ -136,6 +136,15 @@ pub struct StreamArgs {
     /// discard or splice, which never see the data).
     #[arg(long)]
     pub verify: bool,
+    /// Run both ends on N epoll worker threads (neper's model: each worker owns an epoll
+    /// set and every N-th flow; copy paths, unpaced). Default: a thread per flow up to 32
+    /// flows, above that one worker per online CPU.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+    /// Pin each end's data threads (workers, or one thread per flow) round-robin over the
+    /// CPUs that end may use. --affinity, where given, pins that end to one CPU instead.
+    #[arg(long)]
+    pub pin_threads: bool,
 }
 
 /// `--send-path` values.
@@ -149,8 +158,11 @@ pub enum SendPathArg {
     Splice,
     /// send(MSG_ZEROCOPY).
     Zerocopy,
-    /// io_uring.
+    /// io_uring SEND (copies, like write, without a system call per message).
     Uring,
+    /// io_uring SEND_ZC from a registered buffer (Linux 6.0+).
+    #[value(name = "uring_zc", alias = "uring-zc")]
+    UringZc,
 }
 
 /// `--recv-path` values.

@@ -363,6 +363,8 @@ fn common_spec(c: &ClientArgs, workload: Workload) -> SpecResult {
         send_path: None,
         recv_path: None,
         verify: false,
+        threads: None,
+        pin_threads: false,
     })
 }
 
@@ -406,6 +408,7 @@ fn send_path(a: &StreamArgs) -> SendPath {
         SendPathArg::Splice => SendPath::Splice,
         SendPathArg::Zerocopy => SendPath::Zerocopy,
         SendPathArg::Uring => SendPath::Uring,
+        SendPathArg::UringZc => SendPath::UringZc,
     }
 }
 
@@ -428,6 +431,8 @@ fn stream_spec(a: &StreamArgs) -> SpecResult {
         send_path: Some(send_path(a)),
         recv_path: Some(recv_path(a)),
         verify: a.verify,
+        threads: a.threads,
+        pin_threads: a.pin_threads,
         ..common_spec(&a.c, Workload::Stream)?
     })
 }

@@ -114,6 +114,7 @@ fn every_send_path_reconciles_and_verifies() {
         SendPath::Splice,
         SendPath::Zerocopy,
         SendPath::Uring,
+        SendPath::UringZc,
     ] {
         // iperf3's -Z stands for --send-path sendfile.
         let flag = format!("--send-path={}", path.name());
@@ -131,8 +132,7 @@ fn every_send_path_reconciles_and_verifies() {
             assert_verified(&rcv);
             match path {
                 SendPath::Zerocopy => assert_sends_completed(&snd),
-                // SEND_ZC when the kernel has it (then with its completions), else SEND.
-                SendPath::Uring if snd.zerocopy.is_some() => assert_sends_completed(&snd),
+                SendPath::UringZc => assert_sends_completed(&snd),
                 _ => assert_eq!(snd.zerocopy, None, "{path:?}"),
             }
             eprintln!(

@@ -619,3 +619,65 @@ fn many_flows_run_on_the_epoll_engine_and_reconcile() {
         assert!(spread.min > 0.0 && spread.min <= spread.median && spread.median <= spread.max);
     }
 }
+
+/// `--threads N` puts both ends on the epoll engine with N workers even for a few flows;
+/// `--pin-threads` is recorded in the engine label; a path the epoll engine lacks keeps a
+/// thread per flow and says why; out-of-range thread counts are refused by name.
+#[test]
+fn threads_choose_the_epoll_engine_and_its_workers() {
+    let _g = serial();
+    let r = wb(&[
+        "stream",
+        "-t",
+        "1",
+        "-P",
+        "6",
+        "--threads",
+        "3",
+        "--pin-threads",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 6);
+    assert_eq!(res.spec.as_ref().unwrap().threads, Some(3));
+    for host in [HostRole::Client, HostRole::Server] {
+        let e = side(&res, host).engine.clone().unwrap_or_default();
+        assert!(
+            e.starts_with("epoll, 3 worker threads, pinned round-robin to CPUs"),
+            "{host:?} engine: {e}"
+        );
+    }
+
+    let r = wb(&[
+        "stream",
+        "-t",
+        "0.5",
+        "-P",
+        "2",
+        "--threads",
+        "2",
+        "--send-path",
+        "splice",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 2);
+    let client = side(&res, HostRole::Client);
+    assert_eq!(client.engine.as_deref(), Some("thread per flow"));
+    assert!(
+        client
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("threads 2 ignored: send path splice")),
+        "{:?}",
+        client.warnings
+    );
+
+    for bad in ["0", "257"] {
+        let r = wb(&["stream", "-t", "0.2", "--threads", bad]);
+        assert_eq!(r.code, 2, "--threads {bad}: {}", r.stderr);
+        assert!(r.stderr.contains("threads"), "{}", r.stderr);
+    }
+}
