@@ -244,7 +244,7 @@ impl SendShared {
     pub(crate) fn new(path: SendPath, payload: &Payload, senders: bool, off: &Disabled) -> Self {
         let memfile = (path == SendPath::Sendfile && senders).then(|| {
             off.check("send", SendPath::Sendfile.name())
-                .and_then(|()| MemFile::from_bytes(payload.all()))
+                .and_then(|()| MemFile::page_cache_from_bytes(payload.all(), &std::env::temp_dir()))
         });
         SendShared { memfile }
     }

@@ -1,8 +1,10 @@
-//! `sendfile(2)` from a sealed, memory-backed file ([`MemFile`]).
+//! `sendfile(2)` from a file held in memory ([`MemFile`]).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
 use super::os::{cvt, cvt_len, retry_eintr, Mapping};
 use super::SplitMix64;
@@ -13,20 +15,41 @@ const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Bytes generated and written per `write` while filling a [`MemFile`].
 const FILL_CHUNK: usize = 1 << 20;
 
-/// A memory-backed file (`memfd_create`) holding fixed content, the source
-/// for [`sendfile()`].
+/// A file held in memory with fixed content, the source for [`sendfile()`].
 ///
-/// After it is filled the file is sealed (`F_SEAL_WRITE | F_SEAL_SHRINK |
-/// F_SEAL_GROW | F_SEAL_SEAL`): its content can never change, which is what
-/// makes [`MemFile::as_bytes`] (a read-only mapping) sound and lets the
-/// kernel send the page-cache pages without copying.
+/// Two backings:
+/// - **memfd** ([`MemFile::random`], [`MemFile::from_bytes`]): a `memfd_create` file
+///   sealed after it is filled (`F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW |
+///   F_SEAL_SEAL`): its content can never change, which is what makes the read-only mapping
+///   behind [`MemFile::as_bytes`] sound.
+/// - **page-cache tmpfile** ([`MemFile::page_cache_from_bytes`]): an unlinked `O_TMPFILE`
+///   on a disk filesystem, whose pages stay in the page cache (as iperf3 `-Z` sends from a
+///   temporary file). Where the filesystem keeps large folios (ext4, xfs), `sendfile`
+///   hands TCP fewer, larger page fragments than from a memfd, whose tmpfs pages are 4 KiB
+///   unless shmem transparent huge pages are enabled. [`MemFile::as_bytes`] then returns a
+///   private copy of the content (such a file cannot be sealed).
 #[derive(Debug)]
 pub struct MemFile {
     file: File,
-    /// Read-only view of the content; `None` for an empty file.
-    map: Option<Mapping>,
+    view: View,
     len: usize,
 }
+
+/// How [`MemFile::as_bytes`] sees the content.
+#[derive(Debug)]
+enum View {
+    /// Read-only mapping of a sealed memfd.
+    Sealed(Mapping),
+    /// Private copy (the file itself is not sealed).
+    Copy(Vec<u8>),
+    /// Empty file.
+    Empty,
+}
+
+/// `TMPFS_MAGIC` from `statfs(2)`: a tmpfs directory gives no gain over a memfd.
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+/// `RAMFS_MAGIC`.
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
 
 impl MemFile {
     /// Creates a file of `len` pseudo-random, incompressible bytes
@@ -49,13 +72,43 @@ impl MemFile {
         })
     }
 
-    /// Creates a file holding a copy of `content`.
+    /// Creates a sealed memfd holding a copy of `content`.
     ///
     /// # Errors
     ///
     /// `memfd_create`, `write`, sealing or `mmap` failed.
     pub fn from_bytes(content: &[u8]) -> io::Result<MemFile> {
         Self::build(content.len(), |file, _| file.write_all(content))
+    }
+
+    /// Creates an unlinked temporary file in `dir` holding a copy of `content`, kept in the
+    /// page cache; falls back to [`MemFile::from_bytes`] (a memfd) when `dir` is on tmpfs
+    /// or ramfs (no gain) or cannot hold an `O_TMPFILE`. See [`MemFile::backing`].
+    ///
+    /// # Errors
+    ///
+    /// Those of [`MemFile::from_bytes`] when it falls back.
+    pub fn page_cache_from_bytes(content: &[u8], dir: &Path) -> io::Result<MemFile> {
+        match tmpfile_with(content, dir) {
+            Ok(Some(file)) => Ok(MemFile {
+                file,
+                view: if content.is_empty() {
+                    View::Empty
+                } else {
+                    View::Copy(content.to_vec())
+                },
+                len: content.len(),
+            }),
+            Ok(None) | Err(_) => Self::from_bytes(content),
+        }
+    }
+
+    /// `"memfd"` or `"tmpfile"` (an unlinked file in the page cache of a disk filesystem).
+    pub fn backing(&self) -> &'static str {
+        match self.view {
+            View::Copy(_) => "tmpfile",
+            View::Sealed(_) | View::Empty => "memfd",
+        }
     }
 
     fn build(
@@ -65,15 +118,15 @@ impl MemFile {
         let mut file = memfd()?;
         fill(&mut file, len).map_err(|e| io::Error::new(e.kind(), format!("memfd write: {e}")))?;
         seal(file.as_fd())?;
-        let map = if len == 0 {
-            None
+        let view = if len == 0 {
+            View::Empty
         } else {
-            Some(
+            View::Sealed(
                 Mapping::shared_read_only(file.as_fd(), len)
                     .map_err(|e| io::Error::new(e.kind(), format!("mmap memfd: {e}")))?,
             )
         };
-        Ok(MemFile { file, map, len })
+        Ok(MemFile { file, view, len })
     }
 
     /// Length of the content in bytes.
@@ -88,12 +141,13 @@ impl MemFile {
 
     /// The file's content (for verifying what a receiver got).
     pub fn as_bytes(&self) -> &[u8] {
-        match &self.map {
+        match &self.view {
             // SAFETY: the mapping covers `len` readable bytes of a file sealed
             // against writes, shrinking and growing, so the bytes never change
             // and never disappear while `self` (and the mapping) lives.
-            Some(map) => unsafe { std::slice::from_raw_parts(map.ptr(), self.len) },
-            None => &[],
+            View::Sealed(map) => unsafe { std::slice::from_raw_parts(map.ptr(), self.len) },
+            View::Copy(v) => v,
+            View::Empty => &[],
         }
     }
 }
@@ -102,6 +156,29 @@ impl AsFd for MemFile {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
     }
+}
+
+/// An unlinked `O_TMPFILE` in `dir` filled with `content`; `None` if `dir` is on tmpfs or
+/// ramfs.
+fn tmpfile_with(content: &[u8], dir: &Path) -> io::Result<Option<File>> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir)?;
+    // SAFETY: `st` is a plain-data struct the kernel fills; the descriptor is open.
+    let magic = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        cvt(libc::fstatfs(file.as_raw_fd(), &mut st))?;
+        #[allow(clippy::useless_conversion)] // `f_type`'s width differs between targets
+        i64::from(st.f_type)
+    };
+    if magic == TMPFS_MAGIC || magic == RAMFS_MAGIC {
+        return Ok(None);
+    }
+    file.write_all(content)?;
+    Ok(Some(file))
 }
 
 /// A new, empty, sealable memfd.
@@ -172,6 +249,30 @@ mod tests {
         // Writes are refused by the seal.
         let mut dup = File::from(f.as_fd().try_clone_to_owned().unwrap());
         assert!(dup.write_all(b"x").is_err());
+    }
+
+    #[test]
+    fn page_cache_file_round_trips_or_falls_back() {
+        let content: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+        let f = MemFile::page_cache_from_bytes(&content, &std::env::temp_dir()).unwrap();
+        assert_eq!(f.len(), content.len());
+        assert_eq!(f.as_bytes(), &content[..]);
+        // What sendfile reads is the file itself, not the copy.
+        let mut got = vec![0u8; content.len()];
+        let n = pread_all(&f, &mut got);
+        assert_eq!(&got[..n], &content[..n]);
+        assert_eq!(n, content.len());
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() {
+            let m = MemFile::page_cache_from_bytes(&content, shm).unwrap();
+            assert_eq!(m.backing(), "memfd", "tmpfs gives no gain: a memfd is used");
+        }
+    }
+
+    fn pread_all(f: &MemFile, buf: &mut [u8]) -> usize {
+        use std::os::unix::fs::FileExt;
+        let file = File::from(f.as_fd().try_clone_to_owned().unwrap());
+        file.read_at(buf, 0).unwrap()
     }
 
     #[test]
