@@ -104,9 +104,12 @@ pub struct StreamArgs {
     /// Options of every client command.
     #[command(flatten)]
     pub c: ClientArgs,
-    /// Bytes per send/receive call (suffixes K, M, G are powers of 1024).
-    #[arg(short = 'l', long = "msg-size", default_value = "128K", value_parser = parse_size)]
-    pub msg_size: u64,
+    /// Bytes per send/receive call (suffixes K, M, G are powers of 1024). Default 1M (fewer
+    /// calls per byte: the path, not the call overhead, is measured), halved until message
+    /// size x connections fits the 512 MiB buffer bound (512K at -P 1000). iperf3's default
+    /// is 128K: pass -l 128K to compare call for call.
+    #[arg(short = 'l', long = "msg-size", value_parser = parse_size)]
+    pub msg_size: Option<u64>,
     /// Server sends, client receives.
     #[arg(short = 'R', long, conflicts_with = "bidir")]
     pub reverse: bool,

@@ -199,9 +199,9 @@ fn c04_every_spec_field_wrong_missing_duplicated_unknown() {
         expect(test_frame(wrong), f, "wrong type");
         let mut missing = spec.clone();
         missing.as_object_mut().unwrap().remove(f);
-        if spec[f].is_null() || f == "verify" {
-            // Optional fields may be omitted: omitted means null, and `verify` false
-            // (documented in PROTOCOL.md).
+        if spec[f].is_null() || f == "verify" || f == "pin_threads" {
+            // Optional fields may be omitted: omitted means null, and `verify` and
+            // `pin_threads` false (documented in PROTOCOL.md).
             let mut r = Raw::connect(d.addr);
             r.hello();
             r.send_payload(&test_frame(missing));
