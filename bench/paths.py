@@ -39,7 +39,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stream import WB, Path, Server, in_ns, sh  # noqa: E402  (shared namespace set-up)
+from stream import (WB, Path, Server, in_ns, serve_auth_args, sh,  # noqa: E402
+                    stop_on_sigterm)
 
 KIB = 1024.0
 
@@ -140,7 +141,8 @@ def bench_path(pname, variants, args):
     try:
         servers.append(Server(in_ns(path.server_ns, 1, WB, "serve", "--bind", path.server_addr,
                                     "--max-flows", "2000", "--max-connections", "2200",
-                                    "--max-conns-per-source", "2200")))
+                                    "--max-conns-per-source", "2200",
+                                    *serve_auth_args(path))))
         servers.append(Server(in_ns(path.server_ns, 1, "iperf3", "-s")))
         for i in range(args.runs):
             k = i % len(variants)
@@ -214,6 +216,7 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated variant names")
     ap.add_argument("--json", default="", help="write every row (with raw runs) here")
     args = ap.parse_args()
+    stop_on_sigterm()
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
     if not os.path.exists(WB):

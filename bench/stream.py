@@ -74,6 +74,23 @@ class Path:
             sh("ip", "netns", "del", ns, check=False)
 
 
+def serve_auth_args(path):
+    """`serve` refuses a non-loopback bind without keys unless told: these namespaces are
+    private to this run, so the test daemon runs without authentication there."""
+    return [] if path.server_addr.startswith("127.") else ["--allow-unauthenticated"]
+
+
+def stop_on_sigterm():
+    """Turn SIGTERM into SystemExit, so that `finally` blocks stop the servers and delete the
+    namespaces when the benchmark is killed."""
+    import signal
+
+    def handler(signum, frame):
+        raise SystemExit(f"stopped by signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def in_ns(ns, cpu, *cmd):
     return ["ip", "netns", "exec", ns, "taskset", "-c", str(cpu), *cmd]
 
@@ -132,6 +149,7 @@ def main():
     ap.add_argument("--cc", default="cubic")
     ap.add_argument("--paths", default="loopback,veth-1500,veth-9000,veth-65520")
     args = ap.parse_args()
+    stop_on_sigterm()
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
     if not os.path.exists(WB):
@@ -144,7 +162,8 @@ def main():
         path = Path(pname, args.cc)
         servers = []
         try:
-            servers.append(Server(in_ns(path.server_ns, 1, WB, "serve", "--bind", path.server_addr)))
+            servers.append(Server(in_ns(path.server_ns, 1, WB, "serve", "--bind", path.server_addr,
+                                        *serve_auth_args(path))))
             servers.append(Server(in_ns(path.server_ns, 1, "iperf3", "-s")))
             if "netperf" in tools:
                 servers.append(Server(in_ns(path.server_ns, 1, "netserver", "-D")))

@@ -620,6 +620,27 @@ fn many_flows_run_on_the_epoll_engine_and_reconcile() {
     }
 }
 
+/// 1000 flows end to end (client, daemon, epoll engines at both ends): every flow is present
+/// at both ends, error-free, and reconciles with the kernel's TCP_INFO counters.
+#[test]
+fn thousand_flows_end_to_end_are_all_accounted_for() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1.5", "-P", "1000", "-C", "cubic", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    check_flows_reconcile(&res, 1000);
+    let s = res.runs[0].summary.as_ref().unwrap();
+    let d = &s.directions[0];
+    assert_eq!((d.flows, d.unaccounted_bytes), (1000, 0));
+    eprintln!(
+        "1000 flows: {:.1} Gbit/s, Jain {:?}, engines {:?} / {:?}",
+        d.receiver_throughput_bps / 1e9,
+        d.jain_index,
+        side(&res, HostRole::Client).engine,
+        side(&res, HostRole::Server).engine
+    );
+}
+
 /// `--threads N` puts both ends on the epoll engine with N workers even for a few flows;
 /// `--pin-threads` is recorded in the engine label; a path the epoll engine lacks keeps a
 /// thread per flow and says why; out-of-range thread counts are refused by name.
