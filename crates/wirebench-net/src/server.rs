@@ -19,8 +19,10 @@
 //!   ([`ServerConfig::max_pending_handshakes`]): past the cap the *oldest* is closed, so a
 //!   crowd of slow-drip connections cannot starve a legitimate client. A connection whose
 //!   complete data hello is already queued is only waiting for its thread (a burst of
-//!   thousands of flows) and is not evicted; the hello is peeked, not read, until the
-//!   connection has left the handshake queue, so one evicted meanwhile is never handed on;
+//!   thousands of flows) and is not evicted (when all the oldest are like that, a newcomer
+//!   goes untracked, bounded by its handshake deadline); the hello is peeked, not read,
+//!   until the connection has left the handshake queue, so one evicted meanwhile is never
+//!   handed on;
 //! - `accept` errors (EMFILE) back off instead of spinning; log lines about refused or
 //!   non-protocol connections are rate-limited;
 //! - with a key table, a test is admitted only after HMAC challenge-response authentication
@@ -254,9 +256,7 @@ impl LogLimiter {
 /// not evicted.
 const HANDSHAKE_READY_BYTES: usize = PREAMBLE_BYTES + DATA_HELLO_BYTES;
 
-/// How many of the oldest handshakes an accept looks at for one to evict. Past them the
-/// queue may exceed its cap for a moment (a burst of ready connections), bounded by
-/// `max_connections` and the handshake deadline.
+/// How many of the oldest handshakes an accept looks at for one to evict.
 const EVICTION_SCAN: usize = 64;
 
 /// Connections still in their handshake, oldest first, with a handle to close them.
@@ -498,25 +498,30 @@ fn admit_connection(stream: TcpStream, state: &Arc<State>) {
         ip: peer.ip(),
         handshake: None,
     };
-    // Register as handshaking; evict the oldest handshakes past the cap.
-    if let (Ok(clone), Ok(mut h)) = (stream.try_clone(), state.handshakes.lock()) {
-        let id = h.next_id;
-        h.next_id += 1;
-        h.queue.push_back((id, clone));
-        slot.handshake = Some(id);
-        while h.queue.len() > state.cfg.max_pending_handshakes.max(1) {
-            // The oldest connection that is not merely waiting for its thread: one with a
-            // complete data handshake queued is a legitimate client in a burst (10000 flows
-            // connect at once), not a slow drip, and is left alone.
+    // Register as handshaking; at the cap, evict the oldest handshake that is not merely
+    // waiting for its thread first. One with a complete data handshake queued is a
+    // legitimate client in a burst (10000 flows connect at once), not a slow drip, and is
+    // left alone; if the oldest are all like that, this connection is not registered (no
+    // clone of its descriptor is kept) and only its handshake deadline bounds it.
+    if let Ok(mut h) = state.handshakes.lock() {
+        let cap = state.cfg.max_pending_handshakes.max(1);
+        if h.queue.len() >= cap {
             let victim = h
                 .queue
                 .iter()
                 .take(EVICTION_SCAN)
                 .position(|(_, s)| queued_bytes(s) < HANDSHAKE_READY_BYTES);
-            let Some(at) = victim else { break };
-            if let Some((_, old)) = h.queue.remove(at) {
+            if let Some((_, old)) = victim.and_then(|at| h.queue.remove(at)) {
                 let _ = old.shutdown(Shutdown::Both);
                 state.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if h.queue.len() < cap {
+            if let Ok(clone) = stream.try_clone() {
+                let id = h.next_id;
+                h.next_id += 1;
+                h.queue.push_back((id, clone));
+                slot.handshake = Some(id);
             }
         }
     }

@@ -576,11 +576,30 @@ fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
     };
     // Each data connection is a descriptor here, and up to three more when the server is
     // embedded (its socket, and a handle for eviction while it handshakes).
-    let want_fds = u64::from(spec.connection_count())
-        .saturating_mul(4)
-        .saturating_add(1024);
-    if let Err(e) = wirebench_sys::process::raise_nofile_limit(want_fds) {
-        tracing::warn!("cannot raise RLIMIT_NOFILE: {e}");
+    let conns = u64::from(spec.connection_count());
+    let want_fds = conns.saturating_mul(4).saturating_add(1024);
+    let got_fds = match wirebench_sys::process::raise_nofile_limit(want_fds) {
+        Ok(got) => Some(got),
+        Err(e) => {
+            tracing::warn!("cannot raise RLIMIT_NOFILE: {e}");
+            None
+        }
+    };
+    // With the server embedded, both ends' sockets live in this process: at least two
+    // descriptors per connection, plus the server's handshake handles (at most its
+    // handshake cap) and some to spare. Say so now rather than time out in accept.
+    let need_embedded = conns.saturating_mul(2).saturating_add(512);
+    if let (None, Some(got)) = (&a.host, got_fds) {
+        if got < need_embedded {
+            let msg = format!(
+                "{conns} connections with the server embedded in this process need about \
+                 {need_embedded} file descriptors (both ends' sockets), but RLIMIT_NOFILE is \
+                 {got} and its hard limit cannot be raised here; run `wirebench serve` as its \
+                 own process and pass -H, or use fewer flows"
+            );
+            let r = failed_result(Some(spec), None, true, "limit", &msg, None);
+            return finish(format, a.output.as_deref(), r, EXIT_FAILED);
+        }
     }
     // The embedded server lives as long as this function.
     let mut _embedded = None;

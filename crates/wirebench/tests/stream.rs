@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use std::time::{Duration, Instant};
 use wirebench_lab::{Side, Testbed};
 use wirebench_proto::measure::{HostRole, Role, SideReport};
 use wirebench_proto::spec::FlowDir;
@@ -639,6 +640,31 @@ fn thousand_flows_end_to_end_are_all_accounted_for() {
         side(&res, HostRole::Client).engine,
         side(&res, HostRole::Server).engine
     );
+}
+
+/// An embedded server whose flows need more descriptors than the process may open fails at
+/// once with an error that names the shortfall, instead of timing out in accept. (A process
+/// allowed to raise its hard limit, CAP_SYS_RESOURCE, runs the test instead.)
+#[test]
+fn embedded_server_short_of_descriptors_says_so() {
+    let _g = serial();
+    let t = Instant::now();
+    let r = wb_with_nofile(1500, &["stream", "-t", "0.5", "-P", "1000", "--json"]);
+    let res = r.json();
+    if r.code == 0 {
+        check_flows_reconcile(&res, 1000);
+        eprintln!("the hard descriptor limit could be raised: the test ran");
+        return;
+    }
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let e = res.error.as_ref().expect("error");
+    assert_eq!(e.kind, "limit");
+    assert!(
+        e.message.contains("need about 2512 file descriptors") && e.message.contains("1500"),
+        "{}",
+        e.message
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
 
 /// `--threads N` puts both ends on the epoll engine with N workers even for a few flows;

@@ -57,6 +57,15 @@ pub fn wb(args: &[&str]) -> Ran {
     finish(c)
 }
 
+/// Run `wirebench ARGS` under `prlimit --nofile=N:N` (soft and hard descriptor limit N).
+pub fn wb_with_nofile(nofile: u64, args: &[&str]) -> Ran {
+    let mut c = Command::new("prlimit");
+    c.arg(format!("--nofile={nofile}:{nofile}"))
+        .arg(BIN)
+        .args(args);
+    finish(c)
+}
+
 /// Run `wirebench ARGS` inside a testbed namespace.
 pub fn wb_in(tb: &Testbed, side: Side, args: &[&str]) -> Ran {
     let mut c = tb.command(side, BIN);
