@@ -314,30 +314,13 @@ pub fn summarize(
     let delivered_bytes: u64 = directions
         .iter()
         .fold(0u64, |a, d| a.saturating_add(d.receiver_bytes));
-    let mut cpu = Vec::new();
-    for (host, r) in &reports {
-        match &r.cpu {
-            Some(c) => cpu.push(end_cpu(
-                *host,
-                c,
-                (delivered_bps, delivered_bytes),
-                None,
-                &mut warnings,
-            )),
-            None => warn(
-                &mut warnings,
-                format!("{}: no CPU figures were measured", label::host(*host)),
-            ),
-        }
-    }
-    if same_host {
-        warn(
-            &mut warnings,
-            "client and server ran on one machine: their system-wide CPU figures count the same \
-             CPUs (the work of both ends together)"
-                .to_string(),
-        );
-    }
+    let cpu = ends_cpu(
+        &reports,
+        (delivered_bps, delivered_bytes),
+        None,
+        same_host,
+        &mut warnings,
+    );
 
     // Congestion control actually in use.
     let mut congestion: Vec<String> = Vec::new();
@@ -428,30 +411,13 @@ fn summarize_rr_udp(
         )
     });
     let tx = rr.as_ref().map(|r| (r.transactions_per_s, r.transactions));
-    let mut cpu = Vec::new();
-    for (host, r) in reports {
-        match &r.cpu {
-            Some(c) => cpu.push(end_cpu(
-                *host,
-                c,
-                (delivered_bps, delivered_bytes),
-                tx,
-                &mut warnings,
-            )),
-            None => warn(
-                &mut warnings,
-                format!("{}: no CPU figures were measured", label::host(*host)),
-            ),
-        }
-    }
-    if same_host {
-        warn(
-            &mut warnings,
-            "client and server ran on one machine: their system-wide CPU figures count the same \
-             CPUs (the work of both ends together)"
-                .to_string(),
-        );
-    }
+    let cpu = ends_cpu(
+        reports,
+        (delivered_bps, delivered_bytes),
+        tx,
+        same_host,
+        &mut warnings,
+    );
     // TCP workloads: the congestion control asked for, else each end's default.
     let mut congestion: Vec<String> = Vec::new();
     if matches!(spec.workload, Workload::Rr | Workload::Crr) {
@@ -774,6 +740,36 @@ fn direction_summary(
 }
 
 /// CPU figures of one end.
+/// [`end_cpu`] of every end that measured CPU (a warning for one that did not), and the
+/// warning that both ends' system-wide figures count the same CPUs when `same_host`.
+fn ends_cpu(
+    reports: &[(HostRole, &SideReport)],
+    delivered: (f64, u64),
+    transactions: Option<(f64, u64)>,
+    same_host: bool,
+    warnings: &mut Vec<String>,
+) -> Vec<EndCpu> {
+    let mut cpu = Vec::new();
+    for (host, r) in reports {
+        match &r.cpu {
+            Some(c) => cpu.push(end_cpu(*host, c, delivered, transactions, warnings)),
+            None => warn(
+                warnings,
+                format!("{}: no CPU figures were measured", label::host(*host)),
+            ),
+        }
+    }
+    if same_host {
+        warn(
+            warnings,
+            "client and server ran on one machine: their system-wide CPU figures count the same \
+             CPUs (the work of both ends together)"
+                .to_string(),
+        );
+    }
+    cpu
+}
+
 fn end_cpu(
     host: HostRole,
     c: &wirebench_proto::measure::CpuReport,
