@@ -148,19 +148,12 @@ pub(crate) fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-/// Wait until at least `n` bytes (at most 64) are queued on `stream`, without consuming them,
-/// before `deadline` (absolute); copies them into the returned buffer's first `n` bytes.
+/// Wait until `buf.len()` bytes are queued on `stream` and copy them into `buf` without
+/// consuming them, before `deadline` (absolute: trickled bytes do not extend it).
 ///
 /// Used for handshakes: bytes a peer sent stay in the kernel queue, where the daemon's
 /// eviction check ([`queued_bytes`]) can see them, until the connection is known to be kept.
-pub fn peek_exact_by(stream: &TcpStream, n: usize, deadline: Instant) -> io::Result<[u8; 64]> {
-    let mut buf = [0u8; 64];
-    if n > buf.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "peek of more than 64 bytes",
-        ));
-    }
+pub fn peek_exact_by(stream: &TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<()> {
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -168,10 +161,10 @@ pub fn peek_exact_by(stream: &TcpStream, n: usize, deadline: Instant) -> io::Res
         }
         stream.set_read_timeout(Some((deadline - now).max(Duration::from_millis(1))))?;
         let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::WAITALL;
-        match rustix::net::recv(stream, &mut buf[..n], flags) {
-            Ok((got, _)) if got >= n => return Ok(buf),
+        match rustix::net::recv(stream, &mut *buf, flags) {
+            Ok((got, _)) if got >= buf.len() => return Ok(()),
             Ok((0, _)) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            // Fewer than `n`: the timeout cut the wait (wait again until the deadline), or
+            // Fewer bytes: the timeout cut the wait (wait again until the deadline), or
             // the peer closed after a partial handshake (a peek would return at once forever).
             Ok(_) => {
                 if peer_closed(stream) {

@@ -637,19 +637,19 @@ fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>
     // The handshake is peeked, not read, until the connection leaves the handshake queue:
     // while its bytes sit in the kernel queue, eviction sees a complete handshake waiting
     // for this thread and leaves the connection alone (see `HANDSHAKE_READY_BYTES`).
-    let Ok(preamble) = peek_exact_by(&stream, PREAMBLE_BYTES, deadline) else {
+    let mut preamble = [0u8; PREAMBLE_BYTES];
+    if peek_exact_by(&stream, &mut preamble, deadline).is_err() {
         log_refused(
             state,
             peer,
             "connection closed, silent or evicted before its preamble",
         );
         return;
-    };
-    let mut head = [0u8; PREAMBLE_BYTES];
-    head.copy_from_slice(&preamble[..PREAMBLE_BYTES]);
-    match classify(&head) {
+    }
+    match classify(&preamble) {
         Ok(ConnKind::Data) => {
-            if peek_exact_by(&stream, HANDSHAKE_READY_BYTES, deadline).is_err() {
+            let mut both = [0u8; HANDSHAKE_READY_BYTES];
+            if peek_exact_by(&stream, &mut both, deadline).is_err() {
                 log_refused(state, peer, "data connection without a complete hello");
                 return;
             }
@@ -664,7 +664,6 @@ fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>
                 );
                 return;
             }
-            let mut both = [0u8; HANDSHAKE_READY_BYTES];
             if read_exact_by(&mut stream, &mut both, deadline).is_err() {
                 log_refused(state, peer, "data connection without a complete hello");
                 return;
@@ -702,7 +701,7 @@ fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>
             }
         }
         Ok(ConnKind::Control) => {
-            let mut preamble = [0u8; PREAMBLE_BYTES];
+            // Consume the preamble peeked above.
             if read_exact_by(&mut stream, &mut preamble, deadline).is_err() {
                 log_refused(state, peer, "control connection closed before its preamble");
                 return;
