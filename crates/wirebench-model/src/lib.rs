@@ -1,0 +1,28 @@
+//! The typed model of a wirebench test: what is asked, what each end measured, what the
+//! analysis derived, and what went wrong — as data, with no I/O and no prose.
+//!
+//! - [`spec`]: [`spec::TestSpec`] = [`spec::CommonSpec`] + one [`spec::WorkloadSpec`] variant
+//!   carrying only the settings that apply to it; the server's [`spec::Limits`].
+//! - [`validate`]: the one validation of a spec and the typed [`validate::SpecError`].
+//! - [`side`]: [`side::SideReport`], what one end measured, with one [`side::SideData`]
+//!   variant per workload family; [`rr`] and [`udp`] hold the request/response and UDP parts.
+//! - [`result`]: the versioned [`result::RunResult`] document and the per-workload
+//!   [`result::Summary`].
+//! - [`warning`], [`abort`], [`error`]: typed warnings (`code` + `params`), flow errors, abort
+//!   reasons, engine kinds and error classes. The printers (`wirebench-report`) turn them
+//!   into sentences; nothing else does.
+//!
+//! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
+
+pub mod abort;
+pub mod error;
+pub mod result;
+pub mod rr;
+pub mod side;
+pub mod spec;
+pub mod udp;
+pub mod validate;
+pub mod warning;
+
+#[cfg(test)]
+mod tests;

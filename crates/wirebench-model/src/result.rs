@@ -1,0 +1,615 @@
+//! The versioned [`RunResult`] document: everything one client invocation produced, as
+//! printed by `--json` and written by `--output`, and the per-workload [`Summary`] the
+//! analysis derives from both ends' reports.
+//!
+//! The JSON Schema of this document is checked in at `docs/results.schema.json` and generated
+//! from these types by [`schema_json`]. Any change to these types that changes the schema must
+//! bump [`SCHEMA_VERSION`] when it is not backwards compatible for readers.
+//!
+//! Units are part of every numeric field's name: `_bps` (bits per second of payload),
+//! `_bytes`, `_ns`, `_ms`, `_us`, `_pct` (0–100), `_us_per_kb` (CPU µs per 1024 bytes),
+//! `_per_s`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use wirebench_stats::ci::Interval;
+use wirebench_stats::cpu::CpuBreakdown;
+use wirebench_stats::latency::LatencySummary;
+use wirebench_stats::summary::Spread;
+
+use crate::error::ErrorInfo;
+use crate::rr::RrCounts;
+use crate::side::{HostRole, SideReport, ZeroCopyStats};
+use crate::spec::{CloseMode, FlowDir, RecvPath, SendPath, TestSpec, WorkloadKind};
+use crate::warning::{FallbackReason, FlowError, Noted};
+
+/// Version of the [`RunResult`] document layout.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// The whole result of one client invocation (all iterations).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// Layout version of this document ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Tool name and version, e.g. `"wirebench 0.1.0"`.
+    pub tool: String,
+    /// Wall-clock start of the invocation, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// The same instant in ISO 8601, UTC (`2026-11-24T11:38:10.123Z`).
+    pub started_utc: String,
+    /// How the invocation ended as a whole.
+    pub status: RunStatus,
+    /// The test that was run; `None` if the command failed before building one.
+    pub spec: Option<TestSpec>,
+    /// The server address as given or resolved.
+    pub server_address: Option<String>,
+    /// True when the server ran inside the client process (no `-H`).
+    pub embedded_server: bool,
+    /// One record per iteration, in order; empty only if the invocation failed before
+    /// measuring anything.
+    pub runs: Vec<RunRecord>,
+    /// Confidence intervals over the runs, when more than one iteration was run.
+    pub aggregate: Option<Aggregate>,
+    /// Problems that concern the invocation as a whole.
+    pub warnings: Vec<Noted>,
+    /// Why the invocation failed, when `status` is `failed` (or it was interrupted before
+    /// measuring).
+    pub error: Option<ErrorInfo>,
+}
+
+/// How a run (or the whole invocation) ended.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Ran to the end.
+    Completed,
+    /// Stopped by SIGINT/SIGTERM; partial figures are reported.
+    Interrupted,
+    /// Ended early by a failure during the test; partial figures are reported.
+    Aborted,
+    /// Could not run (or could not start measuring).
+    Failed,
+}
+
+/// One iteration of the test.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// 0-based iteration number (printed 1-based).
+    pub index: u32,
+    /// How this iteration ended.
+    pub status: RunStatus,
+    /// What the client measured (raw).
+    pub client: Option<SideReport>,
+    /// What the server measured (raw).
+    pub server: Option<SideReport>,
+    /// Figures derived from both reports.
+    pub summary: Option<Summary>,
+}
+
+/// Figures derived from both ends' reports of one run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// The workload's own figures.
+    pub workload: WorkloadSummary,
+    /// CPU of each end that reported it (client first).
+    pub cpu: Vec<EndCpu>,
+    /// Distinct congestion control algorithms in use on the data connections (both ends),
+    /// in order of first appearance (empty for UDP).
+    pub congestion: Vec<String>,
+    /// Both ends ran on one kernel: their system-wide CPU figures count the same CPUs.
+    pub same_host: bool,
+    /// Measurement problems and notes for this run.
+    pub warnings: Vec<Noted>,
+}
+
+impl Summary {
+    /// The stream figures, if this is a stream run.
+    pub fn stream(&self) -> Option<&StreamSummary> {
+        match &self.workload {
+            WorkloadSummary::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The request/response figures, if this is one.
+    pub fn rr(&self) -> Option<&RrSummary> {
+        match &self.workload {
+            WorkloadSummary::Rr(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The UDP stream figures, if this is one.
+    pub fn udp(&self) -> Option<&UdpSummary> {
+        match &self.workload {
+            WorkloadSummary::UdpStream(u) => Some(u),
+            _ => None,
+        }
+    }
+}
+
+/// The workload's own summary.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSummary {
+    /// TCP stream.
+    Stream(StreamSummary),
+    /// TCP RR, CRR, UDP RR.
+    Rr(RrSummary),
+    /// UDP stream.
+    UdpStream(UdpSummary),
+}
+
+/// A TCP stream run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct StreamSummary {
+    /// One entry per direction present (client→server, server→client or both).
+    pub directions: Vec<DirectionSummary>,
+    /// One entry per flow, both ends joined.
+    pub flows: Vec<FlowSummary>,
+    /// Interval rows measured at the receiving end of each direction.
+    pub intervals: Vec<IntervalRow>,
+}
+
+/// An error of one flow at one end.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+pub struct EndFlowError {
+    /// The end.
+    pub host: HostRole,
+    /// The error.
+    pub error: FlowError,
+}
+
+/// A path fallback at one end.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+pub struct EndFallback {
+    /// The end.
+    pub host: HostRole,
+    /// Why it used copy.
+    pub reason: FallbackReason,
+}
+
+/// Totals of one direction of a TCP stream run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct DirectionSummary {
+    /// Which way the payload moves.
+    pub dir: FlowDir,
+    /// Number of flows carrying this direction.
+    pub flows: u32,
+    /// Bytes read by the receivers inside their windows.
+    pub receiver_bytes: u64,
+    /// Union of the receivers' windows: latest window end − earliest window start, ns.
+    pub receiver_window_ns: u64,
+    /// `receiver_bytes × 8 / receiver_window`, bits per second (0 for an empty window).
+    pub receiver_throughput_bps: f64,
+    /// Bytes accepted by `send()` inside the senders' windows.
+    pub sender_bytes: u64,
+    /// Union of the senders' windows, ns.
+    pub sender_window_ns: u64,
+    /// `sender_bytes × 8 / sender_window`, bits per second (0 for an empty window).
+    pub sender_throughput_bps: f64,
+    /// Bytes written over the whole test (warm-up included) by the senders.
+    pub sender_total_bytes: u64,
+    /// Bytes read over the whole test (warm-up included) by the receivers.
+    pub receiver_total_bytes: u64,
+    /// `sender_total_bytes − receiver_total_bytes`: 0 when every byte sent was read.
+    pub unaccounted_bytes: i64,
+    /// Segments retransmitted by the senders (TCP_INFO, whole connections).
+    pub retransmits: u64,
+    /// Spread of the per-flow receiver throughputs, bits per second.
+    pub flow_throughput: Option<Spread>,
+    /// Jain's fairness index of the per-flow receiver throughputs (1 = perfectly fair).
+    pub jain_index: Option<f64>,
+    /// The send paths the senders used, distinct, in flow order.
+    pub send_paths: Vec<SendPath>,
+    /// The receive paths the receivers used, distinct, in flow order.
+    pub recv_paths: Vec<RecvPath>,
+    /// Flows on which either end could not use the requested path and used copy instead.
+    pub path_fallback_flows: u32,
+    /// Zero-copy accounting summed over the flows (send fields from the senders, receive
+    /// fields from the receivers); `None` when no flow reported any.
+    pub zerocopy: Option<ZeroCopyStats>,
+    /// With verification: payload bytes checked by the receivers, summed.
+    pub verified_bytes: Option<u64>,
+    /// With verification: bytes that differed from the expected payload, summed.
+    pub verify_errors: Option<u64>,
+}
+
+/// One TCP stream flow, both ends joined.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct FlowSummary {
+    /// Flow id.
+    pub flow: u32,
+    /// Which way its payload moves.
+    pub dir: FlowDir,
+    /// The end that sends on this flow.
+    pub sender: HostRole,
+    /// Bytes read by the receiver inside its window.
+    pub receiver_bytes: u64,
+    /// Receiver bytes × 8 over the receiver's own window, bits per second.
+    pub receiver_throughput_bps: f64,
+    /// Bytes accepted by `send()` inside the sender's window.
+    pub sender_bytes: u64,
+    /// Sender bytes × 8 over the sender's own window, bits per second.
+    pub sender_throughput_bps: f64,
+    /// Bytes written over the whole test by the sender.
+    pub sender_total_bytes: u64,
+    /// Bytes read over the whole test by the receiver.
+    pub receiver_total_bytes: u64,
+    /// Segments retransmitted by the sender (TCP_INFO `tcpi_total_retrans`).
+    pub retransmits: u32,
+    /// Sender's smoothed RTT at close, microseconds.
+    pub rtt_us: Option<u32>,
+    /// Sender's congestion window at close, segments.
+    pub cwnd_segments: Option<u32>,
+    /// Sender's MSS, bytes.
+    pub mss_bytes: Option<u32>,
+    /// Path MTU, bytes (sender's socket, else the receiver's).
+    pub pmtu_bytes: Option<u32>,
+    /// Effective SO_SNDBUF at the sending end, bytes.
+    pub sndbuf_bytes: Option<u32>,
+    /// Effective SO_RCVBUF at the receiving end, bytes.
+    pub rcvbuf_bytes: Option<u32>,
+    /// Congestion control on the sender's socket (else the receiver's).
+    pub congestion: Option<String>,
+    /// Why the flow ended early, at either end.
+    pub errors: Vec<EndFlowError>,
+    /// The send path the sender used.
+    pub send_path: Option<SendPath>,
+    /// The receive path the receiver used.
+    pub recv_path: Option<RecvPath>,
+    /// Why an end did not use the requested path (it used copy).
+    pub path_fallback: Vec<EndFallback>,
+    /// Zero-copy accounting, both ends joined; `None` when neither reported any.
+    pub zerocopy: Option<ZeroCopyStats>,
+    /// With verification: payload bytes the receiver checked.
+    pub verified_bytes: Option<u64>,
+    /// With verification: bytes that differed from the expected payload.
+    pub verify_errors: Option<u64>,
+}
+
+/// Bytes one end received for one direction in one interval.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct IntervalRow {
+    /// Interval start, seconds after the measuring end's start.
+    pub start_s: f64,
+    /// Interval end, seconds after the measuring end's start.
+    pub end_s: f64,
+    /// The end that measured (the receiving end of `dir`).
+    pub host: HostRole,
+    /// Direction.
+    pub dir: FlowDir,
+    /// Bytes read in the interval, all flows of `dir`.
+    pub bytes: u64,
+    /// `bytes × 8 / (end − start)`, bits per second.
+    pub throughput_bps: f64,
+    /// True if any part of the interval lies in the warm-up.
+    pub in_warmup: bool,
+}
+
+/// A request/response run (TCP RR, TCP CRR, UDP RR). Transactions and latency are the
+/// client's, over its window (end of warm-up → stop instant).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RrSummary {
+    /// The workload.
+    pub workload: WorkloadKind,
+    /// CRR: how the client closed each connection.
+    pub close_mode: Option<CloseMode>,
+    /// Request size, bytes.
+    pub request_size_bytes: u32,
+    /// Response size, bytes.
+    pub response_size_bytes: u32,
+    /// Transactions in flight per flow (closed loop; 1 otherwise).
+    pub burst: u32,
+    /// Flows.
+    pub flows: u32,
+    /// The client's window, ns.
+    pub window_ns: u64,
+    /// Transactions the client completed inside its window, all flows.
+    pub transactions: u64,
+    /// `transactions / window`, per second, all flows.
+    pub transactions_per_s: f64,
+    /// Round-trip latency of those transactions (client clock; open loop: from each
+    /// request's scheduled send time).
+    pub latency: Option<LatencySummary>,
+    /// Client window counts summed over flows (errors, connect errors, UDP lost/late/garbage).
+    pub client_window: RrCounts,
+    /// Client counts over the whole test.
+    pub client_total: RrCounts,
+    /// Server counts over the whole test (transactions answered, CRR closes seen, garbage).
+    pub server_total: Option<RrCounts>,
+    /// UDP RR: `lost / (transactions + lost)` in the client's window, percent.
+    pub loss_pct: Option<f64>,
+    /// Open loop: requested and achieved rates, summed over flows.
+    pub open_loop: Option<OpenLoopSummary>,
+    /// Per flow.
+    pub per_flow: Vec<RrFlowRow>,
+    /// Spread of the per-flow transaction rates, per second.
+    pub flow_transactions_per_s: Option<Spread>,
+    /// Jain's fairness index of the per-flow transaction rates.
+    pub jain_index: Option<f64>,
+    /// The client's interval rows.
+    pub intervals: Vec<RrIntervalRow>,
+}
+
+/// One request/response interval at one end, all flows.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RrIntervalRow {
+    /// Interval start, seconds after the measuring end's start.
+    pub start_s: f64,
+    /// Interval end, seconds after the measuring end's start.
+    pub end_s: f64,
+    /// The end that measured.
+    pub host: HostRole,
+    /// Transactions completed in the interval, all flows.
+    pub transactions: u64,
+    /// `transactions / (end − start)`, per second.
+    pub transactions_per_s: f64,
+    /// UDP RR client: transactions lost in the interval.
+    pub lost: u64,
+    /// True if any part of the interval lies in the warm-up.
+    pub in_warmup: bool,
+}
+
+/// Open-loop rates, all flows together.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct OpenLoopSummary {
+    /// Scheduled transactions per second (sum of the flows' rates).
+    pub requested_per_s: f64,
+    /// Completed window transactions per second.
+    pub achieved_per_s: f64,
+    /// Slots scheduled before the stop that were never sent.
+    pub missed_slots: u64,
+    /// Most requests outstanding on any flow.
+    pub peak_outstanding: u64,
+}
+
+/// One request/response flow at the client.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RrFlowRow {
+    /// Flow id.
+    pub flow: u32,
+    /// Window transactions.
+    pub transactions: u64,
+    /// Window transactions per second.
+    pub transactions_per_s: f64,
+    /// Median round trip, ns.
+    pub rtt_p50_ns: Option<u64>,
+    /// 99th percentile round trip, ns.
+    pub rtt_p99_ns: Option<u64>,
+    /// UDP: window transactions lost.
+    pub lost: u64,
+    /// Failed transactions (window), connect failures included.
+    pub errors: u64,
+    /// Why the flow ended early, at either end.
+    pub flow_errors: Vec<EndFlowError>,
+}
+
+/// A UDP stream run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UdpSummary {
+    /// One entry per direction present.
+    pub directions: Vec<UdpDirectionSummary>,
+    /// One entry per flow, both ends joined.
+    pub flows: Vec<UdpFlowSummary>,
+    /// Interval rows measured at the receiving end of each direction (bytes received).
+    pub intervals: Vec<IntervalRow>,
+}
+
+/// The datagram accounting of one UDP flow or of a direction (the sum of its flows). Window
+/// figures cover the datagrams *sent* inside the sender's window (end of warm-up → stop), as
+/// counted by each end; so `window_lost = sent − received` exactly, whatever the clocks.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+pub struct UdpCounts {
+    /// Datagrams the sender's kernel accepted inside the window.
+    pub window_sent: u64,
+    /// Distinct window datagrams the receiver got (in order + late).
+    pub window_received: u64,
+    /// `window_sent − window_received`; negative only if the reports disagree.
+    pub window_lost: i64,
+    /// `window_lost / window_sent`, percent (0 without datagrams).
+    pub window_loss_pct: f64,
+    /// Datagrams sent over the whole test.
+    pub total_sent: u64,
+    /// Distinct datagrams received over the whole test.
+    pub total_received: u64,
+    /// `total_sent − total_received`.
+    pub total_lost: i64,
+    /// Reordered datagrams received (whole test).
+    pub late: u64,
+    /// Duplicates received (whole test; not counted as received).
+    pub duplicate: u64,
+    /// Late or duplicate beyond the reorder window (whole test; not counted as received).
+    pub too_old: u64,
+    /// Sends the sender's kernel refused (ENOBUFS, EAGAIN), whole test; never sent, but
+    /// their sequence numbers show as gaps at the receiver.
+    pub send_refused: u64,
+    /// Other failed sends (ICMP errors), whole test.
+    pub send_errors: u64,
+    /// Times the pacer fell behind and skipped ahead.
+    pub pacing_resets: u64,
+}
+
+/// Where the datagrams a direction lost went, over the whole test. Every figure is a count
+/// read from the kernel or from the two ends' sequence accounting; `lost_in_path` is what is
+/// left: `total_lost − refused_at_sender − dropped_at_receiving_sockets −
+/// dropped_by_receiving_host`, clamped at 0.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+pub struct UdpLossAttribution {
+    /// Datagrams lost over the whole test (`total_sent + send_refused − total_received`:
+    /// every sequence number the sender used that never arrived).
+    pub total_lost: u64,
+    /// Sends the sender's kernel refused (ENOBUFS, EAGAIN).
+    pub refused_at_sender: u64,
+    /// Datagrams the receiving sockets' buffers overflowed with (SO_RXQ_OVFL); `None` when
+    /// the kernel did not report it.
+    pub dropped_at_receiving_sockets: Option<u64>,
+    /// Further datagrams the receiving host dropped (/proc/net/snmp `Udp: InErrors` delta
+    /// beyond the socket overflows, in the receiver's network namespace); `None` when not
+    /// read.
+    pub dropped_by_receiving_host: Option<u64>,
+    /// The rest: lost between the two hosts.
+    pub lost_in_path: u64,
+}
+
+/// One direction of a UDP stream run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UdpDirectionSummary {
+    /// Which way the datagrams move.
+    pub dir: FlowDir,
+    /// Flows in this direction.
+    pub flows: u32,
+    /// Datagram size, bytes (UDP payload, header included).
+    pub datagram_bytes: u32,
+    /// Requested rate per flow, bits per second of UDP payload; `None`: unpaced.
+    pub target_rate_per_flow_bps: Option<u64>,
+    /// The counts, all flows of the direction.
+    pub counts: UdpCounts,
+    /// Where the lost datagrams went.
+    pub loss: UdpLossAttribution,
+    /// Sender window length (longest of the flows'), ns.
+    pub sender_window_ns: u64,
+    /// UDP payload bytes of the window datagrams sent (sender's count).
+    pub sender_bytes: u64,
+    /// UDP payload bytes of the distinct window datagrams received (receiver's count).
+    pub receiver_bytes: u64,
+    /// Window bytes sent × 8 / sender window, bits per second of UDP payload.
+    pub sender_rate_bps: f64,
+    /// Window bytes received × 8 / the same sender window, bits per second.
+    pub receiver_rate_bps: f64,
+    /// Largest RFC 3550 jitter of the direction's flows, ns.
+    pub jitter_max_ns: f64,
+    /// Datagrams the receiving end's sockets could not attribute to a flow (garbage: too
+    /// short, bad magic, unknown flow, foreign source).
+    pub invalid_datagrams: u64,
+}
+
+/// One UDP flow, both ends joined.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UdpFlowSummary {
+    /// Flow id.
+    pub flow: u32,
+    /// Which way its datagrams move.
+    pub dir: FlowDir,
+    /// The counts.
+    pub counts: UdpCounts,
+    /// Window bytes sent × 8 / sender window, bits per second.
+    pub sender_rate_bps: f64,
+    /// Window bytes received × 8 / sender window, bits per second.
+    pub receiver_rate_bps: f64,
+    /// RFC 3550 jitter at the end of the test, ns.
+    pub jitter_ns: f64,
+    /// Why the flow ended early, at either end.
+    pub errors: Vec<EndFlowError>,
+}
+
+/// CPU figures of one end over its CPU window (end of warm-up to the stop instant).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct EndCpu {
+    /// Which end.
+    pub host: HostRole,
+    /// Length of the CPU window, ns.
+    pub window_ns: u64,
+    /// CPUs covered by the system-wide figures.
+    pub cpus: u32,
+    /// Whole machine busy, percent of all CPUs together (100 = every CPU busy).
+    pub system_busy_pct: f64,
+    /// Whole machine breakdown, percent of all CPUs together.
+    pub system: CpuBreakdown,
+    /// The busiest CPU's number.
+    pub busiest_cpu: u32,
+    /// The busiest CPU's breakdown, percent of that CPU.
+    pub busiest: CpuBreakdown,
+    /// The CPUs this end's data threads could run on (empty when unknown).
+    pub cpus_used: Vec<u32>,
+    /// wirebench data-path threads at this end, user mode, ns.
+    pub threads_user_ns: u64,
+    /// wirebench data-path threads at this end, kernel mode, ns.
+    pub threads_system_ns: u64,
+    /// `(threads_user_ns + threads_system_ns) / window_ns × 100`: percent of one CPU.
+    pub threads_util_pct_of_one_cpu: f64,
+    /// netperf's service demand from system-wide busy time: CPU µs per KB (1024 bytes)
+    /// delivered by the whole test.
+    pub service_demand_us_per_kb: Option<f64>,
+    /// Service demand of wirebench's own threads: their CPU µs per KB delivered.
+    pub threads_service_demand_us_per_kb: Option<f64>,
+    /// Request/response: netperf's service demand per transaction, from system-wide busy
+    /// time: CPU µs per transaction (the client's window transactions).
+    pub service_demand_us_per_tx: Option<f64>,
+    /// Request/response: wirebench's own threads' CPU µs per transaction.
+    pub threads_service_demand_us_per_tx: Option<f64>,
+}
+
+/// Confidence intervals over the runs of an invocation.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct Aggregate {
+    /// Confidence level, percent (95 or 99).
+    pub level_pct: u32,
+    /// Requested maximum full width of each interval, percent of its mean.
+    pub target_width_pct: f64,
+    /// Every interval is at most `target_width_pct` wide (false without a throughput
+    /// interval).
+    pub target_met: bool,
+    /// Runs in the invocation.
+    pub runs: u32,
+    /// Total receiver throughput per run (all directions; UDP: receiver rate), bits per
+    /// second.
+    pub throughput_bps: Option<Interval>,
+    /// Request/response: transactions per second per run.
+    pub transactions_per_s: Option<Interval>,
+    /// Request/response: median round trip per run, ns.
+    pub rtt_p50_ns: Option<Interval>,
+    /// Client system-wide CPU busy per run, percent of all CPUs.
+    pub client_cpu_busy_pct: Option<Interval>,
+    /// Server system-wide CPU busy per run, percent of all CPUs.
+    pub server_cpu_busy_pct: Option<Interval>,
+}
+
+/// The JSON Schema of [`RunResult`], pretty-printed with a trailing newline: the content of
+/// `docs/results.schema.json`.
+pub fn schema_json() -> String {
+    let schema = schemars::schema_for!(RunResult);
+    let mut s =
+        serde_json::to_string_pretty(&schema).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// Why a JSON document could not be read as a [`RunResult`].
+#[derive(Debug, thiserror::Error)]
+pub enum ResultError {
+    /// Not JSON, or not a `RunResult`.
+    #[error("not a wirebench result: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A `schema_version` this build does not read.
+    #[error("schema version {found:?} is not supported (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// The version found (`None` if missing).
+        found: Option<u64>,
+        /// The version this build reads.
+        supported: u32,
+    },
+}
+
+impl RunResult {
+    /// Parse a JSON [`RunResult`] document, checking its `schema_version` first.
+    ///
+    /// # Errors
+    ///
+    /// [`ResultError::Json`] if the text is not JSON or not a `RunResult`;
+    /// [`ResultError::UnsupportedVersion`] if its `schema_version` is missing or is not
+    /// [`SCHEMA_VERSION`].
+    pub fn from_json(text: &str) -> Result<RunResult, ResultError> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        let found = value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64);
+        if found != Some(u64::from(SCHEMA_VERSION)) {
+            return Err(ResultError::UnsupportedVersion {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+}

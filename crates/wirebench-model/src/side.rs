@@ -1,0 +1,440 @@
+//! What one end of a test measured: the body of the `results` message and half of a
+//! `RunResult`.
+//!
+//! Every field names its unit. Times are nanoseconds relative to that end's own start instant
+//! (the moment it began its engine), on that end's monotonic clock. A [`SideReport`] carries
+//! what every workload shares (status, CPU, environment, warnings, engine) and one
+//! [`SideData`] variant with the workload's own counts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use wirebench_stats::cpu::SystemCpuUtil;
+
+use crate::abort::{AbortReason, EngineKind};
+use crate::rr::RrSide;
+use crate::spec::{FlowDir, RecvPath, SendPath};
+use crate::udp::UdpSide;
+use crate::warning::{FallbackReason, FlowError, Warning};
+
+/// Which end of the test a report comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HostRole {
+    /// The end that ran the client command.
+    Client,
+    /// The daemon.
+    Server,
+}
+
+impl HostRole {
+    /// Whether this end sends on a flow carried in direction `dir`.
+    pub fn sends(self, dir: FlowDir) -> bool {
+        matches!(
+            (self, dir),
+            (HostRole::Client, FlowDir::ClientToServer)
+                | (HostRole::Server, FlowDir::ServerToClient)
+        )
+    }
+
+    /// This end's role on a flow carried in direction `dir`.
+    pub fn role(self, dir: FlowDir) -> Role {
+        if self.sends(dir) {
+            Role::Sender
+        } else {
+            Role::Receiver
+        }
+    }
+}
+
+/// What a flow does at one end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Writes payload.
+    Sender,
+    /// Reads payload.
+    Receiver,
+}
+
+/// A span on one end's clock, ns after that end's start: `[start_ns, end_ns]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Span {
+    /// Start, ns after the end's start.
+    pub start_ns: u64,
+    /// End, ns after the end's start.
+    pub end_ns: u64,
+}
+
+impl Span {
+    /// `end − start`, ns (0 if the span is reversed).
+    pub fn len_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// True if `t_ns` lies in `[start, end)`.
+    pub fn contains(&self, t_ns: u64) -> bool {
+        t_ns >= self.start_ns && t_ns < self.end_ns
+    }
+}
+
+/// The data path an end used for a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PathUsed {
+    /// A sender's path.
+    Send(SendPath),
+    /// A receiver's path.
+    Recv(RecvPath),
+}
+
+impl PathUsed {
+    /// The path's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathUsed::Send(p) => p.as_str(),
+            PathUsed::Recv(p) => p.as_str(),
+        }
+    }
+}
+
+/// Counts and timings of one TCP stream flow at one end.
+///
+/// The measurement window opens at the end of warm-up. A sender's window closes at the stop
+/// instant (when it stops writing); a receiver's closes when the last byte arrives (EOF), so
+/// bytes in flight at the stop are counted by the receiver inside its window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSide {
+    /// Flow id (0-based, as in `TestSpec::flow_dirs`).
+    pub flow: u32,
+    /// Which way this flow's payload moves.
+    pub dir: FlowDir,
+    /// What this end does on the flow.
+    pub role: Role,
+    /// Bytes written (sender) or read (receiver) over the whole test, warm-up included.
+    pub total_bytes: u64,
+    /// Bytes written or read inside the measurement window.
+    pub window_bytes: u64,
+    /// The measurement window.
+    pub window: Span,
+    /// The socket and its TCP state just before close.
+    pub socket: SocketFacts,
+    /// Why the flow ended early, if it did.
+    pub error: Option<FlowError>,
+    /// The data path this end used for the flow.
+    pub path: PathUsed,
+    /// Why the requested path was not used (this end fell back to copy).
+    pub path_fallback: Option<FallbackReason>,
+    /// Zero-copy accounting of the path used: the send fields for `MSG_ZEROCOPY` and io_uring
+    /// `SEND_ZC` senders, the receive fields for `TCP_ZEROCOPY_RECEIVE` receivers; `None` for
+    /// the other paths.
+    pub zerocopy: Option<ZeroCopyStats>,
+    /// With `verify`: payload bytes this receiver checked and bytes that differed.
+    pub verify: Option<VerifyCounts>,
+}
+
+/// What an end read from a data socket before closing it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SocketFacts {
+    /// Effective SO_SNDBUF as reported by the kernel (it doubles the request), bytes.
+    pub sndbuf_bytes: Option<u32>,
+    /// Effective SO_RCVBUF as reported by the kernel, bytes.
+    pub rcvbuf_bytes: Option<u32>,
+    /// Congestion control in use on this connection (getsockopt TCP_CONGESTION).
+    pub congestion: Option<String>,
+    /// Path MTU seen by this socket (IP_MTU), bytes.
+    pub pmtu_bytes: Option<u32>,
+    /// TCP_INFO read just before the connection was closed.
+    pub tcp_info: Option<TcpInfoReport>,
+}
+
+/// Payload verification counts of one receiving flow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyCounts {
+    /// Payload bytes checked against the expected content.
+    pub verified_bytes: u64,
+    /// Bytes that differed (the flow's error names the first mismatching offset).
+    pub mismatched_bytes: u64,
+}
+
+/// Zero-copy accounting of one flow at one end (or, in a summary, both ends joined: the send
+/// fields from the sender, the receive fields from the receiver).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZeroCopyStats {
+    /// Zero-copy sends issued (`MSG_ZEROCOPY` sends or io_uring `SEND_ZC` operations that
+    /// queued data); each completes exactly once.
+    pub sends: u64,
+    /// Completed sends whose pages went out without a copy.
+    pub sends_completed_zerocopy: u64,
+    /// Completed sends the kernel copied after all (always the case over loopback).
+    pub sends_completed_copied: u64,
+    /// `TCP_ZEROCOPY_RECEIVE`: payload bytes mapped into the receiver.
+    pub bytes_mapped: u64,
+    /// `TCP_ZEROCOPY_RECEIVE`: payload bytes that could not be mapped and were copied.
+    pub bytes_copied: u64,
+}
+
+impl ZeroCopyStats {
+    /// Add `o` field by field.
+    pub fn add(&mut self, o: &ZeroCopyStats) {
+        self.sends += o.sends;
+        self.sends_completed_zerocopy += o.sends_completed_zerocopy;
+        self.sends_completed_copied += o.sends_completed_copied;
+        self.bytes_mapped += o.bytes_mapped;
+        self.bytes_copied += o.bytes_copied;
+    }
+}
+
+/// Selected TCP_INFO fields of one connection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TcpInfoReport {
+    /// Segments retransmitted over the connection's life (tcpi_total_retrans).
+    pub retransmits_total: u32,
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: u32,
+    /// RTT variance, microseconds.
+    pub rttvar_us: u32,
+    /// Minimum RTT seen, microseconds (kernel 4.6+).
+    pub min_rtt_us: Option<u32>,
+    /// Congestion window, segments.
+    pub snd_cwnd_segments: u32,
+    /// Sender MSS, bytes.
+    pub snd_mss_bytes: u32,
+    /// Receiver MSS estimate, bytes.
+    pub rcv_mss_bytes: u32,
+    /// Path MTU as TCP sees it, bytes.
+    pub pmtu_bytes: u32,
+    /// Most recent delivery-rate estimate, bits per second (kernel 4.9+).
+    pub delivery_rate_bps: Option<u64>,
+    /// Bytes acknowledged by the peer (kernel 4.1+).
+    pub bytes_acked: Option<u64>,
+    /// Bytes received from the peer (kernel 4.1+).
+    pub bytes_received: Option<u64>,
+    /// Time the connection had data to send, microseconds (tcpi_busy_time, kernel 4.10+).
+    pub busy_us: Option<u64>,
+    /// Time the sender was limited by the receive window, microseconds (kernel 4.10+).
+    pub rwnd_limited_us: Option<u64>,
+    /// Time the sender was limited by its send buffer, microseconds (kernel 4.10+).
+    pub sndbuf_limited_us: Option<u64>,
+}
+
+/// One stream interval sample: what this end moved between two sampling instants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ByteInterval {
+    /// 0-based index.
+    pub index: u32,
+    /// The interval.
+    pub span: Span,
+    /// True if any part of the interval lies in the warm-up.
+    pub in_warmup: bool,
+    /// Bytes moved in the interval, per flow.
+    pub flows: Vec<FlowBytes>,
+}
+
+/// One flow's bytes in one interval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowBytes {
+    /// Flow id.
+    pub flow: u32,
+    /// Sender: bytes written; receiver: bytes read.
+    pub role: Role,
+    /// Bytes in the interval.
+    pub bytes: u64,
+}
+
+/// CPU time over this end's CPU window (end of warm-up to the stop instant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuReport {
+    /// The CPU window.
+    pub window: Span,
+    /// Whole machine, from `/proc/stat`.
+    pub system: SystemCpuUtil,
+    /// wirebench's own data-path threads at this end, user mode, ns.
+    pub threads_user_ns: u64,
+    /// wirebench's own data-path threads at this end, kernel mode, ns.
+    pub threads_system_ns: u64,
+    /// The CPUs this end's data threads were allowed to run on (pinned or the affinity
+    /// mask), in ascending order; empty when unknown.
+    pub cpus_used: Vec<u32>,
+}
+
+/// The host and stack a measurement was taken on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// wirebench version string.
+    pub software: String,
+    /// The host name (`uname -n`).
+    pub hostname: Option<String>,
+    /// This boot's id (/proc/sys/kernel/random/boot_id): two ends with the same id share one
+    /// kernel, whatever their network namespaces.
+    pub boot_id: Option<String>,
+    /// `uname -r`.
+    pub kernel_release: Option<String>,
+    /// CPU model name from /proc/cpuinfo.
+    pub cpu_model: Option<String>,
+    /// Online CPUs.
+    pub cpus_online: Option<u32>,
+    /// net.ipv4.tcp_congestion_control (the default for new sockets in this namespace).
+    pub default_congestion: Option<String>,
+    /// net.ipv4.tcp_available_congestion_control.
+    pub available_congestion: Vec<String>,
+    /// net.ipv4.tcp_rmem: min, default, max bytes.
+    pub tcp_rmem_bytes: Option<[u64; 3]>,
+    /// net.ipv4.tcp_wmem: min, default, max bytes.
+    pub tcp_wmem_bytes: Option<[u64; 3]>,
+    /// net.core.rmem_max, bytes.
+    pub rmem_max_bytes: Option<u64>,
+    /// net.core.wmem_max, bytes.
+    pub wmem_max_bytes: Option<u64>,
+    /// The interface carrying the data connections, where known.
+    pub interface: Option<InterfaceEnv>,
+}
+
+/// A network interface's settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InterfaceEnv {
+    /// Interface name.
+    pub name: String,
+    /// MTU, bytes.
+    pub mtu_bytes: Option<u32>,
+    /// Receive checksum offload.
+    pub rx_checksum: Option<bool>,
+    /// Transmit checksum offload.
+    pub tx_checksum: Option<bool>,
+    /// Scatter-gather.
+    pub scatter_gather: Option<bool>,
+    /// TCP segmentation offload.
+    pub tso: Option<bool>,
+    /// Generic segmentation offload.
+    pub gso: Option<bool>,
+    /// Generic receive offload.
+    pub gro: Option<bool>,
+}
+
+/// How an end's part of a test ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "state", content = "reason")]
+pub enum SideStatus {
+    /// Ran to the end.
+    Completed,
+    /// Ended early; the partial figures are still reported.
+    Aborted(AbortReason),
+}
+
+/// The stream workload's counts at one end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSide {
+    /// Per-flow counts, in flow-id order.
+    pub flows: Vec<FlowSide>,
+    /// Interval samples (empty unless the spec asked for intervals).
+    pub intervals: Vec<ByteInterval>,
+}
+
+/// One end's workload counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SideData {
+    /// TCP stream.
+    Stream(StreamSide),
+    /// TCP RR, CRR or UDP RR.
+    Rr(RrSide),
+    /// UDP stream.
+    UdpStream(UdpSide),
+}
+
+/// Everything one end measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SideReport {
+    /// Which end.
+    pub host: HostRole,
+    /// How this end's part ended.
+    pub status: SideStatus,
+    /// The workload's counts; `None` if this end's engine never ran.
+    pub data: Option<SideData>,
+    /// CPU over the window, if it could be measured.
+    pub cpu: Option<CpuReport>,
+    /// Host and stack settings.
+    pub env: Environment,
+    /// Measurement problems worth a reader's attention.
+    pub warnings: Vec<Warning>,
+    /// Which engine ran this end's data path and where its threads were.
+    pub engine: Option<EngineKind>,
+}
+
+impl SideReport {
+    /// The stream counts, if this is a stream report.
+    pub fn stream(&self) -> Option<&StreamSide> {
+        match &self.data {
+            Some(SideData::Stream(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The request/response counts, if this is one.
+    pub fn rr(&self) -> Option<&RrSide> {
+        match &self.data {
+            Some(SideData::Rr(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The UDP stream counts, if this is one.
+    pub fn udp(&self) -> Option<&UdpSide> {
+        match &self.data {
+            Some(SideData::UdpStream(u)) => Some(u),
+            _ => None,
+        }
+    }
+
+    /// The abort reason, if this end's part was aborted.
+    pub fn aborted(&self) -> Option<&AbortReason> {
+        match &self.status {
+            SideStatus::Aborted(r) => Some(r),
+            SideStatus::Completed => None,
+        }
+    }
+}
+
+/// A live interval sample of either end, any workload: the body of the `interval` message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum IntervalData {
+    /// Bytes per flow (TCP stream).
+    Stream(ByteInterval),
+    /// Transactions per flow (request/response).
+    Rr(crate::rr::RrInterval),
+    /// Datagrams and bytes per flow (UDP stream).
+    UdpStream(crate::udp::UdpInterval),
+}
+
+impl IntervalData {
+    /// The interval's index.
+    pub fn index(&self) -> u32 {
+        match self {
+            IntervalData::Stream(s) => s.index,
+            IntervalData::Rr(r) => r.index,
+            IntervalData::UdpStream(u) => u.index,
+        }
+    }
+
+    /// Number of per-flow entries (what the sample costs to carry).
+    pub fn flow_entries(&self) -> usize {
+        match self {
+            IntervalData::Stream(s) => s.flows.len(),
+            IntervalData::Rr(r) => r.flows.len(),
+            IntervalData::UdpStream(u) => u.flows.len(),
+        }
+    }
+}
