@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::spec::TestSpec;
+use wirebench_model::spec::TestSpec;
 
 /// Bytes of a server nonce.
 pub const NONCE_BYTES: usize = 32;
@@ -370,7 +370,7 @@ mod tests {
         let key = t.get("alice").unwrap().clone();
         let good = prove(&key, &nonce(1), "alice", "srv", &spec);
         let mut other_spec = spec.clone();
-        other_spec.flows = 2;
+        other_spec.common.flows = 2;
         let wrong_key = Key::from_hex(&KEY.replace('0', "1")).unwrap();
         let cases: Vec<(Option<AuthProof>, Nonce, &str, &TestSpec)> = vec![
             // replayed under a new nonce

@@ -50,6 +50,7 @@ impl FrameError {
         ErrorMsg {
             code: ErrorCode::BadFrame,
             field: None,
+            limit: None,
             message: self.to_string(),
         }
     }
@@ -684,7 +685,7 @@ mod tests {
         // `cpu.system` (a wirebench-stats type) ignores unknown fields; serde_json skips an
         // ignored value iteratively, so even a deep one is no danger to the stack.
         let mut m = serde_json::to_value(Message::Results(Box::new(
-            crate::testutil::full_side_report(crate::measure::HostRole::Client),
+            crate::testutil::full_side_report(wirebench_model::side::HostRole::Client),
         )))
         .unwrap();
         m["results"]["cpu"]["system"]["ignored"] = serde_json::json!([1]);
@@ -740,12 +741,12 @@ mod tests {
 
     #[test]
     fn schema_errors_name_the_field() {
-        let spec = serde_json::to_value(crate::spec::TestSpec::stream_default()).unwrap();
+        let spec = serde_json::to_value(wirebench_model::spec::TestSpec::stream_default()).unwrap();
         let mut wrong = spec.clone();
-        wrong["flows"] = serde_json::json!("x");
+        wrong["common"]["flows"] = serde_json::json!("x");
         let e =
             decode_err(&serde_json::json!({ "test": { "spec": wrong, "auth": null } }).to_string());
-        assert!(e.contains("`test.spec.flows`"), "{e}");
+        assert!(e.contains("`test.spec.common.flows`"), "{e}");
         assert!(e.contains("invalid type"), "{e}");
 
         let e = decode_err(r#"{"hello":{"magic":1,"version":1,"software":""}}"#);
@@ -761,9 +762,15 @@ mod tests {
             &serde_json::json!({ "test": { "spec": unknown, "auth": null } }).to_string(),
         );
         assert!(e.contains("unknown field `foo`"), "{e}");
+        // A field of another workload is unknown too.
+        let mut other = spec.clone();
+        other["workload"]["stream"]["timeout_ms"] = serde_json::json!(100);
+        let e =
+            decode_err(&serde_json::json!({ "test": { "spec": other, "auth": null } }).to_string());
+        assert!(e.contains("unknown field `timeout_ms`"), "{e}");
 
         let mut missing = spec.clone();
-        missing.as_object_mut().unwrap().remove("flows");
+        missing["common"].as_object_mut().unwrap().remove("flows");
         let e = decode_err(
             &serde_json::json!({ "test": { "spec": missing, "auth": null } }).to_string(),
         );
@@ -782,12 +789,16 @@ mod tests {
 
         // Nested arrays: the index is part of the path.
         let mut m = serde_json::to_value(Message::Results(Box::new(
-            crate::testutil::full_side_report(crate::measure::HostRole::Client),
+            crate::testutil::full_side_report(wirebench_model::side::HostRole::Client),
         )))
         .unwrap();
-        m["results"]["flows"][0]["tcp_info"]["rtt_us"] = serde_json::json!(-5);
+        m["results"]["data"]["stream"]["flows"][0]["socket"]["tcp_info"]["rtt_us"] =
+            serde_json::json!(-5);
         let e = decode_err(&m.to_string());
-        assert!(e.contains("`results.flows[0].tcp_info.rtt_us`"), "{e}");
+        assert!(
+            e.contains("`results.data.stream.flows[0].socket.tcp_info.rtt_us`"),
+            "{e}"
+        );
     }
 
     #[test]

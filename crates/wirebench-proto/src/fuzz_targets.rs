@@ -9,7 +9,7 @@ use crate::data::{classify, DataHello, PREAMBLE_BYTES};
 use crate::frame::{decode_payload, encode, FrameDecoder};
 use crate::message::{Message, TestRequest};
 use crate::session::{ClientSession, ServerSession, Timeouts};
-use crate::spec::{Limits, TestSpec};
+use wirebench_model::spec::{Limits, TestSpec};
 
 /// Feed `data` to a [`FrameDecoder`] in chunks whose sizes come from the data itself, pop
 /// every message, and check that each decoded message re-encodes to a frame that decodes to

@@ -4,14 +4,19 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use wirebench_model::abort::AbortReason;
+use wirebench_model::side::{HostRole, IntervalData, SideReport};
+use wirebench_model::spec::{Limits, TestSpec};
+use wirebench_model::validate::{LimitName, SpecField};
+
 use crate::auth::AuthProof;
-use crate::measure::{HostRole, IntervalSample, SideReport};
-use crate::spec::{Limits, TestSpec};
 
 /// The string every hello carries.
 pub const HELLO_MAGIC: &str = "wirebench";
-/// Control protocol version spoken by this build (2: authentication in welcome and test).
-pub const PROTOCOL_VERSION: u16 = 3;
+/// Control protocol version spoken by this build (2: authentication in welcome and test; 3:
+/// the rr, crr and udp workloads; 4: the typed model — one workload variant per test,
+/// typed warnings, abort reasons and error fields).
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -152,10 +157,31 @@ pub enum ErrorCode {
 pub struct ErrorMsg {
     /// Class.
     pub code: ErrorCode,
-    /// Offending field, for `invalid_spec`; the limit, for `limit_exceeded`.
-    pub field: Option<String>,
-    /// Human-readable text.
+    /// Offending spec field, for `invalid_spec`.
+    pub field: Option<SpecField>,
+    /// The server limit, for `limit_exceeded` (and for `invalid_spec` when a limit set the
+    /// bound).
+    pub limit: Option<LimitName>,
+    /// Human-readable text (the receiver escapes it before printing).
     pub message: String,
+}
+
+impl ErrorCode {
+    /// The wire name (`"bad_frame"`, ...), as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadFrame => "bad_frame",
+            ErrorCode::UnexpectedMessage => "unexpected_message",
+            ErrorCode::UnsupportedVersion => "unsupported_version",
+            ErrorCode::InvalidSpec => "invalid_spec",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::DataConnection => "data_connection",
+            ErrorCode::Aborted => "aborted",
+            ErrorCode::AuthFailed => "auth_failed",
+            ErrorCode::LimitExceeded => "limit_exceeded",
+            ErrorCode::Internal => "internal",
+        }
+    }
 }
 
 /// A live interval sample and which end measured it.
@@ -164,15 +190,8 @@ pub struct ErrorMsg {
 pub struct IntervalMsg {
     /// End that took the sample.
     pub host: HostRole,
-    /// The sample: bytes per flow (stream and UDP stream; empty `flows` for the
-    /// request/response workloads).
-    pub sample: IntervalSample,
-    /// Request/response workloads: transactions per flow in the same interval.
-    #[serde(default)]
-    pub rr: Option<crate::rr::RrInterval>,
-    /// UDP stream: datagram counts per flow in the same interval.
-    #[serde(default)]
-    pub udp: Option<crate::udp::UdpIntervalSample>,
+    /// The sample, in the workload's own form.
+    pub sample: IntervalData,
 }
 
 /// Abort request.
@@ -180,5 +199,5 @@ pub struct IntervalMsg {
 #[serde(deny_unknown_fields)]
 pub struct AbortMsg {
     /// Why.
-    pub reason: String,
+    pub reason: AbortReason,
 }

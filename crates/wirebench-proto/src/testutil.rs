@@ -1,12 +1,29 @@
 //! Sample values shared by the unit tests.
 
+use wirebench_model::abort::{AbortReason, EngineKind, Placement};
+use wirebench_model::rr::*;
+use wirebench_model::side::*;
+use wirebench_model::spec::*;
+use wirebench_model::udp::*;
+use wirebench_model::warning::{
+    Cause, DataThread, FallbackReason, FlowError, OsError, Step, Warning,
+};
 use wirebench_stats::cpu::{CpuBreakdown, SystemCpuUtil};
 
-use crate::measure::*;
 use crate::message::*;
-use crate::spec::{Direction, FlowDir, Limits, RecvPath, SendPath, TestSpec};
 
-/// A `SideReport` with every optional field filled.
+fn span(start_ns: u64, end_ns: u64) -> Span {
+    Span { start_ns, end_ns }
+}
+
+fn os(message: &str) -> OsError {
+    OsError {
+        errno: Some(104),
+        message: message.into(),
+    }
+}
+
+/// A stream `SideReport` with every optional field filled.
 pub fn full_side_report(host: HostRole) -> SideReport {
     let b = CpuBreakdown {
         user_pct: 12.5,
@@ -19,61 +36,72 @@ pub fn full_side_report(host: HostRole) -> SideReport {
     };
     SideReport {
         host,
-        status: SideStatus::Aborted("peer went away".into()),
-        flows: vec![FlowSide {
-            flow: 0,
-            dir: FlowDir::ClientToServer,
-            role: Role::Receiver,
-            total_bytes: 12_345_678_901,
-            window_bytes: 10_000_000_000,
-            window_start_ns: 1_000_000_000,
-            window_end_ns: 11_000_000_123,
-            sndbuf_bytes: Some(425_984),
-            rcvbuf_bytes: Some(131_072),
-            congestion: Some("cubic".into()),
-            pmtu_bytes: Some(1500),
-            tcp_info: Some(TcpInfoReport {
-                retransmits_total: 3,
-                rtt_us: 120,
-                rttvar_us: 30,
-                min_rtt_us: Some(80),
-                snd_cwnd_segments: 10,
-                snd_mss_bytes: 1448,
-                rcv_mss_bytes: 1448,
-                pmtu_bytes: 1500,
-                delivery_rate_bps: Some(9_400_000_000),
-                bytes_acked: Some(u64::MAX),
-                bytes_received: Some(0),
-                rwnd_limited_us: Some(5),
-                sndbuf_limited_us: None,
-            }),
-            error: Some("connection reset".into()),
-            path: Some("zerocopy".into()),
-            path_fallback: Some("io_uring disabled".into()),
-            zerocopy: Some(ZeroCopyStats {
-                sends: 10,
-                sends_completed_zerocopy: 4,
-                sends_completed_copied: 6,
-                bytes_mapped: 1 << 20,
-                bytes_copied: 4096,
-            }),
-            verified_bytes: Some(12_345_678_901),
-            verify_errors: Some(0),
-        }],
-        intervals: vec![IntervalSample {
-            index: 0,
-            start_ns: 0,
-            end_ns: 1_000_000_000,
-            in_warmup: true,
-            flows: vec![FlowInterval {
+        status: SideStatus::Aborted(AbortReason::PeerSilent { silence_ms: 5000 }),
+        data: Some(SideData::Stream(StreamSide {
+            flows: vec![FlowSide {
                 flow: 0,
+                dir: FlowDir::ClientToServer,
                 role: Role::Receiver,
-                bytes: 1_176_000_000,
+                total_bytes: 12_345_678_901,
+                window_bytes: 10_000_000_000,
+                window: span(1_000_000_000, 11_000_000_123),
+                socket: SocketFacts {
+                    sndbuf_bytes: Some(425_984),
+                    rcvbuf_bytes: Some(131_072),
+                    congestion: Some("cubic".into()),
+                    pmtu_bytes: Some(1500),
+                    tcp_info: Some(TcpInfoReport {
+                        retransmits_total: 3,
+                        rtt_us: 120,
+                        rttvar_us: 30,
+                        min_rtt_us: Some(80),
+                        snd_cwnd_segments: 10,
+                        snd_mss_bytes: 1448,
+                        rcv_mss_bytes: 1448,
+                        pmtu_bytes: 1500,
+                        delivery_rate_bps: Some(9_400_000_000),
+                        bytes_acked: Some(u64::MAX),
+                        bytes_received: Some(0),
+                        busy_us: Some(9_000_000),
+                        rwnd_limited_us: Some(5),
+                        sndbuf_limited_us: None,
+                    }),
+                },
+                error: Some(FlowError {
+                    step: Step::Receive,
+                    cause: Cause::Os {
+                        error: os("connection reset"),
+                    },
+                }),
+                path: PathUsed::Recv(RecvPath::Zerocopy),
+                path_fallback: Some(FallbackReason::SetupFailed {
+                    error: os("io_uring disabled"),
+                }),
+                zerocopy: Some(ZeroCopyStats {
+                    sends: 10,
+                    sends_completed_zerocopy: 4,
+                    sends_completed_copied: 6,
+                    bytes_mapped: 1 << 20,
+                    bytes_copied: 4096,
+                }),
+                verify: Some(VerifyCounts {
+                    verified_bytes: 12_345_678_901,
+                    mismatched_bytes: 0,
+                }),
             }],
-        }],
+            intervals: vec![ByteInterval {
+                index: 0,
+                span: span(0, 1_000_000_000),
+                in_warmup: true,
+                flows: vec![FlowBytes {
+                    flow: 0,
+                    role: Role::Receiver,
+                    bytes: 1_176_000_000,
+                }],
+            }],
+        })),
         cpu: Some(CpuReport {
-            window_start_ns: 1_000_000_000,
-            window_end_ns: 11_000_000_000,
+            window: span(1_000_000_000, 11_000_000_000),
             system: SystemCpuUtil {
                 cpus: 2,
                 total: b,
@@ -84,9 +112,12 @@ pub fn full_side_report(host: HostRole) -> SideReport {
             },
             threads_user_ns: 1_500_000_000,
             threads_system_ns: 4_000_000_000,
+            cpus_used: vec![0, 1],
         }),
         env: Environment {
             software: "wirebench 0.1.0".into(),
+            hostname: Some("host-\u{e9}".into()),
+            boot_id: Some("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0".into()),
             kernel_release: Some("6.8.0".into()),
             cpu_model: Some("Example CPU \"quoted\" \u{e9}".into()),
             cpus_online: Some(2),
@@ -107,16 +138,25 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                 gro: Some(true),
             }),
         },
-        warnings: vec!["cpu window shorter than the test".into()],
-        rr: Some(rr_report()),
-        udp: Some(udp_report()),
-        engine: Some("thread per flow".into()),
+        warnings: vec![
+            Warning::DrainTruncated {
+                thread: DataThread::Flow(0),
+                drain_limit_ms: 3000,
+            },
+            Warning::PinFailed {
+                thread: DataThread::Worker(1),
+                error: os("invalid argument"),
+            },
+        ],
+        engine: Some(EngineKind::Epoll {
+            workers: 2,
+            placement: Placement::RoundRobin { cpus: vec![0, 1] },
+        }),
     }
 }
 
-/// A client request/response report with every optional field filled.
-pub fn rr_report() -> crate::rr::RrReport {
-    use crate::rr::*;
+/// A client request/response side with every optional field filled.
+pub fn rr_side() -> RrSide {
     let counts = RrCounts {
         transactions: 1000,
         errors: 1,
@@ -140,37 +180,32 @@ pub fn rr_report() -> crate::rr::RrReport {
         p9999_ns: 100_000,
         max_ns: 120_000,
     };
-    RrReport {
-        workload: RrWorkload::TcpCrr,
+    RrSide {
         role: RrRole::Client,
         close_mode: Some(CloseMode::Abortive),
-        request_size_bytes: 1,
-        response_size_bytes: 1,
-        burst: 1,
-        window_start_ns: 1_000_000_000,
-        window_end_ns: 2_000_000_000,
+        window: span(1_000_000_000, 2_000_000_000),
         flows: vec![RrFlowSide {
             flow: 0,
             window: counts,
             total: counts,
             latency: Some(latency),
-            open_loop: Some(OpenLoopReport {
-                requested_per_s: 1000.0,
-                achieved_per_s: 999.5,
+            open_loop: Some(OpenLoopCounts {
                 slots_in_window: 1000,
                 sent_total: 1001,
                 missed_slots: 1,
-                max_outstanding: 100,
                 peak_outstanding: 3,
             }),
             tcp_info: None,
-            error: Some("reset".into()),
+            congestion: Some("reno".into()),
+            error: Some(FlowError {
+                step: Step::ResponseRead,
+                cause: Cause::PeerClosed { mid_message: true },
+            }),
         }],
         latency: Some(latency),
         intervals: vec![RrInterval {
             index: 0,
-            start_ns: 0,
-            end_ns: 1_000_000_000,
+            span: span(0, 1_000_000_000),
             in_warmup: true,
             flows: vec![RrFlowInterval {
                 flow: 0,
@@ -181,10 +216,9 @@ pub fn rr_report() -> crate::rr::RrReport {
     }
 }
 
-/// A UDP stream report with one sender, one receiver and one socket.
-pub fn udp_report() -> UdpReport {
-    use crate::udp::*;
-    UdpReport {
+/// A UDP stream side with one sender, one receiver and one socket.
+pub fn udp_side() -> UdpSide {
+    UdpSide {
         senders: vec![UdpSendReport {
             flow: 0,
             datagram_bytes: 1400,
@@ -193,8 +227,8 @@ pub fn udp_report() -> UdpReport {
             bytes_sent: 140_000,
             window_datagrams_sent: 90,
             window_bytes_sent: 126_000,
-            window_start_ns: 1,
-            window_end_ns: 2,
+            window: span(1, 2),
+            send_refused: 2,
             send_errors: 1,
             pacing_resets: 0,
             error: None,
@@ -205,10 +239,7 @@ pub fn udp_report() -> UdpReport {
             bytes_received: 137_200,
             window_datagrams_received: 88,
             window_bytes_received: 123_200,
-            sender_window: SenderWindow {
-                start_ns: 1,
-                end_ns: 2,
-            },
+            sender_window: span(1, 2),
             window_first_arrival_ns: Some(5),
             window_last_arrival_ns: None,
             in_order: 97,
@@ -218,7 +249,10 @@ pub fn udp_report() -> UdpReport {
             highest_seq: Some(99),
             jitter_ns: 1234.5,
             reorder_window_seqs: 1024,
-            error: Some("x".into()),
+            error: Some(FlowError {
+                step: Step::Receive,
+                cause: Cause::TimedOut { after_ms: 3000 },
+            }),
         }],
         sockets: vec![UdpRecvSocketReport {
             flows: vec![1],
@@ -228,12 +262,12 @@ pub fn udp_report() -> UdpReport {
                 foreign_flow: 3,
                 foreign_source: 4,
             },
+            rcvbuf_drops: Some(7),
             error: None,
         }],
-        intervals: vec![UdpIntervalSample {
+        intervals: vec![UdpInterval {
             index: 0,
-            start_ns: 0,
-            end_ns: 1,
+            span: span(0, 1),
             in_warmup: false,
             flows: vec![UdpFlowInterval {
                 flow: 0,
@@ -245,32 +279,54 @@ pub fn udp_report() -> UdpReport {
                 duplicate: 0,
             }],
         }],
+        host_drops: Some(UdpHostDrops {
+            rcvbuf_errors: 7,
+            in_errors: 9,
+        }),
     }
 }
 
-/// A spec with every optional field set.
+/// A stream spec with every optional field set.
 pub fn full_spec() -> TestSpec {
     TestSpec {
-        direction: Direction::Bidir,
-        flows: 4,
-        warmup_ms: 1000,
-        interval_ms: Some(500),
-        window_bytes: Some(1 << 20),
-        congestion: Some("bbr".into()),
-        nodelay: true,
-        rate_bps: Some(2_500_000_000),
-        server_cpu: Some(3),
-        client_cpu: Some(2),
-        send_path: Some(SendPath::Zerocopy),
-        recv_path: Some(RecvPath::Zerocopy),
-        verify: true,
-        ..TestSpec::stream_default()
+        common: CommonSpec {
+            flows: 4,
+            duration_ms: 10_000,
+            warmup_ms: 1000,
+            interval_ms: Some(500),
+            window_bytes: Some(1 << 20),
+            server_cpu: Some(3),
+            client_cpu: Some(2),
+        },
+        workload: WorkloadSpec::Stream(StreamSpec {
+            direction: Direction::Bidir,
+            send_size_bytes: 128 * 1024,
+            recv_size_bytes: 64 * 1024,
+            rate_bps: Some(2_500_000_000),
+            send_path: SendPath::Zerocopy,
+            recv_path: RecvPath::Zerocopy,
+            verify: true,
+            threads: Some(2),
+            pin_threads: true,
+            tcp: TcpOptions {
+                congestion: Some("bbr".into()),
+                nodelay: true,
+            },
+        }),
     }
 }
 
-/// One of every message variant.
+/// One of every message variant (and of every workload's report and interval).
 pub fn all_messages() -> Vec<Message> {
     let report = full_side_report(HostRole::Server);
+    let stream_interval = report.stream().map(|s| s.intervals[0].clone());
+    let rr_spec = TestSpec::new(WorkloadSpec::Rr(RrSpec {
+        pacing: RrLoop::Open {
+            transactions_per_s: 1000,
+            max_outstanding: 10,
+        },
+        ..RrSpec::default()
+    }));
     vec![
         Message::Hello(Hello {
             magic: HELLO_MAGIC.into(),
@@ -289,6 +345,10 @@ pub fn all_messages() -> Vec<Message> {
         Message::Test(Box::new(TestRequest::unauthenticated(
             TestSpec::stream_default(),
         ))),
+        Message::Test(Box::new(TestRequest::unauthenticated(rr_spec))),
+        Message::Test(Box::new(TestRequest::unauthenticated(TestSpec::new(
+            WorkloadSpec::UdpStream(UdpStreamSpec::default()),
+        )))),
         Message::Accepted(Accepted {
             test_id: u64::MAX,
             token: "00112233445566778899aabbccddeeff".into(),
@@ -300,37 +360,56 @@ pub fn all_messages() -> Vec<Message> {
         }),
         Message::Error(ErrorMsg {
             code: ErrorCode::InvalidSpec,
-            field: Some("flows".into()),
+            field: Some(wirebench_model::validate::SpecField::Flows),
+            limit: Some(wirebench_model::validate::LimitName::MaxFlows),
             message: "flows = 0 is out of range".into(),
         }),
         Message::Error(ErrorMsg {
             code: ErrorCode::Internal,
             field: None,
+            limit: None,
             message: String::new(),
         }),
         Message::Ready(Empty {}),
         Message::Start(Empty {}),
         Message::Interval(IntervalMsg {
             host: HostRole::Client,
-            sample: report.intervals[0].clone(),
-            rr: None,
-            udp: None,
+            sample: IntervalData::Stream(stream_interval.unwrap_or_else(|| unreachable!())),
         }),
         Message::Interval(IntervalMsg {
             host: HostRole::Server,
-            sample: report.intervals[0].clone(),
-            rr: Some(rr_report().intervals[0].clone()),
-            udp: Some(udp_report().intervals[0].clone()),
+            sample: IntervalData::Rr(rr_side().intervals[0].clone()),
+        }),
+        Message::Interval(IntervalMsg {
+            host: HostRole::Server,
+            sample: IntervalData::UdpStream(udp_side().intervals[0].clone()),
         }),
         Message::Results(Box::new(report)),
         Message::Results(Box::new(SideReport {
             status: SideStatus::Completed,
             cpu: None,
+            data: Some(SideData::Rr(rr_side())),
+            ..full_side_report(HostRole::Client)
+        })),
+        Message::Results(Box::new(SideReport {
+            data: Some(SideData::UdpStream(udp_side())),
+            ..full_side_report(HostRole::Client)
+        })),
+        Message::Results(Box::new(SideReport {
+            data: None,
+            engine: None,
             ..full_side_report(HostRole::Client)
         })),
         Message::Heartbeat(Empty {}),
         Message::Abort(AbortMsg {
-            reason: "interrupted".into(),
+            reason: AbortReason::Interrupted,
+        }),
+        Message::Abort(AbortMsg {
+            reason: AbortReason::LimitExceeded {
+                limit: wirebench_model::validate::LimitName::MaxRate,
+                observed_bps: 2_000_000,
+                max_bps: 1_000_000,
+            },
         }),
         Message::Bye(Empty {}),
     ]

@@ -46,11 +46,10 @@
 //! tell), so with reordering deeper than the window, loss is over-estimated by at most
 //! `too_old`.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::measure::Role;
+pub use wirebench_model::side::Span;
+pub use wirebench_model::udp::{UdpInvalidCounts, UdpRecvReport};
 
 /// First four bytes of every UDP stream datagram.
 pub const MAGIC: [u8; 4] = *b"WBU1";
@@ -362,25 +361,6 @@ impl JitterEstimator {
     }
 }
 
-/// The sender's measurement window, on the sender's clock: a datagram whose header send time
-/// lies in `[start_ns, end_ns)` belongs to it. Both ends derive it from the same warm-up and
-/// duration, so both classify every datagram the same way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SenderWindow {
-    /// Window start (end of warm-up), ns after the sender's start.
-    pub start_ns: u64,
-    /// Window end (stop instant), ns after the sender's start.
-    pub end_ns: u64,
-}
-
-impl SenderWindow {
-    /// Whether a datagram sent at `send_ns` belongs to the window.
-    pub fn contains(&self, send_ns: u64) -> bool {
-        send_ns >= self.start_ns && send_ns < self.end_ns
-    }
-}
-
 /// Everything a receiver counts for one flow: sequence classes, bytes, window counts, jitter.
 ///
 /// Pure bookkeeping: the caller parses the datagram and supplies its length and arrival time.
@@ -391,7 +371,7 @@ pub struct FlowRecvAccounting {
     flow: u32,
     tracker: SeqTracker,
     jitter: JitterEstimator,
-    window: SenderWindow,
+    window: Span,
     bytes_received: u64,
     window_datagrams: u64,
     window_bytes: u64,
@@ -402,7 +382,7 @@ pub struct FlowRecvAccounting {
 impl FlowRecvAccounting {
     /// Accounting for `flow`, with a [`SeqTracker`] window of `reorder_window_seqs` and the
     /// sender's measurement window.
-    pub fn new(flow: u32, reorder_window_seqs: u64, window: SenderWindow) -> FlowRecvAccounting {
+    pub fn new(flow: u32, reorder_window_seqs: u64, window: Span) -> FlowRecvAccounting {
         FlowRecvAccounting {
             flow,
             tracker: SeqTracker::new(reorder_window_seqs),
@@ -500,32 +480,6 @@ pub enum DatagramOutcome {
     ForeignFlow(u32),
 }
 
-/// Datagrams one receive socket could not attribute to any of its flows. Their sum is the
-/// socket's count of invalid datagrams.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UdpInvalidCounts {
-    /// Datagrams shorter than the header (empty ones included).
-    pub too_short: u64,
-    /// Datagrams whose first four bytes are not `WBU1`.
-    pub bad_magic: u64,
-    /// Well-formed datagrams with a flow id the socket does not serve.
-    pub foreign_flow: u64,
-    /// Datagrams from a source address other than the test's peer (not parsed).
-    #[serde(default)]
-    pub foreign_source: u64,
-}
-
-impl UdpInvalidCounts {
-    /// All invalid datagrams.
-    pub fn total(&self) -> u64 {
-        self.too_short
-            .saturating_add(self.bad_magic)
-            .saturating_add(self.foreign_flow)
-            .saturating_add(self.foreign_source)
-    }
-}
-
 /// The receive side of one socket: routes datagrams to per-flow accounting by header flow id
 /// and counts those that belong to no flow. Pure; the engine owns the socket.
 #[derive(Debug, Clone)]
@@ -608,147 +562,12 @@ impl RecvDemux {
     }
 }
 
-/// What the sender of one UDP flow measured.
-///
-/// Byte counts are UDP payload bytes (header included; not IP/UDP headers). The window is
-/// `[window_start_ns, window_end_ns)` on the sender's clock; a datagram belongs to it if its
-/// header send time does.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UdpSendReport {
-    /// Flow id.
-    pub flow: u32,
-    /// Size of every datagram, bytes (header included).
-    pub datagram_bytes: u32,
-    /// Requested rate of this flow, bits per second (UDP payload bits); `None`: unpaced.
-    pub target_rate_bps: Option<u64>,
-    /// Datagrams the kernel accepted, whole test (warm-up included).
-    pub datagrams_sent: u64,
-    /// Bytes the kernel accepted, whole test.
-    pub bytes_sent: u64,
-    /// Datagrams accepted whose send time lies in the window.
-    pub window_datagrams_sent: u64,
-    /// Their bytes.
-    pub window_bytes_sent: u64,
-    /// Window start (end of warm-up), ns after the sender's start.
-    pub window_start_ns: u64,
-    /// Window end (stop instant, or the abort), ns after the sender's start.
-    pub window_end_ns: u64,
-    /// Sends that failed with a transient error (ENOBUFS, ECONNREFUSED after an ICMP port
-    /// unreachable, EHOSTUNREACH, ENETUNREACH); the flow carried on. Their sequence numbers
-    /// were used, so the receiver sees them as gaps.
-    pub send_errors: u64,
-    /// How often the pacer fell more than its catch-up allowance behind schedule and moved
-    /// the schedule forward, dropping the slots beyond the allowance instead of bursting
-    /// (the requested rate was not met then).
-    pub pacing_resets: u64,
-    /// Why the flow ended early, if it did.
-    pub error: Option<String>,
-}
-
-/// What the receiver of one UDP flow measured.
-///
-/// Byte counts are UDP payload bytes (header included). Only distinct datagrams (in order or
-/// late) count as received. Window counts are the distinct datagrams whose header send time
-/// lies in [`UdpRecvReport::sender_window`], i.e. exactly the datagrams the sender counts in
-/// its own window, so `window_datagrams_sent − window_datagrams_received` is the window's
-/// loss; this end's arrival times of the first and last of them are given as well. Sequence
-/// classes, jitter and `highest_seq` cover the whole test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UdpRecvReport {
-    /// Flow id.
-    pub flow: u32,
-    /// Distinct datagrams received (in order + late), whole test.
-    pub datagrams_received: u64,
-    /// Their bytes.
-    pub bytes_received: u64,
-    /// Distinct datagrams received that were sent inside the sender's window.
-    pub window_datagrams_received: u64,
-    /// Their bytes.
-    pub window_bytes_received: u64,
-    /// The sender's window, on the sender's clock, as this end assumed it.
-    pub sender_window: SenderWindow,
-    /// Arrival of the first window datagram, ns after this end's start.
-    pub window_first_arrival_ns: Option<u64>,
-    /// Arrival of the last window datagram, ns after this end's start.
-    pub window_last_arrival_ns: Option<u64>,
-    /// Datagrams above every sequence number seen before them.
-    pub in_order: u64,
-    /// Reordered datagrams: below the highest sequence number seen, not seen before.
-    pub late: u64,
-    /// Datagrams whose sequence number was seen before (not counted as received).
-    pub duplicate: u64,
-    /// Datagrams more than `reorder_window_seqs` below the highest sequence number: late or
-    /// duplicate, no longer known which (not counted as received).
-    pub too_old: u64,
-    /// Highest sequence number seen.
-    pub highest_seq: Option<u64>,
-    /// RFC 3550 interarrival jitter at the end of the test, ns (distinct datagrams, arrival
-    /// order).
-    pub jitter_ns: f64,
-    /// Depth of the late/duplicate detection window, sequence numbers.
-    pub reorder_window_seqs: u64,
-    /// Why reception ended early, if it did.
-    pub error: Option<String>,
-}
-
-/// What one receive socket could not attribute to a flow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UdpRecvSocketReport {
-    /// The flows the socket served.
-    pub flows: Vec<u32>,
-    /// Datagrams that belonged to none of them.
-    pub invalid: UdpInvalidCounts,
-    /// Why reception on the socket ended early, if it did.
-    pub error: Option<String>,
-}
-
-/// One flow's counts in one interval. Sender: datagrams and bytes accepted by the kernel and
-/// failed sends; receiver: distinct datagrams and their bytes, late and duplicate ones.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UdpFlowInterval {
-    /// Flow id.
-    pub flow: u32,
-    /// What this end does on the flow.
-    pub role: Role,
-    /// Datagrams sent (sender) or distinct datagrams received (receiver) in the interval.
-    pub datagrams: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// Sender: failed sends in the interval; receiver: 0.
-    pub send_errors: u64,
-    /// Receiver: late datagrams in the interval; sender: 0.
-    pub late: u64,
-    /// Receiver: duplicate datagrams in the interval; sender: 0.
-    pub duplicate: u64,
-}
-
-/// One interval of a UDP run, with datagram counts (the `IntervalSample` an engine gives its
-/// sink carries bytes only).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UdpIntervalSample {
-    /// 0-based index (the same as the matching `IntervalSample`).
-    pub index: u32,
-    /// Interval start, ns after this end's start.
-    pub start_ns: u64,
-    /// Interval end, ns after this end's start.
-    pub end_ns: u64,
-    /// True if any part of the interval lies in the warm-up.
-    pub in_warmup: bool,
-    /// Per flow and role.
-    pub flows: Vec<UdpFlowInterval>,
-}
-
 /// Fuzz target body: cut `data` into datagrams (each preceded by one length byte), run them
 /// through a [`RecvDemux`] serving flows 0 and 1 with a small window, and check the
 /// invariants: header round trip, every datagram counted exactly once, distinct + duplicate +
 /// too-old = accepted. Must never panic on any input.
 pub fn fuzz_datagrams(data: &[u8]) {
-    let window = SenderWindow {
+    let window = Span {
         start_ns: 1 << 20,
         end_ns: 1 << 40,
     };
@@ -959,7 +778,7 @@ mod tests {
 
     #[test]
     fn demux_routes_and_counts_invalid() {
-        let w = SenderWindow {
+        let w = Span {
             start_ns: 100,
             end_ns: 200,
         };
@@ -1026,7 +845,7 @@ mod tests {
         let mut acc = FlowRecvAccounting::new(
             1,
             DEFAULT_REORDER_WINDOW_SEQS,
-            SenderWindow {
+            Span {
                 start_ns: 0,
                 end_ns: u64::MAX,
             },
@@ -1046,7 +865,7 @@ mod tests {
         let json = serde_json::to_string(&r).unwrap();
         let back: UdpRecvReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
-        let s = UdpSendReport {
+        let s = wirebench_model::udp::UdpSendReport {
             flow: 1,
             datagram_bytes: 1200,
             target_rate_bps: Some(1_000_000),
@@ -1054,18 +873,21 @@ mod tests {
             bytes_sent: 3600,
             window_datagrams_sent: 3,
             window_bytes_sent: 3600,
-            window_start_ns: 0,
-            window_end_ns: 1,
+            window: Span {
+                start_ns: 0,
+                end_ns: 1,
+            },
+            send_refused: 0,
             send_errors: 0,
             pacing_resets: 0,
             error: None,
         };
-        let back: UdpSendReport =
+        let back: wirebench_model::udp::UdpSendReport =
             serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
         let mut v = serde_json::to_value(&s).unwrap();
         v["extra"] = 1.into();
-        assert!(serde_json::from_value::<UdpSendReport>(v).is_err());
+        assert!(serde_json::from_value::<wirebench_model::udp::UdpSendReport>(v).is_err());
     }
 
     #[test]

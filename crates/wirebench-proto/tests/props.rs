@@ -4,14 +4,19 @@
 
 use proptest::prelude::*;
 
+use wirebench_model::abort::AbortReason;
+use wirebench_model::side::{ByteInterval, FlowBytes, HostRole, IntervalData, Role, Span};
+use wirebench_model::spec::{
+    CommonSpec, CrrSpec, Direction, RecvPath, RrLoop, RrSpec, SendPath, StreamSpec, TcpOptions,
+    TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
+};
+use wirebench_model::validate::SpecField;
 use wirebench_proto::data::{classify, DataHello, Token, DATA_HELLO_BYTES};
 use wirebench_proto::frame::{decode_payload, encode, FrameDecoder, FrameError};
 use wirebench_proto::fuzz_targets;
-use wirebench_proto::measure::{FlowInterval, HostRole, IntervalSample, Role};
 use wirebench_proto::message::{
     AbortMsg, Busy, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message, TestRequest,
 };
-use wirebench_proto::spec::{Direction, RecvPath, SendPath, TestSpec, Workload};
 
 fn hello() -> impl Strategy<Value = Hello> {
     (any::<String>(), any::<u16>(), any::<String>()).prop_map(|(magic, version, software)| Hello {
@@ -21,80 +26,147 @@ fn hello() -> impl Strategy<Value = Hello> {
     })
 }
 
-fn spec() -> impl Strategy<Value = TestSpec> {
+fn direction() -> impl Strategy<Value = Direction> {
+    prop_oneof![
+        Just(Direction::Forward),
+        Just(Direction::Reverse),
+        Just(Direction::Bidir)
+    ]
+}
+
+fn common() -> impl Strategy<Value = CommonSpec> {
     (
-        prop_oneof![
-            Just(Direction::Forward),
-            Just(Direction::Reverse),
-            Just(Direction::Bidir)
-        ],
         any::<u32>(),
         any::<u64>(),
         any::<u64>(),
         any::<Option<u64>>(),
-        any::<u32>(),
         any::<Option<u32>>(),
-        any::<Option<String>>(),
+        any::<Option<u32>>(),
+        any::<Option<u32>>(),
+    )
+        .prop_map(
+            |(flows, duration_ms, warmup_ms, interval_ms, window_bytes, server_cpu, client_cpu)| {
+                CommonSpec {
+                    flows,
+                    duration_ms,
+                    warmup_ms,
+                    interval_ms,
+                    window_bytes,
+                    server_cpu,
+                    client_cpu,
+                }
+            },
+        )
+}
+
+fn tcp() -> impl Strategy<Value = TcpOptions> {
+    (any::<Option<String>>(), any::<bool>()).prop_map(|(congestion, nodelay)| TcpOptions {
+        congestion,
+        nodelay,
+    })
+}
+
+fn stream() -> impl Strategy<Value = StreamSpec> {
+    (
+        direction(),
+        any::<u32>(),
+        any::<u32>(),
+        any::<Option<u64>>(),
+        prop::sample::select(SendPath::ALL.to_vec()),
+        prop::sample::select(RecvPath::ALL.to_vec()),
         any::<bool>(),
         any::<Option<u32>>(),
-        (
-            any::<Option<u32>>(),
-            any::<Option<u64>>(),
-            proptest::option::of(prop_oneof![
-                Just(SendPath::Copy),
-                Just(SendPath::Sendfile),
-                Just(SendPath::Splice),
-                Just(SendPath::Zerocopy),
-                Just(SendPath::Uring),
-                Just(SendPath::UringZc),
-            ]),
-            proptest::option::of(prop_oneof![
-                Just(RecvPath::Copy),
-                Just(RecvPath::Discard),
-                Just(RecvPath::Splice),
-                Just(RecvPath::Zerocopy),
-                Just(RecvPath::Uring),
-            ]),
-            any::<bool>(),
-            proptest::option::of(any::<u32>()),
-            any::<bool>(),
-        ),
+        any::<bool>(),
+        tcp(),
     )
         .prop_map(
             |(
                 direction,
-                flows,
-                duration_ms,
-                warmup_ms,
-                interval_ms,
-                msg_size_bytes,
-                window_bytes,
-                congestion,
-                nodelay,
-                server_cpu,
-                (client_cpu, rate_bps, send_path, recv_path, verify, threads, pin_threads),
-            )| TestSpec {
-                workload: Workload::Stream,
-                direction,
-                flows,
-                duration_ms,
-                warmup_ms,
-                interval_ms,
-                msg_size_bytes,
-                window_bytes,
-                congestion,
-                nodelay,
+                send_size_bytes,
+                recv_size_bytes,
                 rate_bps,
-                rr: None,
-                server_cpu,
-                client_cpu,
                 send_path,
                 recv_path,
                 verify,
                 threads,
                 pin_threads,
+                tcp,
+            )| StreamSpec {
+                direction,
+                send_size_bytes,
+                recv_size_bytes,
+                rate_bps,
+                send_path,
+                recv_path,
+                verify,
+                threads,
+                pin_threads,
+                tcp,
             },
         )
+}
+
+fn workload() -> impl Strategy<Value = WorkloadSpec> {
+    prop_oneof![
+        stream().prop_map(WorkloadSpec::Stream),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<bool>(),
+            tcp()
+        )
+            .prop_map(
+                |(request_size_bytes, response_size_bytes, burst, rate, open, tcp)| {
+                    WorkloadSpec::Rr(RrSpec {
+                        request_size_bytes,
+                        response_size_bytes,
+                        pacing: if open {
+                            RrLoop::Open {
+                                transactions_per_s: rate,
+                                max_outstanding: burst,
+                            }
+                        } else {
+                            RrLoop::Closed { burst }
+                        },
+                        tcp,
+                    })
+                }
+            ),
+        (any::<u32>(), any::<u32>(), any::<bool>(), tcp()).prop_map(|(a, b, abortive, tcp)| {
+            WorkloadSpec::Crr(CrrSpec {
+                request_size_bytes: a,
+                response_size_bytes: b,
+                close_mode: if abortive {
+                    wirebench_model::spec::CloseMode::Abortive
+                } else {
+                    wirebench_model::spec::CloseMode::Orderly
+                },
+                tcp,
+            })
+        }),
+        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(a, b, timeout_ms)| {
+            WorkloadSpec::UdpRr(UdpRrSpec {
+                request_size_bytes: a,
+                response_size_bytes: b,
+                timeout_ms,
+            })
+        }),
+        (direction(), any::<u32>(), any::<Option<u64>>()).prop_map(
+            |(direction, datagram_bytes, rate_bps)| {
+                WorkloadSpec::UdpStream(UdpStreamSpec {
+                    direction,
+                    datagram_bytes,
+                    rate_bps,
+                })
+            }
+        ),
+    ]
+}
+
+fn spec() -> impl Strategy<Value = TestSpec> {
+    (common(), workload()).prop_map(|(common, workload)| TestSpec { common, workload })
 }
 
 fn busy() -> impl Strategy<Value = Busy> {
@@ -117,12 +189,17 @@ fn error_msg() -> impl Strategy<Value = ErrorMsg> {
             Just(ErrorCode::Aborted),
             Just(ErrorCode::Internal),
         ],
-        any::<Option<String>>(),
+        proptest::option::of(prop::sample::select(vec![
+            SpecField::Flows,
+            SpecField::Congestion,
+            SpecField::TimeoutMs,
+        ])),
         any::<String>(),
     )
         .prop_map(|(code, field, message)| ErrorMsg {
             code,
             field,
+            limit: None,
             message,
         })
 }
@@ -139,7 +216,7 @@ fn interval_msg() -> impl Strategy<Value = IntervalMsg> {
         any::<u64>(),
         any::<bool>(),
         prop::collection::vec(
-            (any::<u32>(), role(), any::<u64>()).prop_map(|(flow, role, bytes)| FlowInterval {
+            (any::<u32>(), role(), any::<u64>()).prop_map(|(flow, role, bytes)| FlowBytes {
                 flow,
                 role,
                 bytes,
@@ -150,15 +227,12 @@ fn interval_msg() -> impl Strategy<Value = IntervalMsg> {
         .prop_map(
             |(host, index, start_ns, end_ns, in_warmup, flows)| IntervalMsg {
                 host,
-                sample: IntervalSample {
+                sample: IntervalData::Stream(ByteInterval {
                     index,
-                    start_ns,
-                    end_ns,
+                    span: Span { start_ns, end_ns },
                     in_warmup,
                     flows,
-                },
-                rr: None,
-                udp: None,
+                }),
             },
         )
 }
@@ -170,7 +244,12 @@ fn message() -> impl Strategy<Value = Message> {
         busy().prop_map(Message::Busy),
         error_msg().prop_map(Message::Error),
         interval_msg().prop_map(Message::Interval),
-        any::<String>().prop_map(|reason| Message::Abort(AbortMsg { reason })),
+        any::<String>().prop_map(|detail| Message::Abort(AbortMsg {
+            reason: AbortReason::ProtocolError { detail }
+        })),
+        Just(Message::Abort(AbortMsg {
+            reason: AbortReason::Interrupted
+        })),
     ]
 }
 
@@ -341,6 +420,13 @@ proptest! {
             data.extend(encode(m));
         }
         fuzz_targets::frame(&data);
+    }
+
+    #[test]
+    fn fuzz_target_udp_setup(data in prop::collection::vec(any::<u8>(), 0..64), port in 1u16..) {
+        wirebench_proto::udpsetup::fuzz_udp_setup(&data);
+        let msg = wirebench_proto::udpsetup::encode_port(port);
+        prop_assert_eq!(wirebench_proto::udpsetup::decode_port(&msg), Ok(port));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use wirebench_proto::udp::{
     fuzz_datagrams, DatagramHeader, DatagramOutcome, FlowRecvAccounting, HeaderError,
-    JitterEstimator, RecvDemux, SenderWindow, SeqClass, SeqTracker, HEADER_BYTES, MAGIC,
+    JitterEstimator, RecvDemux, SeqClass, SeqTracker, Span, HEADER_BYTES, MAGIC,
 };
 
 /// The obvious model: every sequence number ever seen in a set, and the highest.
@@ -195,7 +195,7 @@ proptest! {
 
     #[test]
     fn demux_counts_every_datagram_once(seqs in arrivals(500, 20), garbage in 0usize..20) {
-        let window = SenderWindow { start_ns: 100, end_ns: 400 };
+        let window = Span { start_ns: 100, end_ns: 400 };
         let mut d = RecvDemux::new(vec![FlowRecvAccounting::new(7, 1 << 12, window)]);
         for (i, &s) in seqs.iter().enumerate() {
             let h = DatagramHeader { flow: 7, seq: s, send_ns: s };

@@ -1,0 +1,948 @@
+//! Client and server session state machines, with time passed in.
+//!
+//! The machines do no I/O and never read a clock. The I/O shell feeds them decoded messages
+//! ([`ServerSession::handle`], [`ClientSession::handle`]) and local events (test admitted,
+//! data connections ready, engine finished), calls `poll` whenever
+//! [`next_wakeup`](ServerSession::next_wakeup) passes, and carries out the returned
+//! [`Action`]s in order. Any `Err` is final: the session moves to [`Phase::Done`], the shell
+//! sends [`SessionError::to_error_msg`] (if any) and closes the connection.
+//!
+//! # Server
+//!
+//! ```text
+//!  new ─► AwaitHello ─hello→welcome─► AwaitTest ─test→RequestAdmission─► AwaitAccept
+//!                                                                          │
+//!            busy(): sends busy, Close ─► Done ◄──────────────────────────┤
+//!                                                                          │ admitted():
+//!                                                                          ▼ sends accepted
+//!  Running ◄─start→StartEngine─ AwaitStart ◄─data_ready(): sends ready─ AwaitData
+//!     │
+//!     └─engine_done(): sends results─► AwaitResults ─bye→Close─► Done
+//! ```
+//!
+//! # Client
+//!
+//! ```text
+//!  new (sends hello) ─► AwaitWelcome ─welcome→sends test─► AwaitAccept ─busy─► Err(Busy)
+//!                                                              │
+//!                                          accepted→OpenData   ▼
+//!  Running ◄─ready→sends start, StartEngine─ AwaitReady ◄─data_opened()─ AwaitData
+//!     │                                      (ready is also accepted in AwaitData)
+//!     └─engine_done(): sends results─► AwaitResults ─results→sends bye, Close─► Done
+//!        (straight to Done, sending results and bye, if the server's results came first)
+//! ```
+//!
+//! # Deadlines and liveness
+//!
+//! | Phase | Deadline |
+//! |---|---|
+//! | AwaitHello, AwaitTest, AwaitAccept (server); AwaitWelcome, AwaitAccept (client) | `handshake` after the session was created, absolute: frames arriving do not extend it |
+//! | AwaitData (server) | `data_connect` after `admitted()` |
+//! | AwaitData, AwaitReady (client) | `data_connect` after `accepted` arrived |
+//! | AwaitStart (server) | `start` after `data_ready()` |
+//! | Running | none, but see peer silence |
+//! | AwaitResults | `results` after our engine finished |
+//!
+//! In Running and AwaitResults each end sends a `heartbeat` every `heartbeat_interval`
+//! (from `poll`), and fails with [`SessionError::Timeout`] once `peer_silence` has passed
+//! without any frame from the peer. Every received frame counts as a sign of life.
+//!
+//! Messages not listed for a phase fail with [`SessionError::Unexpected`], except `error`
+//! (always accepted: [`SessionError::Refused`]) and `abort`, which stops the engine while
+//! running, is ignored once our engine is done, and ends the session
+//! ([`SessionError::PeerAborted`]) before the test starts.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::auth::{self, AuthError, Key, KeyTable, Nonce};
+use crate::data::Token;
+use crate::frame::{ABSOLUTE_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES};
+use wirebench_model::abort::AbortReason;
+use wirebench_model::side::SideReport;
+use wirebench_model::spec::{Limits, TestSpec};
+use wirebench_model::validate::{SpecError, SpecProblem};
+
+use crate::message::{
+    AbortMsg, Accepted, Busy, Empty, ErrorCode, ErrorMsg, IntervalMsg, Message, TestRequest,
+    Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
+};
+
+/// Longest `software` string accepted in a hello, bytes.
+pub const MAX_SOFTWARE_BYTES: usize = 128;
+
+/// Phase deadlines and liveness settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// From accepting the connection (server) or creating the session (client) until the
+    /// test is admitted. Absolute: not extended by frames arriving.
+    pub handshake: Duration,
+    /// From admission until every data connection is open and `ready` is sent/received.
+    pub data_connect: Duration,
+    /// Server: from `ready` until the client's `start`.
+    pub start: Duration,
+    /// How often a heartbeat is sent while running or awaiting results.
+    pub heartbeat_interval: Duration,
+    /// While running or awaiting results: no frame at all from the peer for this long is a
+    /// timeout.
+    pub peer_silence: Duration,
+    /// After our engine finished: how long to wait for the peer's results (client) or for
+    /// the client's results and bye (server).
+    pub results: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            handshake: Duration::from_secs(5),
+            data_connect: Duration::from_secs(10),
+            start: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(1),
+            peer_silence: Duration::from_secs(5),
+            results: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Where a session stands. See the module docs for the diagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Server: waiting for the client's hello.
+    AwaitHello,
+    /// Client: hello sent, waiting for welcome.
+    AwaitWelcome,
+    /// Server: welcome sent, waiting for the test spec.
+    AwaitTest,
+    /// Client: test sent, waiting for accepted or busy. Server: spec valid, waiting for the
+    /// shell's admission decision (`admitted` or `busy`).
+    AwaitAccept,
+    /// Server: accepted sent, waiting for the data connections. Client: opening them.
+    AwaitData,
+    /// Client: data connections open, waiting for the server's ready.
+    AwaitReady,
+    /// Server: ready sent, waiting for start.
+    AwaitStart,
+    /// The engines run.
+    Running,
+    /// Our engine finished and our results are sent; waiting for the peer.
+    AwaitResults,
+    /// The session is over (orderly or not).
+    Done,
+}
+
+impl Phase {
+    /// The phase name in snake_case, as used in messages and docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::AwaitHello => "await_hello",
+            Phase::AwaitWelcome => "await_welcome",
+            Phase::AwaitTest => "await_test",
+            Phase::AwaitAccept => "await_accept",
+            Phase::AwaitData => "await_data",
+            Phase::AwaitReady => "await_ready",
+            Phase::AwaitStart => "await_start",
+            Phase::Running => "running",
+            Phase::AwaitResults => "await_results",
+            Phase::Done => "done",
+        }
+    }
+
+    /// Running or awaiting results: heartbeats are sent and peer silence is checked.
+    fn is_live(self) -> bool {
+        matches!(self, Phase::Running | Phase::AwaitResults)
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the I/O shell must do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send this message on the control connection.
+    Send(Message),
+    /// Server: the spec is valid; decide admission, then call
+    /// [`ServerSession::admitted`] or [`ServerSession::busy`].
+    RequestAdmission(Box<TestSpec>),
+    /// Client: open the data connections, each presenting this token, then call
+    /// [`ClientSession::data_opened`].
+    OpenData {
+        /// Server-assigned test number.
+        test_id: u64,
+        /// Token for the data hellos.
+        token: Token,
+    },
+    /// Start the local engine now.
+    StartEngine,
+    /// Stop the local engine early (it still reports through `engine_done`).
+    StopEngine {
+        /// Why.
+        reason: AbortReason,
+    },
+    /// A live interval sample from the peer.
+    PeerInterval(IntervalMsg),
+    /// The peer's final measurements.
+    PeerResults(Box<SideReport>),
+    /// Close the control connection; the session is over.
+    Close,
+}
+
+/// Why a session ended abnormally.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SessionError {
+    /// A phase deadline passed, or (in Running and AwaitResults) the peer was silent for
+    /// `peer_silence`.
+    #[error("{}", timeout_text(.phase))]
+    Timeout {
+        /// The phase that timed out.
+        phase: Phase,
+    },
+    /// A well-formed message that is not allowed in the current phase.
+    #[error("unexpected `{got}` message in phase {phase}")]
+    Unexpected {
+        /// The phase.
+        phase: Phase,
+        /// The message kind, as its JSON tag (see [`message_kind`]).
+        got: &'static str,
+    },
+    /// The hello (or welcome) has the wrong magic, an unsupported version, or an oversized
+    /// software string.
+    #[error("bad hello: {0}")]
+    BadHello(String),
+    /// A message allowed in this phase whose content is invalid (e.g. a malformed token).
+    #[error("bad message: {0}")]
+    BadMessage(String),
+    /// The peer sent an `error` message.
+    #[error("{}", refused_text(.0))]
+    Refused(ErrorMsg),
+    /// The server is at its cap of concurrent tests.
+    #[error("{}", busy_text(.0))]
+    Busy(Busy),
+    /// The peer aborted before the test started.
+    #[error("peer aborted the test: {0:?}")]
+    PeerAborted(AbortReason),
+    /// The test spec was refused; the error names the field.
+    #[error("invalid test spec: {0}")]
+    InvalidSpec(#[from] SpecError),
+    /// Server: the client's proof of identity did not verify (one error for every cause).
+    #[error("{0}")]
+    Auth(#[from] AuthError),
+    /// Client: the server requires authentication and no credentials were given.
+    #[error(
+        "the server (identity {server}) requires authentication: pass --auth IDENTITY with \
+         a key (--auth-key-file FILE or the WIREBENCH_AUTH_KEY environment variable)"
+    )]
+    AuthRequired {
+        /// The server's identity from its welcome.
+        server: String,
+    },
+}
+
+fn timeout_text(phase: &Phase) -> String {
+    let phase = *phase;
+    match phase {
+        Phase::AwaitHello | Phase::AwaitWelcome | Phase::AwaitTest | Phase::AwaitAccept => {
+            format!("handshake not completed in time (stuck in phase {phase})")
+        }
+        Phase::AwaitData => "timed out waiting for the data connections".into(),
+        Phase::AwaitReady => "timed out waiting for the server to report ready".into(),
+        Phase::AwaitStart => "timed out waiting for the client's start".into(),
+        Phase::Running => "the peer sent nothing for too long while the test ran".into(),
+        Phase::AwaitResults => {
+            "timed out waiting for the peer's results (deadline passed or the peer went silent)"
+                .into()
+        }
+        Phase::Done => "timed out after the session ended".into(),
+    }
+}
+
+fn busy_text(b: &Busy) -> String {
+    format!(
+        "server busy: {} of {} tests running; retry in {} ms",
+        b.running, b.cap, b.retry_after_ms
+    )
+}
+
+fn refused_text(e: &ErrorMsg) -> String {
+    let code = e.code.as_str();
+    match &e.field {
+        Some(field) => format!("peer reported {code} (field {field}): {}", e.message),
+        None => format!("peer reported {code}: {}", e.message),
+    }
+}
+
+impl SessionError {
+    /// The [`ErrorMsg`] to send to the peer before closing, or `None` when the peer caused
+    /// the end itself (it sent `error`, `busy` or `abort`).
+    pub fn to_error_msg(&self) -> Option<ErrorMsg> {
+        let code = match self {
+            SessionError::Timeout {
+                phase: Phase::AwaitData | Phase::AwaitReady,
+            } => ErrorCode::DataConnection,
+            SessionError::Timeout {
+                phase: Phase::Running,
+            } => ErrorCode::Aborted,
+            SessionError::Timeout { .. } => ErrorCode::Timeout,
+            SessionError::Unexpected { .. } => ErrorCode::UnexpectedMessage,
+            SessionError::BadHello(_) => ErrorCode::UnsupportedVersion,
+            SessionError::Auth(_) | SessionError::AuthRequired { .. } => ErrorCode::AuthFailed,
+            SessionError::BadMessage(_) => ErrorCode::BadFrame,
+            SessionError::InvalidSpec(_) => ErrorCode::InvalidSpec,
+            SessionError::Refused(_) | SessionError::Busy(_) | SessionError::PeerAborted(_) => {
+                return None
+            }
+        };
+        let (field, limit) = match self {
+            SessionError::InvalidSpec(e) => (
+                Some(e.field),
+                match &e.problem {
+                    SpecProblem::OutOfRange { limit, .. } => *limit,
+                    _ => None,
+                },
+            ),
+            _ => (None, None),
+        };
+        Some(ErrorMsg {
+            code,
+            field,
+            limit,
+            message: self.to_string(),
+        })
+    }
+}
+
+/// The JSON tag of a message (`"hello"`, `"test"`, ...).
+pub fn message_kind(msg: &Message) -> &'static str {
+    match msg {
+        Message::Hello(_) => "hello",
+        Message::Welcome(_) => "welcome",
+        Message::Test(_) => "test",
+        Message::Accepted(_) => "accepted",
+        Message::Busy(_) => "busy",
+        Message::Error(_) => "error",
+        Message::Ready(_) => "ready",
+        Message::Start(_) => "start",
+        Message::Interval(_) => "interval",
+        Message::Results(_) => "results",
+        Message::Heartbeat(_) => "heartbeat",
+        Message::Abort(_) => "abort",
+        Message::Bye(_) => "bye",
+    }
+}
+
+/// The frame cap both ends apply once `spec` is admitted: room for the `results` message
+/// (per-flow counts, every interval sample, per-CPU figures), between
+/// [`DEFAULT_MAX_FRAME_BYTES`] and [`ABSOLUTE_MAX_FRAME_BYTES`].
+pub fn results_frame_cap(spec: &TestSpec) -> u32 {
+    let conns = u64::from(spec.connection_count());
+    let c = &spec.common;
+    let intervals = match c.interval_ms {
+        Some(i) if i > 0 => (c.duration_ms.saturating_add(c.warmup_ms) / i).saturating_add(2),
+        _ => 0,
+    };
+    let bytes = (1u64 << 20)
+        .saturating_add(conns * 4096)
+        .saturating_add(intervals.saturating_mul(128 + conns * 96));
+    let cap = bytes.clamp(
+        u64::from(DEFAULT_MAX_FRAME_BYTES),
+        u64::from(ABSOLUTE_MAX_FRAME_BYTES),
+    );
+    u32::try_from(cap).unwrap_or(ABSOLUTE_MAX_FRAME_BYTES)
+}
+
+/// `at + d`, or `None` (never) if that overflows.
+fn after(at: Instant, d: Duration) -> Option<Instant> {
+    at.checked_add(d)
+}
+
+/// Shorten `s` to at most `max` bytes for an error message.
+fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return format!("{s:?}");
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}…", &s[..end])
+}
+
+const EMPTY: Empty = Empty {};
+
+/// Deadline, liveness and heartbeat bookkeeping shared by both machines.
+#[derive(Debug, Clone)]
+struct Timers {
+    timeouts: Timeouts,
+    /// Deadline of the current phase; `None` while running or when it would overflow.
+    deadline: Option<Instant>,
+    /// When the last frame from the peer arrived.
+    last_heard: Instant,
+    /// When the next heartbeat is due (set on entering Running).
+    next_heartbeat: Option<Instant>,
+}
+
+impl Timers {
+    fn new(now: Instant, timeouts: Timeouts) -> Self {
+        Timers {
+            timeouts,
+            deadline: after(now, timeouts.handshake),
+            last_heard: now,
+            next_heartbeat: None,
+        }
+    }
+
+    fn heard(&mut self, now: Instant) {
+        self.last_heard = self.last_heard.max(now);
+    }
+
+    fn set_deadline(&mut self, now: Instant, d: Duration) {
+        self.deadline = after(now, d);
+    }
+
+    fn heartbeat_interval(&self) -> Duration {
+        self.timeouts
+            .heartbeat_interval
+            .max(Duration::from_millis(1))
+    }
+
+    fn enter_running(&mut self, now: Instant) {
+        self.deadline = None;
+        self.next_heartbeat = after(now, self.heartbeat_interval());
+    }
+
+    fn silence_deadline(&self) -> Option<Instant> {
+        after(self.last_heard, self.timeouts.peer_silence)
+    }
+
+    fn poll(&mut self, phase: Phase, now: Instant) -> Result<Vec<Action>, SessionError> {
+        if phase == Phase::Done {
+            return Ok(Vec::new());
+        }
+        if self.deadline.is_some_and(|d| now >= d) {
+            return Err(SessionError::Timeout { phase });
+        }
+        if !phase.is_live() {
+            return Ok(Vec::new());
+        }
+        if self.silence_deadline().is_some_and(|d| now >= d) {
+            return Err(SessionError::Timeout { phase });
+        }
+        match self.next_heartbeat {
+            Some(due) if now >= due => {
+                let interval = self.heartbeat_interval();
+                // Keep the schedule, but never send a burst after a late poll.
+                self.next_heartbeat = match after(due, interval) {
+                    Some(next) if next > now => Some(next),
+                    _ => after(now, interval),
+                };
+                Ok(vec![Action::Send(Message::Heartbeat(EMPTY))])
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    fn next_wakeup(&self, phase: Phase) -> Option<Instant> {
+        if phase == Phase::Done {
+            return None;
+        }
+        let mut times = vec![self.deadline];
+        if phase.is_live() {
+            times.push(self.silence_deadline());
+            times.push(self.next_heartbeat);
+        }
+        times.into_iter().flatten().min()
+    }
+}
+
+/// The daemon's side of one control connection.
+#[derive(Debug, Clone)]
+pub struct ServerSession {
+    phase: Phase,
+    timers: Timers,
+    limits: Limits,
+    software: String,
+    auth: ServerAuth,
+    identity: Option<String>,
+    spec: Option<Box<TestSpec>>,
+    peer_results: bool,
+}
+
+/// The server's side of authentication for one control connection.
+#[derive(Debug, Clone)]
+pub struct ServerAuth {
+    /// This connection's fresh random challenge.
+    pub nonce: Nonce,
+    /// The server's identity, sent in the welcome and covered by the client's MAC.
+    pub server_identity: String,
+    /// Identities and keys; `None` admits unauthenticated clients.
+    pub keys: Option<Arc<KeyTable>>,
+}
+
+impl Default for ServerAuth {
+    /// No authentication, an all-zero nonce: for tests of the state machine only.
+    fn default() -> Self {
+        ServerAuth {
+            nonce: Nonce([0; auth::NONCE_BYTES]),
+            server_identity: "wirebench".into(),
+            keys: None,
+        }
+    }
+}
+
+impl ServerSession {
+    /// A session for a control connection accepted at `now`. `software` goes into the
+    /// welcome.
+    pub fn new(now: Instant, timeouts: Timeouts, limits: Limits, software: String) -> Self {
+        ServerSession {
+            phase: Phase::AwaitHello,
+            timers: Timers::new(now, timeouts),
+            limits,
+            software,
+            auth: ServerAuth::default(),
+            identity: None,
+            spec: None,
+            peer_results: false,
+        }
+    }
+
+    /// Set this connection's challenge and the key table (call before handling the hello).
+    pub fn with_auth(mut self, auth: ServerAuth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The identity the client proved, if it authenticated.
+    pub fn identity(&self) -> Option<&str> {
+        self.identity.as_deref()
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The admitted (or being admitted) test spec, once received and valid.
+    pub fn spec(&self) -> Option<&TestSpec> {
+        self.spec.as_deref()
+    }
+
+    /// The frame cap the shell should apply to incoming frames now:
+    /// [`DEFAULT_MAX_FRAME_BYTES`] until the test is admitted, then
+    /// [`results_frame_cap`] of the spec.
+    pub fn frame_cap(&self) -> u32 {
+        match (&self.spec, self.phase) {
+            (
+                Some(spec),
+                Phase::AwaitData
+                | Phase::AwaitStart
+                | Phase::Running
+                | Phase::AwaitResults
+                | Phase::Done,
+            ) => results_frame_cap(spec),
+            _ => DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+
+    /// Handle one message from the client, received at `now`.
+    pub fn handle(&mut self, now: Instant, msg: Message) -> Result<Vec<Action>, SessionError> {
+        self.timers.heard(now);
+        let result = self.transition(now, msg);
+        if result.is_err() {
+            self.phase = Phase::Done;
+        }
+        result
+    }
+
+    fn transition(&mut self, now: Instant, msg: Message) -> Result<Vec<Action>, SessionError> {
+        use Phase::*;
+        match (self.phase, msg) {
+            (_, Message::Error(e)) => Err(SessionError::Refused(e)),
+            (AwaitHello, Message::Hello(h)) => {
+                if h.magic != HELLO_MAGIC {
+                    return Err(SessionError::BadHello(format!(
+                        "magic {} is not {HELLO_MAGIC:?}",
+                        clip(&h.magic, 32)
+                    )));
+                }
+                if h.version != PROTOCOL_VERSION {
+                    return Err(SessionError::BadHello(format!(
+                        "client speaks protocol version {}, this server speaks {PROTOCOL_VERSION}",
+                        h.version
+                    )));
+                }
+                if h.software.len() > MAX_SOFTWARE_BYTES {
+                    return Err(SessionError::BadHello(format!(
+                        "software is {} bytes, at most {MAX_SOFTWARE_BYTES} allowed",
+                        h.software.len()
+                    )));
+                }
+                self.phase = AwaitTest;
+                Ok(vec![Action::Send(Message::Welcome(Welcome {
+                    version: PROTOCOL_VERSION,
+                    software: self.software.clone(),
+                    limits: self.limits.clone(),
+                    nonce: self.auth.nonce.to_hex(),
+                    server_identity: self.auth.server_identity.clone(),
+                    auth_required: self.auth.keys.is_some(),
+                }))])
+            }
+            (AwaitTest, Message::Test(req)) => {
+                let TestRequest { spec, auth } = *req;
+                // Authenticate before looking at the spec's values.
+                if let Some(keys) = &self.auth.keys {
+                    let id = keys.verify(
+                        auth.as_ref(),
+                        &self.auth.nonce,
+                        &self.auth.server_identity,
+                        &spec,
+                    )?;
+                    self.identity = Some(id);
+                }
+                spec.validate(&self.limits)?;
+                let spec = Box::new(spec);
+                self.spec = Some(spec.clone());
+                self.phase = AwaitAccept;
+                Ok(vec![Action::RequestAdmission(spec)])
+            }
+            (AwaitStart, Message::Start(_)) => {
+                self.phase = Running;
+                self.timers.enter_running(now);
+                Ok(vec![Action::StartEngine])
+            }
+            (Running | AwaitResults, Message::Heartbeat(_)) => Ok(Vec::new()),
+            (Running | AwaitResults, Message::Interval(i)) => Ok(vec![Action::PeerInterval(i)]),
+            (Running | AwaitResults, Message::Results(r)) if !self.peer_results => {
+                self.peer_results = true;
+                Ok(vec![Action::PeerResults(r)])
+            }
+            (Running, Message::Abort(a)) => Ok(vec![Action::StopEngine { reason: a.reason }]),
+            (AwaitResults, Message::Abort(_)) => Ok(Vec::new()),
+            (AwaitResults, Message::Bye(_)) => {
+                self.phase = Done;
+                Ok(vec![Action::Close])
+            }
+            (phase, Message::Abort(a)) if phase != Done => Err(SessionError::PeerAborted(a.reason)),
+            (phase, m) => Err(SessionError::Unexpected {
+                phase,
+                got: message_kind(&m),
+            }),
+        }
+    }
+
+    /// The shell admitted the test: send `accepted` and wait for the data connections.
+    /// Does nothing outside [`Phase::AwaitAccept`].
+    pub fn admitted(&mut self, now: Instant, test_id: u64, token: Token) -> Vec<Action> {
+        if self.phase != Phase::AwaitAccept {
+            return Vec::new();
+        }
+        self.phase = Phase::AwaitData;
+        self.timers
+            .set_deadline(now, self.timers.timeouts.data_connect);
+        vec![Action::Send(Message::Accepted(Accepted {
+            test_id,
+            token: token.to_hex(),
+        }))]
+    }
+
+    /// The shell refused the test for lack of capacity: send `busy` and close.
+    /// Does nothing outside [`Phase::AwaitAccept`].
+    pub fn busy(&mut self, running: u32, cap: u32, retry_after_ms: u64) -> Vec<Action> {
+        if self.phase != Phase::AwaitAccept {
+            return Vec::new();
+        }
+        self.phase = Phase::Done;
+        vec![
+            Action::Send(Message::Busy(Busy {
+                running,
+                cap,
+                retry_after_ms,
+            })),
+            Action::Close,
+        ]
+    }
+
+    /// Every data connection arrived and is configured: send `ready`.
+    /// Does nothing outside [`Phase::AwaitData`].
+    pub fn data_ready(&mut self, now: Instant) -> Vec<Action> {
+        if self.phase != Phase::AwaitData {
+            return Vec::new();
+        }
+        self.phase = Phase::AwaitStart;
+        self.timers.set_deadline(now, self.timers.timeouts.start);
+        vec![Action::Send(Message::Ready(EMPTY))]
+    }
+
+    /// Our engine finished (normally or stopped): send our results and wait for the client's
+    /// results and bye. Does nothing outside [`Phase::Running`].
+    pub fn engine_done(&mut self, now: Instant, report: SideReport) -> Vec<Action> {
+        if self.phase != Phase::Running {
+            return Vec::new();
+        }
+        self.phase = Phase::AwaitResults;
+        self.timers.set_deadline(now, self.timers.timeouts.results);
+        vec![Action::Send(Message::Results(Box::new(report)))]
+    }
+
+    /// Abort locally (e.g. the daemon shuts down). While running: tell the client and stop
+    /// the engine (results still follow). Before: tell the client and close. After our
+    /// engine finished: nothing.
+    pub fn abort(&mut self, reason: AbortReason) -> Vec<Action> {
+        abort_actions(&mut self.phase, reason)
+    }
+
+    /// Check deadlines and liveness at `now`; may return a heartbeat to send.
+    pub fn poll(&mut self, now: Instant) -> Result<Vec<Action>, SessionError> {
+        let result = self.timers.poll(self.phase, now);
+        if result.is_err() {
+            self.phase = Phase::Done;
+        }
+        result
+    }
+
+    /// The next instant `poll` has something to do (deadline, silence limit or heartbeat);
+    /// `None` when done.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.timers.next_wakeup(self.phase)
+    }
+}
+
+/// Shared by both machines: what a local abort does in each phase.
+fn abort_actions(phase: &mut Phase, reason: AbortReason) -> Vec<Action> {
+    match *phase {
+        Phase::Running => vec![
+            Action::Send(Message::Abort(AbortMsg {
+                reason: reason.clone(),
+            })),
+            Action::StopEngine { reason },
+        ],
+        Phase::AwaitResults | Phase::Done => Vec::new(),
+        _ => {
+            *phase = Phase::Done;
+            vec![
+                Action::Send(Message::Abort(AbortMsg { reason })),
+                Action::Close,
+            ]
+        }
+    }
+}
+
+/// The client's side of the control connection.
+#[derive(Debug, Clone)]
+pub struct ClientSession {
+    phase: Phase,
+    timers: Timers,
+    spec: TestSpec,
+    credentials: Option<(String, Key)>,
+    server: Option<Welcome>,
+    test_id: Option<u64>,
+    peer_results: bool,
+}
+
+impl ClientSession {
+    /// A session for a control connection opened at `now`; returns the hello to send.
+    pub fn new(
+        now: Instant,
+        timeouts: Timeouts,
+        spec: TestSpec,
+        software: String,
+    ) -> (Self, Vec<Action>) {
+        let session = ClientSession {
+            phase: Phase::AwaitWelcome,
+            timers: Timers::new(now, timeouts),
+            spec,
+            credentials: None,
+            server: None,
+            test_id: None,
+            peer_results: false,
+        };
+        let hello = Message::Hello(crate::message::Hello {
+            magic: HELLO_MAGIC.to_string(),
+            version: PROTOCOL_VERSION,
+            software,
+        });
+        (session, vec![Action::Send(hello)])
+    }
+
+    /// Authenticate as `identity` with `key` (call before handling the welcome).
+    pub fn with_credentials(mut self, identity: String, key: Key) -> Self {
+        self.credentials = Some((identity, key));
+        self
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The server's welcome (software, limits), once received.
+    pub fn server(&self) -> Option<&Welcome> {
+        self.server.as_ref()
+    }
+
+    /// The server-assigned test number, once accepted.
+    pub fn test_id(&self) -> Option<u64> {
+        self.test_id
+    }
+
+    /// The frame cap the shell should apply to incoming frames now:
+    /// [`DEFAULT_MAX_FRAME_BYTES`] until the test is accepted, then [`results_frame_cap`].
+    pub fn frame_cap(&self) -> u32 {
+        if self.test_id.is_some() {
+            results_frame_cap(&self.spec)
+        } else {
+            DEFAULT_MAX_FRAME_BYTES
+        }
+    }
+
+    /// Handle one message from the server, received at `now`.
+    pub fn handle(&mut self, now: Instant, msg: Message) -> Result<Vec<Action>, SessionError> {
+        self.timers.heard(now);
+        let result = self.transition(now, msg);
+        if result.is_err() {
+            self.phase = Phase::Done;
+        }
+        result
+    }
+
+    fn transition(&mut self, now: Instant, msg: Message) -> Result<Vec<Action>, SessionError> {
+        use Phase::*;
+        match (self.phase, msg) {
+            (_, Message::Error(e)) => Err(SessionError::Refused(e)),
+            (AwaitWelcome, Message::Welcome(w)) => {
+                if w.version != PROTOCOL_VERSION {
+                    return Err(SessionError::BadHello(format!(
+                        "server speaks protocol version {}, this client speaks {PROTOCOL_VERSION}",
+                        w.version
+                    )));
+                }
+                let nonce = Nonce::from_hex(&w.nonce).ok_or_else(|| {
+                    SessionError::BadHello("welcome.nonce is not 64 hex digits".into())
+                })?;
+                if w.server_identity.len() > MAX_SOFTWARE_BYTES {
+                    return Err(SessionError::BadHello(
+                        "welcome.server_identity is too long".into(),
+                    ));
+                }
+                let auth = match &self.credentials {
+                    Some((id, key)) => {
+                        Some(auth::prove(key, &nonce, id, &w.server_identity, &self.spec))
+                    }
+                    None if w.auth_required => {
+                        return Err(SessionError::AuthRequired {
+                            server: clip(&w.server_identity, 64),
+                        })
+                    }
+                    None => None,
+                };
+                // Refuse locally what the server would refuse anyway, with the same message.
+                self.spec.validate(&w.limits)?;
+                self.server = Some(w);
+                self.phase = AwaitAccept;
+                Ok(vec![Action::Send(Message::Test(Box::new(TestRequest {
+                    spec: self.spec.clone(),
+                    auth,
+                })))])
+            }
+            (AwaitWelcome | AwaitAccept, Message::Busy(b)) => Err(SessionError::Busy(b)),
+            (AwaitAccept, Message::Accepted(a)) => {
+                let token = Token::from_hex(&a.token)
+                    .map_err(|e| SessionError::BadMessage(format!("accepted.token: {e}")))?;
+                self.test_id = Some(a.test_id);
+                self.phase = AwaitData;
+                self.timers
+                    .set_deadline(now, self.timers.timeouts.data_connect);
+                Ok(vec![Action::OpenData {
+                    test_id: a.test_id,
+                    token,
+                }])
+            }
+            (AwaitData | AwaitReady, Message::Ready(_)) => {
+                self.phase = Running;
+                self.timers.enter_running(now);
+                Ok(vec![
+                    Action::Send(Message::Start(EMPTY)),
+                    Action::StartEngine,
+                ])
+            }
+            (Running | AwaitResults, Message::Heartbeat(_)) => Ok(Vec::new()),
+            (Running | AwaitResults, Message::Interval(i)) => Ok(vec![Action::PeerInterval(i)]),
+            (Running, Message::Results(r)) if !self.peer_results => {
+                self.peer_results = true;
+                Ok(vec![Action::PeerResults(r)])
+            }
+            (AwaitResults, Message::Results(r)) if !self.peer_results => {
+                self.peer_results = true;
+                self.phase = Done;
+                Ok(vec![
+                    Action::PeerResults(r),
+                    Action::Send(Message::Bye(EMPTY)),
+                    Action::Close,
+                ])
+            }
+            (Running, Message::Abort(a)) => Ok(vec![Action::StopEngine { reason: a.reason }]),
+            (AwaitResults, Message::Abort(_)) => Ok(Vec::new()),
+            (phase, Message::Abort(a)) if phase != Done => Err(SessionError::PeerAborted(a.reason)),
+            (phase, m) => Err(SessionError::Unexpected {
+                phase,
+                got: message_kind(&m),
+            }),
+        }
+    }
+
+    /// Every data connection is open and has sent its hello. Does nothing outside
+    /// [`Phase::AwaitData`]; returns no actions (the server's `ready` moves on).
+    pub fn data_opened(&mut self, _now: Instant) -> Vec<Action> {
+        if self.phase == Phase::AwaitData {
+            self.phase = Phase::AwaitReady;
+        }
+        Vec::new()
+    }
+
+    /// Our engine finished (normally or stopped): send our results; if the server's results
+    /// are already here, also say bye and close. Does nothing outside [`Phase::Running`].
+    pub fn engine_done(&mut self, now: Instant, report: SideReport) -> Vec<Action> {
+        if self.phase != Phase::Running {
+            return Vec::new();
+        }
+        let mut actions = vec![Action::Send(Message::Results(Box::new(report)))];
+        if self.peer_results {
+            self.phase = Phase::Done;
+            actions.push(Action::Send(Message::Bye(EMPTY)));
+            actions.push(Action::Close);
+        } else {
+            self.phase = Phase::AwaitResults;
+            self.timers.set_deadline(now, self.timers.timeouts.results);
+        }
+        actions
+    }
+
+    /// Abort locally (e.g. Ctrl-C). While running: tell the server and stop the engine
+    /// (results are still exchanged). Before: tell the server and close. After our engine
+    /// finished: nothing.
+    pub fn abort(&mut self, reason: AbortReason) -> Vec<Action> {
+        abort_actions(&mut self.phase, reason)
+    }
+
+    /// Check deadlines and liveness at `now`; may return a heartbeat to send.
+    pub fn poll(&mut self, now: Instant) -> Result<Vec<Action>, SessionError> {
+        let result = self.timers.poll(self.phase, now);
+        if result.is_err() {
+            self.phase = Phase::Done;
+        }
+        result
+    }
+
+    /// The next instant `poll` has something to do; `None` when done.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.timers.next_wakeup(self.phase)
+    }
+}
+
+#[cfg(test)]
+mod tests;
