@@ -3,7 +3,8 @@
 //! Two sources: `/proc/stat` (the whole machine, per CPU) and `/proc/self/task/<tid>/stat`
 //! for each of the engine's own data threads (what wirebench itself spent).
 
-use wirebench_proto::measure::CpuReport;
+use wirebench_model::side::{CpuReport, Span};
+use wirebench_model::warning::CpuUnmeasured;
 use wirebench_stats::cpu::{parse_proc_stat, system_utilization, ProcStat};
 use wirebench_sys::thread::{thread_cpu_times, CpuTimes};
 
@@ -45,21 +46,30 @@ impl CpuSnapshot {
     }
 }
 
-/// Turn two snapshots into a [`CpuReport`]; `None` (with a reason) if `/proc/stat` was not
-/// readable or the snapshots are not comparable.
-pub fn report(before: &CpuSnapshot, after: &CpuSnapshot) -> Result<CpuReport, String> {
+/// Turn two snapshots into a [`CpuReport`] (`cpus_used`: the CPUs the data threads may run
+/// on); why not, if `/proc/stat` was not readable or the snapshots are not comparable.
+pub fn report(
+    before: &CpuSnapshot,
+    after: &CpuSnapshot,
+    cpus_used: Vec<u32>,
+) -> Result<CpuReport, CpuUnmeasured> {
     let (Some(b), Some(a)) = (&before.system, &after.system) else {
-        return Err("/proc/stat could not be read; CPU utilization not measured".into());
+        return Err(CpuUnmeasured::ProcStatUnreadable);
     };
-    let system = system_utilization(b, a).map_err(|e| e.to_string())?;
+    let system = system_utilization(b, a).map_err(|e| CpuUnmeasured::Incomparable {
+        detail: e.to_string(),
+    })?;
     Ok(CpuReport {
-        window_start_ns: before.at_ns,
-        window_end_ns: after.at_ns,
+        window: Span {
+            start_ns: before.at_ns,
+            end_ns: after.at_ns,
+        },
         system,
         threads_user_ns: after.threads.user_ns.saturating_sub(before.threads.user_ns),
         threads_system_ns: after
             .threads
             .system_ns
             .saturating_sub(before.threads.system_ns),
+        cpus_used,
     })
 }

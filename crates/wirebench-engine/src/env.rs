@@ -2,7 +2,7 @@
 
 use std::net::IpAddr;
 
-use wirebench_proto::measure::{Environment, InterfaceEnv};
+use wirebench_model::side::{Environment, InterfaceEnv};
 use wirebench_sys::{host, netif, thread};
 
 fn triple(s: &str) -> Option<[u64; 3]> {
@@ -34,6 +34,8 @@ pub fn probe(local_addr: Option<IpAddr>) -> Environment {
         });
     Environment {
         software: format!("wirebench {}", env!("CARGO_PKG_VERSION")),
+        hostname: host::hostname().ok(),
+        boot_id: sysctl("kernel.random.boot_id"),
         kernel_release: host::kernel_release().ok(),
         cpu_model: host::cpu_model(),
         cpus_online: Some(thread::online_cpus()),

@@ -1,44 +1,129 @@
 //! wirebench data-path engines.
 //!
 //! An engine moves bytes over already-connected data sockets, counts them, samples the counts
-//! at interval boundaries, and measures CPU over its measurement window. It reports through a
-//! [`Sink`] and returns raw figures in a [`measure::SideReport`]-shaped form; it never formats
-//! output and never computes throughput — that is `wirebench-stats` and the report layer.
+//! at interval boundaries, and measures CPU over its measurement window. Every engine has the
+//! same skeleton:
 //!
-//! - [`stream`]: bulk transfer (TCP_STREAM), one thread per flow, lock-free counters.
-//! - [`many`]: bulk transfer for many flows on a few epoll worker threads (copy path, unpaced).
-//! - [`udp`]: paced UDP datagram flows and sequence-checking receivers (loss, reordering,
-//!   duplicates, jitter).
+//! - it runs its flows on data threads ([`threads`](mod@threads)) and the caller's thread runs
+//!   the one sampling timeline (`timeline`: window edges, CPU snapshots, interval tiling and
+//!   the rate policy, [`RatePolicy`]);
+//! - it reports each interval to a [`Sink`] of its own sample type as it happens;
+//! - it paces with the one schedule of `pace` (stream bytes, UDP datagrams, open-loop
+//!   requests);
+//! - it stops early through an [`Abort`] handle, which carries the typed reason;
+//! - it returns one [`EngineOutput`] whose `data` is the workload's model type
+//!   ([`StreamSide`](wirebench_model::side::StreamSide),
+//!   [`RrSide`](wirebench_model::rr::RrSide), [`UdpSide`](wirebench_model::udp::UdpSide)).
+//!
+//! Engines count and time; they never format output and never compute rates — that is the
+//! analysis' work (`wirebench-report`).
+//!
+//! - [`stream`]: bulk TCP transfer, a thread per flow or (many flows) a few epoll workers; it
+//!   chooses which.
+//! - [`udp`]: paced UDP datagram flows and sequence-checking receivers.
 //! - [`rr`]: request/response (TCP_RR, TCP_CRR, UDP_RR), closed or open loop, latencies.
-//! - [`env`](mod@env): what the host and stack look like (kernel, CPU, congestion control, buffers,
-//!   interface MTU and offloads).
+//! - [`env`](mod@env): what the host and stack look like.
 //! - [`cpu`]: CPU snapshots (`/proc/stat` and the engine's own threads).
 //! - [`paths`]: the send and receive paths of the stream workload and the payload they carry.
-//!
-//! [`measure::SideReport`]: wirebench_proto::measure::SideReport
 
+pub mod abort;
 pub mod cpu;
 pub mod env;
-mod flowside;
-pub mod many;
+mod pace;
 pub mod paths;
 pub mod rr;
 pub mod stream;
+mod threads;
 mod timeline;
 pub mod udp;
 mod util;
 
-use wirebench_proto::measure::IntervalSample;
+pub use abort::Abort;
+pub use timeline::RatePolicy;
 
-/// Where an engine reports while it runs. Called from the engine's sampling thread.
-pub trait Sink: Send {
+use wirebench_model::abort::{AbortReason, EngineKind, Placement};
+use wirebench_model::side::CpuReport;
+use wirebench_model::warning::Warning;
+
+/// Where an engine reports while it runs: one interval sample of type `S` at a time, from
+/// the engine's sampling thread.
+pub trait Sink<S>: Send {
     /// A new interval sample is complete.
-    fn interval(&mut self, sample: &IntervalSample);
+    fn interval(&mut self, sample: &S);
 }
 
 /// A sink that drops everything.
 pub struct NullSink;
 
-impl Sink for NullSink {
-    fn interval(&mut self, _sample: &IntervalSample) {}
+impl<S> Sink<S> for NullSink {
+    fn interval(&mut self, _sample: &S) {}
+}
+
+/// What an engine measured at this end: the workload's counts and what every engine shares.
+#[derive(Debug, Clone)]
+pub struct EngineOutput<D> {
+    /// The workload's counts.
+    pub data: D,
+    /// CPU over [window start, stop instant], if it could be measured (else a warning says
+    /// why).
+    pub cpu: Option<CpuReport>,
+    /// Measurement problems.
+    pub warnings: Vec<Warning>,
+    /// Set if the run was aborted, with the reason.
+    pub aborted: Option<AbortReason>,
+    /// Which engine ran and where its threads were.
+    pub engine: EngineKind,
+}
+
+/// Where an end pins its data threads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pinning {
+    /// Pin every data thread to this CPU.
+    pub cpu: Option<usize>,
+    /// Without `cpu`: pin data thread `i` to `round_robin[i % len]`. Empty: no pinning.
+    pub round_robin: Vec<usize>,
+}
+
+impl Pinning {
+    /// The CPU data thread `slot` is pinned to, if any.
+    pub fn thread_cpu(&self, slot: usize) -> Option<usize> {
+        self.cpu.or_else(|| {
+            (!self.round_robin.is_empty()).then(|| self.round_robin[slot % self.round_robin.len()])
+        })
+    }
+
+    /// How `threads` data threads are placed.
+    pub fn placement(&self, threads: usize) -> Placement {
+        if let Some(c) = self.cpu {
+            return Placement::Pinned { cpu: c as u32 };
+        }
+        if self.round_robin.is_empty() {
+            return Placement::Scheduler;
+        }
+        Placement::RoundRobin {
+            cpus: self
+                .round_robin
+                .iter()
+                .take(threads.max(1))
+                .map(|&c| c as u32)
+                .collect(),
+        }
+    }
+
+    /// The CPUs `threads` data threads may run on: the pinned ones, else this thread's
+    /// affinity mask; ascending.
+    pub fn cpus_used(&self, threads: usize) -> Vec<u32> {
+        let mut v: Vec<u32> = match self.placement(threads) {
+            Placement::Pinned { cpu } => vec![cpu],
+            Placement::RoundRobin { cpus } => cpus,
+            Placement::Scheduler => wirebench_sys::thread::current_thread_affinity()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| c as u32)
+                .collect(),
+        };
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
 }

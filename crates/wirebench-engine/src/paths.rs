@@ -29,11 +29,14 @@
 //! purpose, to exercise the fallback.
 
 use std::io::{self, Read, Write};
+
+use crate::stream::flowside::PathReport;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use wirebench_proto::measure::ZeroCopyStats;
-use wirebench_proto::spec::{RecvPath, SendPath};
+use wirebench_model::side::{PathUsed, ZeroCopyStats};
+use wirebench_model::spec::{RecvPath, SendPath};
+use wirebench_model::warning::{FallbackReason, FlowError, OsError, Step};
 use wirebench_sys::datapath::{
     enable_zerocopy, fill_random, recv_discard, sendfile, MemFile, SpliceDiscard, SpliceSender,
     UringReceiver, UringSendOp, UringSender, ZeroCopyCompletions, ZeroCopyReceiver,
@@ -92,12 +95,9 @@ impl Disabled {
         })
     }
 
-    fn check(&self, side: &str, name: &str) -> io::Result<()> {
+    fn check(&self, side: &str, name: &str) -> Result<(), FallbackReason> {
         if self.has(side, name) {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("disabled by {DISABLE_PATHS_ENV}"),
-            ));
+            return Err(FallbackReason::DisabledByEnv);
         }
         Ok(())
     }
@@ -235,7 +235,7 @@ impl<'a> Verifier<'a> {
 #[derive(Debug)]
 pub(crate) struct SendShared {
     /// The `sendfile` source (the payload repeated), or why it could not be made.
-    memfile: Option<io::Result<MemFile>>,
+    memfile: Option<Result<MemFile, FallbackReason>>,
 }
 
 impl SendShared {
@@ -243,8 +243,11 @@ impl SendShared {
     /// are senders).
     pub(crate) fn new(path: SendPath, payload: &Payload, senders: bool, off: &Disabled) -> Self {
         let memfile = (path == SendPath::Sendfile && senders).then(|| {
-            off.check("send", SendPath::Sendfile.name())
-                .and_then(|()| MemFile::page_cache_from_bytes(payload.all(), &std::env::temp_dir()))
+            off.check("send", SendPath::Sendfile.as_str())
+                .and_then(|()| {
+                    MemFile::page_cache_from_bytes(payload.all(), &std::env::temp_dir())
+                        .map_err(|e| setup_failed(&e))
+                })
         });
         SendShared { memfile }
     }
@@ -264,17 +267,6 @@ pub(crate) enum Sender<'a> {
     Uring(Box<UringSender>),
 }
 
-/// What a path reports at the end of a flow.
-#[derive(Debug, Default)]
-pub(crate) struct PathReport {
-    /// Wire name of the path used.
-    pub(crate) path: &'static str,
-    /// Why the requested path was not used.
-    pub(crate) fallback: Option<String>,
-    /// Zero-copy accounting, for the paths that have it.
-    pub(crate) zerocopy: Option<ZeroCopyStats>,
-}
-
 impl<'a> Sender<'a> {
     /// Sets `path` up on `s`; on failure, the copy path and the reason.
     pub(crate) fn setup(
@@ -284,39 +276,40 @@ impl<'a> Sender<'a> {
         msg: usize,
         shared: &'a SendShared,
         off: &Disabled,
-    ) -> (Sender<'a>, Option<String>) {
-        let res = off.check("send", path.name()).and_then(|()| match path {
-            SendPath::Copy => Ok(Sender::Copy),
-            SendPath::Sendfile => match &shared.memfile {
-                Some(Ok(f)) => Ok(Sender::Sendfile(f)),
-                Some(Err(e)) => Err(io::Error::new(e.kind(), e.to_string())),
-                None => Err(io::Error::other("no sendfile source")),
-            },
-            SendPath::Splice => SpliceSender::new(DEFAULT_PIPE_SIZE).map(Sender::Splice),
-            SendPath::Zerocopy => {
-                enable_zerocopy(s).map(|()| Sender::Zerocopy(ZeroCopyCompletions::new()))
-            }
-            SendPath::Uring | SendPath::UringZc => {
-                let mut tx = UringSender::new(s, PAYLOAD_BLOCK_BYTES, URING_DEPTH)?;
-                tx.set_buffer(payload.block())?;
-                tx.set_max_send_len(msg);
-                if path == SendPath::UringZc {
-                    // `Unsupported` (so copy, with the reason) if the kernel lacks SEND_ZC.
-                    tx.set_op(UringSendOp::SendZc)?;
+    ) -> (Sender<'a>, Option<FallbackReason>) {
+        let setup = || -> io::Result<Sender<'a>> {
+            match path {
+                SendPath::Copy => Ok(Sender::Copy),
+                SendPath::Sendfile => unreachable!("sendfile is set up from the shared source"),
+                SendPath::Splice => SpliceSender::new(DEFAULT_PIPE_SIZE).map(Sender::Splice),
+                SendPath::Zerocopy => {
+                    enable_zerocopy(s).map(|()| Sender::Zerocopy(ZeroCopyCompletions::new()))
                 }
-                Ok(Sender::Uring(Box::new(tx)))
+                SendPath::Uring | SendPath::UringZc => {
+                    let mut tx = UringSender::new(s, PAYLOAD_BLOCK_BYTES, URING_DEPTH)?;
+                    tx.set_buffer(payload.block())?;
+                    tx.set_max_send_len(msg);
+                    if path == SendPath::UringZc {
+                        // `Unsupported` (so copy, with the reason) if the kernel lacks SEND_ZC.
+                        tx.set_op(UringSendOp::SendZc)?;
+                    }
+                    Ok(Sender::Uring(Box::new(tx)))
+                }
             }
-        });
+        };
+        let res = off
+            .check("send", path.as_str())
+            .and_then(|()| match (path, &shared.memfile) {
+                (SendPath::Sendfile, Some(Ok(f))) => Ok(Sender::Sendfile(f)),
+                (SendPath::Sendfile, Some(Err(why))) => Err(why.clone()),
+                (SendPath::Sendfile, None) => {
+                    Err(setup_failed(&io::Error::other("no sendfile source")))
+                }
+                _ => setup().map_err(|e| setup_failed(&e)),
+            });
         match res {
             Ok(tx) => (tx, None),
-            Err(e) => (
-                Sender::Copy,
-                Some(format!(
-                    "send path {} could not be set up ({}: {e}); used copy",
-                    path.name(),
-                    kind_name(&e)
-                )),
-            ),
+            Err(why) => (Sender::Copy, Some(why)),
         }
     }
 
@@ -363,17 +356,17 @@ impl<'a> Sender<'a> {
     /// After the last send: waits (up to `timeout`) for sends still in flight and for
     /// zero-copy completions. Returns the bytes that completed meanwhile (io_uring) and an
     /// error if the wait failed.
-    pub(crate) fn finish(&mut self, s: &TcpStream, timeout: Duration) -> (u64, Option<String>) {
+    pub(crate) fn finish(&mut self, s: &TcpStream, timeout: Duration) -> (u64, Option<FlowError>) {
         match self {
             Sender::Zerocopy(zc) => match zc.wait_all(s, timeout) {
                 Ok(()) => (0, None),
-                Err(e) => (0, Some(format!("MSG_ZEROCOPY completions: {e}"))),
+                Err(e) => (0, Some(FlowError::os(Step::ZerocopyCompletions, &e))),
             },
             Sender::Uring(tx) => {
                 let before = tx.stats().bytes;
                 let res = tx.finish(timeout);
                 let extra = tx.stats().bytes - before;
-                (extra, res.err().map(|e| format!("io_uring send: {e}")))
+                (extra, res.err().map(|e| FlowError::os(Step::UringSend, &e)))
             }
             _ => (0, None),
         }
@@ -411,7 +404,7 @@ impl<'a> Sender<'a> {
             }
         };
         PathReport {
-            path: path.name(),
+            path: PathUsed::Send(path),
             fallback: None,
             zerocopy,
         }
@@ -476,8 +469,8 @@ impl Receiver {
         s: &TcpStream,
         msg: usize,
         off: &Disabled,
-    ) -> (Receiver, Option<String>) {
-        let res = off.check("recv", path.name()).and_then(|()| match path {
+    ) -> (Receiver, Option<FallbackReason>) {
+        let setup = || match path {
             RecvPath::Copy => Ok(Receiver::Copy),
             RecvPath::Discard => Ok(Receiver::Discard),
             RecvPath::Splice => SpliceDiscard::new(DEFAULT_PIPE_SIZE).map(Receiver::Splice),
@@ -487,17 +480,13 @@ impl Receiver {
                 let nbufs = (URING_POOL_BYTES / msg.max(1)).clamp(2, 32);
                 UringReceiver::new(s, msg.max(1), nbufs).map(|rx| Receiver::Uring(Box::new(rx)))
             }
-        });
+        };
+        let res = off
+            .check("recv", path.as_str())
+            .and_then(|()| setup().map_err(|e| setup_failed(&e)));
         match res {
             Ok(rx) => (rx, None),
-            Err(e) => (
-                Receiver::Copy,
-                Some(format!(
-                    "receive path {} could not be set up ({}: {e}); used copy",
-                    path.name(),
-                    kind_name(&e)
-                )),
-            ),
+            Err(why) => (Receiver::Copy, Some(why)),
         }
     }
 
@@ -550,16 +539,18 @@ impl Receiver {
             Receiver::Uring(_) => (RecvPath::Uring, None),
         };
         PathReport {
-            path: path.name(),
+            path: PathUsed::Recv(path),
             fallback: None,
             zerocopy,
         }
     }
 }
 
-/// `Unsupported`, `PermissionDenied`, ... for the fallback reason.
-fn kind_name(e: &io::Error) -> String {
-    format!("{:?}", e.kind())
+/// The fallback reason of a setup that failed with `e`.
+fn setup_failed(e: &io::Error) -> FallbackReason {
+    FallbackReason::SetupFailed {
+        error: OsError::from(e),
+    }
 }
 
 #[cfg(test)]

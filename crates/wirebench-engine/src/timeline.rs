@@ -1,5 +1,4 @@
-//! The sampling timeline every engine runs on its calling thread, and the CPU accounting of
-//! its data threads.
+//! The sampling timeline every engine runs on its calling thread, and the rate policy.
 //!
 //! # Timeline (on the engine's monotonic clock, 0 = [`Timeline::start`])
 //! ```text
@@ -9,33 +8,35 @@
 //! [`Timeline::run`] sleeps (waking at least every 20 ms for the abort flag) until the next of
 //! the window start, an interval boundary, a policy check and the stop instant, and there:
 //!
-//! - **Policy check** (every [`Timeline::check_every`], if set): [`Engine::check`]; a reason
-//!   aborts the run (the abort flag is set for the flows too).
+//! - **Policy check** (every [`RatePolicy::every`], if a policy is set): the bytes the engine
+//!   has moved so far ([`Engine::moved_bytes`]: every byte sent or received at this end,
+//!   payload only) against the allowance `max_bps × (elapsed + slack) / 8 + slack_bytes`.
+//!   Past it the run is aborted with [`AbortReason::LimitExceeded`]. The same check serves
+//!   every workload, because every engine counts its bytes.
 //! - **Window start** = `start` + warm-up: [`Engine::open_window`], then a CPU snapshot. With
-//!   no warm-up the window is open from 0, and its CPU snapshot is the one the engine took at
-//!   0, before its data threads started.
+//!   no warm-up the window is open from 0, and its CPU snapshot is the one taken at 0,
+//!   before the data threads started.
 //! - **Interval boundary** (every [`Timeline::interval`], boundaries before the stop instant
 //!   only): [`Engine::sample`] covering the time since the previous boundary.
 //! - **Stop instant** = window start + duration, or the abort instant: [`Engine::close_window`],
 //!   a CPU snapshot while the data threads still run (an exited thread's CPU time can only be
-//!   read from what it left behind, see [`account_thread`]), then [`Engine::stop`] tells the
-//!   flows to stop.
+//!   read from what it left behind, see [`crate::threads::account_thread`]), then
+//!   [`Engine::stop`] tells the flows to stop.
 //!
 //! Then it waits for the flows (the `join` closure) and takes one last interval sample from
 //! the previous boundary to the end, so that the intervals tile `[0, end]` and add up to the
-//! flows' totals. An abort noticed only then is reported as "aborted while draining".
+//! flows' totals.
 
-use std::fmt::Display;
-use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
 
-use wirebench_proto::measure::CpuReport;
-use wirebench_sys::thread::CpuTimes;
+use wirebench_model::abort::AbortReason;
+use wirebench_model::side::CpuReport;
+use wirebench_model::validate::LimitName;
+use wirebench_model::warning::CpuUnmeasured;
 
+use crate::abort::Abort;
 use crate::cpu::{self, CpuSnapshot};
+use crate::threads::DataThreads;
 use crate::util::{ns_since, sleep_until};
 
 /// What an engine does at the points of the timeline. Called on the sampling thread.
@@ -43,10 +44,8 @@ pub(crate) trait Engine {
     /// One interval sample, in the engine's own form.
     type Sample;
 
-    /// The policy check, every [`Timeline::check_every`]: `Some(reason)` aborts the run.
-    fn check(&mut self, _now: Instant, _now_ns: u64) -> Option<String> {
-        None
-    }
+    /// Payload bytes this end has moved so far (sent and received), for the rate policy.
+    fn moved_bytes(&self) -> u64;
 
     /// The window opens at `now_ns` (after a warm-up only), just before its CPU snapshot.
     fn open_window(&mut self, _now_ns: u64) {}
@@ -60,6 +59,41 @@ pub(crate) trait Engine {
 
     /// The stop instant `stop_ns` has passed (its CPU snapshot is taken): tell the flows.
     fn stop(&mut self, stop_ns: u64);
+}
+
+/// A server's rate policy (`serve --max-rate`), enforced while the test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RatePolicy {
+    /// The largest aggregate payload rate of the test, bits per second.
+    pub max_bps: u64,
+    /// How often it is checked.
+    pub every: Duration,
+    /// Time at the limit allowed on top of the elapsed time (bursts, timer slack).
+    pub slack: Duration,
+    /// Bytes allowed on top (socket buffers drained at once).
+    pub slack_bytes: u64,
+}
+
+impl RatePolicy {
+    /// A policy of `max_bps` with the default check period (100 ms) and slack (250 ms at the
+    /// limit plus 4 MiB).
+    pub fn new(max_bps: u64) -> RatePolicy {
+        RatePolicy {
+            max_bps,
+            every: Duration::from_millis(100),
+            slack: Duration::from_millis(250),
+            slack_bytes: 4 << 20,
+        }
+    }
+
+    /// Bytes allowed `elapsed` after the start.
+    pub fn allowance_bytes(&self, elapsed: Duration) -> u64 {
+        let ns = (elapsed + self.slack).as_nanos();
+        let b = u128::from(self.max_bps) * ns / 8_000_000_000;
+        u64::try_from(b)
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.slack_bytes)
+    }
 }
 
 /// Where the window starts when the run was aborted before it opened.
@@ -80,12 +114,14 @@ pub(crate) struct Timeline {
     pub(crate) warmup: Duration,
     /// The window's length.
     pub(crate) duration: Duration,
-    /// Interval sampling period, if any (the engine filters out the periods it refuses).
+    /// Interval sampling period, if any.
     pub(crate) interval: Option<Duration>,
-    /// How often [`Engine::check`] runs, if at all.
-    pub(crate) check_every: Option<Duration>,
+    /// The rate policy, if any.
+    pub(crate) policy: Option<RatePolicy>,
     /// Where the window starts if it never opened.
     pub(crate) unopened: Unopened,
+    /// The CPUs the data threads may run on (for the CPU report).
+    pub(crate) cpus_used: Vec<u32>,
 }
 
 /// What the timeline measured.
@@ -98,11 +134,27 @@ pub(crate) struct Outcome<S, R> {
     /// The interval samples, tiling `[0, end]` (none without an interval period).
     pub(crate) intervals: Vec<S>,
     /// Set if the run was aborted, with the reason.
-    pub(crate) aborted: Option<String>,
+    pub(crate) aborted: Option<AbortReason>,
     /// CPU over [window start, stop instant], or why it was not measured.
-    pub(crate) cpu: Result<CpuReport, String>,
+    pub(crate) cpu: Result<CpuReport, CpuUnmeasured>,
     /// What the flows handed back (the `join` closure's result).
     pub(crate) done: R,
+}
+
+/// The policy's verdict on `moved` bytes at `now`.
+fn over_limit(
+    policy: &RatePolicy,
+    start: Instant,
+    now: Instant,
+    moved: u64,
+) -> Option<AbortReason> {
+    let elapsed = now.saturating_duration_since(start);
+    (moved > policy.allowance_bytes(elapsed)).then(|| AbortReason::LimitExceeded {
+        limit: LimitName::MaxRate,
+        observed_bps: u64::try_from(u128::from(moved) * 8_000_000_000 / elapsed.as_nanos().max(1))
+            .unwrap_or(u64::MAX),
+        max_bps: policy.max_bps,
+    })
 }
 
 impl Timeline {
@@ -114,44 +166,38 @@ impl Timeline {
         engine: &mut E,
         threads: &DataThreads<'_>,
         at_start: CpuSnapshot,
-        abort: &AtomicBool,
+        abort: &Abort,
         join: impl FnOnce() -> R,
     ) -> Outcome<E::Sample, R> {
         let start = self.start;
         let window_start_at = start + self.warmup;
         let stop_at = window_start_at + self.duration;
         let mut intervals = Vec::new();
-        let mut aborted = None;
         let mut next_interval = self.interval.map(|i| start + i);
         let mut interval_start_ns = 0u64;
         let mut cpu_before = self.warmup.is_zero().then_some(at_start);
         let mut window_start_ns = 0u64;
-        let mut next_check = self.check_every.map(|p| start + p);
+        let mut next_check = self.policy.map(|p| start + p.every);
         loop {
             let mut next = stop_at;
-            if let Some(t) = next_check {
+            for t in [next_check, next_interval].into_iter().flatten() {
                 next = next.min(t);
             }
             if cpu_before.is_none() {
                 next = next.min(window_start_at);
             }
-            if let Some(t) = next_interval {
-                next = next.min(t);
-            }
             if !sleep_until(next, abort) {
-                aborted = Some("aborted".to_string());
                 break;
             }
             let now = Instant::now();
             let now_ns = ns_since(start, now);
-            if let (Some(t), Some(every)) = (next_check, self.check_every) {
+            if let (Some(t), Some(p)) = (next_check, self.policy.as_ref()) {
                 if now >= t {
-                    if let Some(reason) = engine.check(now, now_ns) {
-                        aborted = Some(reason);
-                        abort.store(true, Ordering::Relaxed);
+                    if let Some(reason) = over_limit(p, start, now, engine.moved_bytes()) {
+                        abort.abort(reason);
                         break;
                     }
-                    next_check = Some(t + every);
+                    next_check = Some(t + p.every);
                 }
             }
             if cpu_before.is_none() && now >= window_start_at {
@@ -184,9 +230,6 @@ impl Timeline {
         let cpu_before = cpu_before.unwrap_or_else(|| threads.snapshot(window_start_ns));
 
         let done = join();
-        if aborted.is_none() && abort.load(Ordering::Relaxed) {
-            aborted = Some("aborted while draining".to_string());
-        }
         let end_ns = ns_since(start, Instant::now());
         if self.interval.is_some() {
             let index = intervals.len() as u32;
@@ -196,106 +239,35 @@ impl Timeline {
             window_start_ns,
             stop_ns,
             intervals,
-            aborted,
-            cpu: cpu::report(&cpu_before, &cpu_after),
+            aborted: abort.reason(),
+            cpu: cpu::report(&cpu_before, &cpu_after, self.cpus_used.clone()),
             done,
         }
     }
 }
 
-/// The CPU time each data thread of a run left behind as it exited, by thread slot.
-pub(crate) type FinalCpu = [Mutex<Option<CpuTimes>>];
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Run `f` as data thread `slot`: pin it to `cpu` (if set), register its thread id on
-/// `tid_tx` (then drop the sender: [`DataThreads::collect`] waits for every sender to go),
-/// and leave its CPU time in `final_cpu[slot]` as it finishes, since its `/proc` entry goes
-/// with it. Returns `f`'s result and, if pinning failed, why.
-pub(crate) fn account_thread<R>(
-    final_cpu: &FinalCpu,
-    slot: usize,
-    tid_tx: mpsc::Sender<(usize, i32)>,
-    cpu: Option<usize>,
-    f: impl FnOnce() -> R,
-) -> (R, Option<io::Error>) {
-    let pin_err = cpu.and_then(|c| wirebench_sys::thread::pin_current_thread(c).err());
-    let tid = wirebench_sys::thread::current_thread_id();
-    let _ = tid_tx.send((slot, tid));
-    drop(tid_tx);
-    let r = f();
-    if let Ok(t) = wirebench_sys::thread::thread_cpu_times(tid) {
-        if let Some(Ok(mut s)) = final_cpu.get(slot).map(|m| m.lock()) {
-            *s = Some(t);
+    #[test]
+    fn allowance_and_verdict() {
+        let p = RatePolicy::new(8_000_000); // 1 MB/s
+        assert_eq!(p.allowance_bytes(Duration::ZERO), 250_000 + (4 << 20));
+        assert_eq!(
+            p.allowance_bytes(Duration::from_secs(1)),
+            1_250_000 + (4 << 20)
+        );
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(over_limit(&p, t0, t1, 1_250_000 + (4 << 20)), None);
+        match over_limit(&p, t0, t1, 10_000_000) {
+            Some(AbortReason::LimitExceeded {
+                limit: LimitName::MaxRate,
+                observed_bps: 80_000_000,
+                max_bps: 8_000_000,
+            }) => {}
+            other => panic!("{other:?}"),
         }
-    }
-    (r, pin_err)
-}
-
-/// Start data thread `slot`, named `name`, in `scope`: it runs `f` under [`account_thread`]
-/// and hands back `f`'s result and, if pinning failed, why.
-pub(crate) fn spawn_data<'scope, R, F>(
-    scope: &'scope thread::Scope<'scope, '_>,
-    name: String,
-    final_cpu: &'scope FinalCpu,
-    slot: usize,
-    tid_tx: mpsc::Sender<(usize, i32)>,
-    cpu: Option<usize>,
-    f: F,
-) -> io::Result<thread::ScopedJoinHandle<'scope, (R, Option<io::Error>)>>
-where
-    F: FnOnce() -> R + Send + 'scope,
-    R: Send + 'scope,
-{
-    thread::Builder::new()
-        .name(name)
-        .spawn_scoped(scope, move || {
-            account_thread(final_cpu, slot, tid_tx, cpu, f)
-        })
-}
-
-/// The handle of a started thread; if it could not be started, `None` and the warning
-/// "`who`: could not start its thread: …".
-pub(crate) fn started<H>(
-    h: io::Result<H>,
-    who: impl Display,
-    warnings: &mut Vec<String>,
-) -> Option<H> {
-    h.map_err(|e| warnings.push(format!("{who}: could not start its thread: {e}")))
-        .ok()
-}
-
-/// A run's data threads, for its CPU snapshots: their thread ids and what they left behind.
-pub(crate) struct DataThreads<'a> {
-    /// Thread slot of each entry of `tids`.
-    slots: Vec<usize>,
-    /// Thread ids, ordered by slot.
-    tids: Vec<i32>,
-    final_cpu: &'a FinalCpu,
-}
-
-impl<'a> DataThreads<'a> {
-    /// The threads registered on `rx` by [`account_thread`]. Drops `tx`, the caller's own
-    /// sender, then waits until every data thread has registered (dropped its sender).
-    pub(crate) fn collect(
-        tx: mpsc::Sender<(usize, i32)>,
-        rx: &mpsc::Receiver<(usize, i32)>,
-        final_cpu: &'a FinalCpu,
-    ) -> Self {
-        drop(tx);
-        let mut tids: Vec<(usize, i32)> = rx.iter().collect();
-        tids.sort_unstable();
-        let (slots, tids) = tids.into_iter().unzip();
-        DataThreads {
-            slots,
-            tids,
-            final_cpu,
-        }
-    }
-
-    /// A CPU snapshot now, labelled `at_ns`.
-    pub(crate) fn snapshot(&self, at_ns: u64) -> CpuSnapshot {
-        CpuSnapshot::take(at_ns, &self.tids, &|i| {
-            let slot = *self.slots.get(i)?;
-            *self.final_cpu.get(slot)?.lock().ok()?
-        })
     }
 }

@@ -25,8 +25,9 @@
 //! # Threads and sockets
 //!
 //! - One thread per sending flow, each with its own **connected** [`UdpSocket`]. Datagram
-//!   `n` of a paced flow is due at `start + n × gap` (`gap = msg_size × 8 / rate`); the thread
-//!   sleeps until 50 µs before the due time and spins for the rest. A late sender catches up
+//!   `n` of a paced flow is due at `start + n × gap` (`gap = datagram_bytes × 8 / rate`, the
+//!   crate's one pacing schedule); the thread sleeps until 50 µs before the due time and
+//!   spins for the rest. A late sender catches up
 //!   by sending the overdue datagrams back to back, but never more than
 //!   [`MAX_CATCH_UP_DATAGRAMS`] gaps' worth: if it falls further behind (a long descheduling, a
 //!   send that blocked), it moves the schedule forward, drops the slots beyond the allowance,
@@ -44,12 +45,19 @@
 //!
 //! # Intervals
 //!
-//! The sink gets an [`IntervalSample`] per interval with each flow's bytes (sender: bytes
-//! sent; receiver: bytes of distinct datagrams). The datagram counts of the same intervals
-//! (sent, received, send errors, late, duplicate) are in [`UdpOutput::udp_intervals`], index
-//! for index, since `IntervalSample` has no room for them. Intervals tile `[0, end]`, the last
-//! one covering the drain, so their counts add up to each flow's totals. A period below 1 ms
-//! is taken as 1 ms.
+//! The sink gets a [`UdpInterval`] per interval with each flow's datagrams and bytes
+//! (sender: sent, and failed or refused sends; receiver: distinct datagrams, late and
+//! duplicate ones). Intervals tile `[0, end]`, the last one covering the drain, so their
+//! counts add up to each flow's totals. A period below 1 ms is taken as 1 ms.
+//!
+//! # Send failures
+//!
+//! A send the kernel refuses for lack of room in the device queue or the socket's memory
+//! (ENOBUFS) is counted as `send_refused`: the datagram never left this host. A send that
+//! only waited for room in the send buffer (it timed out) is retried, not counted. A send that fails with an
+//! ICMP-reported error (ECONNREFUSED, EHOSTUNREACH, ENETUNREACH) is counted as
+//! `send_errors`. Either way the flow carries on and the datagram's sequence number is used,
+//! so the receiver sees a gap. Any other send error ends the flow.
 //!
 //! The caller's thread samples: it runs the timeline driver shared by every engine (the
 //! crate-private `timeline` module), with this engine's counters and interval types.
@@ -63,47 +71,42 @@ use std::time::{Duration, Instant};
 
 use rand::RngCore;
 use thiserror::Error;
-use wirebench_proto::measure::{CpuReport, FlowInterval, IntervalSample, Role};
+use wirebench_model::abort::EngineKind;
+use wirebench_model::side::{Role, Span};
+use wirebench_model::udp::{
+    UdpFlowInterval, UdpInterval, UdpRecvReport, UdpRecvSocketReport, UdpSendReport, UdpSide,
+};
+use wirebench_model::warning::{DataThread, FlowError, OsError, Step, Warning};
 use wirebench_proto::udp::{
-    DatagramHeader, DatagramOutcome, FlowRecvAccounting, RecvDemux, SenderWindow, SeqClass,
-    UdpFlowInterval, UdpIntervalSample, UdpRecvReport, UdpRecvSocketReport, UdpSendReport,
-    HEADER_BYTES, MAX_DATAGRAM_BYTES,
+    DatagramHeader, DatagramOutcome, FlowRecvAccounting, RecvDemux, SeqClass,
 };
 use wirebench_sys::thread::CpuTimes;
 
+use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
-use crate::timeline::{spawn_data, DataThreads, Engine, Timeline, Unopened};
+use crate::pace::{wait_until, Schedule};
+use crate::threads::{spawn_data, DataThreads};
+use crate::timeline::{Engine, RatePolicy, Timeline, Unopened};
 use crate::util::{is_timeout, ns_since};
-use crate::Sink;
+use crate::{EngineOutput, Pinning, Sink};
 
 /// How often blocked socket calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(20);
 
-/// A paced sender sleeps until this long before a datagram's due time, then spins.
-const SPIN_NS: u64 = 50_000;
+/// A paced sender sleeps until this long before a datagram is due, then spins.
+const SPIN: Duration = Duration::from_micros(50);
 
-/// Longest single sleep of a paced sender (it looks at the flags between sleeps).
-const MAX_SLEEP: Duration = Duration::from_millis(20);
-
-/// How many gaps a paced sender may fall behind and still catch up (sending the overdue
-/// datagrams back to back); slots beyond that are dropped and the schedule moves forward.
+/// Most datagrams a late sender sends back to back to catch up with its schedule.
 pub const MAX_CATCH_UP_DATAGRAMS: u64 = 8;
 
-/// Shortest quiet time that ends a receiver's drain after the stop instant.
+/// Shortest quiet time that ends a receiver's drain.
 pub const MIN_DRAIN_QUIET: Duration = Duration::from_millis(100);
 
-/// Receive buffer: the largest possible datagram fits, so nothing is truncated.
+/// Receive buffer size (the largest datagram fits).
 const RECV_BUF_BYTES: usize = 65_536;
 
-/// Longest warm-up or duration the engine honours (longer ones are cut to it).
+/// Longest warm-up or duration taken into account (keeps the instant arithmetic in range).
 const MAX_PHASE: Duration = Duration::from_secs(10 * 365 * 86_400);
-
-/// Linux `ENOBUFS`: the device queue or the socket's memory is full.
-const ENOBUFS: i32 = 105;
-/// Linux `ENETUNREACH`.
-const ENETUNREACH: i32 = 101;
-/// Linux `EHOSTUNREACH`.
-const EHOSTUNREACH: i32 = 113;
 
 /// One sending flow.
 #[derive(Debug)]
@@ -137,12 +140,12 @@ pub struct UdpPlan {
 }
 
 /// Parameters of a UDP run. A receiving end must use the sender's `warmup`, `duration`,
-/// `msg_size_bytes` and `rate_bps` (they define the sender window and the drain quiet time).
+/// `datagram_bytes` and `rate_bps` (they define the sender window and the drain quiet time);
+/// both come from one validated spec.
 #[derive(Debug, Clone)]
 pub struct UdpConfig {
-    /// Size of every datagram (UDP payload), header included: [`HEADER_BYTES`] to
-    /// [`MAX_DATAGRAM_BYTES`].
-    pub msg_size_bytes: usize,
+    /// Size of every datagram (UDP payload), header included.
+    pub datagram_bytes: usize,
     /// Target rate of each sending flow, bits per second of UDP payload; `None`: unpaced.
     pub rate_bps: Option<u64>,
     /// Warm-up before the window opens.
@@ -157,30 +160,15 @@ pub struct UdpConfig {
     /// [`wirebench_proto::udp::SeqTracker`]; usually
     /// [`wirebench_proto::udp::DEFAULT_REORDER_WINDOW_SEQS`]).
     pub reorder_window_seqs: u64,
-    /// Pin every data thread to this CPU.
-    pub cpu: Option<usize>,
+    /// Where the data threads run.
+    pub pin: Pinning,
+    /// The server's rate policy, enforced on every byte this end moves.
+    pub policy: Option<RatePolicy>,
 }
 
-/// A plan or configuration the engine refuses before sending anything.
+/// A plan the engine refuses before sending anything (the caller built it wrong).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum UdpError {
-    /// Datagrams must hold the header.
-    #[error("UDP datagram size {msg_size_bytes} bytes is below the {HEADER_BYTES}-byte header")]
-    MessageTooSmall {
-        /// The size asked for.
-        msg_size_bytes: usize,
-    },
-    /// Datagrams must fit in one UDP payload.
-    #[error(
-        "UDP datagram size {msg_size_bytes} bytes exceeds the maximum of {MAX_DATAGRAM_BYTES}"
-    )]
-    MessageTooLarge {
-        /// The size asked for.
-        msg_size_bytes: usize,
-    },
-    /// A rate of zero.
-    #[error("UDP target rate must be at least 1 bit/s")]
-    ZeroRate,
+pub enum UdpPlanError {
     /// Two sending flows with one id.
     #[error("flow {0} is sent twice")]
     DuplicateSendFlow(u32),
@@ -201,83 +189,30 @@ pub enum UdpError {
 }
 
 impl UdpConfig {
-    /// Check the parameters (not the sockets).
-    pub fn validate(&self) -> Result<(), UdpError> {
-        if self.msg_size_bytes < HEADER_BYTES {
-            return Err(UdpError::MessageTooSmall {
-                msg_size_bytes: self.msg_size_bytes,
-            });
-        }
-        if self.msg_size_bytes > MAX_DATAGRAM_BYTES {
-            return Err(UdpError::MessageTooLarge {
-                msg_size_bytes: self.msg_size_bytes,
-            });
-        }
-        if self.rate_bps == Some(0) {
-            return Err(UdpError::ZeroRate);
-        }
-        Ok(())
-    }
-
-    /// Time between two datagrams of a paced flow, ns (rounded down; at least 1).
-    pub fn gap_ns(&self) -> Option<u64> {
-        let rate = u128::from(self.rate_bps?.max(1));
-        let ns = (self.msg_size_bytes as u128 * 8 * 1_000_000_000) / rate;
-        Some(u64::try_from(ns).unwrap_or(u64::MAX).max(1))
+    /// The pacing schedule of a sending flow started at `start`, if paced.
+    fn schedule(&self, start: Instant) -> Option<Schedule> {
+        self.rate_bps
+            .map(|r| Schedule::bits(start, r.max(1), self.datagram_bytes as u64 * 8))
     }
 
     /// How long a receiver waits, after the stop instant and after the last arrival, before
     /// it ends its drain: `max(MIN_DRAIN_QUIET, 4 × gap)`, at most `drain_limit`.
     pub fn drain_quiet(&self) -> Duration {
         let gaps = self
-            .gap_ns()
-            .map(|g| Duration::from_nanos(g.saturating_mul(4)))
+            .schedule(Instant::now())
+            .map(|s| Duration::from_nanos(s.gap_ns().saturating_mul(4)))
             .unwrap_or_default();
         MIN_DRAIN_QUIET.max(gaps).min(self.drain_limit)
     }
 
     /// The sender window these parameters define, ns after the sender's start.
-    pub fn sender_window(&self) -> SenderWindow {
+    pub fn sender_window(&self) -> Span {
         let warmup = self.warmup.min(MAX_PHASE);
         let duration = self.duration.min(MAX_PHASE);
-        SenderWindow {
+        Span {
             start_ns: dur_ns(warmup),
             end_ns: dur_ns(warmup + duration),
         }
-    }
-}
-
-/// What a UDP run measured at this end.
-#[derive(Debug, Clone)]
-pub struct UdpOutput {
-    /// Per sending flow, in plan order.
-    pub senders: Vec<UdpSendReport>,
-    /// Per receiving flow: socket by socket in plan order, each socket's flows in the order
-    /// given.
-    pub receivers: Vec<UdpRecvReport>,
-    /// Per receive socket, in plan order: the datagrams no flow could claim.
-    pub sockets: Vec<UdpRecvSocketReport>,
-    /// Interval samples with bytes per flow (also delivered to the sink as they happened).
-    pub intervals: Vec<IntervalSample>,
-    /// The same intervals with datagram counts, index for index.
-    pub udp_intervals: Vec<UdpIntervalSample>,
-    /// CPU over [window start, stop instant].
-    pub cpu: Option<CpuReport>,
-    /// Measurement problems.
-    pub warnings: Vec<String>,
-    /// Set if the run was aborted, with the reason.
-    pub aborted: Option<String>,
-}
-
-impl UdpOutput {
-    /// The sender report of `flow`.
-    pub fn sender(&self, flow: u32) -> Option<&UdpSendReport> {
-        self.senders.iter().find(|r| r.flow == flow)
-    }
-
-    /// The receiver report of `flow`.
-    pub fn receiver(&self, flow: u32) -> Option<&UdpRecvReport> {
-        self.receivers.iter().find(|r| r.flow == flow)
     }
 }
 
@@ -287,20 +222,44 @@ impl UdpOutput {
 struct Counters {
     datagrams: AtomicU64,
     bytes: AtomicU64,
+    /// Sender: refused and failed sends together.
     send_errors: AtomicU64,
     late: AtomicU64,
     duplicate: AtomicU64,
 }
 
+/// A reading of one flow's [`Counters`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    datagrams: u64,
+    bytes: u64,
+    send_errors: u64,
+    late: u64,
+    duplicate: u64,
+}
+
 impl Counters {
-    fn load(&self) -> [u64; 5] {
-        [
-            self.datagrams.load(Ordering::Relaxed),
-            self.bytes.load(Ordering::Relaxed),
-            self.send_errors.load(Ordering::Relaxed),
-            self.late.load(Ordering::Relaxed),
-            self.duplicate.load(Ordering::Relaxed),
-        ]
+    fn load(&self) -> Counts {
+        Counts {
+            datagrams: self.datagrams.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            send_errors: self.send_errors.load(Ordering::Relaxed),
+            late: self.late.load(Ordering::Relaxed),
+            duplicate: self.duplicate.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Counts {
+    /// What happened since `prev`.
+    fn since(&self, prev: &Counts) -> Counts {
+        Counts {
+            datagrams: self.datagrams.saturating_sub(prev.datagrams),
+            bytes: self.bytes.saturating_sub(prev.bytes),
+            send_errors: self.send_errors.saturating_sub(prev.send_errors),
+            late: self.late.saturating_sub(prev.late),
+            duplicate: self.duplicate.saturating_sub(prev.duplicate),
+        }
     }
 }
 
@@ -319,80 +278,24 @@ fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Send errors after which a flow carries on (the datagram is counted as a send error).
-fn is_transient_send_error(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::ConnectionRefused
-        || matches!(
-            e.raw_os_error(),
-            Some(ENOBUFS) | Some(ENETUNREACH) | Some(EHOSTUNREACH)
-        )
+/// What a failed send means for the flow.
+enum SendFailure {
+    /// The kernel had no room (ENOBUFS; EAGAIN on a non-blocking socket): the datagram never
+    /// left this host.
+    Refused,
+    /// An ICMP-reported error (ECONNREFUSED, EHOSTUNREACH, ENETUNREACH): carry on.
+    Transient,
+    /// Anything else: the flow ends.
+    Fatal,
 }
 
-/// The schedule of a paced flow: datagram `seq` is due at `base + (seq − base_seq) × gap`,
-/// computed exactly (no accumulated rounding).
-struct Pacer {
-    bits_per_datagram: u128,
-    rate_bps: u128,
-    gap_ns: u64,
-    base: Instant,
-    base_seq: u64,
-    resets: u64,
-}
-
-enum Pace {
-    Send,
-    Done,
-}
-
-impl Pacer {
-    fn due(&self, seq: u64) -> Option<Instant> {
-        let k = u128::from(seq.saturating_sub(self.base_seq));
-        // k < 2^64, bits < 2^20, 10^9 < 2^30: no overflow in u128.
-        let off = k * self.bits_per_datagram * 1_000_000_000 / self.rate_bps;
-        self.base
-            .checked_add(Duration::from_nanos(u64::try_from(off).ok()?))
-    }
-
-    /// Wait until `seq` is due. `Done` if it would be due at or after the stop instant, or
-    /// the stop or abort flag was set meanwhile.
-    fn wait(&mut self, seq: u64, shared: &Shared, abort: &AtomicBool) -> Pace {
-        let Some(due) = self.due(seq) else {
-            return Pace::Done;
-        };
-        if due >= shared.stop_at {
-            return Pace::Done;
+fn classify_send_error(e: &io::Error) -> SendFailure {
+    match e.raw_os_error() {
+        Some(libc::ENOBUFS) | Some(libc::EAGAIN) => SendFailure::Refused,
+        Some(libc::ECONNREFUSED) | Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) => {
+            SendFailure::Transient
         }
-        let now = Instant::now();
-        if now >= due {
-            let allowance =
-                Duration::from_nanos(self.gap_ns.saturating_mul(MAX_CATCH_UP_DATAGRAMS));
-            if now - due > allowance {
-                // Too far behind: drop the slots beyond the allowance, so that this datagram
-                // is exactly the allowance late and at most MAX_CATCH_UP_DATAGRAMS + 1 leave
-                // back to back.
-                self.base = now.checked_sub(allowance).unwrap_or(now);
-                self.base_seq = seq;
-                self.resets += 1;
-            }
-            return Pace::Send;
-        }
-        loop {
-            if abort.load(Ordering::Relaxed) || shared.stop.load(Ordering::Relaxed) {
-                return Pace::Done;
-            }
-            let now = Instant::now();
-            if now >= due {
-                return Pace::Send;
-            }
-            let left = due - now;
-            if left > Duration::from_nanos(SPIN_NS) {
-                thread::sleep((left - Duration::from_nanos(SPIN_NS)).min(MAX_SLEEP));
-            } else {
-                // Spin, not yield: a yield hands a busy CPU to another thread for a whole
-                // time slice (milliseconds), far past the due time.
-                std::hint::spin_loop();
-            }
-        }
+        _ => SendFailure::Fatal,
     }
 }
 
@@ -401,10 +304,11 @@ struct SendDone {
     bytes: u64,
     window_datagrams: u64,
     window_bytes: u64,
+    send_refused: u64,
     send_errors: u64,
     pacing_resets: u64,
     end_ns: u64,
-    error: Option<String>,
+    error: Option<FlowError>,
 }
 
 fn run_sender(
@@ -413,38 +317,38 @@ fn run_sender(
     counters: &Counters,
     cfg: &UdpConfig,
     shared: &Shared,
-    abort: &AtomicBool,
+    abort: &Abort,
 ) -> SendDone {
-    let mut buf = vec![0u8; cfg.msg_size_bytes];
+    let mut buf = vec![0u8; cfg.datagram_bytes];
     rand::rng().fill_bytes(&mut buf);
     let window = cfg.sender_window();
-    let mut pacer = cfg.rate_bps.zip(cfg.gap_ns()).map(|(rate, gap_ns)| Pacer {
-        bits_per_datagram: buf.len() as u128 * 8,
-        rate_bps: u128::from(rate.max(1)),
-        gap_ns,
-        base: shared.start,
-        base_seq: 0,
-        resets: 0,
-    });
+    let mut schedule = cfg.schedule(shared.start);
     let mut d = SendDone {
         datagrams: 0,
         bytes: 0,
         window_datagrams: 0,
         window_bytes: 0,
+        send_refused: 0,
         send_errors: 0,
         pacing_resets: 0,
         end_ns: window.end_ns,
         error: None,
     };
+    let stop = || abort.is_set() || shared.stop.load(Ordering::Relaxed);
     let mut seq: u64 = 0;
     loop {
-        if abort.load(Ordering::Relaxed) || shared.stop.load(Ordering::Relaxed) {
+        if stop() {
             break;
         }
-        if let Some(p) = pacer.as_mut() {
-            if let Pace::Done = p.wait(seq, shared, abort) {
+        if let Some(sch) = schedule.as_mut() {
+            // Datagrams due at or after the stop instant are not sent.
+            let Some(due) = sch.due(seq).filter(|&t| t < shared.stop_at) else {
+                break;
+            };
+            if !wait_until(due, SPIN, &stop) {
                 break;
             }
+            sch.limit_lag(seq, Instant::now(), MAX_CATCH_UP_DATAGRAMS);
         }
         let now = Instant::now();
         if now >= shared.stop_at {
@@ -452,9 +356,12 @@ fn run_sender(
         }
         let send_ns = ns_since(shared.start, now);
         let header = DatagramHeader { flow, seq, send_ns };
-        if let Err(e) = header.write(&mut buf) {
-            // Unreachable: the size was validated.
-            d.error = Some(e.to_string());
+        if header.write(&mut buf).is_err() {
+            // Unreachable: the spec's validation keeps datagrams at least a header long.
+            d.error = Some(FlowError::os(
+                Step::Send,
+                &io::ErrorKind::InvalidInput.into(),
+            ));
             break;
         }
         match socket.send(&buf) {
@@ -471,31 +378,34 @@ fn run_sender(
             Ok(_) => {
                 // A UDP send is all or nothing; count anything else as a failed send.
                 d.send_errors += 1;
-                counters.send_errors.store(d.send_errors, Ordering::Relaxed);
             }
-            // Send buffer full for a whole poll period, or a signal: retry this datagram.
+            // The send buffer stayed full for a whole poll period, or a signal: retry this
+            // datagram (a blocking UDP socket waits for room; nothing was lost).
             Err(e) if is_timeout(&e) => continue,
-            Err(e) if is_transient_send_error(&e) => {
-                d.send_errors += 1;
-                counters.send_errors.store(d.send_errors, Ordering::Relaxed);
-            }
-            Err(e) => {
-                d.error = Some(format!("send failed: {e}"));
-                break;
-            }
+            Err(e) => match classify_send_error(&e) {
+                SendFailure::Refused => d.send_refused += 1,
+                SendFailure::Transient => d.send_errors += 1,
+                SendFailure::Fatal => {
+                    d.error = Some(FlowError::os(Step::Send, &e));
+                    break;
+                }
+            },
         }
+        counters
+            .send_errors
+            .store(d.send_errors + d.send_refused, Ordering::Relaxed);
         seq += 1;
     }
-    if abort.load(Ordering::Relaxed) || d.error.is_some() {
+    if abort.is_set() || d.error.is_some() {
         d.end_ns = d.end_ns.min(ns_since(shared.start, Instant::now()));
     }
-    d.pacing_resets = pacer.map_or(0, |p| p.resets);
+    d.pacing_resets = schedule.map_or(0, |s| s.resets());
     d
 }
 
 struct RecvDone {
     demux: RecvDemux,
-    error: Option<String>,
+    error: Option<FlowError>,
     drain_truncated: bool,
 }
 
@@ -521,7 +431,7 @@ fn run_receiver(
     counters: &[Counters],
     cfg: &UdpConfig,
     shared: &Shared,
-    abort: &AtomicBool,
+    abort: &Abort,
 ) -> RecvDone {
     let window = cfg.sender_window();
     let mut demux = RecvDemux::new(
@@ -538,7 +448,7 @@ fn run_receiver(
     // Once the stop flag is seen: the drain's hard end.
     let mut drain_deadline: Option<Instant> = None;
     loop {
-        if abort.load(Ordering::Relaxed) {
+        if abort.is_set() {
             break;
         }
         let now = match socket.recv_from(&mut buf) {
@@ -566,7 +476,7 @@ fn run_receiver(
             // An ICMP error from an earlier datagram (connected sockets): not ours to stop on.
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Instant::now(),
             Err(e) => {
-                error = Some(format!("receive failed: {e}"));
+                error = Some(FlowError::os(Step::Receive, &e));
                 break;
             }
         };
@@ -591,74 +501,57 @@ fn run_receiver(
     }
 }
 
-/// Which flow a counter block belongs to.
-#[derive(Clone, Copy)]
-struct CounterMeta {
-    flow: u32,
-    role: Role,
-}
-
-/// The UDP side of the timeline: byte and datagram counts per interval.
+/// The UDP side of the timeline: datagram and byte counts per interval.
 struct UdpSampler<'a> {
     shared: &'a Shared,
-    /// Which flow each counter block belongs to.
-    meta: &'a [CounterMeta],
+    /// Which flow and role each counter block belongs to.
+    meta: &'a [(u32, Role)],
     /// Counters at the previous interval boundary.
-    prev: Vec<[u64; 5]>,
+    prev: Vec<Counts>,
     warmup_ns: u64,
-    sink: &'a mut dyn Sink,
+    sink: &'a mut dyn Sink<UdpInterval>,
 }
 
 impl Engine for UdpSampler<'_> {
-    /// The sink's bytes-only sample and the datagram counts of the same interval.
-    type Sample = (IntervalSample, UdpIntervalSample);
+    type Sample = UdpInterval;
 
-    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> Self::Sample {
-        let n = self.meta.len();
-        let mut bytes = Vec::with_capacity(n);
-        let mut udp = Vec::with_capacity(n);
-        for ((m, c), p) in self
+    fn moved_bytes(&self) -> u64 {
+        self.shared
+            .counters
+            .iter()
+            .map(|c| c.bytes.load(Ordering::Relaxed))
+            .fold(0u64, u64::saturating_add)
+    }
+
+    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> UdpInterval {
+        let mut flows = Vec::with_capacity(self.meta.len());
+        for ((&(flow, role), c), p) in self
             .meta
             .iter()
             .zip(&self.shared.counters)
             .zip(self.prev.iter_mut())
         {
             let now = c.load();
-            let [datagrams, b, send_errors, late, duplicate] =
-                [0, 1, 2, 3, 4].map(|i| now[i].saturating_sub(p[i]));
+            let d = now.since(p);
             *p = now;
-            bytes.push(FlowInterval {
-                flow: m.flow,
-                role: m.role,
-                bytes: b,
-            });
-            udp.push(UdpFlowInterval {
-                flow: m.flow,
-                role: m.role,
-                datagrams,
-                bytes: b,
-                send_errors,
-                late,
-                duplicate,
+            flows.push(UdpFlowInterval {
+                flow,
+                role,
+                datagrams: d.datagrams,
+                bytes: d.bytes,
+                send_errors: d.send_errors,
+                late: d.late,
+                duplicate: d.duplicate,
             });
         }
-        let in_warmup = start_ns < self.warmup_ns;
-        let s = IntervalSample {
+        let s = UdpInterval {
             index,
-            start_ns,
-            end_ns,
-            in_warmup,
-            flows: bytes,
+            span: Span { start_ns, end_ns },
+            in_warmup: start_ns < self.warmup_ns,
+            flows,
         };
         self.sink.interval(&s);
-        let u = UdpIntervalSample {
-            index,
-            start_ns,
-            end_ns,
-            in_warmup,
-            flows: udp,
-        };
-        (s, u)
+        s
     }
 
     fn stop(&mut self, _stop_ns: u64) {
@@ -666,27 +559,26 @@ impl Engine for UdpSampler<'_> {
     }
 }
 
-fn check_plan(cfg: &UdpConfig, plan: &UdpPlan) -> Result<(), UdpError> {
-    cfg.validate()?;
+fn check_plan(plan: &UdpPlan) -> Result<(), UdpPlanError> {
     let mut sent: Vec<u32> = plan.senders.iter().map(|s| s.flow).collect();
     sent.sort_unstable();
     if let Some(w) = sent.windows(2).find(|w| w[0] == w[1]) {
-        return Err(UdpError::DuplicateSendFlow(w[0]));
+        return Err(UdpPlanError::DuplicateSendFlow(w[0]));
     }
     let mut received: Vec<u32> = Vec::new();
     for (i, r) in plan.receivers.iter().enumerate() {
         if r.flows.is_empty() {
-            return Err(UdpError::EmptyRecvSocket(i));
+            return Err(UdpPlanError::EmptyRecvSocket(i));
         }
         received.extend_from_slice(&r.flows);
     }
     received.sort_unstable();
     if let Some(w) = received.windows(2).find(|w| w[0] == w[1]) {
-        return Err(UdpError::DuplicateRecvFlow(w[0]));
+        return Err(UdpPlanError::DuplicateRecvFlow(w[0]));
     }
     for s in &plan.senders {
         if let Err(e) = s.socket.peer_addr() {
-            return Err(UdpError::NotConnected {
+            return Err(UdpPlanError::NotConnected {
                 flow: s.flow,
                 reason: e.to_string(),
             });
@@ -703,39 +595,56 @@ enum Done {
 /// What a data thread returns: its figures and, if pinning failed, why.
 type ThreadResult = (Done, Option<io::Error>);
 
-/// Run a UDP test over `plan`. Refuses a bad configuration or plan before touching a socket;
-/// otherwise blocks until every data thread has finished (senders at the stop instant,
-/// receivers after their drain) or the abort flag is set and they noticed it (within about
-/// 20 ms; the caller's sampling loop within the same).
+/// The report of a sending flow whose thread did not hand back a result.
+fn lost_sender(flow: u32, cfg: &UdpConfig, c: &Counts, window: Span) -> UdpSendReport {
+    UdpSendReport {
+        flow,
+        datagram_bytes: cfg.datagram_bytes as u32,
+        target_rate_bps: cfg.rate_bps,
+        datagrams_sent: c.datagrams,
+        bytes_sent: c.bytes,
+        window_datagrams_sent: 0,
+        window_bytes_sent: 0,
+        window: Span {
+            start_ns: window.start_ns,
+            end_ns: window.start_ns,
+        },
+        send_refused: 0,
+        send_errors: c.send_errors,
+        pacing_resets: 0,
+        error: Some(FlowError::panicked()),
+    }
+}
+
+/// Run a UDP test over `plan`. Refuses a plan with duplicate flows or unconnected senders
+/// before touching a socket; otherwise blocks until every data thread has finished (senders
+/// at the stop instant, receivers after their drain) or the abort fired and they noticed it
+/// (within about 20 ms; the caller's sampling loop within the same).
+///
+/// # Errors
+///
+/// [`UdpPlanError`] for a plan the caller built wrong.
 pub fn run(
     cfg: &UdpConfig,
     plan: UdpPlan,
-    sink: &mut dyn Sink,
-    abort: &AtomicBool,
-) -> Result<UdpOutput, UdpError> {
-    check_plan(cfg, &plan)?;
+    sink: &mut dyn Sink<UdpInterval>,
+    abort: &Abort,
+) -> Result<EngineOutput<UdpSide>, UdpPlanError> {
+    check_plan(&plan)?;
     let warmup = cfg.warmup.min(MAX_PHASE);
     let duration = cfg.duration.min(MAX_PHASE);
-    let warmup_ns = dur_ns(warmup);
     let n_send = plan.senders.len();
     let n_threads = n_send + plan.receivers.len();
-    let mut meta: Vec<CounterMeta> = plan
+    let mut meta: Vec<(u32, Role)> = plan
         .senders
         .iter()
-        .map(|s| CounterMeta {
-            flow: s.flow,
-            role: Role::Sender,
-        })
+        .map(|s| (s.flow, Role::Sender))
         .collect();
     for r in &plan.receivers {
-        meta.extend(r.flows.iter().map(|&flow| CounterMeta {
-            flow,
-            role: Role::Receiver,
-        }));
+        meta.extend(r.flows.iter().map(|&flow| (flow, Role::Receiver)));
     }
     let start = Instant::now();
-    let window_start_at = start + warmup;
-    let stop_at = window_start_at + duration;
+    let stop_at = start + warmup + duration;
     let shared = Shared {
         start,
         stop_at,
@@ -760,10 +669,10 @@ pub fn run(
                 &shared.final_cpu,
                 idx,
                 tid_tx.clone(),
-                cfg.cpu,
+                cfg.pin.thread_cpu(idx),
                 move || Done::Send(run_sender(s.flow, &s.socket, counters, cfg, shared, abort)),
             );
-            handles.push(h);
+            handles.push((DataThread::Flow(s.flow), h));
         }
         for (i, r) in plan.receivers.iter().enumerate() {
             let _ = r.socket.set_read_timeout(Some(POLL_TIMEOUT));
@@ -776,21 +685,21 @@ pub fn run(
                 &shared.final_cpu,
                 n_send + i,
                 tid_tx.clone(),
-                cfg.cpu,
+                cfg.pin.thread_cpu(n_send + i),
                 move || {
                     Done::Recv(run_receiver(
                         &r.socket, r.peer, &r.flows, counters, cfg, shared, abort,
                     ))
                 },
             );
-            handles.push(h);
+            handles.push((DataThread::UdpReceiver(i as u32), h));
         }
         let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
         let mut sampler = UdpSampler {
             shared: &shared,
             meta: &meta,
-            prev: vec![[0u64; 5]; meta.len()],
-            warmup_ns,
+            prev: vec![Counts::default(); meta.len()],
+            warmup_ns: dur_ns(warmup),
             sink,
         };
         let timeline = Timeline {
@@ -798,126 +707,124 @@ pub fn run(
             warmup,
             duration,
             interval: cfg.interval.map(|i| i.max(Duration::from_millis(1))),
-            check_every: None,
+            policy: cfg.policy,
             unopened: Unopened::AtZero,
+            cpus_used: cfg.pin.cpus_used(n_threads),
         };
         let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
             handles
                 .into_iter()
-                .enumerate()
-                .map(|(idx, h)| match h {
+                .map(|(thread, h)| match h {
                     Ok(h) => h.join().ok(),
                     Err(e) => {
-                        warnings.push(format!("data thread {idx}: could not start: {e}"));
+                        warnings.push(Warning::ThreadStartFailed {
+                            thread,
+                            error: OsError::from(&e),
+                        });
                         None
                     }
                 })
                 .collect::<Vec<Option<ThreadResult>>>()
         });
-        let (results, aborted) = (out.done, out.aborted);
-        let (intervals, udp_intervals) = out.intervals.into_iter().unzip();
-
+        let mut results = out.done.into_iter();
         let window = cfg.sender_window();
         let mut senders = Vec::with_capacity(n_send);
-        let mut receivers = Vec::new();
-        let mut sockets = Vec::with_capacity(recv_flows.len());
-        let mut results = results.into_iter();
         for (idx, (s, res)) in plan.senders.iter().zip(results.by_ref()).enumerate() {
             let (done, pin_err) = match res {
                 Some((Done::Send(d), pin_err)) => (Some(d), pin_err),
                 _ => (None, None),
             };
             if let Some(e) = pin_err {
-                warnings.push(format!("sending flow {}: {e}", s.flow));
+                warnings.push(Warning::PinFailed {
+                    thread: DataThread::Flow(s.flow),
+                    error: OsError::from(&e),
+                });
             }
-            let c = shared.counters[idx].load();
             senders.push(match done {
                 Some(d) => UdpSendReport {
                     flow: s.flow,
-                    datagram_bytes: cfg.msg_size_bytes as u32,
+                    datagram_bytes: cfg.datagram_bytes as u32,
                     target_rate_bps: cfg.rate_bps,
                     datagrams_sent: d.datagrams,
                     bytes_sent: d.bytes,
                     window_datagrams_sent: d.window_datagrams,
                     window_bytes_sent: d.window_bytes,
-                    window_start_ns: window.start_ns,
-                    window_end_ns: d.end_ns,
+                    window: Span {
+                        start_ns: window.start_ns,
+                        end_ns: d.end_ns,
+                    },
+                    send_refused: d.send_refused,
                     send_errors: d.send_errors,
                     pacing_resets: d.pacing_resets,
                     error: d.error,
                 },
-                None => UdpSendReport {
-                    flow: s.flow,
-                    datagram_bytes: cfg.msg_size_bytes as u32,
-                    target_rate_bps: cfg.rate_bps,
-                    datagrams_sent: c[0],
-                    bytes_sent: c[1],
-                    window_datagrams_sent: 0,
-                    window_bytes_sent: 0,
-                    window_start_ns: window.start_ns,
-                    window_end_ns: window.start_ns,
-                    send_errors: c[2],
-                    pacing_resets: 0,
-                    error: Some("flow thread failed".into()),
-                },
+                None => lost_sender(s.flow, cfg, &shared.counters[idx].load(), window),
             });
         }
+        let mut receivers = Vec::new();
+        let mut sockets = Vec::with_capacity(recv_flows.len());
         for (i, (flows, res)) in recv_flows.iter().zip(results).enumerate() {
+            let thread = DataThread::UdpReceiver(i as u32);
             let (done, pin_err) = match res {
                 Some((Done::Recv(d), pin_err)) => (Some(d), pin_err),
                 _ => (None, None),
             };
             if let Some(e) = pin_err {
-                warnings.push(format!("receive socket {i}: {e}"));
+                warnings.push(Warning::PinFailed {
+                    thread,
+                    error: OsError::from(&e),
+                });
             }
-            match done {
+            let (demux, error) = match done {
                 Some(d) => {
                     if d.drain_truncated {
-                        warnings.push(format!(
-                            "receive socket {i}: datagrams still arriving {} ms after the stop; \
-                             reception was cut there",
-                            cfg.drain_limit.as_millis()
-                        ));
+                        warnings.push(Warning::DrainTruncated {
+                            thread,
+                            drain_limit_ms: cfg.drain_limit.as_millis() as u64,
+                        });
                     }
-                    for mut r in d.demux.reports() {
-                        r.error.clone_from(&d.error);
-                        receivers.push(r);
-                    }
-                    sockets.push(UdpRecvSocketReport {
-                        flows: flows.clone(),
-                        invalid: d.demux.invalid(),
-                        error: d.error,
-                    });
+                    (d.demux, d.error)
                 }
-                None => {
-                    let empty = RecvDemux::new(
+                None => (
+                    RecvDemux::new(
                         flows
                             .iter()
                             .map(|&f| FlowRecvAccounting::new(f, cfg.reorder_window_seqs, window))
                             .collect(),
-                    );
-                    for mut r in empty.reports() {
-                        r.error = Some("receive thread failed".into());
-                        receivers.push(r);
-                    }
-                    sockets.push(UdpRecvSocketReport {
-                        flows: flows.clone(),
-                        invalid: empty.invalid(),
-                        error: Some("receive thread failed".into()),
-                    });
-                }
-            }
+                    ),
+                    Some(FlowError::panicked()),
+                ),
+            };
+            receivers.extend(demux.reports().into_iter().map(|mut r: UdpRecvReport| {
+                r.error.clone_from(&error);
+                r
+            }));
+            sockets.push(UdpRecvSocketReport {
+                flows: flows.clone(),
+                invalid: demux.invalid(),
+                rcvbuf_drops: None,
+                error,
+            });
         }
-        let cpu = out.cpu.map_err(|e| warnings.push(e)).ok();
-        UdpOutput {
-            senders,
-            receivers,
-            sockets,
-            intervals,
-            udp_intervals,
+        let cpu = out
+            .cpu
+            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
+            .ok();
+        EngineOutput {
+            data: UdpSide {
+                senders,
+                receivers,
+                sockets,
+                intervals: out.intervals,
+                host_drops: None,
+            },
             cpu,
             warnings,
-            aborted,
+            aborted: out.aborted,
+            engine: EngineKind::ThreadPerFlow {
+                threads: n_threads as u32,
+                placement: cfg.pin.placement(n_threads),
+            },
         }
     });
     Ok(out)
@@ -927,14 +834,17 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn pacer(msg_bytes: u128, rate_bps: u128) -> Pacer {
-        Pacer {
-            bits_per_datagram: msg_bytes * 8,
+    fn config(datagram_bytes: usize, rate_bps: Option<u64>) -> UdpConfig {
+        UdpConfig {
+            datagram_bytes,
             rate_bps,
-            gap_ns: 0,
-            base: Instant::now(),
-            base_seq: 0,
-            resets: 0,
+            warmup: Duration::ZERO,
+            duration: Duration::MAX,
+            interval: None,
+            drain_limit: Duration::from_secs(1),
+            reorder_window_seqs: 64,
+            pin: Pinning::default(),
+            policy: None,
         }
     }
 
@@ -942,40 +852,50 @@ mod tests {
     fn schedule_does_not_drift() {
         // 1200 bytes at 7 Mbit/s: a gap of 1_371_428.57 ns; rounding each gap would drift by
         // 0.57 ns per datagram.
-        let p = pacer(1200, 7_000_000);
+        let t0 = Instant::now();
+        let s = config(1200, Some(7_000_000)).schedule(t0).unwrap();
         for n in [0u64, 1, 7, 1_000_000, 123_456_789] {
             let want = u128::from(n) * 9600 * 1_000_000_000 / 7_000_000;
-            let got = p.due(n).unwrap() - p.base;
+            let got = s.due(n).unwrap() - t0;
             assert_eq!(got.as_nanos(), want, "datagram {n}");
         }
         // Far beyond any Instant: no panic, no schedule.
-        let p = pacer(65_507, 1);
-        assert!(p.due(u64::MAX).is_none());
+        let s = config(65_507, Some(1)).schedule(t0).unwrap();
+        assert!(s.due(u64::MAX).is_none());
     }
 
     #[test]
-    fn config_validation() {
-        let mut c = UdpConfig {
-            msg_size_bytes: HEADER_BYTES,
-            rate_bps: None,
-            warmup: Duration::ZERO,
-            duration: Duration::MAX,
-            interval: None,
-            drain_limit: Duration::from_secs(1),
-            reorder_window_seqs: 64,
-            cpu: None,
-        };
-        assert_eq!(c.validate(), Ok(()));
+    fn windows_and_drain() {
+        let c = config(24, None);
         // Absurd durations are cut, not overflowed.
         assert_eq!(c.sender_window().end_ns, dur_ns(MAX_PHASE));
-        c.msg_size_bytes = MAX_DATAGRAM_BYTES + 1;
+        assert_eq!(c.drain_quiet(), MIN_DRAIN_QUIET);
+        // 1400 B at 100 kbit/s: 112 ms between datagrams; quiet 4 gaps, capped by the limit.
+        let c = config(1400, Some(100_000));
+        assert_eq!(
+            c.drain_quiet(),
+            Duration::from_secs(1).min(Duration::from_millis(448))
+        );
+    }
+
+    #[test]
+    fn send_errors_are_classified() {
+        let e = |n| io::Error::from_raw_os_error(n);
         assert!(matches!(
-            c.validate(),
-            Err(UdpError::MessageTooLarge { .. })
+            classify_send_error(&e(libc::ENOBUFS)),
+            SendFailure::Refused
         ));
-        c.msg_size_bytes = MAX_DATAGRAM_BYTES;
-        c.rate_bps = Some(1);
-        assert_eq!(c.validate(), Ok(()));
-        assert_eq!(c.gap_ns(), Some(65_507 * 8 * 1_000_000_000));
+        assert!(matches!(
+            classify_send_error(&e(libc::EAGAIN)),
+            SendFailure::Refused
+        ));
+        assert!(matches!(
+            classify_send_error(&e(libc::ECONNREFUSED)),
+            SendFailure::Transient
+        ));
+        assert!(matches!(
+            classify_send_error(&e(libc::EBADF)),
+            SendFailure::Fatal
+        ));
     }
 }

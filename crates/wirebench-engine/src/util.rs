@@ -1,9 +1,10 @@
 //! Small helpers shared by the engines.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::abort::Abort;
 
 /// ns from `start` to `t` (0 if `t` is earlier; saturating at `u64::MAX`, after 584 years).
 pub(crate) fn ns_since(start: Instant, t: Instant) -> u64 {
@@ -20,9 +21,9 @@ pub(crate) fn is_timeout(e: &io::Error) -> bool {
 }
 
 /// Sleep until `t` or until `abort` is set (checked at least every 20 ms); false on abort.
-pub(crate) fn sleep_until(t: Instant, abort: &AtomicBool) -> bool {
+pub(crate) fn sleep_until(t: Instant, abort: &Abort) -> bool {
     loop {
-        if abort.load(Ordering::Relaxed) {
+        if abort.is_set() {
             return false;
         }
         let now = Instant::now();

@@ -1,13 +1,12 @@
-//! What the two TCP stream engines share: [`crate::stream`] (a thread per flow) and
-//! [`crate::many`] (a few epoll workers) differ only in how their flows move bytes.
+//! What the two TCP stream engines share: the thread-per-flow engine ([`super`]) and the
+//! epoll engine ([`super::many`]) differ only in how their flows move bytes.
 //!
 //! Both keep each flow's running byte total in its own cache-line-sized [`Counter`] in a
 //! [`Shared`], end each flow with a [`FlowDone`], and leave the sampling thread to
-//! [`Run::finish`]: the [`crate::timeline`] driver with the stream sampler (byte counts per
-//! interval, the counters at the window start and at the stop instant, the `max_rx_bps`
-//! policy), then the per-flow [`FlowSide`]s, warnings and CPU report of a [`StreamOutput`].
+//! [`Run::finish`]: the timeline driver with the stream sampler (byte counts per interval,
+//! the counters at the window start and at the stop instant), then the per-flow
+//! [`FlowSide`]s, warnings and CPU report of an [`EngineOutput`].
 
-use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,25 +14,21 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use socket2::SockRef;
-use wirebench_proto::measure::{FlowInterval, FlowSide, IntervalSample, Role, TcpInfoReport};
-use wirebench_proto::spec::FlowDir;
+use wirebench_model::abort::EngineKind;
+use wirebench_model::side::{
+    ByteInterval, FlowBytes, FlowSide, PathUsed, Role, SocketFacts, Span, StreamSide,
+    TcpInfoReport, VerifyCounts, ZeroCopyStats,
+};
+use wirebench_model::spec::FlowDir;
+use wirebench_model::warning::{DataThread, FallbackReason, FlowError, Step, Warning};
 use wirebench_sys::thread::CpuTimes;
 
+use super::{FlowPlan, StreamConfig};
+use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
-use crate::paths::PathReport;
-use crate::stream::{tcp_info_report, FlowPlan, StreamConfig, StreamOutput};
-use crate::timeline::{DataThreads, Engine, Timeline, Unopened};
-use crate::Sink;
-
-/// Slack of the receive-rate policy: this much time at the limit, plus [`RX_SLACK_BYTES`].
-const RX_SLACK: Duration = Duration::from_millis(250);
-/// Fixed slack of the receive-rate policy, bytes (socket buffers drained at once).
-const RX_SLACK_BYTES: u64 = 4 << 20;
-
-/// Bytes a flow may have moved `elapsed` after its start at `rate_bps`.
-pub(crate) fn paced_allowance(rate_bps: u64, elapsed: Duration) -> u64 {
-    (u128::from(rate_bps) * elapsed.as_nanos() / 8_000_000_000).min(u128::from(u64::MAX)) as u64
-}
+use crate::threads::DataThreads;
+use crate::timeline::{Engine, Timeline, Unopened};
+use crate::{EngineOutput, Sink};
 
 /// A flow's running byte total: written (a plain store) only by the thread that moves the
 /// flow's bytes, read by the sampling thread.
@@ -68,73 +63,85 @@ impl Shared {
     }
 }
 
+/// What a flow's path reports at its end.
+#[derive(Debug, Clone)]
+pub(crate) struct PathReport {
+    /// The path used.
+    pub(crate) path: PathUsed,
+    /// Why the requested path was not used (then `path` is copy), with the path asked for.
+    pub(crate) fallback: Option<(PathUsed, FallbackReason)>,
+    /// Zero-copy accounting, for the paths that have it.
+    pub(crate) zerocopy: Option<ZeroCopyStats>,
+}
+
 /// A flow's result, as its data thread leaves it.
 pub(crate) struct FlowDone {
     pub(crate) total_bytes: u64,
     pub(crate) last_byte_ns: Option<u64>,
-    pub(crate) tcp_info: Option<TcpInfoReport>,
-    pub(crate) congestion: Option<String>,
-    pub(crate) pmtu_bytes: Option<u32>,
-    pub(crate) sndbuf_bytes: Option<u32>,
-    pub(crate) rcvbuf_bytes: Option<u32>,
-    pub(crate) error: Option<String>,
+    pub(crate) socket: SocketFacts,
+    pub(crate) error: Option<FlowError>,
     pub(crate) drain_truncated: bool,
     pub(crate) path: PathReport,
-    pub(crate) verified_bytes: Option<u64>,
-    pub(crate) verify_errors: Option<u64>,
+    pub(crate) verify: Option<VerifyCounts>,
 }
 
 impl FlowDone {
     /// A result with `total_bytes`, `error` and `path`, and nothing else yet.
-    pub(crate) fn new(total_bytes: u64, error: Option<String>, path: PathReport) -> FlowDone {
+    pub(crate) fn new(total_bytes: u64, error: Option<FlowError>, path: PathReport) -> FlowDone {
         FlowDone {
             total_bytes,
             last_byte_ns: None,
-            tcp_info: None,
-            congestion: None,
-            pmtu_bytes: None,
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
+            socket: SocketFacts::default(),
             error,
             drain_truncated: false,
             path,
-            verified_bytes: None,
-            verify_errors: None,
+            verify: None,
         }
     }
 
     /// Pinning the flow's thread failed: that is the flow's error, unless it has its own.
     pub(crate) fn pin_failed(&mut self, e: &io::Error) {
         self.error
-            .get_or_insert_with(|| format!("could not pin to CPU: {e}"));
+            .get_or_insert_with(|| FlowError::os(Step::Pin, e));
     }
 }
 
-/// Socket buffer sizes, congestion control, path MTU and TCP_INFO of `s`, into `done`.
-pub(crate) fn socket_facts<F: AsFd>(s: &F, done: &mut FlowDone) {
+/// Convert the `-sys` TCP_INFO into the report.
+pub fn tcp_info_report(i: &wirebench_sys::tcp::TcpInfo) -> TcpInfoReport {
+    TcpInfoReport {
+        retransmits_total: i.retransmits_total,
+        rtt_us: i.rtt_us,
+        rttvar_us: i.rttvar_us,
+        min_rtt_us: i.min_rtt_us,
+        snd_cwnd_segments: i.snd_cwnd_segments,
+        snd_mss_bytes: i.snd_mss_bytes,
+        rcv_mss_bytes: i.rcv_mss_bytes,
+        pmtu_bytes: i.pmtu_bytes,
+        delivery_rate_bps: i.delivery_rate_bytes_per_s.map(|b| b.saturating_mul(8)),
+        bytes_acked: i.bytes_acked,
+        bytes_received: i.bytes_received,
+        busy_us: i.busy_time_us,
+        rwnd_limited_us: i.rwnd_limited_us,
+        sndbuf_limited_us: i.sndbuf_limited_us,
+    }
+}
+
+/// Socket buffer sizes, congestion control, path MTU and TCP_INFO of `s`.
+pub fn socket_facts<F: AsFd>(s: &F) -> SocketFacts {
     let sock = SockRef::from(s);
-    done.sndbuf_bytes = sock.send_buffer_size().ok().map(|v| v as u32);
-    done.rcvbuf_bytes = sock.recv_buffer_size().ok().map(|v| v as u32);
-    done.congestion = wirebench_sys::tcp::congestion(s).ok();
-    done.pmtu_bytes = wirebench_sys::tcp::ip_mtu(s).ok();
-    done.tcp_info = wirebench_sys::tcp::tcp_info(s)
-        .ok()
-        .map(|i| tcp_info_report(&i));
-}
-
-/// "flow 3" or "flows 0, 1, 2".
-fn flow_list(flows: &[u32]) -> String {
-    match flows {
-        [one] => format!("flow {one}"),
-        _ => {
-            let ids: Vec<String> = flows.iter().map(u32::to_string).collect();
-            format!("flows {}", ids.join(", "))
-        }
+    SocketFacts {
+        sndbuf_bytes: sock.send_buffer_size().ok().map(|v| v as u32),
+        rcvbuf_bytes: sock.recv_buffer_size().ok().map(|v| v as u32),
+        congestion: wirebench_sys::tcp::congestion(s).ok(),
+        pmtu_bytes: wirebench_sys::tcp::ip_mtu(s).ok(),
+        tcp_info: wirebench_sys::tcp::tcp_info(s)
+            .ok()
+            .map(|i| tcp_info_report(&i)),
     }
 }
 
-/// The stream engines' side of the timeline: byte counts per interval, the counters at the
-/// window start and at the stop instant, and the `max_rx_bps` policy.
+/// The stream engines' side of the timeline: byte counts per interval, and the counters at
+/// the window start and at the stop instant.
 struct Sampler<'a> {
     shared: &'a Shared,
     /// Per flow index: id and role.
@@ -142,10 +149,7 @@ struct Sampler<'a> {
     /// Counters at the previous interval boundary.
     prev: Vec<u64>,
     warmup_ns: u64,
-    sink: &'a mut dyn Sink,
-    /// Flow indexes of the receiving flows.
-    receivers: Vec<usize>,
-    max_rx_bps: Option<u64>,
+    sink: &'a mut dyn Sink<ByteInterval>,
     /// Counters at the window start (zeros if the window was open from 0).
     window_start_bytes: Vec<u64>,
     /// Counters at the stop instant.
@@ -163,45 +167,34 @@ impl Sampler<'_> {
 }
 
 impl Engine for Sampler<'_> {
-    type Sample = IntervalSample;
+    type Sample = ByteInterval;
 
-    fn check(&mut self, now: Instant, now_ns: u64) -> Option<String> {
-        let max = self.max_rx_bps?;
-        let got: u64 = self
-            .receivers
+    fn moved_bytes(&self) -> u64 {
+        self.shared
+            .counters
             .iter()
-            .map(|&i| self.shared.counters[i].0.load(Ordering::Relaxed))
-            .sum();
-        let allowed =
-            paced_allowance(max, now - self.shared.start + RX_SLACK).saturating_add(RX_SLACK_BYTES);
-        (got > allowed).then(|| {
-            format!(
-                "limit exceeded: data arrived at {} bit/s on average, above the server's \
-                 max_rate_bps of {max}",
-                u128::from(got) * 8_000_000_000 / now_ns.max(1) as u128
-            )
-        })
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .fold(0u64, u64::saturating_add)
     }
 
     fn open_window(&mut self, _now_ns: u64) {
         self.window_start_bytes = self.load();
     }
 
-    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> IntervalSample {
+    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> ByteInterval {
         let mut out = Vec::with_capacity(self.roles.len());
         for (i, &(flow, role)) in self.roles.iter().enumerate() {
             let now = self.shared.counters[i].0.load(Ordering::Relaxed);
-            out.push(FlowInterval {
+            out.push(FlowBytes {
                 flow,
                 role,
                 bytes: now.saturating_sub(self.prev[i]),
             });
             self.prev[i] = now;
         }
-        let s = IntervalSample {
+        let s = ByteInterval {
             index,
-            start_ns,
-            end_ns,
+            span: Span { start_ns, end_ns },
             in_warmup: start_ns < self.warmup_ns,
             flows: out,
         };
@@ -219,33 +212,53 @@ impl Engine for Sampler<'_> {
 /// A stream run, as its sampling thread sees it once the data threads are started.
 pub(crate) struct Run<'a> {
     pub(crate) cfg: &'a StreamConfig,
-    /// How often the `max_rx_bps` policy is checked.
-    pub(crate) check_every: Duration,
     pub(crate) shared: &'a Shared,
     /// Per flow index: id, role, direction.
     pub(crate) meta: Vec<(u32, Role, FlowDir)>,
     /// CPU snapshot at 0, before the data threads started.
     pub(crate) at_start: CpuSnapshot,
     /// Warnings so far.
-    pub(crate) warnings: Vec<String>,
+    pub(crate) warnings: Vec<Warning>,
+    /// The engine that runs the flows.
+    pub(crate) engine: EngineKind,
+    /// Data threads (for the CPUs they may use).
+    pub(crate) threads: usize,
+}
+
+/// Add `flow` to the fallback group of (`requested`, `reason`).
+fn group_fallback(
+    groups: &mut Vec<(PathUsed, FallbackReason, Vec<u32>)>,
+    flow: u32,
+    requested: PathUsed,
+    reason: &FallbackReason,
+) {
+    match groups
+        .iter_mut()
+        .find(|(p, r, _)| *p == requested && r == reason)
+    {
+        Some((_, _, flows)) => flows.push(flow),
+        None => groups.push((requested, reason.clone(), vec![flow])),
+    }
 }
 
 impl<'a> Run<'a> {
-    /// A run of `plans` (none started yet: this takes the CPU snapshot at 0), with the policy
-    /// checked every `check_every`.
+    /// A run of `plans` on `threads` data threads (none started yet: this takes the CPU
+    /// snapshot at 0).
     pub(crate) fn new(
         cfg: &'a StreamConfig,
-        check_every: Duration,
         shared: &'a Shared,
         plans: &[FlowPlan],
+        engine: EngineKind,
+        threads: usize,
     ) -> Run<'a> {
         Run {
             cfg,
-            check_every,
             shared,
             meta: plans.iter().map(|p| (p.flow, p.role, p.dir)).collect(),
             at_start: CpuSnapshot::take(0, &[], &|_| None),
             warnings: Vec::new(),
+            engine,
+            threads,
         }
     }
 
@@ -254,17 +267,18 @@ impl<'a> Run<'a> {
     pub(crate) fn finish(
         self,
         threads: &DataThreads<'_>,
-        sink: &mut dyn Sink,
-        abort: &AtomicBool,
+        sink: &mut dyn Sink<ByteInterval>,
+        abort: &Abort,
         join: impl FnOnce() -> Vec<Option<FlowDone>>,
-    ) -> StreamOutput {
+    ) -> EngineOutput<StreamSide> {
         let Run {
             cfg,
-            check_every,
             shared,
             meta,
             at_start,
             mut warnings,
+            engine,
+            threads: nthreads,
         } = self;
         let n = meta.len();
         let mut sampler = Sampler {
@@ -273,8 +287,6 @@ impl<'a> Run<'a> {
             prev: vec![0; n],
             warmup_ns: cfg.warmup.as_nanos() as u64,
             sink,
-            receivers: (0..n).filter(|&i| meta[i].1 == Role::Receiver).collect(),
-            max_rx_bps: cfg.max_rx_bps,
             window_start_bytes: vec![0; n],
             stop_bytes: vec![0; n],
         };
@@ -283,14 +295,15 @@ impl<'a> Run<'a> {
             warmup: cfg.warmup,
             duration: cfg.duration,
             interval: cfg.interval,
-            check_every: cfg.max_rx_bps.map(|_| check_every),
+            policy: cfg.policy,
             unopened: Unopened::AtZero,
+            cpus_used: cfg.pin.cpus_used(nthreads),
         };
         let out = timeline.run(&mut sampler, threads, at_start, abort, join);
         let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
 
         let mut flows = Vec::with_capacity(n);
-        let mut fallbacks: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        let mut fallbacks = Vec::new();
         for (i, (flow, role, dir)) in meta.into_iter().enumerate() {
             let done = out.done[i].as_ref();
             let start_bytes = sampler.window_start_bytes[i];
@@ -304,49 +317,66 @@ impl<'a> Run<'a> {
                     (total.saturating_sub(start_bytes), last.max(window_start_ns))
                 }
             };
-            if let Some(reason) = done.and_then(|d| d.path.fallback.as_deref()) {
-                fallbacks.entry(reason.to_string()).or_default().push(flow);
+            if let Some((requested, reason)) = done.and_then(|d| d.path.fallback.as_ref()) {
+                group_fallback(&mut fallbacks, flow, *requested, reason);
             }
             if done.is_some_and(|d| d.drain_truncated) {
-                warnings.push(format!(
-                    "flow {flow}: no EOF within {} ms after the stop; its receive window was cut there",
-                    cfg.drain_limit.as_millis()
-                ));
+                warnings.push(Warning::DrainTruncated {
+                    thread: DataThread::Flow(flow),
+                    drain_limit_ms: cfg.drain_limit.as_millis() as u64,
+                });
             }
+            let requested = match role {
+                Role::Sender => PathUsed::Send(cfg.send_path),
+                Role::Receiver => PathUsed::Recv(cfg.recv_path),
+            };
             flows.push(FlowSide {
                 flow,
                 dir,
                 role,
                 total_bytes: total,
                 window_bytes,
-                window_start_ns,
-                window_end_ns,
-                sndbuf_bytes: done.and_then(|d| d.sndbuf_bytes),
-                rcvbuf_bytes: done.and_then(|d| d.rcvbuf_bytes),
-                congestion: done.and_then(|d| d.congestion.clone()),
-                pmtu_bytes: done.and_then(|d| d.pmtu_bytes),
-                tcp_info: done.and_then(|d| d.tcp_info.clone()),
+                window: Span {
+                    start_ns: window_start_ns,
+                    end_ns: window_end_ns,
+                },
+                socket: done.map(|d| d.socket.clone()).unwrap_or_default(),
                 error: match done {
                     Some(d) => d.error.clone(),
-                    None => Some("flow thread failed".into()),
+                    None => Some(FlowError::panicked()),
                 },
-                path: done.map(|d| d.path.path.to_string()),
-                path_fallback: done.and_then(|d| d.path.fallback.clone()),
+                path: done.map_or(requested, |d| d.path.path),
+                path_fallback: done.and_then(|d| d.path.fallback.clone().map(|f| f.1)),
                 zerocopy: done.and_then(|d| d.path.zerocopy.clone()),
-                verified_bytes: done.and_then(|d| d.verified_bytes),
-                verify_errors: done.and_then(|d| d.verify_errors),
+                verify: done.and_then(|d| d.verify),
             });
         }
-        for (reason, flows) in fallbacks {
-            warnings.push(format!("{}: {reason}", flow_list(&flows)));
+        for (requested, reason, flows) in fallbacks {
+            warnings.push(Warning::PathFallback {
+                flows,
+                requested,
+                reason,
+            });
         }
-        let cpu = out.cpu.map_err(|e| warnings.push(e)).ok();
-        StreamOutput {
-            flows,
-            intervals: out.intervals,
+        let cpu = out
+            .cpu
+            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
+            .ok();
+        EngineOutput {
+            data: StreamSide {
+                flows,
+                intervals: out.intervals,
+            },
             cpu,
             warnings,
             aborted: out.aborted,
+            engine,
         }
     }
+}
+
+/// How long receivers wait for EOF after the stop instant, as a `Duration` helper for the
+/// engines' deadline arithmetic.
+pub(crate) fn drain_end_ns(stop_ns: u64, drain_limit: Duration) -> u64 {
+    stop_ns.saturating_add(u64::try_from(drain_limit.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -1,16 +1,15 @@
 //! Bulk TCP transfer for many flows: the TCP_STREAM workload on a few epoll worker threads.
 //!
-//! [`run`] has the contract of [`crate::stream::run`] and returns the same [`StreamOutput`]:
-//! the same timeline (warm-up, window start, stop instant, receiver drain to EOF bounded by
-//! `drain_limit`), the same per-flow [`FlowSide`] fields, the same interval tiling, CPU
-//! snapshots at window start and at the stop instant, the same abort behaviour and the same
-//! `max_rx_bps` policy (checked every [`POLL_TIMEOUT`] here). See the [`crate::stream`] module
-//! docs for the rules; only the threading differs. It is the same code, not a copy: the
-//! sampling thread runs the timeline driver shared by every engine (the crate-private
-//! `timeline` module), and the counters, per-flow results and output are shared with
-//! [`crate::stream`] (the crate-private `flowside` module).
+//! [`run`] has the contract of the thread-per-flow engine and returns the same
+//! [`EngineOutput`]: the same timeline (warm-up, window start, stop instant, receiver drain to
+//! EOF bounded by `drain_limit`), the same per-flow [`FlowSide`] fields, the same interval
+//! tiling, CPU snapshots at window start and at the stop instant, the same abort behaviour
+//! and the same rate policy. See the [`crate::stream`] module docs for the rules; only the
+//! threading differs. It is the same code, not a copy: the sampling thread runs the timeline
+//! driver shared by every engine, and the counters, per-flow results and output are shared
+//! with [`crate::stream`] (its crate-private `flowside` module).
 //!
-//! [`FlowSide`]: wirebench_proto::measure::FlowSide
+//! [`FlowSide`]: wirebench_model::side::FlowSide
 //!
 //! # Threading (neper's model)
 //!
@@ -19,9 +18,8 @@
 //! `i % threads`. Sockets are non-blocking and registered level-triggered, `EPOLLOUT` for
 //! sending flows and `EPOLLIN` for receiving ones. A ready flow moves at most
 //! [`CALLS_PER_EVENT`] messages before the worker turns to the next ready flow, so that the
-//! flows of a worker share it round-robin. Every worker is pinned to
-//! [`StreamConfig::cpu`] when it is set, else worker `w` to
-//! [`StreamConfig::pin_cpus`]`[w % len]` when that is given ([`StreamConfig::thread_cpu`]).
+//! flows of a worker share it round-robin. Worker `w` is pinned as
+//! [`Pinning::thread_cpu`]`(w)` says ([`StreamConfig::pin`]).
 //! The sampling thread is the caller's, as in [`crate::stream`].
 //!
 //! Each flow keeps its running byte total in its own cache-line-sized atomic, preallocated
@@ -42,34 +40,39 @@
 //! # Limitations
 //!
 //! - **Copy path only.** Flows write and read with plain non-blocking `write(2)`/`read(2)`
-//!   and report `path: "copy"`. Any other [`StreamConfig::send_path`] or
-//!   [`StreamConfig::recv_path`] falls back to copy with a `path_fallback` reason and a
-//!   warning, in the form [`crate::paths`] uses for a path whose setup failed. Payload
-//!   verification ([`StreamConfig::verify`]) works.
-//! - **No pacing.** This engine does not pace: callers must use [`crate::stream::run`] for
-//!   runs with [`StreamConfig::rate_bps`]. Called with a rate anyway, it runs the flows
-//!   unpaced and says so in a warning (the run is not aborted).
+//!   and report the copy path. Any other [`StreamConfig::send_path`] or
+//!   [`StreamConfig::recv_path`] falls back to copy with the reason
+//!   [`FallbackReason::EngineHasOnlyCopy`] and a warning. Payload verification
+//!   ([`StreamConfig::verify`]) works.
+//! - **No pacing.** This engine does not pace ([`crate::stream::choose_engine`] never picks
+//!   it for a paced run). Called with a rate anyway, it runs the flows unpaced and says so in
+//!   a warning (the run is not aborted).
 //! - The caller raises `RLIMIT_NOFILE` for its sockets; the engine itself needs one more
 //!   descriptor per worker (the epoll set).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rustix::event::epoll;
-use wirebench_proto::measure::Role;
-use wirebench_proto::spec::{RecvPath, SendPath};
+use wirebench_model::abort::EngineKind;
+use wirebench_model::side::{ByteInterval, PathUsed, Role, StreamSide};
+use wirebench_model::spec::{RecvPath, SendPath};
+use wirebench_model::warning::{Cause, DataThread, FallbackReason, FlowError, Step, Warning};
 
-use crate::flowside::{socket_facts, FlowDone, Run, Shared};
-use crate::paths::{PathReport, Payload, Verifier};
-use crate::stream::{FlowPlan, StreamConfig, StreamOutput};
-use crate::timeline::{spawn_data, started, DataThreads};
+use super::flowside::{drain_end_ns, socket_facts, FlowDone, PathReport, Run, Shared};
+use super::{verify_counts, FlowPlan, StreamConfig};
+use crate::abort::Abort;
+use crate::paths::{Payload, Verifier};
+use crate::threads::{spawn_data, started, DataThreads};
 use crate::util::{is_timeout, ns_since};
-use crate::Sink;
+#[cfg(doc)]
+use crate::Pinning;
+use crate::{EngineOutput, Sink};
 
 /// Longest a worker sleeps in `epoll_wait`, and how often it looks at its flows' deadlines
 /// (receiver drain limit, sender close wait) and at the abort flag.
@@ -87,35 +90,28 @@ const MAX_EVENTS: usize = 1024;
 struct Env<'a> {
     cfg: &'a StreamConfig,
     payload: &'a Payload,
-    /// Fallback reason of sending flows (a path other than copy was asked for).
-    send_fallback: Option<String>,
-    /// Fallback reason of receiving flows.
-    recv_fallback: Option<String>,
 }
 
 impl Env<'_> {
     /// The path a flow of `role` used: always copy, with the fallback reason if another
     /// path was asked for.
     fn path_report(&self, role: Role) -> PathReport {
-        let (path, fallback) = match role {
-            Role::Sender => (SendPath::Copy.name(), self.send_fallback.clone()),
-            Role::Receiver => (RecvPath::Copy.name(), self.recv_fallback.clone()),
+        let (path, requested) = match role {
+            Role::Sender => (
+                PathUsed::Send(SendPath::Copy),
+                PathUsed::Send(self.cfg.send_path),
+            ),
+            Role::Receiver => (
+                PathUsed::Recv(RecvPath::Copy),
+                PathUsed::Recv(self.cfg.recv_path),
+            ),
         };
         PathReport {
             path,
-            fallback,
+            fallback: (requested != path).then_some((requested, FallbackReason::EngineHasOnlyCopy)),
             zerocopy: None,
         }
     }
-}
-
-/// The fallback reason for a path this engine does not have, in the form of
-/// [`crate::paths`]' setup failures.
-fn unsupported(side: &str, name: &str) -> String {
-    format!(
-        "{side} path {name} could not be set up (Unsupported: the many-flow engine has only \
-         the copy path); used copy"
-    )
 }
 
 /// Where a flow is in its life.
@@ -139,7 +135,7 @@ struct Flow<'p> {
     state: State,
     total: u64,
     last: Option<Instant>,
-    error: Option<String>,
+    error: Option<FlowError>,
     drain_truncated: bool,
     verifier: Option<Verifier<'p>>,
     done: Option<FlowDone>,
@@ -149,7 +145,7 @@ struct Flow<'p> {
 struct Worker<'a> {
     env: &'a Env<'a>,
     shared: &'a Shared,
-    abort: &'a AtomicBool,
+    abort: &'a Abort,
     ep: OwnedFd,
     flows: Vec<Flow<'a>>,
     /// Flows not yet done.
@@ -172,20 +168,22 @@ impl<'a> Worker<'a> {
         let mut error = f.error.take();
         if let Some(v) = &f.verifier {
             if let (Some(at), None) = (v.first_error(), &error) {
-                error = Some(format!(
-                    "payload verification failed: {} byte(s) differ, the first at stream offset {at}",
-                    v.errors()
-                ));
+                error = Some(FlowError {
+                    step: Step::Verify,
+                    cause: Cause::Mismatch {
+                        mismatched_bytes: v.errors(),
+                        first_offset: at,
+                    },
+                });
             }
         }
         let mut done = FlowDone::new(f.total, error, self.env.path_report(f.role));
         done.last_byte_ns = f.last.map(|t| ns_since(self.shared.start, t));
         done.drain_truncated = f.drain_truncated;
-        done.verified_bytes = f.verifier.as_ref().map(Verifier::verified_bytes);
-        done.verify_errors = f.verifier.as_ref().map(Verifier::errors);
+        done.verify = f.verifier.as_ref().map(verify_counts);
         if let Some(s) = f.stream.take() {
             let _ = epoll::delete(&self.ep, &s);
-            socket_facts(&s, &mut done);
+            done.socket = socket_facts(&s);
         }
         f.done = Some(done);
         f.state = State::Done;
@@ -194,7 +192,7 @@ impl<'a> Worker<'a> {
 
     /// A sender's turn: write up to [`CALLS_PER_EVENT`] messages.
     fn send(&mut self, i: usize) {
-        let msg = self.env.cfg.msg_size_bytes.max(1);
+        let msg = self.env.cfg.send_size_bytes.max(1);
         let payload = self.env.payload;
         for _ in 0..CALLS_PER_EVENT {
             let f = &mut self.flows[i];
@@ -202,8 +200,7 @@ impl<'a> Worker<'a> {
             let res = (&*s).write(payload.window(f.total, msg));
             match res {
                 Ok(0) => {
-                    f.error =
-                        Some("send failed: peer stopped accepting data (send returned 0)".into());
+                    f.error = Some(FlowError::os(Step::Send, &io::ErrorKind::WriteZero.into()));
                     return self.finish(i);
                 }
                 Ok(n) => {
@@ -216,7 +213,7 @@ impl<'a> Worker<'a> {
                 }
                 Err(e) if is_timeout(&e) => return,
                 Err(e) => {
-                    f.error = Some(format!("send failed: {e}"));
+                    f.error = Some(FlowError::os(Step::Send, &e));
                     return self.finish(i);
                 }
             }
@@ -247,7 +244,7 @@ impl<'a> Worker<'a> {
                 }
                 Err(e) if is_timeout(&e) => return,
                 Err(e) => {
-                    f.error = Some(format!("receive failed: {e}"));
+                    f.error = Some(FlowError::os(Step::Receive, &e));
                     return self.finish(i);
                 }
             }
@@ -304,7 +301,7 @@ impl<'a> Worker<'a> {
     /// Deadlines: receivers past the drain limit, closing senders past their wait.
     fn check_deadlines(&mut self, now: Instant) {
         let stop_ns = self.shared.stop_at_ns.load(Ordering::Relaxed);
-        let drain_end_ns = stop_ns.saturating_add(self.env.cfg.drain_limit.as_nanos() as u64);
+        let drain_end_ns = drain_end_ns(stop_ns, self.env.cfg.drain_limit);
         let now_ns = ns_since(self.shared.start, now);
         for i in 0..self.flows.len() {
             match self.flows[i].state {
@@ -329,7 +326,7 @@ impl<'a> Worker<'a> {
         let mut stopped = false;
         let mut next_scan = Instant::now() + POLL_TIMEOUT;
         while self.active > 0 {
-            if self.abort.load(Ordering::Relaxed) {
+            if self.abort.is_set() {
                 self.abort_all();
                 break;
             }
@@ -354,7 +351,7 @@ impl<'a> Worker<'a> {
                     let e = io::Error::from(e);
                     for f in &mut self.flows {
                         f.error
-                            .get_or_insert_with(|| format!("epoll_wait failed: {e}"));
+                            .get_or_insert_with(|| FlowError::os(Step::Epoll, &e));
                     }
                     self.abort_all();
                     break;
@@ -389,18 +386,18 @@ fn run_worker<'a>(
     plans: Vec<(usize, FlowPlan)>,
     env: &'a Env<'a>,
     shared: &'a Shared,
-    abort: &'a AtomicBool,
+    abort: &'a Abort,
 ) -> Vec<(usize, FlowDone)> {
-    let msg = env.cfg.msg_size_bytes.max(1);
+    let msg = env.cfg.recv_size_bytes.max(1);
     let ep = match epoll::create(epoll::CreateFlags::CLOEXEC) {
         Ok(ep) => ep,
         Err(e) => {
-            let e = format!("could not create an epoll set: {}", io::Error::from(e));
+            let e = FlowError::os(Step::Epoll, &io::Error::from(e));
             return plans
                 .into_iter()
                 .map(|(idx, plan)| {
                     let mut done = FlowDone::new(0, Some(e.clone()), env.path_report(plan.role));
-                    socket_facts(&plan.stream, &mut done);
+                    done.socket = socket_facts(&plan.stream);
                     (idx, done)
                 })
                 .collect();
@@ -437,7 +434,7 @@ fn run_worker<'a>(
                 .map_err(io::Error::from)
         });
         if let Err(e) = res {
-            setup_errors.push((i, format!("could not set the socket up for epoll: {e}")));
+            setup_errors.push((i, FlowError::os(Step::Epoll, &e)));
         }
         w.flows.push(Flow {
             idx,
@@ -472,35 +469,34 @@ fn run_worker<'a>(
 ///
 /// Same contract and output as [`crate::stream::run`] (see the module docs for the
 /// differences: copy path only, no pacing). Blocks until every flow has finished, or the
-/// abort flag is set and the workers noticed it (within about [`POLL_TIMEOUT`]).
+/// abort fired and the workers noticed it (within about [`POLL_TIMEOUT`]).
 pub fn run(
     cfg: &StreamConfig,
     threads: usize,
     plans: Vec<FlowPlan>,
-    sink: &mut dyn Sink,
-    abort: &AtomicBool,
-) -> StreamOutput {
-    let msg = cfg.msg_size_bytes.max(1);
+    sink: &mut dyn Sink<ByteInterval>,
+    abort: &Abort,
+) -> EngineOutput<StreamSide> {
     let n = plans.len();
     let threads = threads.clamp(1, n.max(1));
-    let payload = Payload::new(msg, cfg.verify);
+    let payload = Payload::new(
+        cfg.send_size_bytes.max(cfg.recv_size_bytes).max(1),
+        cfg.verify,
+    );
     let env = Env {
         cfg,
         payload: &payload,
-        send_fallback: (cfg.send_path != SendPath::Copy)
-            .then(|| unsupported("send", cfg.send_path.name())),
-        recv_fallback: (cfg.recv_path != RecvPath::Copy)
-            .then(|| unsupported("receive", cfg.recv_path.name())),
     };
     // One data thread per worker: thread slot = worker index.
     let shared = Shared::new(Instant::now(), n, threads);
-    let mut run = Run::new(cfg, POLL_TIMEOUT, &shared, &plans);
-    if let Some(rate) = cfg.rate_bps {
+    let engine = EngineKind::Epoll {
+        workers: threads as u32,
+        placement: cfg.pin.placement(threads),
+    };
+    let mut run = Run::new(cfg, &shared, &plans, engine, threads);
+    if let Some(rate_bps) = cfg.rate_bps {
         if run.meta.iter().any(|m| m.1 == Role::Sender) {
-            run.warnings.push(format!(
-                "rate_bps {rate} ignored: the many-flow engine does not pace; the flows were \
-                 sent unpaced (use the thread-per-flow stream engine for paced runs)"
-            ));
+            run.warnings.push(Warning::PacingUnsupported { rate_bps });
         }
     }
 
@@ -521,10 +517,10 @@ pub fn run(
                 &shared.final_cpu,
                 w,
                 tid_tx.clone(),
-                cfg.thread_cpu(w),
+                cfg.pin.thread_cpu(w),
                 move || run_worker(share, env, shared, abort),
             );
-            handles.push(started(h, format_args!("worker {w}"), &mut run.warnings));
+            handles.push(started(h, DataThread::Worker(w as u32), &mut run.warnings));
         }
         let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
         run.finish(&threads, sink, abort, || {

@@ -10,46 +10,70 @@
 //!   a sender's window ends here. CPU is snapshotted here on both roles.
 //! - A receiver keeps reading until EOF (bytes that were in flight at the stop instant);
 //!   its window ends at the arrival of the last byte, bounded by `drain_limit`.
-//! - Interval samples tile `[0, end]`, the last one covering the drain. The policy
-//!   [`StreamConfig::max_rx_bps`] is checked every 100 ms.
+//! - Interval samples tile `[0, end]`, the last one covering the drain. A rate policy
+//!   ([`StreamConfig::policy`]) is checked by the timeline.
 //!
-//! The caller's thread is the sampling thread; it runs the timeline driver shared by every
-//! engine (the crate-private `timeline` module), and the per-flow bookkeeping is shared with
-//! [`crate::many`] (the crate-private `flowside` module).
+//! # Engines
 //!
-//! One thread per flow; each keeps its running byte total in its own cache-line-sized atomic
-//! (a plain store, no read-modify-write), which the sampling thread reads at interval
-//! boundaries. No lock is taken per send or receive.
+//! [`run`] chooses how the flows run ([`choose_engine`]): a thread per flow (this module), or
+//! a few epoll worker threads each owning a share of the flows ([`many`], neper's model).
+//! The epoll engine has neither pacing nor the paths other than copy, so it runs only when
+//! every flow copies and no rate is set: with the workers [`StreamConfig::threads`] asks for,
+//! or without a request above [`MANY_FLOW_THRESHOLD`] flows with one worker per online CPU.
+//! Both share the counters, the sampler and the output ([`flowside`]), so their figures mean
+//! the same.
+//!
+//! Each flow keeps its running byte total in its own cache-line-sized atomic (a plain store,
+//! no read-modify-write), which the sampling thread reads at interval boundaries. No lock is
+//! taken per send or receive.
 //!
 //! # Data paths
 //!
 //! A sending flow moves the payload with [`StreamConfig::send_path`], a receiving flow with
 //! [`StreamConfig::recv_path`] (see [`crate::paths`] for the payload, the paths and their
-//! fallback to copy). Every path counts exactly the bytes the kernel accepted or delivered,
-//! so the byte accounting, the intervals, pacing and the stop/drain behaviour are the same
-//! for all of them. Senders whose path keeps sending after a call returns (io_uring) or
-//! that owe completions (`MSG_ZEROCOPY`) settle them after the stop, before the orderly
-//! close; the bytes that completed then count in the flow's total, not its window.
+//! fallback to copy). Every path counts exactly the bytes the kernel accepted or delivered.
+//! Senders whose path keeps sending after a call returns (io_uring) or that owe completions
+//! (`MSG_ZEROCOPY`) settle them after the stop, before the orderly close; the bytes that
+//! completed then count in the flow's total, not its window.
+//!
+//! # Pacing
+//!
+//! With [`StreamConfig::rate_bps`], byte `k` of a flow is due at `start + k × 8 / rate` (the
+//! one schedule of the crate's `pace` module); a paced sender writes about a millisecond's
+//! worth at a time (at most the send size), so the rate is smooth rather than one
+//! message-sized burst at a time.
+
+pub(crate) mod flowside;
+pub mod many;
 
 use std::io::Read;
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use wirebench_proto::measure::{CpuReport, FlowSide, IntervalSample, Role, TcpInfoReport};
-use wirebench_proto::spec::{FlowDir, RecvPath, SendPath};
+use wirebench_model::abort::EngineKind;
+use wirebench_model::side::{ByteInterval, PathUsed, Role, StreamSide, VerifyCounts};
+use wirebench_model::spec::{FlowDir, RecvPath, SendPath};
+use wirebench_model::warning::{Cause, DataThread, EpollBlocker, FlowError, Step, Warning};
 
-use crate::flowside::{paced_allowance, socket_facts, FlowDone, Run, Shared};
+pub use flowside::{socket_facts, tcp_info_report};
+use flowside::{FlowDone, Run, Shared};
+
+use crate::abort::Abort;
+use crate::pace::Schedule;
 use crate::paths::{Disabled, Payload, Receiver, SendShared, Sender, Verifier};
-use crate::timeline::{spawn_data, started, DataThreads};
+use crate::threads::{spawn_data, started, DataThreads};
+use crate::timeline::RatePolicy;
 use crate::util::{is_timeout, ns_since};
-use crate::Sink;
+use crate::{EngineOutput, Pinning, Sink};
 
-/// How often blocked socket calls wake up to look at the stop and abort flags, and how often
-/// the [`StreamConfig::max_rx_bps`] policy is checked.
+/// How often blocked socket calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Flows at one end above which an unpaced copy-path stream runs on the epoll engine.
+pub const MANY_FLOW_THRESHOLD: usize = 32;
 
 /// One connected data socket and what to do with it.
 #[derive(Debug)]
@@ -64,11 +88,13 @@ pub struct FlowPlan {
     pub stream: TcpStream,
 }
 
-/// Parameters of a stream run.
+/// Parameters of a stream run at one end.
 #[derive(Debug, Clone)]
 pub struct StreamConfig {
-    /// Bytes per write/read call.
-    pub msg_size_bytes: usize,
+    /// Bytes per send call.
+    pub send_size_bytes: usize,
+    /// Bytes per receive call.
+    pub recv_size_bytes: usize,
     /// Warm-up before the window opens.
     pub warmup: Duration,
     /// Measured duration.
@@ -77,56 +103,93 @@ pub struct StreamConfig {
     pub interval: Option<Duration>,
     /// How long receivers wait for EOF after the stop instant.
     pub drain_limit: Duration,
-    /// Pin every data thread to this CPU.
-    pub cpu: Option<usize>,
-    /// Without [`StreamConfig::cpu`]: pin data thread `i` (the flow's thread, or the `i`-th
-    /// worker of [`crate::many`]) to `pin_cpus[i % len]`. Empty: no round-robin pinning.
-    pub pin_cpus: Vec<usize>,
-    /// Pace each sending flow to this many payload bits per second. Paced writes are cut to
-    /// about a millisecond's worth of data (at most `msg_size_bytes`) so that the rate is
-    /// smooth rather than one message-sized burst at a time.
+    /// Where the data threads run.
+    pub pin: Pinning,
+    /// Pace each sending flow to this many payload bits per second.
     pub rate_bps: Option<u64>,
-    /// Policy: abort the run if the receiving flows together take in data faster than this
-    /// (bits per second, averaged since the start, with a quarter second plus 4 MiB of slack
-    /// for bursts). The daemon sets it from its `max_rate_bps` limit.
-    pub max_rx_bps: Option<u64>,
-    /// How sending flows send. Pacing (`rate_bps`) works with every path.
+    /// The server's rate policy, enforced on every byte this end moves.
+    pub policy: Option<RatePolicy>,
+    /// How sending flows send. Pacing works with every path.
     pub send_path: SendPath,
     /// How receiving flows receive.
     pub recv_path: RecvPath,
     /// Receivers check every byte against the shared seeded payload (senders then send it).
-    /// Only meaningful with a receive path that delivers data ([`RecvPath::delivers_data`]).
     pub verify: bool,
+    /// Epoll workers asked for (see the module docs); `None` lets the engine choose.
+    pub threads: Option<u32>,
 }
 
-impl StreamConfig {
-    /// The CPU data thread `slot` is pinned to, if any: [`StreamConfig::cpu`], else the
-    /// round-robin choice from [`StreamConfig::pin_cpus`].
-    pub fn thread_cpu(&self, slot: usize) -> Option<usize> {
-        self.cpu.or_else(|| {
-            (!self.pin_cpus.is_empty()).then(|| self.pin_cpus[slot % self.pin_cpus.len()])
+/// Which engine runs a stream end, and what to tell the user about the choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineChoice {
+    /// `Some(workers)` for the epoll engine, `None` for a thread per flow.
+    pub epoll_workers: Option<usize>,
+    /// Why a worker count asked for was ignored.
+    pub note: Option<Warning>,
+}
+
+/// The engine for `flows` flows at this end under `cfg` (see the module docs).
+pub fn choose_engine(cfg: &StreamConfig, flows: usize) -> EngineChoice {
+    let blocker = if cfg.rate_bps.is_some() {
+        Some(EpollBlocker::Paced)
+    } else if cfg.send_path != SendPath::Copy || cfg.recv_path != RecvPath::Copy {
+        Some(EpollBlocker::Paths {
+            send: cfg.send_path,
+            recv: cfg.recv_path,
         })
+    } else {
+        None
+    };
+    let flows = flows.max(1);
+    let (epoll_workers, note) = match (cfg.threads, blocker) {
+        (Some(t), Some(blocker)) => (
+            None,
+            Some(Warning::ThreadsIgnored {
+                threads: t,
+                blocker,
+                flows: flows as u32,
+            }),
+        ),
+        (Some(t), None) => (Some((t as usize).clamp(1, flows)), None),
+        (None, Some(_)) => (None, None),
+        (None, None) if flows > MANY_FLOW_THRESHOLD => (
+            Some(
+                std::thread::available_parallelism()
+                    .map_or(2, |n| n.get())
+                    .min(flows),
+            ),
+            None,
+        ),
+        (None, None) => (None, None),
+    };
+    EngineChoice {
+        epoll_workers,
+        note,
     }
+}
+
+/// Run a stream test over `plans` on the engine [`choose_engine`] picks. Blocks until every
+/// flow has finished (or the abort fired and the flows noticed it, within about 100 ms).
+pub fn run(
+    cfg: &StreamConfig,
+    plans: Vec<FlowPlan>,
+    sink: &mut dyn Sink<ByteInterval>,
+    abort: &Abort,
+) -> EngineOutput<StreamSide> {
+    let choice = choose_engine(cfg, plans.len());
+    let mut out = match choice.epoll_workers {
+        Some(workers) => many::run(cfg, workers, plans, sink, abort),
+        None => run_threads(cfg, plans, sink, abort),
+    };
+    if let Some(note) = choice.note {
+        out.warnings.insert(0, note);
+    }
+    out
 }
 
 /// Message size for a paced sender: about 1 ms of data at `rate_bps`, within [1, msg].
 fn paced_chunk(rate_bps: u64, msg: usize) -> usize {
     ((rate_bps / 8_000) as usize).clamp(1, msg.max(1))
-}
-
-/// What a stream run measured at this end.
-#[derive(Debug, Clone)]
-pub struct StreamOutput {
-    /// Per flow, in the order given.
-    pub flows: Vec<FlowSide>,
-    /// Interval samples (also delivered to the sink as they happened).
-    pub intervals: Vec<IntervalSample>,
-    /// CPU over [window start, stop instant].
-    pub cpu: Option<CpuReport>,
-    /// Measurement problems.
-    pub warnings: Vec<String>,
-    /// Set if the run was aborted, with the reason.
-    pub aborted: Option<String>,
 }
 
 /// What every flow thread of a run shares, read-only.
@@ -137,34 +200,15 @@ struct FlowEnv<'a> {
     disabled: &'a Disabled,
 }
 
-/// Convert the `-sys` TCP_INFO into the wire report.
-pub fn tcp_info_report(i: &wirebench_sys::tcp::TcpInfo) -> TcpInfoReport {
-    TcpInfoReport {
-        retransmits_total: i.retransmits_total,
-        rtt_us: i.rtt_us,
-        rttvar_us: i.rttvar_us,
-        min_rtt_us: i.min_rtt_us,
-        snd_cwnd_segments: i.snd_cwnd_segments,
-        snd_mss_bytes: i.snd_mss_bytes,
-        rcv_mss_bytes: i.rcv_mss_bytes,
-        pmtu_bytes: i.pmtu_bytes,
-        delivery_rate_bps: i.delivery_rate_bytes_per_s.map(|b| b.saturating_mul(8)),
-        bytes_acked: i.bytes_acked,
-        bytes_received: i.bytes_received,
-        rwnd_limited_us: i.rwnd_limited_us,
-        sndbuf_limited_us: i.sndbuf_limited_us,
-    }
-}
-
 fn run_sender(
     s: TcpStream,
     idx: usize,
     env: &FlowEnv<'_>,
     shared: &Shared,
-    abort: &AtomicBool,
+    abort: &Abort,
 ) -> FlowDone {
     let cfg = env.cfg;
-    let msg = cfg.msg_size_bytes.max(1);
+    let msg = cfg.send_size_bytes.max(1);
     let (mut tx, fallback) = Sender::setup(
         cfg.send_path,
         &s,
@@ -176,23 +220,14 @@ fn run_sender(
     let mut total: u64 = 0;
     let mut error = None;
     let counter = &shared.counters[idx].0;
-    let rate_bps = cfg.rate_bps;
-    let chunk = match rate_bps {
-        Some(r) => paced_chunk(r, msg),
-        None => msg,
-    };
-    let paced_from = Instant::now();
-    while !shared.stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
-        if let Some(r) = rate_bps {
-            // Ahead of schedule: wait (bounded, so that stop and abort are seen) until the
-            // allowance covers what was already sent.
-            let allowed = paced_allowance(r, paced_from.elapsed());
-            if total >= allowed {
-                let ahead_ns = (u128::from(total - allowed + chunk as u64) * 8_000_000_000
-                    / u128::from(r.max(1)))
-                .min(100_000_000) as u64;
-                thread::sleep(Duration::from_nanos(ahead_ns.max(20_000)));
-                continue;
+    let schedule = cfg.rate_bps.map(|r| Schedule::bits(Instant::now(), r, 8));
+    let chunk = cfg.rate_bps.map_or(msg, |r| paced_chunk(r, msg));
+    let stop = || shared.stop.load(Ordering::Relaxed) || abort.is_set();
+    while !stop() {
+        if let Some(due) = schedule.as_ref().and_then(|sch| sch.due(total)) {
+            // Ahead of schedule: wait (bounded, so that stop and abort are seen).
+            if !crate::pace::wait_until(due, Duration::ZERO, &stop) {
+                break;
             }
         }
         match tx.send(
@@ -200,7 +235,7 @@ fn run_sender(
             env.payload,
             total,
             chunk,
-            rate_bps.is_some(),
+            schedule.is_some(),
             POLL_TIMEOUT,
         ) {
             Ok(n) => {
@@ -209,12 +244,12 @@ fn run_sender(
             }
             Err(e) if is_timeout(&e) => {}
             Err(e) => {
-                error = Some(format!("send failed: {e}"));
+                error = Some(FlowError::os(Step::Send, &e));
                 break;
             }
         }
     }
-    if !abort.load(Ordering::Relaxed) {
+    if !abort.is_set() {
         // Sends still in flight (io_uring) complete before the close; their bytes count in
         // the total (after the stop, so not in the window).
         let (extra, err) = tx.finish(&s, cfg.drain_limit);
@@ -232,7 +267,7 @@ fn run_sender(
         let _ = s.shutdown(Shutdown::Write);
         let deadline = Instant::now() + cfg.drain_limit;
         let mut sink = [0u8; 512];
-        while Instant::now() < deadline && !abort.load(Ordering::Relaxed) {
+        while Instant::now() < deadline && !abort.is_set() {
             match (&s).read(&mut sink) {
                 Ok(0) => break,
                 Ok(_) => {}
@@ -241,16 +276,16 @@ fn run_sender(
             }
         }
         // MSG_ZEROCOPY notifications of the last sends arrive once their data is freed.
-        if !abort.load(Ordering::Relaxed) {
+        if !abort.is_set() {
             let (_, err) = tx.finish(&s, cfg.drain_limit);
             error = err;
         }
     }
     let mut path = tx.report();
-    path.fallback = fallback;
+    path.fallback = fallback.map(|f| (PathUsed::Send(cfg.send_path), f));
     let mut done = FlowDone::new(total, error, path);
     drop(tx);
-    socket_facts(&s, &mut done);
+    done.socket = socket_facts(&s);
     done
 }
 
@@ -259,11 +294,10 @@ fn run_receiver(
     idx: usize,
     env: &FlowEnv<'_>,
     shared: &Shared,
-    abort: &AtomicBool,
+    abort: &Abort,
 ) -> FlowDone {
     let cfg = env.cfg;
-    let msg = cfg.msg_size_bytes.max(1);
-    let drain_limit = cfg.drain_limit;
+    let msg = cfg.recv_size_bytes.max(1);
     let (mut rx, fallback) = Receiver::setup(cfg.recv_path, &s, msg, env.disabled);
     let mut buf = vec![0u8; msg];
     // Verification needs the data in user space: only on the paths that deliver it.
@@ -277,7 +311,7 @@ fn run_receiver(
     // Sleep until a whole message is queued rather than waking for every segment batch.
     let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
     loop {
-        if abort.load(Ordering::Relaxed) {
+        if abort.is_set() {
             break;
         }
         match rx.recv(&s, &mut buf, verifier.as_mut(), POLL_TIMEOUT) {
@@ -291,49 +325,60 @@ fn run_receiver(
                 if shared.stop.load(Ordering::Relaxed) {
                     let stop_ns = shared.stop_at_ns.load(Ordering::Relaxed);
                     let now_ns = ns_since(shared.start, Instant::now());
-                    if now_ns > stop_ns.saturating_add(drain_limit.as_nanos() as u64) {
+                    if now_ns > flowside::drain_end_ns(stop_ns, cfg.drain_limit) {
                         drain_truncated = true;
                         break;
                     }
                 }
             }
             Err(e) => {
-                error = Some(format!("receive failed: {e}"));
+                error = Some(FlowError::os(Step::Receive, &e));
                 break;
             }
         }
     }
     let mut path = rx.report();
-    path.fallback = fallback;
+    path.fallback = fallback.map(|f| (PathUsed::Recv(cfg.recv_path), f));
     drop(rx);
-    if let Some(v) = &verifier {
-        if let (Some(at), None) = (v.first_error(), &error) {
-            error = Some(format!(
-                "payload verification failed: {} byte(s) differ, the first at stream offset {at}",
-                v.errors()
-            ));
-        }
-    }
     let mut done = FlowDone::new(total, error, path);
     done.last_byte_ns = last.map(|t| ns_since(shared.start, t));
     done.drain_truncated = drain_truncated;
-    done.verified_bytes = verifier.as_ref().map(Verifier::verified_bytes);
-    done.verify_errors = verifier.as_ref().map(Verifier::errors);
-    socket_facts(&s, &mut done);
+    done.verify = verifier.as_ref().map(verify_counts);
+    if let Some(v) = &verifier {
+        if let (Some(at), None) = (v.first_error(), &done.error) {
+            done.error = Some(FlowError {
+                step: Step::Verify,
+                cause: Cause::Mismatch {
+                    mismatched_bytes: v.errors(),
+                    first_offset: at,
+                },
+            });
+        }
+    }
+    done.socket = socket_facts(&s);
     done
 }
 
-/// Run a stream test over `plans`. Blocks until every flow has finished (or the abort flag is
-/// set and the flows noticed it, within about 100 ms).
-pub fn run(
+/// A verifier's counts.
+pub(crate) fn verify_counts(v: &Verifier<'_>) -> VerifyCounts {
+    VerifyCounts {
+        verified_bytes: v.verified_bytes(),
+        mismatched_bytes: v.errors(),
+    }
+}
+
+/// Run a stream test over `plans` with one thread per flow.
+fn run_threads(
     cfg: &StreamConfig,
     plans: Vec<FlowPlan>,
-    sink: &mut dyn Sink,
-    abort: &AtomicBool,
-) -> StreamOutput {
-    let msg = cfg.msg_size_bytes.max(1);
+    sink: &mut dyn Sink<ByteInterval>,
+    abort: &Abort,
+) -> EngineOutput<StreamSide> {
     let n = plans.len();
-    let payload = Payload::new(msg, cfg.verify);
+    let payload = Payload::new(
+        cfg.send_size_bytes.max(cfg.recv_size_bytes).max(1),
+        cfg.verify,
+    );
     let disabled = Disabled::from_env();
     let senders = plans.iter().any(|p| p.role == Role::Sender);
     let send_shared = SendShared::new(cfg.send_path, &payload, senders, &disabled);
@@ -345,7 +390,11 @@ pub fn run(
     };
     // One data thread per flow: thread slot = flow index.
     let shared = Shared::new(Instant::now(), n, n);
-    let mut run = Run::new(cfg, POLL_TIMEOUT, &shared, &plans);
+    let engine = EngineKind::ThreadPerFlow {
+        threads: n as u32,
+        placement: cfg.pin.placement(n),
+    };
+    let mut run = Run::new(cfg, &shared, &plans, engine, n);
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
     thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);
@@ -353,20 +402,20 @@ pub fn run(
             let _ = plan.stream.set_read_timeout(Some(POLL_TIMEOUT));
             let _ = plan.stream.set_write_timeout(Some(POLL_TIMEOUT));
             let (shared, env) = (&shared, &env);
-            let name = format!("wb-flow-{}", plan.flow);
+            let flow = plan.flow;
             let h = spawn_data(
                 scope,
-                name,
+                format!("wb-flow-{flow}"),
                 &shared.final_cpu,
                 idx,
                 tid_tx.clone(),
-                cfg.thread_cpu(idx),
+                cfg.pin.thread_cpu(idx),
                 move || match plan.role {
                     Role::Sender => run_sender(plan.stream, idx, env, shared, abort),
                     Role::Receiver => run_receiver(plan.stream, idx, env, shared, abort),
                 },
             );
-            handles.push(started(h, format_args!("flow {idx}"), &mut run.warnings));
+            handles.push(started(h, DataThread::Flow(flow), &mut run.warnings));
         }
         let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
         run.finish(&threads, sink, abort, || {

@@ -1,0 +1,58 @@
+//! [`Abort`]: the flag every data thread polls, and the reason the first abort gave.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use wirebench_model::abort::AbortReason;
+
+/// Stops a running engine early. The first reason given wins; later ones are ignored.
+#[derive(Debug, Default)]
+pub struct Abort {
+    flag: AtomicBool,
+    reason: Mutex<Option<AbortReason>>,
+}
+
+impl Abort {
+    /// A handle that has not fired.
+    pub fn new() -> Abort {
+        Abort::default()
+    }
+
+    /// Stop the run for `reason` (flows notice within their poll period, about 100 ms).
+    pub fn abort(&self, reason: AbortReason) {
+        if let Ok(mut r) = self.reason.lock() {
+            r.get_or_insert(reason);
+        }
+        self.flag.store(true, Ordering::Release);
+    }
+
+    /// True once [`Abort::abort`] was called.
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    /// The reason of the first abort, if there was one.
+    pub fn reason(&self) -> Option<AbortReason> {
+        if !self.is_set() {
+            return None;
+        }
+        let r = self.reason.lock().ok().and_then(|r| r.clone());
+        Some(r.unwrap_or(AbortReason::Unspecified))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_reason_wins() {
+        let a = Abort::new();
+        assert!(!a.is_set());
+        assert_eq!(a.reason(), None);
+        a.abort(AbortReason::Interrupted);
+        a.abort(AbortReason::ServerShutdown);
+        assert!(a.is_set());
+        assert_eq!(a.reason(), Some(AbortReason::Interrupted));
+    }
+}

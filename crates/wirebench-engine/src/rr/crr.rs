@@ -1,0 +1,156 @@
+//! TCP CRR flows: a new connection per transaction (client), and the server that serves the
+//! connections routed to its flow. The rules are in the [`super`] module docs.
+
+use std::io::{self, Read};
+use std::net::TcpStream;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use socket2::SockRef;
+use wirebench_model::spec::CloseMode;
+use wirebench_model::warning::{Cause, FlowError, Step};
+
+use super::io::{
+    orderly_finish, payload, prepare_tcp, read_full, sleep_abortable, write_full, FlowEnd,
+    Repeated, Tally,
+};
+use super::{ConnectFn, FlowCtx, ERROR_BACKOFF, POLL_TIMEOUT};
+use crate::util::is_timeout;
+
+pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
+    let req = payload(ctx.cfg.request_size_bytes);
+    let mut resp = vec![0u8; ctx.cfg.response_size_bytes];
+    let mut end = FlowEnd::new(Tally::new(true));
+    let (mut connects, mut others) = (Repeated::default(), Repeated::default());
+    while !ctx.stopping() {
+        let t0 = Instant::now();
+        let s = match connect() {
+            Ok(s) => s,
+            Err(e) => {
+                end.tally.count(ctx.in_window(), |c| c.connect_errors += 1);
+                connects.note(Step::Connect, &e);
+                ctx.publish(&end.tally);
+                sleep_abortable(ERROR_BACKOFF, ctx);
+                continue;
+            }
+        };
+        match transaction(ctx, &s, &req, &mut resp, t0) {
+            Ok(latency) => end.tally.transaction(ctx.in_window(), Some(latency)),
+            Err(_) if ctx.aborted() => break,
+            Err(e) => {
+                end.tally.count(ctx.in_window(), |c| c.errors += 1);
+                others.note_flow(e);
+            }
+        }
+        end.congestion = wirebench_sys::tcp::congestion(&s).ok();
+        ctx.publish(&end.tally);
+    }
+    let total = end.tally.total;
+    end.warnings
+        .extend(connects.warning(ctx.flow, total.connect_errors));
+    end.warnings.extend(others.warning(ctx.flow, total.errors));
+    end
+}
+
+/// One CRR transaction on a fresh connection; returns connect-to-response latency.
+fn transaction(
+    ctx: &FlowCtx,
+    s: &TcpStream,
+    req: &[u8],
+    resp: &mut [u8],
+    t0: Instant,
+) -> Result<Duration, FlowError> {
+    prepare_tcp(s).map_err(|e| FlowError::os(Step::SocketOptions, &e))?;
+    let limit = ctx.cfg.peer_timeout;
+    let deadline = Instant::now() + limit;
+    let give_up = || ctx.aborted() || Instant::now() > deadline;
+    write_full(s, req, &give_up).map_err(|e| e.at(Step::RequestWrite, limit))?;
+    read_full(s, resp, &give_up).map_err(|e| e.at(Step::ResponseRead, limit))?;
+    let latency = t0.elapsed();
+    match ctx.cfg.close_mode {
+        CloseMode::Orderly => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            orderly_finish(s, ctx, left)?;
+        }
+        CloseMode::Abortive => {
+            SockRef::from(s)
+                .set_linger(Some(Duration::ZERO))
+                .map_err(|e| FlowError::os(Step::SocketOptions, &e))?;
+        }
+    }
+    Ok(latency)
+}
+
+pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
+    let mut req = vec![0u8; ctx.cfg.request_size_bytes];
+    let resp = payload(ctx.cfg.response_size_bytes);
+    let mut end = FlowEnd::new(Tally::new(false));
+    let mut last_activity = Instant::now();
+    let mut failures = Repeated::default();
+    while !ctx.aborted() && !ctx.server_done(last_activity) {
+        let s = match rx.recv_timeout(POLL_TIMEOUT) {
+            Ok(s) => s,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        match serve(ctx, &s, &mut req, &resp) {
+            Ok(reset) => {
+                let w = ctx.in_window();
+                end.tally.transaction(w, None);
+                end.tally.count(w, |c| {
+                    if reset {
+                        c.closes_reset += 1
+                    } else {
+                        c.closes_orderly += 1
+                    }
+                });
+            }
+            Err(_) if ctx.aborted() => break,
+            Err(e) => {
+                end.tally.count(ctx.in_window(), |c| c.errors += 1);
+                failures.note_flow(e);
+            }
+        }
+        end.congestion = wirebench_sys::tcp::congestion(&s).ok();
+        ctx.publish(&end.tally);
+        drop(s);
+        last_activity = Instant::now();
+    }
+    let errors = end.tally.total.errors;
+    end.warnings.extend(failures.warning(ctx.flow, errors));
+    end
+}
+
+/// Serve one CRR connection; `Ok(true)` if the client closed with RST, `Ok(false)` with FIN.
+fn serve(ctx: &FlowCtx, s: &TcpStream, req: &mut [u8], resp: &[u8]) -> Result<bool, FlowError> {
+    prepare_tcp(s).map_err(|e| FlowError::os(Step::SocketOptions, &e))?;
+    let limit = ctx.cfg.peer_timeout;
+    let deadline = Instant::now() + limit;
+    let give_up = || ctx.aborted() || Instant::now() > deadline;
+    read_full(s, req, &give_up).map_err(|e| e.at(Step::RequestRead, limit))?;
+    write_full(s, resp, &give_up).map_err(|e| e.at(Step::ResponseWrite, limit))?;
+    let mut byte = [0u8; 1];
+    loop {
+        match (&*s).read(&mut byte) {
+            Ok(0) => return Ok(false),
+            Ok(_) => {
+                return Err(FlowError::os(
+                    Step::PeerClose,
+                    &io::Error::new(io::ErrorKind::InvalidData, "data after the request"),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(true),
+            Err(e) if is_timeout(&e) => {
+                if give_up() {
+                    return Err(FlowError {
+                        step: Step::PeerClose,
+                        cause: Cause::TimedOut {
+                            after_ms: limit.as_millis() as u64,
+                        },
+                    });
+                }
+            }
+            Err(e) => return Err(FlowError::os(Step::PeerClose, &e)),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! What the request/response flows share: full reads and writes that look at the stop and
+//! abort flags while they wait, the orderly close, bounded sleeps, and the per-flow tally.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+use socket2::SockRef;
+use wirebench_model::rr::RrCounts;
+use wirebench_model::side::TcpInfoReport;
+use wirebench_model::warning::{Cause, FlowError, OsError, Step, Warning};
+use wirebench_stats::latency::LatencyHistogram;
+
+use super::{FlowCtx, POLL_TIMEOUT};
+use crate::util::is_timeout;
+
+/// Why a full read or write did not complete.
+#[derive(Debug)]
+pub(super) enum Stall {
+    /// EOF; `partial` if part of the message had arrived.
+    Eof { partial: bool },
+    /// `give_up` said so while the call was timing out; `partial` as above.
+    GaveUp { partial: bool },
+    /// A socket error.
+    Io(io::Error),
+}
+
+impl Stall {
+    /// The flow error of this stall at `step`; `waited` is the bound a give-up hit.
+    pub(super) fn at(self, step: Step, waited: Duration) -> FlowError {
+        let cause = match self {
+            Stall::Eof { partial } => Cause::PeerClosed {
+                mid_message: partial,
+            },
+            Stall::GaveUp { .. } => Cause::TimedOut {
+                after_ms: waited.as_millis() as u64,
+            },
+            Stall::Io(e) => Cause::Os {
+                error: OsError::from(&e),
+            },
+        };
+        FlowError { step, cause }
+    }
+}
+
+/// Write all of `buf`, waking every poll period to ask `give_up`.
+pub(super) fn write_full(
+    mut s: &TcpStream,
+    buf: &[u8],
+    give_up: &dyn Fn() -> bool,
+) -> Result<(), Stall> {
+    let mut off = 0;
+    while off < buf.len() {
+        match s.write(&buf[off..]) {
+            Ok(0) => return Err(Stall::Io(io::ErrorKind::WriteZero.into())),
+            Ok(n) => off += n,
+            Err(e) if is_timeout(&e) => {
+                if give_up() {
+                    return Err(Stall::GaveUp { partial: off > 0 });
+                }
+            }
+            Err(e) => return Err(Stall::Io(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Read exactly `buf.len()` bytes, waking every poll period to ask `give_up`.
+pub(super) fn read_full(
+    mut s: &TcpStream,
+    buf: &mut [u8],
+    give_up: &dyn Fn() -> bool,
+) -> Result<(), Stall> {
+    let mut off = 0;
+    while off < buf.len() {
+        match s.read(&mut buf[off..]) {
+            Ok(0) => return Err(Stall::Eof { partial: off > 0 }),
+            Ok(n) => off += n,
+            Err(e) if is_timeout(&e) => {
+                if give_up() {
+                    return Err(Stall::GaveUp { partial: off > 0 });
+                }
+            }
+            Err(e) => return Err(Stall::Io(e)),
+        }
+    }
+    Ok(())
+}
+
+/// `len` random bytes.
+pub(super) fn payload(len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    rand::rng().fill_bytes(&mut v);
+    v
+}
+
+/// TCP_NODELAY and the poll-period socket timeouts.
+pub(super) fn prepare_tcp(s: &TcpStream) -> io::Result<()> {
+    SockRef::from(s).set_tcp_nodelay(true)?;
+    s.set_read_timeout(Some(POLL_TIMEOUT))?;
+    s.set_write_timeout(Some(POLL_TIMEOUT))
+}
+
+/// TCP_INFO of `s`, if readable.
+pub(super) fn tcp_info_of(s: &TcpStream) -> Option<TcpInfoReport> {
+    wirebench_sys::tcp::tcp_info(s)
+        .ok()
+        .map(|i| crate::stream::tcp_info_report(&i))
+}
+
+/// Shut our side down and wait (bounded by `limit` and abort) for the peer's EOF.
+pub(super) fn orderly_finish(
+    mut s: &TcpStream,
+    ctx: &FlowCtx,
+    limit: Duration,
+) -> Result<(), FlowError> {
+    s.shutdown(Shutdown::Write)
+        .map_err(|e| FlowError::os(Step::Shutdown, &e))?;
+    let deadline = Instant::now() + limit;
+    let mut sink = [0u8; 256];
+    loop {
+        match s.read(&mut sink) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                return Err(FlowError::os(
+                    Step::PeerClose,
+                    &io::Error::new(io::ErrorKind::InvalidData, "data after the last message"),
+                ))
+            }
+            Err(e) if is_timeout(&e) => {
+                if ctx.aborted() || Instant::now() > deadline {
+                    return Err(FlowError {
+                        step: Step::PeerClose,
+                        cause: Cause::TimedOut {
+                            after_ms: limit.as_millis() as u64,
+                        },
+                    });
+                }
+            }
+            Err(e) => return Err(FlowError::os(Step::PeerClose, &e)),
+        }
+    }
+}
+
+/// Sleep for `d` in slices, returning early on abort.
+pub(super) fn sleep_abortable(d: Duration, ctx: &FlowCtx) {
+    let end = Instant::now() + d;
+    while !ctx.aborted() {
+        let now = Instant::now();
+        if now >= end {
+            return;
+        }
+        thread::sleep((end - now).min(POLL_TIMEOUT));
+    }
+}
+
+/// Window and total counts of one flow plus its latency histogram (clients).
+pub(super) struct Tally {
+    pub(super) window: RrCounts,
+    pub(super) total: RrCounts,
+    pub(super) hist: Option<LatencyHistogram>,
+}
+
+impl Tally {
+    pub(super) fn new(client: bool) -> Self {
+        Tally {
+            window: RrCounts::default(),
+            total: RrCounts::default(),
+            hist: client.then(LatencyHistogram::new),
+        }
+    }
+
+    /// Count an event with `f` in the total and, if `in_window`, in the window.
+    pub(super) fn count(&mut self, in_window: bool, f: impl Fn(&mut RrCounts)) {
+        f(&mut self.total);
+        if in_window {
+            f(&mut self.window);
+        }
+    }
+
+    /// Count a completed transaction; a window one records its latency.
+    pub(super) fn transaction(&mut self, in_window: bool, latency: Option<Duration>) {
+        self.total.transactions += 1;
+        if in_window {
+            self.window.transactions += 1;
+            if let (Some(h), Some(l)) = (self.hist.as_mut(), latency) {
+                h.record_duration(l);
+            }
+        }
+    }
+}
+
+/// The last error of a kind a flow keeps going through, and how often it happened.
+#[derive(Default)]
+pub(super) struct Repeated {
+    pub(super) last: Option<(Step, OsError)>,
+}
+
+impl Repeated {
+    /// Remember `e` at `step`.
+    pub(super) fn note(&mut self, step: Step, e: &io::Error) {
+        self.last = Some((step, OsError::from(e)));
+    }
+
+    /// Remember a flow error (its OS error, or a description of its cause).
+    pub(super) fn note_flow(&mut self, e: FlowError) {
+        let os = match e.cause {
+            Cause::Os { error } => error,
+            other => OsError {
+                errno: None,
+                message: format!("{other:?}"),
+            },
+        };
+        self.last = Some((e.step, os));
+    }
+
+    /// The warning for `count` such errors on `flow`, if there were any.
+    pub(super) fn warning(self, flow: u32, count: u64) -> Option<Warning> {
+        self.last.map(|(step, last)| Warning::RepeatedErrors {
+            flow,
+            step,
+            count,
+            last,
+        })
+    }
+}
+
+/// What a flow thread hands back.
+pub(super) struct FlowEnd {
+    pub(super) tally: Tally,
+    pub(super) error: Option<FlowError>,
+    pub(super) warnings: Vec<Warning>,
+    pub(super) tcp_info: Option<TcpInfoReport>,
+    pub(super) congestion: Option<String>,
+    /// Open loop: (requests sent, peak outstanding).
+    pub(super) open_loop: Option<(u64, u64)>,
+}
+
+impl FlowEnd {
+    pub(super) fn new(tally: Tally) -> Self {
+        FlowEnd {
+            tally,
+            error: None,
+            warnings: Vec::new(),
+            tcp_info: None,
+            congestion: None,
+            open_loop: None,
+        }
+    }
+
+    /// Read the socket's TCP_INFO and congestion control.
+    pub(super) fn socket_facts(&mut self, s: &TcpStream) {
+        self.tcp_info = tcp_info_of(s);
+        self.congestion = wirebench_sys::tcp::congestion(s).ok();
+    }
+}

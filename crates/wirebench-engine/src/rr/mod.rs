@@ -1,0 +1,705 @@
+//! Request/response workloads: netperf's TCP_RR, TCP_CRR and UDP_RR.
+//!
+//! One entry point, [`run`], takes an [`RrConfig`] and the flows of one end ([`RrFlows`]: the
+//! variant names the workload and the role) and returns what that end measured
+//! (an [`EngineOutput`] of [`RrSide`]). The engine never opens or accepts anything tied to
+//! addresses: it gets
+//! connected TCP streams, a connect closure (CRR client), a channel of accepted streams (CRR
+//! server) or UDP sockets from the caller.
+//!
+//! # Timeline (this end's monotonic clock, 0 = the call to [`run`]) — as in [`stream`]
+//! ```text
+//! 0 ──── warm-up ────┬──────────── duration ────────────┬── drain ──┐
+//!                window start                        stop instant   flows finished
+//! ```
+//! - **Window start** = end of warm-up: the window opens and CPU is snapshotted.
+//! - **Stop instant** = window start + duration: the window closes, CPU is snapshotted, then
+//!   clients stop *starting* transactions.
+//! - **Counting rule (both roles, every counter):** an event is counted in the window if it
+//!   happens while the window is open on this end's clock; every event is counted in the
+//!   total. A client transaction "happens" when its response has been read in full (for CRR:
+//!   when its connection has been closed); a server transaction when its response has been
+//!   written (CRR: when the client's close has been seen). Latencies are recorded for window
+//!   transactions only, so `latency.count == window.transactions` on a client.
+//! - **After the stop instant** a TCP RR client stops sending new requests, reads the
+//!   responses still owed to it (bounded by [`RrConfig::drain_limit`]), then closes in order
+//!   (shutdown write, wait for the server's EOF). Those late responses count in the total,
+//!   not in the window, so when both ends finish cleanly the client's total transactions
+//!   equal the server's exactly. A CRR or UDP client finishes the transaction it is in
+//!   (bounded by [`RrConfig::peer_timeout`] / [`RrConfig::udp_timeout`]).
+//! - **Servers** serve until the client is done: TCP RR until EOF; CRR until the channel of
+//!   accepted connections is disconnected; CRR and UDP also end once nothing has arrived for
+//!   [`SERVER_IDLE_AFTER_STOP`] after their stop instant. Every server waits at most
+//!   `drain_limit` past its own stop instant, so the two ends' start instants may differ by
+//!   less than that.
+//! - **Abort**: the window ends at the abort instant (empty if aborted during the warm-up);
+//!   flows notice within about 100 ms and [`EngineOutput::aborted`] is set.
+//! - **Intervals** ([`RrConfig::interval`]; a zero period means none) tile `[0, end]`, the
+//!   last one covering the drain.
+//!
+//! The caller's thread samples: it runs the timeline driver shared by every engine (the
+//! crate-private `timeline` module), with this engine's counters and interval type.
+//!
+//! # Workloads
+//! - **TCP RR, closed loop** (default): per flow, write a request of
+//!   `request_size_bytes`, read exactly `response_size_bytes`; with [`RrConfig::burst`] `N`,
+//!   `N` requests are written up front and one new request after each response (netperf
+//!   `-b`), so `N` transactions are in flight. Latency: from just before the request's write
+//!   to the arrival of the last byte of its response. TCP_NODELAY is set on every socket. As
+//!   with netperf, the `N` requests written before any response is read should fit the socket
+//!   buffers; if they do not, both ends block writing and the flow ends with an error once the
+//!   drain limit after the stop has passed.
+//! - **TCP RR, open loop** ([`RrConfig::open_loop`]): the rate is **per flow**. Request `k`
+//!   (from 0) is scheduled at `start + k / rate`, where `start` is the call to [`run`]. A
+//!   sender thread writes requests on schedule; a receiver thread reads responses. TCP keeps
+//!   order, so the `k`-th response answers request `k`, and its latency is measured **from
+//!   the scheduled send time** of request `k` (no coordinated omission: time a request spent
+//!   waiting to be sent — behind a slow server, a full socket buffer or a late timer — is in
+//!   its latency). At most [`OpenLoop::max_outstanding`] requests are outstanding (sent and
+//!   not answered); at the cap the sender waits. The schedule is never shifted: once room
+//!   frees up, the delayed requests go out back to back, each keeping its original scheduled
+//!   time. Slots scheduled before the stop instant that were never sent are reported as
+//!   [`OpenLoopCounts::missed_slots`]; their latency is not measured (they would have been
+//!   at least as slow as the last one sent). The schedule is the crate's one pacing schedule.
+//! - **TCP CRR**: per transaction: the caller's connect closure (latency starts before it, so
+//!   whatever the closure does — the daemon's data hello — is included), write the request,
+//!   read the response (latency ends here), close. [`CloseMode::Orderly`] (default): shutdown
+//!   write, wait for the server's EOF, close — the client ends in TIME_WAIT as with netperf;
+//!   [`CloseMode::Abortive`]: SO_LINGER 0 and close, which sends RST. The mode used is in
+//!   [`RrSide::close_mode`]; the server counts what it saw (`closes_orderly`,
+//!   `closes_reset`). The server serves the connections it receives from its channel one after
+//!   the other: read request, write response, wait for the client's close. A failed connect
+//!   counts `connect_errors` (the client then waits 1 ms before the next attempt), any other
+//!   failed step `errors`; a counted transaction is one where every step succeeded, so
+//!   `transactions + errors + connect_errors` = attempts.
+//! - **UDP RR**: the client sends a request datagram on its connected socket and waits up to
+//!   [`RrConfig::udp_timeout`] (default [`DEFAULT_UDP_TIMEOUT`], 100 ms) for the response;
+//!   a timeout counts the transaction as `lost` and the client goes on with the next one.
+//!   The first 8 bytes of each request carry a sequence number (big-endian `u64`, from 0) that
+//!   the server echoes in the first 8 bytes of its response, so a response to an earlier
+//!   (timed-out) request is recognised and counted as `late` instead of being taken for the
+//!   current one. Hence both UDP sizes must be at least [`UDP_SEQ_BYTES`] (8) bytes (the
+//!   spec's validation sees to it). `lost` includes the transactions whose response later
+//!   came in `late`; `lost − late` were never answered (as far as the client saw before it
+//!   stopped). A datagram of the wrong size or with a sequence number never sent counts as
+//!   `garbage`. The server echoes every datagram of exactly `request_size_bytes` back to its
+//!   sender with `response_size_bytes`; anything else is `garbage`, not answered.
+//!
+//! # Threads and hot path
+//! One thread per flow, plus one sender thread per flow in open-loop mode; the calling thread
+//! samples intervals and takes the window edges (CPU snapshots) as in [`stream`]. Per
+//! transaction a flow thread touches only its own state, a relaxed load of the shared window
+//! phase (written only at the window edges) and plain stores of its running totals into its
+//! own cache-line-padded counters for the sampler — no lock, no read-modify-write. An
+//! open-loop flow's two threads share two padded counters (sent, received). Every blocking
+//! call wakes at least every 100 ms to look at the abort flag, and every wait is bounded;
+//! the CRR connect closure must bound its own.
+//!
+//! # Intervals and the rate policy
+//! Each interval is an [`RrInterval`] (transactions and lost per flow), reported live to the
+//! [`Sink`] and kept in [`RrSide::intervals`] (only when [`RrConfig::interval`] is set).
+//! Samples tile `[0, end]` exactly, so their transactions add up to each flow's total. The
+//! rate policy ([`RrConfig::policy`]) counts `transactions × (request + response)` bytes.
+//!
+//! # Files
+//! The flows live in `tcp` (TCP RR closed and open loop), `crr` and `udp`; what they share
+//! (full reads and writes, the orderly close, the tally) in `io`.
+//!
+//! [`stream`]: crate::stream
+
+mod crr;
+mod io;
+mod tcp;
+mod udp;
+
+use std::io as stdio;
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use wirebench_model::abort::EngineKind;
+use wirebench_model::rr::{
+    OpenLoopCounts, RrCounts, RrFlowInterval, RrFlowSide, RrInterval, RrRole, RrSide,
+};
+use wirebench_model::side::Span;
+use wirebench_model::spec::CloseMode;
+use wirebench_model::warning::{DataThread, FlowError, Step, Warning};
+use wirebench_stats::latency::LatencyHistogram;
+use wirebench_sys::thread::CpuTimes;
+
+use crate::abort::Abort;
+use crate::cpu::CpuSnapshot;
+use crate::pace::Schedule;
+use crate::threads::{account_thread, started, DataThreads};
+use crate::timeline::{Engine, RatePolicy, Timeline, Unopened};
+use crate::{EngineOutput, Pinning, Sink};
+use io::{prepare_tcp, FlowEnd, Tally};
+
+/// How often blocked calls wake up to look at the stop and abort flags.
+const POLL_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Bytes at the start of every UDP request and response holding the sequence number.
+pub const UDP_SEQ_BYTES: usize = 8;
+
+/// A CRR or UDP server ends once nothing has arrived for this long after its stop instant.
+pub const SERVER_IDLE_AFTER_STOP: Duration = Duration::from_millis(250);
+
+/// Pause after a failed connect (CRR) or a failed UDP send before the next attempt.
+const ERROR_BACKOFF: Duration = Duration::from_millis(1);
+
+/// Open-loop (fixed-rate) parameters of a TCP RR client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenLoop {
+    /// Requests scheduled per second, **per flow**.
+    pub per_s: u64,
+    /// Most requests outstanding (sent, not yet answered) per flow; at the cap the sender
+    /// waits and the schedule keeps running (see the module docs).
+    pub max_outstanding: u32,
+}
+
+/// Parameters of a request/response run at one end (built from a validated spec; fields
+/// that do not apply to a workload or role are ignored).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RrConfig {
+    /// Bytes per request.
+    pub request_size_bytes: usize,
+    /// Bytes per response.
+    pub response_size_bytes: usize,
+    /// Warm-up before the window opens.
+    pub warmup: Duration,
+    /// Measured duration.
+    pub duration: Duration,
+    /// Interval sampling period, if any.
+    pub interval: Option<Duration>,
+    /// Longest wait past this end's stop instant: a TCP RR client for the responses it is
+    /// owed and the server's EOF, a server for the client to finish.
+    pub drain_limit: Duration,
+    /// Where the data threads run.
+    pub pin: Pinning,
+    /// TCP RR closed loop: transactions in flight per flow (netperf `-b`); 1 = one at a time.
+    pub burst: u32,
+    /// TCP RR only: fixed-rate client instead of the closed loop.
+    pub open_loop: Option<OpenLoop>,
+    /// TCP CRR client: how to close each connection.
+    pub close_mode: CloseMode,
+    /// TCP CRR (both roles): longest one connection's transaction may wait on the peer
+    /// (request, response, close) before it counts as an error.
+    pub peer_timeout: Duration,
+    /// UDP RR client: wait for a response before the transaction counts as lost.
+    pub udp_timeout: Duration,
+    /// The server's rate policy, enforced on `transactions × (request + response)` bytes.
+    pub policy: Option<RatePolicy>,
+}
+
+impl Default for RrConfig {
+    /// 1-byte request and response, no warm-up, 10 s, no intervals, 2 s drain, burst 1,
+    /// closed loop, orderly close, 1 s peer timeout, 100 ms UDP timeout, no policy.
+    fn default() -> Self {
+        RrConfig {
+            request_size_bytes: 1,
+            response_size_bytes: 1,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(10),
+            interval: None,
+            drain_limit: Duration::from_secs(2),
+            pin: Pinning::default(),
+            burst: 1,
+            open_loop: None,
+            close_mode: CloseMode::Orderly,
+            peer_timeout: Duration::from_secs(1),
+            udp_timeout: Duration::from_millis(100),
+            policy: None,
+        }
+    }
+}
+
+/// One connected TCP RR data connection (options other than TCP_NODELAY already applied;
+/// the engine sets TCP_NODELAY and its own socket timeouts).
+#[derive(Debug)]
+pub struct TcpRrFlow {
+    /// Flow id.
+    pub flow: u32,
+    /// The connected socket.
+    pub stream: TcpStream,
+}
+
+/// Opens one CRR connection, ready for the request (the daemon writes its data hello inside).
+/// It must bound its own waits (e.g. `TcpStream::connect_timeout`).
+pub type ConnectFn = Box<dyn FnMut() -> stdio::Result<TcpStream> + Send>;
+
+/// One CRR client flow.
+pub struct CrrClientFlow {
+    /// Flow id.
+    pub flow: u32,
+    /// Called once per transaction.
+    pub connect: ConnectFn,
+}
+
+impl std::fmt::Debug for CrrClientFlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CrrClientFlow")
+            .field("flow", &self.flow)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One CRR server flow: the connections accepted for it, in order. The flow ends when every
+/// sender of the channel is dropped (or, after the stop instant, when idle — see the module
+/// docs).
+#[derive(Debug)]
+pub struct CrrServerFlow {
+    /// Flow id.
+    pub flow: u32,
+    /// Newly accepted connections (hello already consumed).
+    pub accepted: Receiver<TcpStream>,
+}
+
+/// One UDP RR flow: on a client a **connected** socket (`UdpSocket::connect` to the server),
+/// on a server a socket connected to its client.
+#[derive(Debug)]
+pub struct UdpRrFlow {
+    /// Flow id.
+    pub flow: u32,
+    /// The socket.
+    pub socket: UdpSocket,
+}
+
+/// The flows of one end; the variant selects workload and role.
+#[derive(Debug)]
+pub enum RrFlows {
+    /// TCP RR client.
+    TcpClient(Vec<TcpRrFlow>),
+    /// TCP RR server.
+    TcpServer(Vec<TcpRrFlow>),
+    /// TCP CRR client.
+    CrrClient(Vec<CrrClientFlow>),
+    /// TCP CRR server.
+    CrrServer(Vec<CrrServerFlow>),
+    /// UDP RR client.
+    UdpClient(Vec<UdpRrFlow>),
+    /// UDP RR server.
+    UdpServer(Vec<UdpRrFlow>),
+}
+
+/// One flow's work, whatever the workload.
+enum Job {
+    TcpClient(TcpStream),
+    TcpServer(TcpStream),
+    CrrClient(ConnectFn),
+    CrrServer(Receiver<TcpStream>),
+    UdpClient(UdpSocket),
+    UdpServer(UdpSocket),
+}
+
+impl RrFlows {
+    /// This end's role.
+    pub fn role(&self) -> RrRole {
+        match self {
+            RrFlows::TcpClient(_) | RrFlows::CrrClient(_) | RrFlows::UdpClient(_) => RrRole::Client,
+            _ => RrRole::Server,
+        }
+    }
+
+    fn is_crr_client(&self) -> bool {
+        matches!(self, RrFlows::CrrClient(_))
+    }
+
+    fn into_jobs(self) -> Vec<(u32, Job)> {
+        fn map<T>(v: Vec<T>, f: impl Fn(T) -> (u32, Job)) -> Vec<(u32, Job)> {
+            v.into_iter().map(f).collect()
+        }
+        match self {
+            RrFlows::TcpClient(v) => map(v, |f| (f.flow, Job::TcpClient(f.stream))),
+            RrFlows::TcpServer(v) => map(v, |f| (f.flow, Job::TcpServer(f.stream))),
+            RrFlows::CrrClient(v) => map(v, |f| (f.flow, Job::CrrClient(f.connect))),
+            RrFlows::CrrServer(v) => map(v, |f| (f.flow, Job::CrrServer(f.accepted))),
+            RrFlows::UdpClient(v) => map(v, |f| (f.flow, Job::UdpClient(f.socket))),
+            RrFlows::UdpServer(v) => map(v, |f| (f.flow, Job::UdpServer(f.socket))),
+        }
+    }
+}
+
+const PHASE_WARMUP: u8 = 0;
+const PHASE_WINDOW: u8 = 1;
+const PHASE_AFTER: u8 = 2;
+
+/// Running totals of one flow, written by one thread (plain stores), read by the sampler.
+#[repr(align(64))]
+#[derive(Default)]
+struct FlowCounters {
+    transactions: AtomicU64,
+    lost: AtomicU64,
+}
+
+struct Shared {
+    start: Instant,
+    phase: AtomicU8,
+    stop: AtomicBool,
+    stop_at_ns: AtomicU64,
+    counters: Vec<FlowCounters>,
+    /// CPU time each data thread recorded for itself just before exiting (by thread slot:
+    /// 2 × flow index, + 1 for an open-loop sender).
+    final_cpu: Vec<Mutex<Option<CpuTimes>>>,
+}
+
+/// What one flow thread sees of the run.
+struct FlowCtx<'a> {
+    shared: &'a Shared,
+    abort: &'a Abort,
+    cfg: &'a RrConfig,
+    idx: usize,
+    flow: u32,
+}
+
+impl FlowCtx<'_> {
+    fn in_window(&self) -> bool {
+        self.shared.phase.load(Ordering::Relaxed) == PHASE_WINDOW
+    }
+    fn aborted(&self) -> bool {
+        self.abort.is_set()
+    }
+    fn stopping(&self) -> bool {
+        self.shared.stop.load(Ordering::Acquire) || self.aborted()
+    }
+    /// The stop instant, if it has passed.
+    fn stop_at(&self) -> Option<Instant> {
+        if !self.shared.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let ns = self.shared.stop_at_ns.load(Ordering::Relaxed);
+        Some(self.shared.start + Duration::from_nanos(ns))
+    }
+    /// Past the stop instant by more than the drain limit.
+    fn drain_expired(&self) -> bool {
+        self.stop_at()
+            .is_some_and(|t| Instant::now() > t + self.cfg.drain_limit)
+    }
+    fn publish(&self, t: &Tally) {
+        let c = &self.shared.counters[self.idx];
+        c.transactions
+            .store(t.total.transactions, Ordering::Relaxed);
+        c.lost.store(t.total.lost, Ordering::Relaxed);
+    }
+    /// Server end condition after the stop instant: drain limit passed, or idle for
+    /// [`SERVER_IDLE_AFTER_STOP`] since the later of the stop instant and `last_activity`.
+    fn server_done(&self, last_activity: Instant) -> bool {
+        match self.stop_at() {
+            None => false,
+            Some(stop) => {
+                let now = Instant::now();
+                now > stop + self.cfg.drain_limit
+                    || now.saturating_duration_since(stop.max(last_activity))
+                        > SERVER_IDLE_AFTER_STOP
+            }
+        }
+    }
+}
+
+/// Run `f` on `s` once its TCP options are set; a flow that could not set them ends at once.
+fn with_tcp(s: &TcpStream, client: bool, f: impl FnOnce(&TcpStream) -> FlowEnd) -> FlowEnd {
+    match prepare_tcp(s) {
+        Ok(()) => f(s),
+        Err(e) => {
+            let mut end = FlowEnd::new(Tally::new(client));
+            end.error = Some(FlowError::os(Step::SocketOptions, &e));
+            end
+        }
+    }
+}
+
+fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> FlowEnd {
+    let open_loop = ctx.cfg.open_loop;
+    let slot = 2 * ctx.idx;
+    // Only an open-loop client needs the channel beyond registration (for its sender thread);
+    // everyone else must drop it at once, since the sampler waits for all senders to go.
+    let (keep_tx, reg_tx) = match (&job, open_loop) {
+        (Job::TcpClient(_), Some(_)) => (Some(tid_tx.clone()), tid_tx),
+        _ => (None, tid_tx),
+    };
+    let final_cpu = &ctx.shared.final_cpu;
+    let cpu = ctx.cfg.pin.thread_cpu(slot);
+    let (mut end, pin_err) = account_thread(final_cpu, slot, reg_tx, cpu, move || match job {
+        Job::TcpClient(s) => with_tcp(&s, true, |s| match (open_loop, keep_tx) {
+            (Some(ol), Some(tx)) => tcp::client_open(ctx, s, &ol, tx),
+            _ => tcp::client_closed(ctx, s),
+        }),
+        Job::TcpServer(s) => with_tcp(&s, false, |s| tcp::server(ctx, s)),
+        Job::CrrClient(mut connect) => crr::client(ctx, &mut connect),
+        Job::CrrServer(rx) => crr::server(ctx, &rx),
+        Job::UdpClient(s) => udp::client(ctx, &s),
+        Job::UdpServer(s) => udp::server(ctx, &s),
+    });
+    if let Some(e) = pin_err {
+        end.error.get_or_insert(FlowError::os(Step::Pin, &e));
+    }
+    end
+}
+
+/// The request/response side of the timeline: transaction and loss counts per interval,
+/// and the phase the flows count their events in.
+struct RrSampler<'a> {
+    shared: &'a Shared,
+    /// Flow id per flow index.
+    ids: &'a [u32],
+    /// (transactions, lost) at the previous interval boundary.
+    prev: Vec<(u64, u64)>,
+    warmup_ns: u64,
+    /// Payload bytes one transaction moves at this end (request + response).
+    bytes_per_transaction: u64,
+    sink: &'a mut dyn Sink<RrInterval>,
+}
+
+impl Engine for RrSampler<'_> {
+    type Sample = RrInterval;
+
+    fn moved_bytes(&self) -> u64 {
+        self.shared
+            .counters
+            .iter()
+            .map(|c| c.transactions.load(Ordering::Relaxed))
+            .fold(0u64, u64::saturating_add)
+            .saturating_mul(self.bytes_per_transaction)
+    }
+
+    fn open_window(&mut self, _now_ns: u64) {
+        self.shared.phase.store(PHASE_WINDOW, Ordering::Relaxed);
+    }
+
+    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> RrInterval {
+        let mut out = Vec::with_capacity(self.ids.len());
+        for (i, &flow) in self.ids.iter().enumerate() {
+            let c = &self.shared.counters[i];
+            let now = (
+                c.transactions.load(Ordering::Relaxed),
+                c.lost.load(Ordering::Relaxed),
+            );
+            out.push(RrFlowInterval {
+                flow,
+                transactions: now.0.saturating_sub(self.prev[i].0),
+                lost: now.1.saturating_sub(self.prev[i].1),
+            });
+            self.prev[i] = now;
+        }
+        let s = RrInterval {
+            index,
+            span: Span { start_ns, end_ns },
+            in_warmup: start_ns < self.warmup_ns,
+            flows: out,
+        };
+        self.sink.interval(&s);
+        s
+    }
+
+    /// The window closes before the CPU snapshot, the clients stop after it.
+    fn close_window(&mut self, _stop_ns: u64) {
+        self.shared.phase.store(PHASE_AFTER, Ordering::Relaxed);
+    }
+
+    fn stop(&mut self, stop_ns: u64) {
+        self.shared.stop_at_ns.store(stop_ns, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Release);
+    }
+}
+
+/// The open-loop counts of a flow that sent `sent` requests with `peak` outstanding, over a
+/// window `[window_start_ns, stop_ns]`.
+fn open_loop_counts(
+    ol: &OpenLoop,
+    start: Instant,
+    window_start_ns: u64,
+    stop_ns: u64,
+    sent: u64,
+    peak: u64,
+) -> OpenLoopCounts {
+    let schedule = Schedule::per_second(start, ol.per_s);
+    let before = |ns: u64| schedule.units_before(start + Duration::from_nanos(ns));
+    OpenLoopCounts {
+        slots_in_window: before(stop_ns).saturating_sub(before(window_start_ns)),
+        sent_total: sent,
+        missed_slots: before(stop_ns).saturating_sub(sent),
+        peak_outstanding: peak,
+    }
+}
+
+/// Run a request/response test over `flows` at this end. Blocks until every flow has finished
+/// (or the abort fired and the flows noticed it, within about 100 ms). Everything that goes
+/// wrong while running is in the output (flow errors, warnings, `aborted`).
+pub fn run(
+    cfg: &RrConfig,
+    flows: RrFlows,
+    sink: &mut dyn Sink<RrInterval>,
+    abort: &Abort,
+) -> EngineOutput<RrSide> {
+    let role = flows.role();
+    let crr_client = flows.is_crr_client();
+    let jobs = flows.into_jobs();
+    let n = jobs.len();
+    let ids: Vec<u32> = jobs.iter().map(|j| j.0).collect();
+    let start = Instant::now();
+    let shared = Shared {
+        start,
+        phase: AtomicU8::new(if cfg.warmup.is_zero() {
+            PHASE_WINDOW
+        } else {
+            PHASE_WARMUP
+        }),
+        stop: AtomicBool::new(false),
+        stop_at_ns: AtomicU64::new(u64::MAX),
+        counters: (0..n).map(|_| FlowCounters::default()).collect(),
+        final_cpu: (0..2 * n).map(|_| Mutex::new(None)).collect(),
+    };
+    let threads_per_flow = if cfg.open_loop.is_some() && role == RrRole::Client {
+        2
+    } else {
+        1
+    };
+    let mut warnings = Vec::new();
+    let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
+    let at_start = CpuSnapshot::take(0, &[], &|_| None);
+
+    thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(n);
+        for (idx, (flow, job)) in jobs.into_iter().enumerate() {
+            let tx = tid_tx.clone();
+            let shared = &shared;
+            let h = thread::Builder::new()
+                .name(format!("wb-rr-{flow}"))
+                .spawn_scoped(scope, move || {
+                    let ctx = FlowCtx {
+                        shared,
+                        abort,
+                        cfg,
+                        idx,
+                        flow,
+                    };
+                    flow_thread(&ctx, job, tx)
+                });
+            handles.push(started(h, DataThread::Flow(flow), &mut warnings));
+        }
+        let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
+        let mut sampler = RrSampler {
+            shared: &shared,
+            ids: &ids,
+            prev: vec![(0, 0); n],
+            warmup_ns: u64::try_from(cfg.warmup.as_nanos()).unwrap_or(u64::MAX),
+            bytes_per_transaction: (cfg.request_size_bytes + cfg.response_size_bytes) as u64,
+            sink,
+        };
+        let timeline = Timeline {
+            start,
+            warmup: cfg.warmup,
+            duration: cfg.duration,
+            interval: cfg.interval.filter(|i| !i.is_zero()),
+            policy: cfg.policy,
+            // Aborted during the warm-up: the window never opened; report it empty at the stop.
+            unopened: Unopened::AtStop,
+            cpus_used: cfg.pin.cpus_used(n * threads_per_flow),
+        };
+        let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
+            handles
+                .into_iter()
+                .map(|h| h.and_then(|h| h.join().ok()))
+                .collect::<Vec<Option<FlowEnd>>>()
+        });
+        let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
+        let mut merged = (role == RrRole::Client).then(LatencyHistogram::new);
+        let mut out_flows = Vec::with_capacity(n);
+        for (i, res) in out.done.into_iter().enumerate() {
+            let flow = ids[i];
+            let Some(mut end) = res else {
+                out_flows.push(RrFlowSide {
+                    flow,
+                    window: RrCounts::default(),
+                    total: RrCounts::default(),
+                    latency: None,
+                    open_loop: None,
+                    tcp_info: None,
+                    congestion: None,
+                    error: Some(FlowError::panicked()),
+                });
+                continue;
+            };
+            warnings.append(&mut end.warnings);
+            let latency = end.tally.hist.as_ref().map(|h| {
+                if let Some(m) = merged.as_mut() {
+                    m.merge(h);
+                }
+                h.summary()
+            });
+            let open_loop = cfg.open_loop.zip(end.open_loop).map(|(ol, (sent, peak))| {
+                open_loop_counts(&ol, start, window_start_ns, stop_ns, sent, peak)
+            });
+            out_flows.push(RrFlowSide {
+                flow,
+                window: end.tally.window,
+                total: end.tally.total,
+                latency,
+                open_loop,
+                tcp_info: end.tcp_info,
+                congestion: end.congestion,
+                error: end.error,
+            });
+        }
+        if let Some(m) = &merged {
+            if m.clamped_count() > 0 {
+                warnings.push(Warning::LatencyClamped {
+                    count: m.clamped_count(),
+                });
+            }
+        }
+        let cpu = out
+            .cpu
+            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
+            .ok();
+        EngineOutput {
+            data: RrSide {
+                role,
+                close_mode: crr_client.then_some(cfg.close_mode),
+                window: Span {
+                    start_ns: window_start_ns,
+                    end_ns: stop_ns,
+                },
+                flows: out_flows,
+                latency: merged.as_ref().map(LatencyHistogram::summary),
+                intervals: out.intervals,
+            },
+            cpu,
+            warnings,
+            aborted: out.aborted,
+            engine: EngineKind::ThreadPerFlow {
+                threads: (n * threads_per_flow) as u32,
+                placement: cfg.pin.placement(n * threads_per_flow),
+            },
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_loop_slot_arithmetic() {
+        let ol = OpenLoop {
+            per_s: 1000,
+            max_outstanding: 10,
+        };
+        let t0 = Instant::now();
+        // Window [0.5 s, 1.5 s]: slots 500..1500 are scheduled in it.
+        let c = open_loop_counts(&ol, t0, 500_000_000, 1_500_000_000, 1499, 3);
+        assert_eq!(c.slots_in_window, 1000);
+        assert_eq!(c.missed_slots, 1);
+        assert_eq!(c.sent_total, 1499);
+        assert_eq!(c.peak_outstanding, 3);
+        // 3 per second: slot k at k/3 s; before 1 s: slots 0, 1, 2.
+        let ol = OpenLoop {
+            per_s: 3,
+            max_outstanding: 1,
+        };
+        let c = open_loop_counts(&ol, t0, 0, 1_000_000_000, 3, 1);
+        assert_eq!((c.slots_in_window, c.missed_slots), (3, 0));
+    }
+}

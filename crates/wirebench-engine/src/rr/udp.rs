@@ -1,0 +1,164 @@
+//! UDP RR flows: the client (sequence-numbered requests, a timeout per transaction) and the
+//! server (echoes the sequence number of every request of the right size). The rules are in
+//! the [`super`] module docs.
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use wirebench_model::warning::{FlowError, Step};
+
+use super::io::{payload, sleep_abortable, FlowEnd, Repeated, Tally};
+use super::{FlowCtx, ERROR_BACKOFF, POLL_TIMEOUT, UDP_SEQ_BYTES};
+use crate::util::is_timeout;
+
+enum Outcome {
+    Answered(Duration),
+    Lost,
+    Failed,
+    Aborted,
+}
+
+fn seq_of(buf: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(*buf.first_chunk::<UDP_SEQ_BYTES>()?))
+}
+
+pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
+    let mut end = FlowEnd::new(Tally::new(true));
+    if let Err(e) = s.peer_addr() {
+        end.error = Some(FlowError::os(Step::Connect, &e));
+        return end;
+    }
+    let mut req = payload(ctx.cfg.request_size_bytes.max(UDP_SEQ_BYTES));
+    let resp_len = ctx.cfg.response_size_bytes;
+    // One spare byte so that an oversized datagram shows up as longer than expected.
+    let mut buf = vec![0u8; resp_len + 1];
+    let timeout = ctx.cfg.udp_timeout;
+    let base_to = timeout.min(POLL_TIMEOUT);
+    if let Err(e) = s
+        .set_read_timeout(Some(base_to))
+        .and_then(|()| s.set_write_timeout(Some(POLL_TIMEOUT)))
+    {
+        end.error = Some(FlowError::os(Step::SocketOptions, &e));
+        return end;
+    }
+    let mut cur_to = base_to;
+    let mut failures = Repeated::default();
+    let mut seq = 0u64;
+    while !ctx.stopping() {
+        req[..UDP_SEQ_BYTES].copy_from_slice(&seq.to_be_bytes());
+        if cur_to != base_to && s.set_read_timeout(Some(base_to)).is_ok() {
+            cur_to = base_to;
+        }
+        let t0 = Instant::now();
+        let deadline = t0 + timeout;
+        let outcome = match s.send(&req) {
+            Err(e) => {
+                failures.note(Step::Send, &e);
+                Outcome::Failed
+            }
+            Ok(_) => loop {
+                match s.recv(&mut buf) {
+                    Ok(n) => {
+                        let now = Instant::now();
+                        let got = (n == resp_len).then(|| seq_of(&buf)).flatten();
+                        match got {
+                            Some(r) if r == seq && now <= deadline => {
+                                break Outcome::Answered(now - t0)
+                            }
+                            Some(r) if r <= seq => {
+                                end.tally.count(ctx.in_window(), |c| c.late += 1);
+                                if r == seq {
+                                    // Matching, but after the deadline: lost, then late.
+                                    break Outcome::Lost;
+                                }
+                            }
+                            _ => end.tally.count(ctx.in_window(), |c| c.garbage += 1),
+                        }
+                        if now >= deadline {
+                            break Outcome::Lost;
+                        }
+                    }
+                    Err(e) if is_timeout(&e) => {
+                        if ctx.aborted() {
+                            break Outcome::Aborted;
+                        }
+                        let now = Instant::now();
+                        if now >= deadline {
+                            break Outcome::Lost;
+                        }
+                        let left = (deadline - now).max(Duration::from_micros(1));
+                        if left < cur_to && s.set_read_timeout(Some(left)).is_ok() {
+                            cur_to = left;
+                        }
+                    }
+                    Err(e) => {
+                        failures.note(Step::Receive, &e);
+                        break Outcome::Failed;
+                    }
+                }
+            },
+        };
+        let w = ctx.in_window();
+        match outcome {
+            Outcome::Answered(l) => end.tally.transaction(w, Some(l)),
+            Outcome::Lost => end.tally.count(w, |c| c.lost += 1),
+            Outcome::Failed => {
+                end.tally.count(w, |c| c.errors += 1);
+                // Do not spin on an immediate error (e.g. ICMP port unreachable).
+                sleep_abortable(deadline.saturating_duration_since(Instant::now()), ctx);
+            }
+            Outcome::Aborted => break,
+        }
+        ctx.publish(&end.tally);
+        seq += 1;
+    }
+    let errors = end.tally.total.errors;
+    end.warnings.extend(failures.warning(ctx.flow, errors));
+    end
+}
+
+pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
+    let mut end = FlowEnd::new(Tally::new(false));
+    if let Err(e) = s
+        .set_read_timeout(Some(POLL_TIMEOUT))
+        .and_then(|()| s.set_write_timeout(Some(POLL_TIMEOUT)))
+    {
+        end.error = Some(FlowError::os(Step::SocketOptions, &e));
+        return end;
+    }
+    let req_len = ctx.cfg.request_size_bytes;
+    let mut buf = vec![0u8; req_len + 1];
+    let mut resp = payload(ctx.cfg.response_size_bytes.max(UDP_SEQ_BYTES));
+    let mut last_activity = Instant::now();
+    let mut failures = Repeated::default();
+    while !ctx.aborted() && !ctx.server_done(last_activity) {
+        match s.recv_from(&mut buf) {
+            Ok((n, peer)) => {
+                last_activity = Instant::now();
+                if n != req_len || n < UDP_SEQ_BYTES {
+                    end.tally.count(ctx.in_window(), |c| c.garbage += 1);
+                } else {
+                    resp[..UDP_SEQ_BYTES].copy_from_slice(&buf[..UDP_SEQ_BYTES]);
+                    match s.send_to(&resp, peer) {
+                        Ok(_) => end.tally.transaction(ctx.in_window(), None),
+                        Err(e) => {
+                            end.tally.count(ctx.in_window(), |c| c.errors += 1);
+                            failures.note(Step::Send, &e);
+                        }
+                    }
+                }
+                ctx.publish(&end.tally);
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                end.tally.count(ctx.in_window(), |c| c.errors += 1);
+                failures.note(Step::Receive, &e);
+                ctx.publish(&end.tally);
+                sleep_abortable(ERROR_BACKOFF, ctx);
+            }
+        }
+    }
+    let errors = end.tally.total.errors;
+    end.warnings.extend(failures.warning(ctx.flow, errors));
+    end
+}
