@@ -114,7 +114,7 @@ impl Summary {
     /// The request/response figures, if this is one.
     pub fn rr(&self) -> Option<&RrSummary> {
         match &self.workload {
-            WorkloadSummary::Rr(r) => Some(r),
+            WorkloadSummary::Rr(r) => Some(r.as_ref()),
             _ => None,
         }
     }
@@ -128,14 +128,14 @@ impl Summary {
     }
 }
 
-/// The workload's own summary.
+/// The workload's own summary (externally tagged in JSON: `{"stream": {...}}`).
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum WorkloadSummary {
     /// TCP stream.
     Stream(StreamSummary),
     /// TCP RR, CRR, UDP RR.
-    Rr(RrSummary),
+    Rr(Box<RrSummary>),
     /// UDP stream.
     UdpStream(UdpSummary),
 }

@@ -341,9 +341,9 @@ pub struct StreamSide {
     pub intervals: Vec<ByteInterval>,
 }
 
-/// One end's workload counts.
+/// One end's workload counts (externally tagged in JSON: `{"stream": {...}}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum SideData {
     /// TCP stream.
     Stream(StreamSide),
@@ -407,9 +407,10 @@ impl SideReport {
     }
 }
 
-/// A live interval sample of either end, any workload: the body of the `interval` message.
+/// A live interval sample of either end, any workload: the body of the `interval` message
+/// (externally tagged in JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum IntervalData {
     /// Bytes per flow (TCP stream).
     Stream(ByteInterval),

@@ -392,9 +392,10 @@ impl Default for UdpStreamSpec {
     }
 }
 
-/// The workload and the settings that apply only to it.
+/// The workload and the settings that apply only to it. In JSON, externally tagged:
+/// `{"stream": {...}}` (so that a decoding error names the exact path of the bad field).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum WorkloadSpec {
     /// Bulk TCP transfer.
     Stream(StreamSpec),

@@ -233,18 +233,17 @@ fn connections_and_directions() {
 fn spec_json_shape_and_strictness() {
     let s = TestSpec::new(WorkloadSpec::UdpRr(UdpRrSpec::default()));
     let v = serde_json::to_value(&s).unwrap();
-    assert_eq!(v["workload"]["kind"], "udp_rr");
-    assert_eq!(v["workload"]["timeout_ms"], 100);
+    assert_eq!(v["workload"]["udp_rr"]["timeout_ms"], 100);
     let back: TestSpec = serde_json::from_value(v.clone()).unwrap();
     assert_eq!(back, s);
     // A field that does not apply to the workload is an error, not ignored.
     let mut bad = v;
-    bad["workload"]["send_path"] = "copy".into();
+    bad["workload"]["udp_rr"]["send_path"] = "copy".into();
     assert!(serde_json::from_value::<TestSpec>(bad).is_err());
     let r = TestSpec::new(WorkloadSpec::Rr(RrSpec::default()));
     let v = serde_json::to_value(&r).unwrap();
-    assert_eq!(v["workload"]["pacing"]["loop"], "closed");
-    assert_eq!(v["workload"]["pacing"]["burst"], 1);
+    assert_eq!(v["workload"]["rr"]["pacing"]["loop"], "closed");
+    assert_eq!(v["workload"]["rr"]["pacing"]["burst"], 1);
 }
 
 #[test]

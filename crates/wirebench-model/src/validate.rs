@@ -24,14 +24,16 @@ use crate::spec::*;
 
 macro_rules! spec_fields {
     ($( $(#[$doc:meta])* $variant:ident = $name:literal ),* $(,)?) => {
-        /// A field of a [`TestSpec`], named by its path in the JSON document.
+        /// A field of a [`TestSpec`], named `common.<field>` or `workload.<field>` (the field
+        /// inside the workload's variant, e.g. `workload.request_size_bytes` for rr, crr and
+        /// udp_rr alike).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
         pub enum SpecField {
             $( $(#[$doc])* #[serde(rename = $name)] $variant, )*
         }
 
         impl SpecField {
-            /// The field's path in the JSON document (`"common.flows"`, ...).
+            /// The field's name (`"common.flows"`, ...).
             pub fn as_str(self) -> &'static str {
                 match self { $( SpecField::$variant => $name, )* }
             }

@@ -137,8 +137,7 @@ fn open_sender(
     let mut k = 0u64;
     let mut peak = 0u64;
     let mut error = None;
-    'send: loop {
-        let Some(due) = schedule.due(k) else { break };
+    'send: while let Some(due) = schedule.due(k) {
         if !wait_until(due, Duration::ZERO, &stop) {
             break;
         }
