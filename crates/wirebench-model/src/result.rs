@@ -575,6 +575,28 @@ pub fn schema_json() -> String {
     s
 }
 
+/// `unix_ms` (milliseconds since the Unix epoch) as ISO 8601 UTC with milliseconds:
+/// `2026-11-24T11:38:10.123Z` (days to civil date after Howard Hinnant's algorithm).
+pub fn iso8601_utc(unix_ms: u64) -> String {
+    let (days, ms_of_day) = (unix_ms / 86_400_000, unix_ms % 86_400_000);
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, rest) = (ms_of_day / 3_600_000, ms_of_day % 3_600_000);
+    let (min, rest) = (rest / 60_000, rest % 60_000);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{:02}.{:03}Z",
+        rest / 1000,
+        rest % 1000
+    )
+}
+
 /// Why a JSON document could not be read as a [`RunResult`].
 #[derive(Debug, thiserror::Error)]
 pub enum ResultError {

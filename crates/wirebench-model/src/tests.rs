@@ -302,3 +302,14 @@ fn warnings_are_code_and_params() {
     assert_eq!(v["params"]["reason"]["reason"], "interrupted");
     assert_eq!(serde_json::from_value::<Noted>(v).unwrap(), w);
 }
+
+#[test]
+fn iso8601_dates() {
+    use crate::result::iso8601_utc;
+    assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
+    // 2000-02-29 (a leap day of a century leap year).
+    assert_eq!(iso8601_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    // `date -u -d @1795520290.123`: 2026-11-24T11:38:10.123Z.
+    assert_eq!(iso8601_utc(1_795_520_290_123), "2026-11-24T11:38:10.123Z");
+    assert_eq!(iso8601_utc(4_102_444_799_999), "2099-12-31T23:59:59.999Z");
+}

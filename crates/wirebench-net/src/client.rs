@@ -6,22 +6,24 @@
 //! run, a failure or an interrupt still returns the partial reports, marked as such.
 
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use wirebench_engine::rr::{ConnectFn, CrrClientFlow, RrFlows, TcpRrFlow, UdpRrFlow};
+use wirebench_engine::rr::ConnectFn;
+use wirebench_model::abort::AbortReason;
+use wirebench_model::side::{HostRole, SideReport, SideStatus};
+use wirebench_model::spec::TestSpec;
 use wirebench_proto::auth::Key;
 use wirebench_proto::data::{DataHello, Token, CONTROL_PREAMBLE};
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
-use wirebench_proto::measure::{HostRole, SideReport};
 use wirebench_proto::message::{AbortMsg, IntervalMsg, Message};
 use wirebench_proto::session::{Action, ClientSession, Phase, Timeouts};
-use wirebench_proto::spec::{TestSpec, Workload};
 
 use crate::conn::Control;
-use crate::run::{plans_for, DataPlan, EngineRun};
+use crate::end::{EndParams, EngineRun};
+use crate::workload::{setup_of, EndSockets};
 use crate::{sockopt, udpsetup, NetError};
 
 /// What the client needs to run one test.
@@ -59,8 +61,8 @@ pub enum Outcome {
     Completed,
     /// The user interrupted it (SIGINT/SIGTERM); figures are partial.
     Interrupted,
-    /// It failed while measuring; figures are partial.
-    Aborted(String),
+    /// It failed while measuring, or the server stopped it; figures are partial.
+    Aborted(AbortReason),
 }
 
 /// Both ends' reports of one run.
@@ -81,12 +83,10 @@ struct Run {
     interrupted: bool,
     /// The test's token (for CRR's per-transaction connections).
     token: Option<Token>,
-    /// The setup connections, until the engine takes them.
-    conns: Vec<(u32, TcpStream)>,
-    /// UDP workloads: each flow's socket and the server's UDP address.
-    udp: Vec<(u32, UdpSocket, SocketAddr)>,
+    /// The sockets of the setup, until the engine takes them.
+    sockets: EndSockets,
     /// The server aborted the running test (limit, shutdown), with its reason.
-    stopped_by_server: Option<String>,
+    stopped_by_server: Option<AbortReason>,
 }
 
 /// Run one test against `cfg.server`. `interrupt` is polled (e.g. set by a SIGINT handler);
@@ -125,8 +125,7 @@ pub fn run(
         server: None,
         interrupted: false,
         token: None,
-        conns: Vec::new(),
-        udp: Vec::new(),
+        sockets: EndSockets::default(),
         stopped_by_server: None,
     };
     let res = drive(
@@ -142,7 +141,7 @@ pub fn run(
         Ok(()) => Ok(ClientRun {
             outcome: match (run.interrupted, run.stopped_by_server) {
                 (true, _) => Outcome::Interrupted,
-                (false, Some(r)) => Outcome::Aborted(format!("the server stopped the test: {r}")),
+                (false, Some(r)) => Outcome::Aborted(r),
                 (false, None) => Outcome::Completed,
             },
             client: run.client,
@@ -152,17 +151,18 @@ pub fn run(
             let Some(engine) = run.engine.as_mut() else {
                 return Err(e);
             };
+            let reason = e.abort_reason();
             let _ = conn.send(&Message::Abort(AbortMsg {
-                reason: e.to_string(),
+                reason: reason.clone(),
             }));
             if run.client.is_none() {
-                run.client = engine.abort_and_wait(&e.to_string(), Duration::from_secs(10));
+                run.client = engine.abort_and_wait(reason.clone(), Duration::from_secs(10));
             }
             Ok(ClientRun {
                 outcome: if run.interrupted {
                     Outcome::Interrupted
                 } else {
-                    Outcome::Aborted(e.to_string())
+                    Outcome::Aborted(reason)
                 },
                 client: run.client,
                 server: run.server,
@@ -199,71 +199,34 @@ fn connect_data(
     Ok(s)
 }
 
-/// Open the setup connections (and, for UDP workloads, bind each flow's UDP socket).
+/// Open the setup connections (for UDP workloads binding each flow's UDP socket over its
+/// connection; for CRR making each flow's connect closure).
 fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetError> {
     run.token = Some(token);
-    let n = cfg.spec.setup_connections();
-    for flow in 0..n {
-        let s = connect_data(cfg.server, &cfg.spec, cfg.connect_timeout, token, flow)?;
-        run.conns.push((flow, s));
+    let spec = &cfg.spec;
+    for flow in 0..spec.setup_connections() {
+        let s = connect_data(cfg.server, spec, cfg.connect_timeout, token, flow)?;
+        run.sockets.conns.push((flow, s));
     }
-    if matches!(cfg.spec.workload, Workload::UdpStream | Workload::UdpRr) {
+    let setup = setup_of(spec);
+    if setup.binds_udp() {
         let deadline = Instant::now() + cfg.timeouts.handshake.max(Duration::from_secs(2));
-        for (flow, tcp) in run.conns.iter_mut() {
-            let (sock, server) = udpsetup::client_side(tcp, token, *flow, &cfg.spec, deadline)?;
-            run.udp.push((*flow, sock, server));
+        for (flow, tcp) in run.sockets.conns.iter_mut() {
+            let (sock, server) = udpsetup::client_side(tcp, token, *flow, spec, deadline)?;
+            run.sockets.udp.push((*flow, sock, server));
+        }
+    }
+    if setup.routes_while_running() {
+        for flow in 0..spec.connection_count() {
+            let (server, spec, timeout) = (cfg.server, spec.clone(), cfg.connect_timeout);
+            let connect: ConnectFn = Box::new(move || {
+                connect_data(server, &spec, timeout, token, flow)
+                    .map_err(|e| io::Error::other(e.to_string()))
+            });
+            run.sockets.crr_client.push((flow, connect));
         }
     }
     Ok(())
-}
-
-/// The client's data plan for the test.
-fn client_plan(cfg: &ClientConfig, run: &mut Run) -> Result<DataPlan, NetError> {
-    let spec = &cfg.spec;
-    let conns = std::mem::take(&mut run.conns);
-    let keep = |conns: Vec<(u32, TcpStream)>| conns.into_iter().map(|(_, s)| s).collect();
-    Ok(match spec.workload {
-        Workload::Stream => DataPlan::Stream(plans_for(HostRole::Client, spec, conns)),
-        Workload::Rr => DataPlan::Rr {
-            flows: RrFlows::TcpClient(
-                conns
-                    .into_iter()
-                    .map(|(flow, stream)| TcpRrFlow { flow, stream })
-                    .collect(),
-            ),
-            keep: Vec::new(),
-        },
-        Workload::Crr => {
-            let token = run.token.expect("token known before the engine starts");
-            let flows = (0..spec.connection_count())
-                .map(|flow| {
-                    let (server, spec, timeout) = (cfg.server, spec.clone(), cfg.connect_timeout);
-                    let connect: ConnectFn = Box::new(move || {
-                        connect_data(server, &spec, timeout, token, flow)
-                            .map_err(|e| io::Error::other(e.to_string()))
-                    });
-                    CrrClientFlow { flow, connect }
-                })
-                .collect();
-            DataPlan::Rr {
-                flows: RrFlows::CrrClient(flows),
-                keep: Vec::new(),
-            }
-        }
-        Workload::UdpRr => DataPlan::Rr {
-            flows: RrFlows::UdpClient(
-                std::mem::take(&mut run.udp)
-                    .into_iter()
-                    .map(|(flow, socket, _)| UdpRrFlow { flow, socket })
-                    .collect(),
-            ),
-            keep: keep(conns),
-        },
-        Workload::UdpStream => DataPlan::Udp {
-            plan: crate::server::udp_plan(HostRole::Client, spec, std::mem::take(&mut run.udp))?,
-            keep: keep(conns),
-        },
-    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -285,9 +248,9 @@ fn drive(
             run.interrupted = true;
             match run.engine.as_ref() {
                 Some(engine) => {
-                    engine.abort.store(true, Ordering::Relaxed);
+                    engine.abort.abort(AbortReason::Interrupted);
                     conn.send(&Message::Abort(AbortMsg {
-                        reason: "interrupted by the user".into(),
+                        reason: AbortReason::Interrupted,
                     }))?;
                 }
                 None => return Err(NetError::Interrupted),
@@ -297,16 +260,13 @@ fn drive(
             while let Ok(sample) = engine.intervals.try_recv() {
                 on_interval(&IntervalMsg {
                     host: HostRole::Client,
-                    sample: sample.sample,
-                    rr: sample.rr,
-                    udp: None,
+                    sample,
                 });
             }
             if run.client.is_none() {
                 if let Some(mut report) = engine.try_finish() {
                     if run.interrupted {
-                        report.status =
-                            wirebench_proto::measure::SideStatus::Aborted("interrupted".into());
+                        report.status = SideStatus::Aborted(AbortReason::Interrupted);
                     }
                     run.client = Some(report.clone());
                     let acts = sess.engine_done(now, report);
@@ -356,28 +316,29 @@ fn execute(
             }
             Action::StartEngine => {
                 let local = run
+                    .sockets
                     .conns
                     .first()
                     .and_then(|(_, s)| s.local_addr().ok())
                     .map(|a| a.ip())
                     .or_else(|| conn.stream().local_addr().ok().map(|a| a.ip()));
-                let data = client_plan(cfg, run)?;
+                let sockets = std::mem::take(&mut run.sockets);
+                let data = setup_of(&cfg.spec).plan(&cfg.spec, HostRole::Client, sockets)?;
+                let end = EndParams {
+                    host: HostRole::Client,
+                    cpu: cfg.spec.common.client_cpu.map(|c| c as usize),
+                    policy: None,
+                    local,
+                };
                 run.engine = Some(
-                    EngineRun::start(
-                        HostRole::Client,
-                        &cfg.spec,
-                        cfg.spec.client_cpu.map(|c| c as usize),
-                        data,
-                        None,
-                        local,
-                    )
-                    .map_err(NetError::io("starting the engine"))?,
+                    EngineRun::start(end, &cfg.spec, data)
+                        .map_err(NetError::io("starting the engine"))?,
                 );
             }
             Action::StopEngine { reason } => {
                 // Only the server's `abort` produces this on the client.
                 if let Some(e) = run.engine.as_ref() {
-                    e.abort.store(true, Ordering::Relaxed);
+                    e.abort.abort(reason.clone());
                 }
                 run.stopped_by_server.get_or_insert(reason);
             }

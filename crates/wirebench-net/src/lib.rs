@@ -1,18 +1,23 @@
-//! wirebench over real sockets: the daemon ([`server`]), the client ([`client`]), the framed
-//! control connection ([`conn`]) and data-socket options ([`sockopt`]).
+//! wirebench over real sockets: the daemon ([`daemon`]), the client ([`client`]), the
+//! [`runner`] that runs a test (or repetitions of it) against a target and assembles the
+//! result, the framed control connection ([`conn`]) and data-socket options ([`sockopt`]).
 //!
 //! The protocol logic lives in `wirebench-proto`'s session state machines; this crate is the
 //! I/O shell around them: it reads frames with bounded waits, hands messages to the session,
-//! carries out the actions the session returns, and runs the engine on its own thread while
-//! the control connection keeps heartbeats and live intervals flowing.
+//! carries out the actions the session returns, and runs the engine on its own thread
+//! ([`end`](mod@end)) while the control connection keeps heartbeats and live intervals
+//! flowing. How each workload turns its sockets into an engine's plan is behind one trait
+//! ([`workload`](mod@workload)).
 
 pub mod client;
 pub mod conn;
+pub mod daemon;
+mod end;
 pub mod error;
-mod run;
-pub mod server;
+pub mod runner;
 pub mod sockopt;
 pub mod udpsetup;
+mod workload;
 
 pub use error::NetError;
 

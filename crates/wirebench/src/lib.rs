@@ -1,4 +1,6 @@
-//! The `wirebench` command line: argument parsing ([`cli`]) and the subcommands ([`cmd`]).
+//! The `wirebench` command line: argument parsing ([`cli`]), the dispatch ([`cmd`]), the
+//! client commands ([`specs`] builds the spec, [`test_cmd`] runs it through the runner and
+//! prints the result) and the daemon's command line ([`serve`]).
 //!
 //! Kept as a library so tests can reach the parsing helpers; the binary is `main.rs`.
 //!
@@ -12,6 +14,14 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod serve;
+pub mod specs;
+pub mod test_cmd;
+
+/// Milliseconds of `s` seconds, if `s` is a usable positive number.
+pub fn secs_to_ms(s: f64) -> Option<u64> {
+    (s.is_finite() && s > 0.0 && s < 1e9).then(|| (s * 1000.0).round() as u64)
+}
 
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;

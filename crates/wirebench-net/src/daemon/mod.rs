@@ -1,0 +1,348 @@
+//! The daemon: `wirebench serve`.
+//!
+//! One listening socket carries both kinds of connection; the first four bytes say which
+//! (`WBC1` control, `WBD1` data). Each accepted connection gets a short-lived thread with an
+//! absolute handshake deadline. Control connections run a [`ServerSession`]; data connections
+//! present a per-test token and are handed to the test that issued it. Tests run side by side
+//! up to `Limits::max_concurrent_tests`; past the cap a client gets an explicit `busy` answer.
+//!
+//! # Defences
+//! Nothing a client does can make the daemon stop serving others:
+//! - every wait is bounded (absolute handshake deadline, heartbeats and a silence limit while
+//!   a test runs, a deadline on results), every allocation is capped by the frame decoder,
+//!   and SIGPIPE is ignored;
+//! - connections are capped in total ([`ServerConfig::max_connections`]) and per source
+//!   address ([`ServerConfig::max_conns_per_source`], answered with a `limit_exceeded`
+//!   error frame);
+//! - connections still in their handshake (before a data hello matched a test, or before a
+//!   control session's test was admitted) are capped too
+//!   ([`ServerConfig::max_pending_handshakes`]): past the cap the *oldest* is closed, so a
+//!   crowd of slow-drip connections cannot starve a legitimate client. A connection whose
+//!   complete data hello is already queued is only waiting for its thread (a burst of
+//!   thousands of flows) and is not evicted (when all the oldest are like that, a newcomer
+//!   goes untracked, bounded by its handshake deadline); the hello is peeked, not read,
+//!   until the connection has left the handshake queue, so one evicted meanwhile is never
+//!   handed on;
+//! - `accept` errors (EMFILE) back off instead of spinning; log lines about refused or
+//!   non-protocol connections are rate-limited;
+//! - with a key table, a test is admitted only after HMAC challenge-response authentication
+//!   ([`wirebench_proto::auth`]);
+//! - policy limits are checked at admission (the TestSpec) and while the test runs (the
+//!   aggregate receive rate, the flow count of data connections, the duration).
+//!
+//! Every admitted test leaves exactly one [`TestRecord`] — completed, aborted or failed, with
+//! whatever partial results exist — in a bounded in-memory ring and, if configured, appended
+//! to a JSON-lines file.
+//!
+//! # Rooms
+//! - [`accept`]: connection caps, the handshake cap, the first bytes of a connection;
+//! - [`route`]: data connections to their tests by token; the admission guard;
+//! - [`session`]: a control connection's session, its test and its engine;
+//! - [`records`]: the test records, in memory and on disk;
+//! - [`lograte`]: rate-limited logging of refused connections.
+//!
+//! The accept loop polls its listener with a timeout, so a shutdown never waits for a
+//! connection to arrive (even when the listening address has gone away).
+
+
+mod accept;
+mod lograte;
+mod records;
+mod route;
+mod session;
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use wirebench_model::spec::Limits;
+use wirebench_proto::auth::KeyTable;
+use wirebench_proto::data::Token;
+use wirebench_proto::session::Timeouts;
+
+use crate::NetError;
+use accept::{admit_connection, Handshakes};
+use lograte::LogLimiter;
+use records::RecordLog;
+pub use records::{RecordStatus, TestRecord};
+use route::PendingTest;
+
+/// How often the accept loop looks at the shutdown flag when no connection arrives.
+pub const ACCEPT_POLL: Duration = Duration::from_millis(100);
+
+/// Stack of a connection thread (the engine's data threads get the default).
+pub(crate) const CONN_THREAD_STACK_BYTES: usize = 512 * 1024;
+
+/// Daemon configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// Policy limits applied to every TestSpec.
+    pub limits: Limits,
+    /// Protocol deadlines (`handshake` is the absolute handshake deadline, `peer_silence` the
+    /// idle timeout while a test runs).
+    pub timeouts: Timeouts,
+    /// Connections (of any kind) handled at once; more are closed on accept.
+    pub max_connections: usize,
+    /// Connections from one source address handled at once (control and data); more get a
+    /// `limit_exceeded` error frame and are closed.
+    pub max_conns_per_source: usize,
+    /// Connections still in their handshake; past this the oldest is closed.
+    pub max_pending_handshakes: usize,
+    /// How many finished tests the daemon remembers in memory.
+    pub record_capacity: usize,
+    /// Append every test record to this JSON-lines file.
+    pub records_path: Option<PathBuf>,
+    /// Rotate the records file (to `FILE.1`) before it grows past this size.
+    pub records_max_bytes: u64,
+    /// Identities and keys; `None` admits unauthenticated clients.
+    pub keys: Option<Arc<KeyTable>>,
+    /// This server's identity (sent in the welcome, covered by the clients' MACs).
+    pub server_identity: String,
+}
+
+impl ServerConfig {
+    /// Defaults for a given bind address.
+    pub fn new(bind: SocketAddr) -> Self {
+        let limits = Limits::default();
+        ServerConfig {
+            bind,
+            max_conns_per_source: default_conns_per_source(&limits),
+            limits,
+            timeouts: Timeouts::default(),
+            max_connections: 1024,
+            max_pending_handshakes: 256,
+            record_capacity: 1000,
+            records_path: None,
+            records_max_bytes: 64 << 20,
+            keys: None,
+            server_identity: wirebench_sys::host::hostname().unwrap_or_else(|_| "wirebench".into()),
+        }
+    }
+}
+
+/// Room for one largest test (every data connection of a bidirectional test at
+/// `max_flows`, plus its control connection) and a few more.
+pub fn default_conns_per_source(limits: &Limits) -> usize {
+    (limits.max_flows as usize)
+        .saturating_mul(2)
+        .saturating_add(16)
+}
+
+struct State {
+    cfg: ServerConfig,
+    running: AtomicU32,
+    next_id: AtomicU64,
+    open_connections: AtomicUsize,
+    per_source: Mutex<HashMap<IpAddr, usize>>,
+    handshakes: Mutex<Handshakes>,
+    pending: Mutex<HashMap<Token, PendingTest>>,
+    records: Mutex<VecDeque<TestRecord>>,
+    record_log: Option<Mutex<RecordLog>>,
+    log_limiter: Mutex<LogLimiter>,
+    shutdown: AtomicBool,
+    evicted: AtomicU64,
+}
+
+/// A bound daemon, ready to [`Daemon::run`].
+pub struct Daemon {
+    listener: TcpListener,
+    state: Arc<State>,
+}
+
+/// Handle to a daemon running on a background thread (the embedded loopback server).
+pub struct DaemonHandle {
+    addr: SocketAddr,
+    state: Arc<State>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Counters a test or an operator can read from a running daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DaemonStats {
+    /// Tests running now.
+    pub running_tests: u32,
+    /// Connections being handled now.
+    pub open_connections: usize,
+    /// Tests remembered.
+    pub records: usize,
+    /// Handshaking connections closed to make room for newer ones.
+    pub evicted_handshakes: u64,
+}
+
+impl Daemon {
+    /// Bind the listening socket (and open the records file, if configured).
+    pub fn bind(cfg: ServerConfig) -> Result<Daemon, NetError> {
+        wirebench_sys::process::ignore_sigpipe().map_err(NetError::io("ignoring SIGPIPE"))?;
+        let record_log = match &cfg.records_path {
+            Some(p) => Some(Mutex::new(
+                RecordLog::open(p, cfg.records_max_bytes).map_err(|source| {
+                    NetError::RecordsFile {
+                        path: p.clone(),
+                        source,
+                    }
+                })?,
+            )),
+            None => None,
+        };
+        let listener = listen(cfg.bind).map_err(|source| NetError::Bind {
+            addr: cfg.bind,
+            source,
+        })?;
+        Ok(Daemon {
+            listener,
+            state: Arc::new(State {
+                cfg,
+                running: AtomicU32::new(0),
+                next_id: AtomicU64::new(1),
+                open_connections: AtomicUsize::new(0),
+                per_source: Mutex::new(HashMap::new()),
+                handshakes: Mutex::new(Handshakes::default()),
+                pending: Mutex::new(HashMap::new()),
+                records: Mutex::new(VecDeque::new()),
+                record_log,
+                log_limiter: Mutex::new(LogLimiter::new()),
+                shutdown: AtomicBool::new(false),
+                evicted: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serve until shut down. The listener is polled with a timeout, so the shutdown flag
+    /// is seen within [`ACCEPT_POLL`] whether or not connections arrive.
+    pub fn run(self) {
+        let state = self.state;
+        let mut last_accept_error: Option<Instant> = None;
+        if let Err(e) = self.listener.set_nonblocking(true) {
+            tracing::error!("cannot make the listener non-blocking: {e}");
+            return;
+        }
+        while !state.shutdown.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nonblocking(false);
+                    admit_connection(stream, &state);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let mut fds = [rustix::event::PollFd::new(
+                        &self.listener,
+                        rustix::event::PollFlags::IN,
+                    )];
+                    let timeout = rustix::event::Timespec {
+                        tv_sec: 0,
+                        tv_nsec: ACCEPT_POLL.as_nanos() as _,
+                    };
+                    let _ = rustix::event::poll(&mut fds, Some(&timeout));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // EMFILE/ENFILE and friends: back off instead of spinning.
+                    let now = Instant::now();
+                    if last_accept_error.is_none_or(|t| now - t > Duration::from_secs(5)) {
+                        tracing::warn!("accept failed: {e}; backing off");
+                        last_accept_error = Some(now);
+                    }
+                    thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// Run on a background thread; the handle stops it when dropped.
+    pub fn spawn(self) -> io::Result<DaemonHandle> {
+        let addr = self.local_addr()?;
+        let state = Arc::clone(&self.state);
+        let thread = thread::Builder::new()
+            .name("wb-daemon".into())
+            .spawn(move || self.run())?;
+        Ok(DaemonHandle {
+            addr,
+            state,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// Accept backlog: a connection flood must not overflow the queue (an overflowing queue drops
+/// SYNs, and every legitimate client caught in it waits a full SYN retransmission timeout).
+const LISTEN_BACKLOG: i32 = 4096;
+
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(LISTEN_BACKLOG)?;
+    Ok(s.into())
+}
+
+impl DaemonHandle {
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> DaemonStats {
+        stats_of(&self.state)
+    }
+
+    /// The tests served so far, oldest first.
+    pub fn records(&self) -> Vec<TestRecord> {
+        self.state
+            .records
+            .lock()
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Stop accepting, abort the running tests (their clients get an `abort` and the
+    /// results exchange still happens, so partial results are recorded on both ends) and
+    /// wait up to `grace` for every connection to finish. Returns how many were still open.
+    pub fn shutdown(mut self, grace: Duration) -> usize {
+        self.stop_accepting();
+        let until = Instant::now() + grace;
+        while Instant::now() < until && self.state.open_connections.load(Ordering::Acquire) > 0 {
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.state.open_connections.load(Ordering::Acquire)
+    }
+
+    fn stop_accepting(&mut self) {
+        self.state.shutdown.store(true, Ordering::Relaxed);
+        // The accept loop polls with a timeout: it sees the flag within ACCEPT_POLL.
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for DaemonHandle {
+    fn drop(&mut self) {
+        self.stop_accepting();
+    }
+}
+
+fn stats_of(state: &State) -> DaemonStats {
+    DaemonStats {
+        running_tests: state.running.load(Ordering::Relaxed),
+        open_connections: state.open_connections.load(Ordering::Relaxed),
+        records: state.records.lock().map(|r| r.len()).unwrap_or(0),
+        evicted_handshakes: state.evicted.load(Ordering::Relaxed),
+    }
+}
+

@@ -1,0 +1,89 @@
+//! Routing data connections to their tests by token, and the admission guard that frees a
+//! test's slot and token however its session ends.
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+
+use wirebench_proto::data::{DataHello, Token};
+
+use super::accept::ConnSlot;
+use super::lograte::log_refused;
+use super::State;
+
+/// A data connection handed to its test: flow id, socket, and its accounting slot.
+pub(super) type DataConn = (u32, TcpStream, ConnSlot);
+
+/// Where the data connections of an admitted test go.
+#[derive(Clone)]
+pub(super) enum PendingTest {
+    /// Setup connections, collected by the test's control session.
+    Setup(mpsc::Sender<DataConn>),
+    /// CRR while the engine runs: one connection per transaction, straight to the flow's
+    /// server thread (a bounded queue; a connection that finds it full is closed).
+    Crr(Vec<mpsc::SyncSender<TcpStream>>),
+}
+
+/// Connections a CRR flow may have queued for its server thread.
+pub(super) const CRR_QUEUE: usize = 64;
+
+/// Frees the concurrent-test slot and the token when the session ends, however it ends.
+pub(super) struct Admission<'a> {
+    pub(super) state: &'a State,
+    pub(super) token: Token,
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.state.pending.lock() {
+            p.remove(&self.token);
+        }
+        self.state.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+
+/// Hand a data connection whose hello is `hello` to the test that issued its token; close it
+/// (dropping it) if there is none or its flow's queue is full.
+pub(super) fn route_data(
+    state: &State,
+    peer: SocketAddr,
+    hello: DataHello,
+    stream: TcpStream,
+    slot: ConnSlot,
+) {
+    let tx = state
+        .pending
+        .lock()
+        .ok()
+        .and_then(|p| p.get(&hello.token).cloned());
+    match tx {
+        Some(PendingTest::Setup(tx)) => {
+            let _ = tx.send((hello.flow, stream, slot));
+        }
+        Some(PendingTest::Crr(flows)) => {
+            // The connection's slot is released here: the queue bounds how many a test may
+            // hold, and the engine closes each one after its transaction.
+            match flows.get(hello.flow as usize) {
+                Some(tx) => {
+                    if tx.try_send(stream).is_err() {
+                        log_refused(state, peer, "CRR connection dropped: flow queue full");
+                    }
+                }
+                None => log_refused(state, peer, "CRR connection for an unknown flow"),
+            }
+        }
+        None => log_refused(
+            state,
+            peer,
+            "data connection with an unknown or stale test token refused",
+        ),
+    }
+}

@@ -1,0 +1,352 @@
+//! One control connection's session: the protocol state machine driven over the framed
+//! connection, admission of its test, collecting the test's data connections, binding UDP
+//! flows, running the server's engine, relaying intervals, and recording the test.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+use wirebench_engine::rr::CrrServerFlow;
+use wirebench_engine::RatePolicy;
+use wirebench_model::abort::AbortReason;
+use wirebench_model::side::{HostRole, SideReport};
+use wirebench_model::spec::TestSpec;
+use wirebench_proto::auth::{Nonce, NONCE_BYTES};
+use wirebench_proto::data::Token;
+use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
+use wirebench_proto::message::{IntervalMsg, Message};
+use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, SessionError};
+
+use super::accept::ConnSlot;
+use super::lograte::log_refused;
+use super::records::{record, RecordStatus, TestRecord};
+use super::route::{Admission, DataConn, PendingTest, CRR_QUEUE};
+use super::State;
+use crate::conn::Control;
+use crate::end::{EndParams, EngineRun};
+use crate::workload::{setup_of, EndSockets};
+use crate::{sockopt, udpsetup, NetError};
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// One control session's view of its test.
+struct TestState<'a> {
+    admission: Option<Admission<'a>>,
+    slot: ConnSlot,
+    test_id: u64,
+    spec: Option<TestSpec>,
+    data_rx: Option<mpsc::Receiver<DataConn>>,
+    /// The sockets of the setup, until the engine takes them.
+    sockets: EndSockets,
+    data_slots: Vec<ConnSlot>,
+    engine: Option<EngineRun>,
+    server_report: Option<SideReport>,
+    client_report: Option<SideReport>,
+    admitted_unix_ms: u64,
+    /// Why this end stopped the test itself (limit, shutdown), if it did.
+    local_abort: Option<AbortReason>,
+    /// The control connection's peer (the only host UDP flows may be bound to).
+    peer: SocketAddr,
+}
+
+pub(super) fn control_session(stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot: ConnSlot) {
+    let t = &state.cfg.timeouts;
+    let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
+    let mut nonce = [0u8; NONCE_BYTES];
+    rand::rng().fill_bytes(&mut nonce);
+    let mut sess = ServerSession::new(
+        Instant::now(),
+        *t,
+        state.cfg.limits.clone(),
+        crate::software(),
+    )
+    .with_auth(ServerAuth {
+        nonce: Nonce(nonce),
+        server_identity: state.cfg.server_identity.clone(),
+        keys: state.cfg.keys.clone(),
+    });
+    let mut ts = TestState {
+        admission: None,
+        slot,
+        test_id: 0,
+        spec: None,
+        data_rx: None,
+        sockets: EndSockets::default(),
+        data_slots: Vec::new(),
+        engine: None,
+        server_report: None,
+        client_report: None,
+        admitted_unix_ms: 0,
+        local_abort: None,
+        peer,
+    };
+    let result = drive(&mut conn, &mut sess, &mut ts, state);
+    let failure = result.as_ref().err().map(NetError::abort_reason);
+    if let Err(e) = &result {
+        let msg = match e {
+            NetError::Session(se) => se.to_error_msg(),
+            NetError::Frame(fe) => Some(fe.to_error_msg()),
+            _ => None,
+        };
+        if let Some(em) = msg {
+            let _ = conn.send(&Message::Error(em));
+        }
+        if matches!(e, NetError::Session(SessionError::Auth(_))) {
+            log_refused(state, peer, "authentication failed");
+        } else if ts.admission.is_some() {
+            tracing::info!(%peer, test_id = ts.test_id, "session ended: {e}");
+        } else {
+            log_refused(state, peer, &format!("session ended before admission: {e}"));
+        }
+    }
+    if let Some(engine) = ts.engine.as_mut() {
+        if ts.server_report.is_none() {
+            let reason = failure.clone().unwrap_or(AbortReason::Unspecified);
+            ts.server_report = engine.abort_and_wait(reason, Duration::from_secs(10));
+        }
+    }
+    if let Some(spec) = ts.spec.take() {
+        if ts.admission.is_some() {
+            let (status, reason) = match (&failure, &ts.local_abort) {
+                (Some(f), _) => (RecordStatus::Failed, Some(f.clone())),
+                (None, Some(r)) => (RecordStatus::Aborted, Some(r.clone())),
+                (None, None) => {
+                    let aborted = [&ts.server_report, &ts.client_report]
+                        .into_iter()
+                        .flatten()
+                        .find_map(|r| r.aborted().cloned());
+                    match (aborted, &ts.server_report) {
+                        (Some(why), _) => (RecordStatus::Aborted, Some(why)),
+                        (None, None) => (RecordStatus::Aborted, Some(AbortReason::Unspecified)),
+                        (None, Some(_)) => (RecordStatus::Completed, None),
+                    }
+                }
+            };
+            record(
+                state,
+                TestRecord {
+                    test_id: ts.test_id,
+                    peer,
+                    identity: sess.identity().map(str::to_string),
+                    admitted_unix_ms: ts.admitted_unix_ms,
+                    ended_unix_ms: unix_ms(),
+                    spec,
+                    status,
+                    reason,
+                    server: ts.server_report.take(),
+                    client: ts.client_report.take(),
+                },
+            );
+        }
+    }
+    drop(ts.admission.take());
+}
+
+fn drive<'a>(
+    conn: &mut Control,
+    sess: &mut ServerSession,
+    ts: &mut TestState<'a>,
+    state: &'a State,
+) -> Result<(), NetError> {
+    loop {
+        let now = Instant::now();
+        if state.shutdown.load(Ordering::Relaxed) && ts.local_abort.is_none() {
+            let reason = AbortReason::ServerShutdown;
+            ts.local_abort = Some(reason.clone());
+            let acts = sess.abort(reason);
+            if execute(conn, sess, ts, state, acts)? {
+                return Ok(());
+            }
+        }
+        // Phase-specific work that is not driven by control frames.
+        if sess.phase() == Phase::AwaitData && collect_data(ts, state)? {
+            let acts = sess.data_ready(now);
+            if execute(conn, sess, ts, state, acts)? {
+                return Ok(());
+            }
+        }
+        if let Some(engine) = ts.engine.as_mut() {
+            while let Ok(sample) = engine.intervals.try_recv() {
+                conn.send(&Message::Interval(IntervalMsg {
+                    host: HostRole::Server,
+                    sample,
+                }))?;
+            }
+            if ts.server_report.is_none() {
+                if let Some(report) = engine.try_finish() {
+                    ts.server_report = Some(report.clone());
+                    let mut acts = Vec::new();
+                    // The engine stopped on a policy limit: tell the client to stop too.
+                    if let Some(why @ AbortReason::LimitExceeded { .. }) = report.aborted() {
+                        if ts.local_abort.is_none() {
+                            ts.local_abort = Some(why.clone());
+                            acts.extend(sess.abort(why.clone()));
+                        }
+                    }
+                    acts.extend(sess.engine_done(now, report));
+                    if execute(conn, sess, ts, state, acts)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let acts = sess.poll(now)?;
+        if execute(conn, sess, ts, state, acts)? {
+            return Ok(());
+        }
+        let mut until = now + Duration::from_millis(50);
+        if let Some(w) = sess.next_wakeup() {
+            until = until.min(w.max(now + Duration::from_millis(1)));
+        }
+        // Results frames of a big test may exceed the default cap; the session knows its size.
+        conn.set_max_frame(sess.frame_cap());
+        if let Some(msg) = conn.recv(until)? {
+            let acts = sess.handle(Instant::now(), msg)?;
+            if execute(conn, sess, ts, state, acts)? {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Collect the admitted test's data connections; once all have arrived, configure them
+/// (socket options, UDP binding, CRR routing) and return true.
+fn collect_data(ts: &mut TestState<'_>, state: &State) -> Result<bool, NetError> {
+    let Some(spec) = ts.spec.clone() else {
+        return Ok(false);
+    };
+    if let Some(rx) = &ts.data_rx {
+        let count = spec.connection_count();
+        while let Ok((flow, stream, slot)) = rx.try_recv() {
+            // A flow id out of range or seen before is closed (dropped) here.
+            if flow < count && !ts.sockets.conns.iter().any(|(f, _)| *f == flow) {
+                ts.sockets.conns.push((flow, stream));
+                ts.data_slots.push(slot);
+            }
+        }
+    }
+    if ts.sockets.conns.len() < spec.setup_connections() as usize {
+        return Ok(false);
+    }
+    let setup = setup_of(&spec);
+    if let Some(adm) = &ts.admission {
+        if let Ok(mut p) = state.pending.lock() {
+            if setup.routes_while_running() {
+                // CRR keeps the token: from now on each of its connections goes straight to
+                // its flow's queue.
+                let mut senders = Vec::new();
+                for flow in 0..spec.connection_count() {
+                    let (tx, rx) = mpsc::sync_channel(CRR_QUEUE);
+                    senders.push(tx);
+                    ts.sockets.crr_server.push(CrrServerFlow { flow, accepted: rx });
+                }
+                p.insert(adm.token, PendingTest::Crr(senders));
+            } else {
+                p.remove(&adm.token);
+            }
+        }
+    }
+    ts.data_rx = None;
+    for (_, s) in &ts.sockets.conns {
+        sockopt::apply(s, &spec)?;
+    }
+    if setup.binds_udp() {
+        let token = ts.admission.as_ref().map(|a| a.token).expect("admitted");
+        let deadline = Instant::now() + state.cfg.timeouts.handshake;
+        let control_peer = ts.peer.ip();
+        ts.sockets.conns.sort_by_key(|(f, _)| *f);
+        let EndSockets { conns, udp, .. } = &mut ts.sockets;
+        for (flow, tcp) in conns.iter_mut() {
+            let (sock, peer) =
+                udpsetup::server_side(tcp, token, *flow, &spec, control_peer, deadline)?;
+            udp.push((*flow, sock, peer));
+        }
+    }
+    Ok(true)
+}
+
+/// Carry out session actions. Returns true when the session is over.
+fn execute<'a>(
+    conn: &mut Control,
+    sess: &mut ServerSession,
+    ts: &mut TestState<'a>,
+    state: &'a State,
+    actions: Vec<Action>,
+) -> Result<bool, NetError> {
+    let mut queue: VecDeque<Action> = actions.into();
+    while let Some(a) = queue.pop_front() {
+        match a {
+            Action::Send(m) => conn.send(&m)?,
+            Action::RequestAdmission(spec) => {
+                let cap = state.cfg.limits.max_concurrent_tests;
+                let prev = state.running.fetch_add(1, Ordering::AcqRel);
+                if prev >= cap || state.shutdown.load(Ordering::Relaxed) {
+                    state.running.fetch_sub(1, Ordering::AcqRel);
+                    queue.extend(sess.busy(prev, cap, 1000));
+                    continue;
+                }
+                let _ = ts.slot.end_handshake();
+                let mut raw = [0u8; 16];
+                rand::rng().fill_bytes(&mut raw);
+                let token = Token(raw);
+                let (tx, rx) = mpsc::channel();
+                if let Ok(mut p) = state.pending.lock() {
+                    p.insert(token, PendingTest::Setup(tx));
+                }
+                ts.admission = Some(Admission { state, token });
+                ts.test_id = state.next_id.fetch_add(1, Ordering::Relaxed);
+                ts.admitted_unix_ms = unix_ms();
+                ts.data_rx = Some(rx);
+                ts.spec = Some(*spec);
+                queue.extend(sess.admitted(Instant::now(), ts.test_id, token));
+            }
+            Action::StartEngine => {
+                let spec = ts.spec.clone().expect("spec set before start");
+                let local = ts
+                    .sockets
+                    .conns
+                    .first()
+                    .and_then(|(_, s)| s.local_addr().ok())
+                    // CRR has no setup connection: its connections arrive where this one did.
+                    .or_else(|| conn.stream().local_addr().ok())
+                    .map(|a| a.ip());
+                let sockets = std::mem::take(&mut ts.sockets);
+                let data = setup_of(&spec).plan(&spec, HostRole::Server, sockets)?;
+                let end = EndParams {
+                    host: HostRole::Server,
+                    cpu: spec.common.server_cpu.map(|c| c as usize),
+                    policy: state.cfg.limits.max_rate_bps.map(RatePolicy::new),
+                    local,
+                };
+                ts.engine = Some(
+                    EngineRun::start(end, &spec, data)
+                        .map_err(NetError::io("starting the engine"))?,
+                );
+            }
+            Action::StopEngine { reason } => {
+                if let Some(e) = ts.engine.as_ref() {
+                    tracing::info!(test_id = ts.test_id, ?reason, "stopping the engine");
+                    e.abort.abort(reason);
+                }
+            }
+            Action::PeerInterval(_) => {}
+            Action::PeerResults(r) => ts.client_report = Some(*r),
+            Action::OpenData { .. } => {
+                return Err(NetError::Session(SessionError::Unexpected {
+                    phase: sess.phase(),
+                    got: "open_data",
+                }))
+            }
+            Action::Close => return Ok(true),
+        }
+    }
+    Ok(false)
+}

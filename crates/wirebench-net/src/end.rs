@@ -1,0 +1,306 @@
+//! Running one end's engine on its own thread while the control connection stays responsive:
+//! shared by the client and the daemon.
+//!
+//! [`EngineRun::start`] turns the spec and the end's data plan ([`DataPlan`], built by
+//! [`crate::workload`]) into the engine's configuration, runs it on a thread named
+//! `wb-engine`, relays its interval samples over a channel, and hands back a
+//! [`SideReport`] when it finishes.
+
+use std::net::{IpAddr, TcpStream};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use wirebench_engine::rr::{self, OpenLoop, RrConfig, RrFlows};
+use wirebench_engine::stream::{self, FlowPlan, StreamConfig};
+use wirebench_engine::udp::{self, UdpConfig, UdpPlan};
+use wirebench_engine::{Abort, EngineOutput, Pinning, RatePolicy, Sink};
+use wirebench_model::abort::AbortReason;
+use wirebench_model::rr::RrInterval;
+use wirebench_model::side::{
+    ByteInterval, HostRole, IntervalData, SideData, SideReport, SideStatus,
+};
+use wirebench_model::spec::{RrLoop, TestSpec, WorkloadSpec};
+use wirebench_model::udp::UdpInterval;
+use wirebench_proto::udp::DEFAULT_REORDER_WINDOW_SEQS;
+
+/// How long an end waits past its stop instant for the peer to finish.
+const DRAIN_LIMIT: Duration = Duration::from_secs(3);
+
+/// A CRR transaction's longest wait on the peer.
+const CRR_PEER_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Turns every engine's interval samples into [`IntervalData`] on a channel.
+struct ChannelSink(mpsc::Sender<IntervalData>);
+
+impl Sink<ByteInterval> for ChannelSink {
+    fn interval(&mut self, s: &ByteInterval) {
+        let _ = self.0.send(IntervalData::Stream(s.clone()));
+    }
+}
+
+impl Sink<RrInterval> for ChannelSink {
+    fn interval(&mut self, s: &RrInterval) {
+        let _ = self.0.send(IntervalData::Rr(s.clone()));
+    }
+}
+
+impl Sink<UdpInterval> for ChannelSink {
+    fn interval(&mut self, s: &UdpInterval) {
+        let _ = self.0.send(IntervalData::UdpStream(s.clone()));
+    }
+}
+
+/// What an end's engine runs over: the data sockets of one workload.
+pub(crate) enum DataPlan {
+    /// TCP stream flows.
+    Stream(Vec<FlowPlan>),
+    /// Request/response flows. `keep` holds UDP RR's setup TCP connections open until the
+    /// end.
+    Rr {
+        flows: RrFlows,
+        keep: Vec<TcpStream>,
+    },
+    /// UDP stream flows. `keep` holds the setup TCP connections open until the end.
+    Udp { plan: UdpPlan, keep: Vec<TcpStream> },
+}
+
+/// Who this end is and where its engine runs.
+#[derive(Debug, Clone)]
+pub(crate) struct EndParams {
+    /// Which end.
+    pub(crate) host: HostRole,
+    /// The CPU the spec pins this end's data threads to.
+    pub(crate) cpu: Option<usize>,
+    /// The daemon's rate policy (`None` at the client).
+    pub(crate) policy: Option<RatePolicy>,
+    /// The local address of the data sockets (for the environment probe).
+    pub(crate) local: Option<IpAddr>,
+}
+
+/// A running engine on its own thread.
+pub(crate) struct EngineRun {
+    pub(crate) abort: Arc<Abort>,
+    pub(crate) intervals: mpsc::Receiver<IntervalData>,
+    handle: Option<JoinHandle<SideReport>>,
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// Where this end pins its data threads.
+fn pinning(spec: &TestSpec, cpu: Option<usize>) -> Pinning {
+    let round_robin = match &spec.workload {
+        WorkloadSpec::Stream(s) if s.pin_threads && cpu.is_none() => {
+            wirebench_sys::thread::current_thread_affinity().unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    Pinning { cpu, round_robin }
+}
+
+/// The engine configuration of a request/response spec.
+pub(crate) fn rr_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> RrConfig {
+    let c = &spec.common;
+    let mut cfg = RrConfig {
+        warmup: ms(c.warmup_ms),
+        duration: ms(c.duration_ms),
+        interval: c.interval_ms.map(ms),
+        drain_limit: DRAIN_LIMIT,
+        pin,
+        peer_timeout: CRR_PEER_TIMEOUT,
+        policy,
+        ..RrConfig::default()
+    };
+    if let Some((req, resp)) = spec.workload.rr_sizes() {
+        cfg.request_size_bytes = req as usize;
+        cfg.response_size_bytes = resp as usize;
+    }
+    match &spec.workload {
+        WorkloadSpec::Rr(r) => match r.pacing {
+            RrLoop::Closed { burst } => cfg.burst = burst,
+            RrLoop::Open {
+                transactions_per_s,
+                max_outstanding,
+            } => {
+                cfg.open_loop = Some(OpenLoop {
+                    per_s: transactions_per_s,
+                    max_outstanding,
+                })
+            }
+        },
+        WorkloadSpec::Crr(c) => cfg.close_mode = c.close_mode,
+        WorkloadSpec::UdpRr(u) => cfg.udp_timeout = ms(u.timeout_ms),
+        _ => {}
+    }
+    cfg
+}
+
+/// The engine configuration of a stream spec.
+fn stream_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> StreamConfig {
+    let c = &spec.common;
+    let s = match &spec.workload {
+        WorkloadSpec::Stream(s) => s.clone(),
+        _ => Default::default(),
+    };
+    StreamConfig {
+        send_size_bytes: s.send_size_bytes as usize,
+        recv_size_bytes: s.recv_size_bytes as usize,
+        warmup: ms(c.warmup_ms),
+        duration: ms(c.duration_ms),
+        interval: c.interval_ms.map(ms),
+        drain_limit: DRAIN_LIMIT,
+        pin,
+        rate_bps: s.rate_bps,
+        policy,
+        send_path: s.send_path,
+        recv_path: s.recv_path,
+        verify: s.verify,
+        threads: s.threads,
+    }
+}
+
+/// The engine configuration of a UDP stream spec.
+fn udp_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> UdpConfig {
+    let c = &spec.common;
+    let (datagram_bytes, rate_bps) = match &spec.workload {
+        WorkloadSpec::UdpStream(u) => (u.datagram_bytes as usize, u.rate_bps),
+        _ => (wirebench_model::spec::MIN_UDP_DATAGRAM_BYTES as usize, None),
+    };
+    UdpConfig {
+        datagram_bytes,
+        rate_bps,
+        warmup: ms(c.warmup_ms),
+        duration: ms(c.duration_ms),
+        interval: c.interval_ms.map(ms),
+        drain_limit: DRAIN_LIMIT,
+        reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
+        pin,
+        policy,
+    }
+}
+
+/// A report of this end with no engine figures (the engine could not run), aborted for
+/// `reason`.
+pub(crate) fn empty_report(host: HostRole, local: Option<IpAddr>, reason: AbortReason) -> SideReport {
+    SideReport {
+        host,
+        status: SideStatus::Aborted(reason),
+        data: None,
+        cpu: None,
+        env: wirebench_engine::env::probe(local),
+        warnings: Vec::new(),
+        engine: None,
+    }
+}
+
+/// An engine's output as this end's report.
+fn report<D>(
+    host: HostRole,
+    local: Option<IpAddr>,
+    out: EngineOutput<D>,
+    data: impl FnOnce(D) -> SideData,
+) -> SideReport {
+    SideReport {
+        host,
+        status: match out.aborted {
+            Some(r) => SideStatus::Aborted(r),
+            None => SideStatus::Completed,
+        },
+        data: Some(data(out.data)),
+        cpu: out.cpu,
+        env: wirebench_engine::env::probe(local),
+        warnings: out.warnings,
+        engine: Some(out.engine),
+    }
+}
+
+fn run_plan(
+    end: &EndParams,
+    spec: &TestSpec,
+    data: DataPlan,
+    sink: &mut ChannelSink,
+    abort: &Abort,
+) -> SideReport {
+    let pin = pinning(spec, end.cpu);
+    let (host, local, policy) = (end.host, end.local, end.policy);
+    match data {
+        DataPlan::Stream(plans) => {
+            let cfg = stream_config(spec, pin, policy);
+            let out = stream::run(&cfg, plans, sink, abort);
+            report(host, local, out, SideData::Stream)
+        }
+        DataPlan::Rr { flows, keep } => {
+            let cfg = rr_config(spec, pin, policy);
+            let out = rr::run(&cfg, flows, sink, abort);
+            drop(keep);
+            report(host, local, out, SideData::Rr)
+        }
+        DataPlan::Udp { plan, keep } => {
+            let cfg = udp_config(spec, pin, policy);
+            let res = udp::run(&cfg, plan, sink, abort);
+            drop(keep);
+            match res {
+                Ok(out) => report(host, local, out, SideData::UdpStream),
+                Err(e) => empty_report(
+                    host,
+                    local,
+                    AbortReason::EngineFailed {
+                        detail: e.to_string(),
+                    },
+                ),
+            }
+        }
+    }
+}
+
+impl EngineRun {
+    /// Start the engine of `spec`'s workload over `data` at the end `end` describes.
+    pub(crate) fn start(
+        end: EndParams,
+        spec: &TestSpec,
+        data: DataPlan,
+    ) -> std::io::Result<EngineRun> {
+        let abort = Arc::new(Abort::new());
+        let (tx, rx) = mpsc::channel();
+        let ab = Arc::clone(&abort);
+        let spec = spec.clone();
+        let handle = thread::Builder::new()
+            .name("wb-engine".into())
+            .spawn(move || run_plan(&end, &spec, data, &mut ChannelSink(tx), &ab))?;
+        Ok(EngineRun {
+            abort,
+            intervals: rx,
+            handle: Some(handle),
+        })
+    }
+
+    /// The report, if the engine has finished.
+    pub(crate) fn try_finish(&mut self) -> Option<SideReport> {
+        if self.handle.as_ref().is_some_and(|h| h.is_finished()) {
+            return self.handle.take().and_then(|h| h.join().ok());
+        }
+        None
+    }
+
+    /// Abort for `reason` and wait (bounded) for the partial report.
+    pub(crate) fn abort_and_wait(
+        &mut self,
+        reason: AbortReason,
+        limit: Duration,
+    ) -> Option<SideReport> {
+        self.abort.abort(reason.clone());
+        let until = Instant::now() + limit;
+        while Instant::now() < until {
+            if let Some(mut r) = self.try_finish() {
+                if r.status == SideStatus::Completed {
+                    r.status = SideStatus::Aborted(reason);
+                }
+                return Some(r);
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}

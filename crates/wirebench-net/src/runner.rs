@@ -1,0 +1,349 @@
+//! The [`Runner`]: one test spec against one target, repeated until a confidence target is
+//! met, assembled into a [`RunResult`]. The command line, sweeps, studies and a mesh all run
+//! tests through it; they differ only in how they print ([`Observer`]).
+//!
+//! A runner owns what outlives one run: the target (a remote daemon, or a daemon embedded in
+//! this process on loopback, started on first use and kept for the runner's life), the
+//! credentials, the repetition policy and the interrupt flag (set by the caller's signal
+//! handler). For each run it checks the descriptor budget, runs the client session, and
+//! derives the run's summary; between runs it computes the confidence intervals and stops
+//! as soon as the target is met.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use wirebench_model::error::{ErrorInfo, ErrorKind};
+use wirebench_model::result::{RunRecord, RunResult, RunStatus, SCHEMA_VERSION};
+use wirebench_model::side::SideReport;
+use wirebench_model::spec::{Limits, TestSpec};
+use wirebench_model::warning::{Noted, Warning};
+use wirebench_proto::auth::Key;
+use wirebench_proto::message::IntervalMsg;
+use wirebench_proto::session::Timeouts;
+use wirebench_report::analyze;
+use wirebench_stats::ci::ConfidenceLevel;
+
+use crate::client::{self, ClientConfig, Outcome};
+use crate::daemon::{Daemon, DaemonHandle, ServerConfig};
+use crate::NetError;
+
+/// Where the runner's tests go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A daemon at this address.
+    Remote(SocketAddr),
+    /// A daemon embedded in this process, listening on this loopback address (port chosen
+    /// by the kernel).
+    Embedded(IpAddr),
+}
+
+/// How often a test is repeated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Repetition {
+    /// Runs at least this many times.
+    pub min_runs: u32,
+    /// Runs at most this many times.
+    pub max_runs: u32,
+    /// Confidence level of the intervals.
+    pub level: ConfidenceLevel,
+    /// Stop once every interval is at most this wide, percent of its mean.
+    pub target_width_pct: f64,
+}
+
+impl Repetition {
+    /// One run, no confidence target.
+    pub fn once() -> Repetition {
+        Repetition {
+            min_runs: 1,
+            max_runs: 1,
+            level: ConfidenceLevel::P99,
+            target_width_pct: 5.0,
+        }
+    }
+}
+
+/// Everything a runner needs besides the spec.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Where the tests go.
+    pub target: Target,
+    /// Identity and key to authenticate with, if any.
+    pub credentials: Option<(String, Key)>,
+    /// Protocol deadlines.
+    pub timeouts: Timeouts,
+    /// Bound on each TCP connect.
+    pub connect_timeout: Duration,
+    /// The repetition policy.
+    pub repetition: Repetition,
+    /// The limits of an embedded daemon.
+    pub embedded_limits: Limits,
+}
+
+impl RunnerConfig {
+    /// One run against `target` with the default deadlines.
+    pub fn new(target: Target) -> RunnerConfig {
+        RunnerConfig {
+            target,
+            credentials: None,
+            timeouts: Timeouts::default(),
+            connect_timeout: Duration::from_secs(5),
+            repetition: Repetition::once(),
+            embedded_limits: Limits::default(),
+        }
+    }
+}
+
+/// What a caller sees while a runner works. Every method has a default that ignores it.
+pub trait Observer {
+    /// Run `index` (0-based) of at most `max_runs` begins.
+    fn run_started(&mut self, _index: u32, _max_runs: u32) {}
+    /// A live interval sample from either end.
+    fn interval(&mut self, _spec: &TestSpec, _msg: &IntervalMsg) {}
+    /// A run ended (its record, summary included).
+    fn run_finished(&mut self, _record: &RunRecord) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// Runs tests against one target (see the module docs).
+pub struct Runner {
+    cfg: RunnerConfig,
+    interrupt: Arc<AtomicBool>,
+    embedded: Option<DaemonHandle>,
+    /// Connections the embedded daemon was started for.
+    embedded_conns: usize,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A result document for an invocation that failed before it could run anything.
+pub fn failed_result(
+    spec: Option<TestSpec>,
+    server: Option<String>,
+    embedded: bool,
+    error: ErrorInfo,
+) -> RunResult {
+    let started = unix_ms();
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        tool: crate::software(),
+        started_unix_ms: started,
+        started_utc: wirebench_model::result::iso8601_utc(started),
+        status: match error.kind {
+            ErrorKind::Interrupted => RunStatus::Interrupted,
+            _ => RunStatus::Failed,
+        },
+        spec,
+        server_address: server,
+        embedded_server: embedded,
+        runs: Vec::new(),
+        aggregate: None,
+        warnings: Vec::new(),
+        error: Some(error),
+    }
+}
+
+/// Both ends share one kernel: the embedded server, a loopback address, or equal boot ids.
+fn same_host(target: Target, client: Option<&SideReport>, server: Option<&SideReport>) -> bool {
+    let boot = |r: Option<&SideReport>| r.and_then(|r| r.env.boot_id.clone());
+    match target {
+        Target::Embedded(_) => true,
+        Target::Remote(a) if a.ip().is_loopback() => true,
+        Target::Remote(_) => matches!((boot(client), boot(server)), (Some(a), Some(b)) if a == b),
+    }
+}
+
+impl Runner {
+    /// A runner for `cfg`; `interrupt` is polled while tests run (set it from a signal
+    /// handler to stop the current test and keep its partial figures).
+    pub fn new(cfg: RunnerConfig, interrupt: Arc<AtomicBool>) -> Runner {
+        Runner {
+            cfg,
+            interrupt,
+            embedded: None,
+            embedded_conns: 0,
+        }
+    }
+
+    /// True if the tests go to a daemon embedded in this process.
+    pub fn is_embedded(&self) -> bool {
+        matches!(self.cfg.target, Target::Embedded(_))
+    }
+
+    /// Raise RLIMIT_NOFILE for `conns` data connections and, with the server embedded, check
+    /// that both ends' sockets fit in this process.
+    fn descriptor_budget(&self, conns: u64) -> Result<(), ErrorInfo> {
+        let want = conns.saturating_mul(4).saturating_add(1024);
+        let got = match wirebench_sys::process::raise_nofile_limit(want) {
+            Ok(got) => got,
+            Err(e) => {
+                tracing::warn!("cannot raise RLIMIT_NOFILE: {e}");
+                return Ok(());
+            }
+        };
+        let need = conns.saturating_mul(2).saturating_add(512);
+        if self.is_embedded() && got < need {
+            return Err(ErrorInfo::new(
+                ErrorKind::ResourceLimit,
+                format!(
+                    "{conns} connections with the server embedded in this process need about \
+                     {need} file descriptors (both ends' sockets), but RLIMIT_NOFILE is {got} and \
+                     its hard limit cannot be raised here; run `wirebench serve` as its own \
+                     process and pass -H, or use fewer flows"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The daemon's address, starting (or restarting, for a larger test) the embedded one.
+    fn server(&mut self, conns: usize) -> Result<SocketAddr, NetError> {
+        let ip = match self.cfg.target {
+            Target::Remote(a) => return Ok(a),
+            Target::Embedded(ip) => ip,
+        };
+        if let Some(h) = &self.embedded {
+            if conns <= self.embedded_conns {
+                return Ok(h.addr());
+            }
+        }
+        self.embedded = None;
+        // The embedded server serves this process only: as many flows as the client may
+        // ask for, and the descriptors they need (both ends live in this process).
+        let mut scfg = ServerConfig::new(SocketAddr::new(ip, 0));
+        scfg.limits = self.cfg.embedded_limits.clone();
+        scfg.max_connections = scfg.max_connections.max(conns + 64);
+        scfg.max_conns_per_source = scfg.max_conns_per_source.max(conns + 64);
+        let h = Daemon::bind(scfg)?
+            .spawn()
+            .map_err(NetError::io("starting the embedded server"))?;
+        let addr = h.addr();
+        self.embedded = Some(h);
+        self.embedded_conns = conns;
+        Ok(addr)
+    }
+
+    /// Run `spec` as the repetition policy says and assemble the result.
+    pub fn run(&mut self, spec: &TestSpec, obs: &mut dyn Observer) -> RunResult {
+        let embedded = self.is_embedded();
+        if let Err(e) = self.descriptor_budget(u64::from(spec.connection_count())) {
+            return failed_result(Some(spec.clone()), None, embedded, e);
+        }
+        let server = match self.server(spec.connection_count() as usize) {
+            Ok(a) => a,
+            Err(e) => {
+                let mut info = e.to_error_info();
+                if embedded {
+                    info.kind = ErrorKind::EmbeddedServer;
+                }
+                return failed_result(Some(spec.clone()), None, embedded, info);
+            }
+        };
+        let mut ccfg = ClientConfig::new(server, spec.clone());
+        ccfg.timeouts = self.cfg.timeouts;
+        ccfg.connect_timeout = self.cfg.connect_timeout;
+        ccfg.credentials = self.cfg.credentials.clone();
+        let rep = self.cfg.repetition;
+        let mut result = failed_result(
+            Some(spec.clone()),
+            Some(server.to_string()),
+            embedded,
+            ErrorInfo::new(ErrorKind::Internal, String::new()),
+        );
+        result.status = RunStatus::Completed;
+        result.error = None;
+        for index in 0..rep.max_runs.max(1) {
+            obs.run_started(index, rep.max_runs.max(1));
+            let mut on_interval = |m: &IntervalMsg| obs.interval(spec, m);
+            match client::run(&ccfg, &self.interrupt, &mut on_interval) {
+                Ok(run) => {
+                    let status = match &run.outcome {
+                        Outcome::Completed => RunStatus::Completed,
+                        Outcome::Interrupted => RunStatus::Interrupted,
+                        Outcome::Aborted(_) => RunStatus::Aborted,
+                    };
+                    let same = same_host(self.cfg.target, run.client.as_ref(), run.server.as_ref());
+                    let summary = run
+                        .client
+                        .as_ref()
+                        .map(|c| analyze::summarize(spec, c, run.server.as_ref(), same));
+                    if let Outcome::Aborted(reason) = &run.outcome {
+                        result.warnings.push(Noted::run(Warning::RunAborted {
+                            run: index + 1,
+                            reason: reason.clone(),
+                        }));
+                    }
+                    let record = RunRecord {
+                        index,
+                        status,
+                        client: run.client,
+                        server: run.server,
+                        summary,
+                    };
+                    obs.run_finished(&record);
+                    result.runs.push(record);
+                    if status != RunStatus::Completed {
+                        result.status = status;
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let info = e.to_error_info();
+                    result.status = match info.kind {
+                        ErrorKind::Interrupted => RunStatus::Interrupted,
+                        _ => RunStatus::Failed,
+                    };
+                    result.error = Some(info);
+                    break;
+                }
+            }
+            if self.interrupt.load(Ordering::Relaxed) {
+                result.status = RunStatus::Interrupted;
+                break;
+            }
+            if rep.max_runs > 1 && result.runs.len() as u32 >= rep.min_runs.max(2) {
+                let agg = analyze::aggregate(&result.runs, rep.level, rep.target_width_pct);
+                let met = agg.target_met;
+                result.aggregate = Some(agg);
+                if met {
+                    break;
+                }
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_host_rules() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let far: SocketAddr = "10.0.0.2:5301".parse().unwrap();
+        assert!(same_host(Target::Embedded(lo), None, None));
+        assert!(same_host(Target::Remote(SocketAddr::new(lo, 1)), None, None));
+        assert!(!same_host(Target::Remote(far), None, None));
+    }
+
+    #[test]
+    fn failed_result_is_a_valid_document() {
+        let r = failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, "bad -t"));
+        assert_eq!(r.status, RunStatus::Failed);
+        assert!(r.started_utc.ends_with('Z'), "{}", r.started_utc);
+        let i = failed_result(None, None, false, ErrorInfo::new(ErrorKind::Interrupted, ""));
+        assert_eq!(i.status, RunStatus::Interrupted);
+    }
+}

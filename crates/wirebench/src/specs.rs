@@ -1,0 +1,300 @@
+//! Test specs from the client commands' flags, validated, with errors that name the flag the
+//! user typed rather than the spec's field.
+
+use wirebench_model::spec::{
+    CommonSpec, CrrSpec, Direction, Limits, RecvPath, RrLoop, RrSpec, SendPath, StreamSpec,
+    TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec, DEFAULT_MAX_OUTSTANDING,
+    MAX_TOTAL_MSG_BUFFER_BYTES, MIN_UDP_RR_BYTES,
+};
+use wirebench_model::validate::{SpecError, SpecField};
+
+use crate::cli::{ClientArgs, CrrArgs, RecvPathArg, RrArgs, SendPathArg, StreamArgs, UdpArgs};
+
+/// A spec, or a usage error: the message and the spec field at fault.
+pub type SpecResult = Result<TestSpec, (String, Option<SpecField>)>;
+
+/// Flows per direction the client itself accepts (and its embedded server allows); a remote
+/// server applies its own `--max-flows`, which the client learns from its welcome.
+pub const CLIENT_MAX_FLOWS: u32 = 10_000;
+
+/// `wirebench stream`'s message size for few flows: 1 MiB. Larger calls cost less CPU per
+/// byte (on loopback under cubic, 1 MiB moves about 1.3x what 128 KiB does), so the default
+/// measures the path rather than the per-call overhead.
+const DEFAULT_STREAM_MSG_BYTES: u64 = 1 << 20;
+
+/// Limits of the client's own checks and of the embedded server: the defaults, with room for
+/// many-flow runs.
+pub fn client_limits() -> Limits {
+    Limits {
+        max_flows: CLIENT_MAX_FLOWS,
+        ..Limits::default()
+    }
+}
+
+/// The command-line flag that sets `field`.
+pub fn flag_of(field: SpecField) -> &'static str {
+    match field {
+        SpecField::Flows => "-P/--flows",
+        SpecField::DurationMs => "-t/--duration",
+        SpecField::WarmupMs => "--warmup",
+        SpecField::IntervalMs => "-i/--interval",
+        SpecField::WindowBytes => "-w/--window",
+        SpecField::ServerCpu | SpecField::ClientCpu => "--affinity",
+        SpecField::SendSizeBytes | SpecField::RecvSizeBytes | SpecField::DatagramBytes => {
+            "-l/--msg-size"
+        }
+        SpecField::RateBps => "-b/--rate",
+        SpecField::Verify => "--verify",
+        SpecField::Threads => "--threads",
+        SpecField::Congestion => "-C/--congestion",
+        SpecField::RequestSizeBytes => "--request-size",
+        SpecField::ResponseSizeBytes => "--response-size",
+        SpecField::Burst => "--burst",
+        SpecField::TransactionsPerS => "--rate",
+        SpecField::MaxOutstanding => "--max-outstanding",
+        SpecField::TimeoutMs => "--udp-timeout",
+    }
+}
+
+fn usage(msg: String, field: SpecField) -> (String, Option<SpecField>) {
+    (msg, Some(field))
+}
+
+fn ms(v: f64, field: SpecField) -> Result<u64, (String, Option<SpecField>)> {
+    if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+        return Err(usage(
+            format!("{} {v} is not a number of seconds", flag_of(field)),
+            field,
+        ));
+    }
+    Ok((v * 1000.0).round() as u64)
+}
+
+fn to_u32(v: u64, field: SpecField) -> Result<u32, (String, Option<SpecField>)> {
+    u32::try_from(v).map_err(|_| usage(format!("{} {v} is too large", flag_of(field)), field))
+}
+
+/// Validate a spec built from flags (the server validates again against its own limits).
+fn checked(spec: TestSpec) -> SpecResult {
+    spec.validate(&client_limits()).map_err(|e| spec_usage(&e))?;
+    Ok(spec)
+}
+
+/// A spec error as a usage error naming the flag.
+pub fn spec_usage(e: &SpecError) -> (String, Option<SpecField>) {
+    (
+        format!("{} ({}): {}", flag_of(e.field), e.field, e.problem),
+        Some(e.field),
+    )
+}
+
+/// The settings every client command shares.
+fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {
+    Ok(CommonSpec {
+        flows: c.flows,
+        duration_ms: ms(c.duration, SpecField::DurationMs)?,
+        warmup_ms: ms(c.warmup, SpecField::WarmupMs)?,
+        interval_ms: c
+            .interval
+            .map(|i| ms(i, SpecField::IntervalMs))
+            .transpose()?,
+        window_bytes: c
+            .window
+            .map(|w| to_u32(w, SpecField::WindowBytes))
+            .transpose()?,
+        server_cpu: c.affinity.and_then(|x| x.1),
+        client_cpu: c.affinity.and_then(|x| x.0),
+    })
+}
+
+fn tcp(c: &ClientArgs, nodelay: bool) -> TcpOptions {
+    TcpOptions {
+        congestion: c.congestion.clone(),
+        nodelay,
+    }
+}
+
+fn direction(reverse: bool, bidir: bool) -> Direction {
+    if bidir {
+        Direction::Bidir
+    } else if reverse {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    }
+}
+
+fn send_path(a: &StreamArgs) -> SendPath {
+    if a.sendfile {
+        return SendPath::Sendfile;
+    }
+    match a.send_path {
+        SendPathArg::Copy => SendPath::Copy,
+        SendPathArg::Sendfile => SendPath::Sendfile,
+        SendPathArg::Splice => SendPath::Splice,
+        SendPathArg::Zerocopy => SendPath::Zerocopy,
+        SendPathArg::Uring => SendPath::Uring,
+        SendPathArg::UringZc => SendPath::UringZc,
+    }
+}
+
+fn recv_path(a: &StreamArgs) -> RecvPath {
+    match a.recv_path {
+        RecvPathArg::Copy => RecvPath::Copy,
+        RecvPathArg::Discard => RecvPath::Discard,
+        RecvPathArg::Splice => RecvPath::Splice,
+        RecvPathArg::Zerocopy => RecvPath::Zerocopy,
+        RecvPathArg::Uring => RecvPath::Uring,
+    }
+}
+
+/// `wirebench stream`'s message size without `-l`: [`DEFAULT_STREAM_MSG_BYTES`], halved
+/// until message size × connections fits the spec's buffer bound (at least 1 KiB).
+pub fn default_stream_msg_size(flows: u32, bidir: bool) -> u64 {
+    let conns = u64::from(flows.max(1)) * if bidir { 2 } else { 1 };
+    let mut size = DEFAULT_STREAM_MSG_BYTES;
+    while size > 1024 && size * conns > MAX_TOTAL_MSG_BUFFER_BYTES {
+        size /= 2;
+    }
+    size
+}
+
+/// The spec of `wirebench stream`.
+pub fn stream_spec(a: &StreamArgs) -> SpecResult {
+    let msg = a
+        .msg_size
+        .unwrap_or_else(|| default_stream_msg_size(a.c.flows, a.bidir));
+    let msg = to_u32(msg, SpecField::SendSizeBytes)?;
+    checked(TestSpec {
+        common: common(&a.c)?,
+        workload: WorkloadSpec::Stream(StreamSpec {
+            direction: direction(a.reverse, a.bidir),
+            send_size_bytes: msg,
+            recv_size_bytes: msg,
+            rate_bps: a.rate,
+            send_path: send_path(a),
+            recv_path: recv_path(a),
+            verify: a.verify,
+            threads: a.threads,
+            pin_threads: a.pin_threads,
+            tcp: tcp(&a.c, a.nodelay),
+        }),
+    })
+}
+
+/// The spec of `wirebench rr` (TCP RR, or UDP RR with `--udp`).
+pub fn rr_spec(a: &RrArgs) -> SpecResult {
+    let common = common(&a.c)?;
+    // UDP requests and responses carry an 8-byte sequence number.
+    let min = if a.udp {
+        u64::from(MIN_UDP_RR_BYTES)
+    } else {
+        1
+    };
+    let req = to_u32(a.request_size.unwrap_or(min), SpecField::RequestSizeBytes)?;
+    let resp = to_u32(a.response_size.unwrap_or(min), SpecField::ResponseSizeBytes)?;
+    let workload = if a.udp {
+        WorkloadSpec::UdpRr(UdpRrSpec {
+            request_size_bytes: req,
+            response_size_bytes: resp,
+            timeout_ms: a.udp_timeout,
+        })
+    } else {
+        WorkloadSpec::Rr(RrSpec {
+            request_size_bytes: req,
+            response_size_bytes: resp,
+            pacing: match a.rate {
+                Some(transactions_per_s) => RrLoop::Open {
+                    transactions_per_s,
+                    max_outstanding: a.max_outstanding.unwrap_or(DEFAULT_MAX_OUTSTANDING),
+                },
+                None => RrLoop::Closed { burst: a.burst },
+            },
+            tcp: tcp(&a.c, false),
+        })
+    };
+    if a.udp && a.burst != 1 {
+        return Err(usage(
+            "--burst applies to TCP RR only (UDP RR has one transaction in flight)".into(),
+            SpecField::Burst,
+        ));
+    }
+    if a.rate.is_some() && a.burst != 1 {
+        return Err(usage(
+            "--burst applies to the closed loop; --rate runs an open loop on its own schedule"
+                .into(),
+            SpecField::Burst,
+        ));
+    }
+    if a.udp && a.rate.is_some() {
+        return Err(usage(
+            "--rate (the open loop) is supported by TCP RR only".into(),
+            SpecField::TransactionsPerS,
+        ));
+    }
+    checked(TestSpec { common, workload })
+}
+
+/// The spec of `wirebench crr`.
+pub fn crr_spec(a: &CrrArgs) -> SpecResult {
+    checked(TestSpec {
+        common: common(&a.c)?,
+        workload: WorkloadSpec::Crr(CrrSpec {
+            request_size_bytes: to_u32(a.request_size, SpecField::RequestSizeBytes)?,
+            response_size_bytes: to_u32(a.response_size, SpecField::ResponseSizeBytes)?,
+            close_mode: if a.abortive_close {
+                wirebench_model::spec::CloseMode::Abortive
+            } else {
+                wirebench_model::spec::CloseMode::Orderly
+            },
+            tcp: tcp(&a.c, false),
+        }),
+    })
+}
+
+/// The spec of `wirebench udp`.
+pub fn udp_spec(a: &UdpArgs) -> SpecResult {
+    checked(TestSpec {
+        common: common(&a.c)?,
+        workload: WorkloadSpec::UdpStream(UdpStreamSpec {
+            direction: direction(a.reverse, a.bidir),
+            datagram_bytes: to_u32(a.msg_size, SpecField::DatagramBytes)?,
+            rate_bps: (a.rate > 0).then_some(a.rate),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_stream_message_size_fits_the_buffer_bound() {
+        assert_eq!(default_stream_msg_size(1, false), 1 << 20);
+        assert_eq!(default_stream_msg_size(512, false), 1 << 20);
+        assert_eq!(default_stream_msg_size(512, true), 512 << 10);
+        assert_eq!(default_stream_msg_size(1000, false), 512 << 10);
+        assert_eq!(default_stream_msg_size(10_000, true), 16 << 10);
+        for flows in [1u32, 3, 100, 513, 4000, 10_000] {
+            for bidir in [false, true] {
+                let conns = u64::from(flows) * if bidir { 2 } else { 1 };
+                assert!(
+                    default_stream_msg_size(flows, bidir) * conns <= MAX_TOTAL_MSG_BUFFER_BYTES
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_field_has_a_flag() {
+        use SpecField::*;
+        for f in [
+            Flows, DurationMs, WarmupMs, IntervalMs, WindowBytes, ServerCpu, ClientCpu,
+            SendSizeBytes, RecvSizeBytes, DatagramBytes, RateBps, Verify, Threads, Congestion,
+            RequestSizeBytes, ResponseSizeBytes, Burst, TransactionsPerS, MaxOutstanding,
+            TimeoutMs,
+        ] {
+            assert!(flag_of(f).starts_with('-'), "{f}");
+        }
+    }
+}
