@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod lab;
 
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
