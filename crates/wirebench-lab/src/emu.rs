@@ -663,7 +663,7 @@ impl Default for PathOptions {
 #[derive(Debug)]
 pub struct EmulatedPath {
     // Field order is drop order: threads first, then the namespaces.
-    forwarders: Vec<Forwarder>,
+    link: EmuLink,
     middle: MiddleNs,
     testbed: Testbed,
 }
@@ -770,38 +770,9 @@ impl EmulatedPath {
                 ])?;
             }
         }
-        let sockets = wirebench_sys::netns::run_in(&m, || -> io::Result<_> {
-            let ia = packet::ifindex(IF_MA)?;
-            let ib = packet::ifindex(IF_MB)?;
-            let ingress = |idx: u32| -> io::Result<PacketSocket> {
-                let s = PacketSocket::open(idx)?;
-                s.set_ignore_outgoing(true)?;
-                s.set_promiscuous()?;
-                s.set_recv_buffer(SOCK_BUF)?;
-                s.set_timestamps(true)?;
-                Ok(s)
-            };
-            let egress = |idx: u32| -> io::Result<PacketSocket> {
-                let s = PacketSocket::open_send_only(idx)?;
-                s.set_send_buffer(SOCK_BUF)?;
-                Ok(s)
-            };
-            Ok([(ingress(ia)?, egress(ib)?), (ingress(ib)?, egress(ia)?)])
-        })
-        .and_then(|r| r)
-        .map_err(|source| LabError::Io {
-            what: format!("opening packet sockets in namespace {m}"),
-            source,
-        })?;
-        let mut forwarders = Vec::with_capacity(2);
-        for ((rx, tx), (dir, cfg)) in sockets
-            .into_iter()
-            .zip([(Direction::AToB, a_to_b), (Direction::BToA, b_to_a)])
-        {
-            forwarders.push(Forwarder::spawn(dir, rx, tx, cfg)?);
-        }
+        let link = EmuLink::attach(&m, IF_MA, IF_MB, a_to_b, b_to_a)?;
         Ok(EmulatedPath {
-            forwarders,
+            link,
             middle,
             testbed,
         })
@@ -850,6 +821,108 @@ impl EmulatedPath {
         F: FnOnce() -> T + Send + 'static,
     {
         self.testbed.spawn_in(side, f)
+    }
+
+    /// The running forwarders (configuration, counters, health).
+    pub fn link(&self) -> &EmuLink {
+        &self.link
+    }
+
+    /// The configuration of one direction.
+    pub fn config(&self, dir: Direction) -> EmuConfig {
+        self.link.config(dir)
+    }
+
+    /// Changes the configuration of one direction while it runs (see
+    /// [`EmuLink::set_config`]).
+    pub fn set_config(&self, dir: Direction, cfg: EmuConfig) -> Result<(), LabError> {
+        self.link.set_config(dir, cfg)
+    }
+
+    /// The counters of one direction, now.
+    pub fn counters(&self, dir: Direction) -> EmuCounters {
+        self.link.counters(dir)
+    }
+
+    /// The counters of both directions, now.
+    pub fn all_counters(&self) -> PathCounters {
+        self.link.all_counters()
+    }
+
+    /// Waits up to `timeout` until both queues are empty and no counter moved for 20 ms.
+    /// Returns whether that happened.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        self.link.wait_idle(timeout)
+    }
+
+    /// `Err` if a forwarder thread stopped on an I/O error or panicked (that direction then
+    /// forwards nothing).
+    pub fn check(&self) -> Result<(), LabError> {
+        self.link.check()
+    }
+
+    /// Stops both forwarders (frames still queued are discarded and stay counted in
+    /// `queued`) and returns the final counters. The namespaces remain until drop; no
+    /// frame crosses between A and B any more. Idempotent.
+    pub fn shutdown(&mut self) -> PathCounters {
+        self.link.shutdown()
+    }
+}
+
+/// The two forwarder threads of a path, attached to two existing interfaces of a middle
+/// namespace (frames read on `if_a` go out of `if_b` and vice versa). [`EmulatedPath`]
+/// owns one; a long-lived emulator process (see [`crate::named`]) runs one on its own.
+/// The threads stop on drop.
+#[derive(Debug)]
+pub struct EmuLink {
+    forwarders: Vec<Forwarder>,
+}
+
+impl EmuLink {
+    /// Opens the packet sockets in namespace `middle_ns` (on `if_a`, facing A, and `if_b`,
+    /// facing B) and starts the forwarders. The interfaces should have the offloads the
+    /// module docs require switched off.
+    pub fn attach(
+        middle_ns: &str,
+        if_a: &str,
+        if_b: &str,
+        a_to_b: EmuConfig,
+        b_to_a: EmuConfig,
+    ) -> Result<EmuLink, LabError> {
+        a_to_b.validate()?;
+        b_to_a.validate()?;
+        let m = middle_ns;
+        let sockets = wirebench_sys::netns::run_in(m, || -> io::Result<_> {
+            let ia = packet::ifindex(if_a)?;
+            let ib = packet::ifindex(if_b)?;
+            let ingress = |idx: u32| -> io::Result<PacketSocket> {
+                let s = PacketSocket::open(idx)?;
+                s.set_ignore_outgoing(true)?;
+                s.set_promiscuous()?;
+                s.set_recv_buffer(SOCK_BUF)?;
+                s.set_timestamps(true)?;
+                Ok(s)
+            };
+            let egress = |idx: u32| -> io::Result<PacketSocket> {
+                let s = PacketSocket::open_send_only(idx)?;
+                s.set_send_buffer(SOCK_BUF)?;
+                Ok(s)
+            };
+            Ok([(ingress(ia)?, egress(ib)?), (ingress(ib)?, egress(ia)?)])
+        })
+        .and_then(|r| r)
+        .map_err(|source| LabError::Io {
+            what: format!("opening packet sockets in namespace {m}"),
+            source,
+        })?;
+        let mut forwarders = Vec::with_capacity(2);
+        for ((rx, tx), (dir, cfg)) in sockets
+            .into_iter()
+            .zip([(Direction::AToB, a_to_b), (Direction::BToA, b_to_a)])
+        {
+            forwarders.push(Forwarder::spawn(dir, rx, tx, cfg)?);
+        }
+        Ok(EmuLink { forwarders })
     }
 
     fn forwarder(&self, dir: Direction) -> Option<&Forwarder> {
@@ -934,8 +1007,8 @@ impl EmulatedPath {
     }
 
     /// Stops both forwarders (frames still queued are discarded and stay counted in
-    /// `queued`) and returns the final counters. The namespaces remain until drop; no
-    /// frame crosses between A and B any more. Idempotent.
+    /// `queued`) and returns the final counters. No frame crosses between A and B any
+    /// more. Idempotent.
     pub fn shutdown(&mut self) -> PathCounters {
         for f in &mut self.forwarders {
             f.stop();

@@ -9,9 +9,14 @@
 //! [`emu::EmulatedPath`] puts a third namespace between a and b, where our own forwarder
 //! emulates delay, jitter, loss, duplication and reordering (this kernel has no `netem`).
 //!
+//! [`named`] builds *named, persistent* labs (`wbl-<name>-c`/`-s`, optionally `-m` with an
+//! emulator process) that outlive the process that built them: created, read back from the
+//! kernel, used and removed by name (`wirebench lab up|show|exec|down`).
+//!
 //! Traffic only ever flows between the namespaces this crate created.
 
 pub mod emu;
+pub mod named;
 
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};

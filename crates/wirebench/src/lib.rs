@@ -14,6 +14,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod lab;
 pub mod serve;
 pub mod specs;
 pub mod test_cmd;

@@ -1,0 +1,777 @@
+//! Building a named lab (`up`), verifying it against the kernel's read-back, starting its
+//! emulator process, and removing labs (`down`, `down_all`, stale detection).
+//!
+//! Process count of a plain pair: one `ip -batch` in the host namespace (namespaces and
+//! veth), one `ip -batch` per endpoint (run in parallel, from threads that entered the
+//! namespaces), then the read-back (`ip`, `ethtool -k`, `tc` per endpoint, in parallel).
+//! `down` is one `ip -batch` of `netns del`.
+
+use std::fs::File;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::readback::{self, EndpointReport, LabReport};
+use super::spec::on_off;
+use super::state::{self, EmulatorProc, Files, LabState, Phase, ProcRef, STATE_VERSION};
+use super::sys::{self, BatchLine};
+use super::{
+    is_root, names, DownReport, Endpoint, LabManager, LabSpec, NamedError, OffloadSetting,
+    OwnedLab, StaleLab, CLIENT_MAC, IF_MID_CLIENT, IF_MID_SERVER, SERVER_MAC, STATE_DIR_ENV,
+    SUBNET_IPV4, SUBNET_IPV6,
+};
+
+/// MACs of the middle ends (never seen by the endpoints: frames are forwarded unchanged).
+const MID_CLIENT_MAC: &str = "02:77:62:00:00:11";
+const MID_SERVER_MAC: &str = "02:77:62:00:00:12";
+/// Offloads switched off on every veth end of an emulated link (see [`crate::emu`]).
+const EMU_OFFLOADS_OFF: &[&str] = &["tx", "tso", "gso"];
+/// How long `up` waits for the emulator to answer.
+const EMULATOR_READY: Duration = Duration::from_secs(5);
+
+fn panicked(ns: &str) -> NamedError {
+    NamedError::Lab(crate::LabError::Panicked { ns: ns.to_string() })
+}
+
+/// The tbf parameters for `rate_bps` on a link with `mtu`: a bucket of 1 ms at the rate
+/// (at least two frames), a queue of 20 ms (at least four buckets).
+pub(crate) fn tbf_params(rate_bps: u64, mtu: u32) -> (u64, u64) {
+    let per_ms = rate_bps / 8 / 1000;
+    let burst = per_ms.max(2 * (u64::from(mtu) + 14)).max(4096);
+    let limit = (per_ms * 20).max(4 * burst);
+    (burst, limit)
+}
+
+fn host_lines(spec: &LabSpec) -> Vec<BatchLine> {
+    let n = &spec.name;
+    let (c, s, m) = (names::client(n), names::server(n), names::middle(n));
+    let mut l = vec![
+        BatchLine::plain(format!("netns add {c}")),
+        BatchLine::plain(format!("netns add {s}")),
+    ];
+    let veth = |a: &str, amac: &str, ans: &str, b: &str, bmac: &str, bns: &str| {
+        BatchLine::plain(format!(
+            "link add {a} address {amac} netns {ans} type veth peer name {b} address {bmac} netns {bns}"
+        ))
+    };
+    let (ic, is) = (Endpoint::Client.ifname(), Endpoint::Server.ifname());
+    if spec.uses_emulator() {
+        l.push(BatchLine::plain(format!("netns add {m}")));
+        l.push(veth(ic, CLIENT_MAC, &c, IF_MID_CLIENT, MID_CLIENT_MAC, &m));
+        l.push(veth(is, SERVER_MAC, &s, IF_MID_SERVER, MID_SERVER_MAC, &m));
+    } else {
+        l.push(veth(ic, CLIENT_MAC, &c, is, SERVER_MAC, &s));
+    }
+    l
+}
+
+fn endpoint_lines(spec: &LabSpec, side: Endpoint) -> Vec<BatchLine> {
+    let ifn = side.ifname();
+    let peer = match side {
+        Endpoint::Client => Endpoint::Server,
+        Endpoint::Server => Endpoint::Client,
+    };
+    let peer_mac = match peer {
+        Endpoint::Client => CLIENT_MAC,
+        Endpoint::Server => SERVER_MAC,
+    };
+    let mtu = spec.mtu.to_string();
+    let mut l = vec![
+        BatchLine::plain("link set lo up"),
+        BatchLine::for_setting(format!("link set {ifn} mtu {mtu}"), "mtu", &mtu),
+        BatchLine::plain(format!("addr add {}/24 dev {ifn}", side.ipv4())),
+    ];
+    if spec.ipv6 {
+        l.push(BatchLine::for_setting(
+            format!("addr add {}/64 dev {ifn} nodad", side.ipv6()),
+            "ipv6",
+            "on",
+        ));
+    }
+    l.push(BatchLine::plain(format!("link set {ifn} up")));
+    l.push(BatchLine::plain(format!(
+        "neigh replace {} lladdr {peer_mac} dev {ifn} nud permanent",
+        peer.ipv4()
+    )));
+    if spec.ipv6 {
+        l.push(BatchLine::plain(format!(
+            "neigh replace {} lladdr {peer_mac} dev {ifn} nud permanent",
+            peer.ipv6()
+        )));
+    }
+    if let Some(cc) = &spec.cc {
+        l.push(BatchLine::for_setting(
+            format!(
+                "route replace {SUBNET_IPV4} dev {ifn} proto kernel scope link src {} congctl {cc}",
+                side.ipv4()
+            ),
+            "cc",
+            cc,
+        ));
+        if spec.ipv6 {
+            l.push(BatchLine::for_setting(
+                format!(
+                    "route replace {SUBNET_IPV6} dev {ifn} proto kernel metric 256 congctl {cc}"
+                ),
+                "cc",
+                cc,
+            ));
+        }
+    }
+    l
+}
+
+/// Inside the namespace: disable IPv6 (unless wanted) and write the spec's sysctls.
+fn write_sysctls(spec: &LabSpec, side: Option<Endpoint>) -> Result<(), NamedError> {
+    if (!spec.ipv6 || side.is_none()) && std::path::Path::new("/proc/sys/net/ipv6").exists() {
+        for key in ["all", "default"] {
+            let path = format!("/proc/sys/net/ipv6/conf/{key}/disable_ipv6");
+            sys::write_proc(&path, "1").map_err(|source| NamedError::Io {
+                what: format!("writing {path}"),
+                source,
+            })?;
+        }
+    }
+    let Some(side) = side else { return Ok(()) };
+    for s in spec
+        .sysctls
+        .iter()
+        .filter(|s| s.sides.includes(side == Endpoint::Client))
+    {
+        sys::write_proc(&s.proc_path(), &s.value).map_err(|e| NamedError::Refused {
+            setting: "sysctl".into(),
+            value: s.to_arg(),
+            detail: format!("writing {} in {}: {e}", s.proc_path(), side.ns(&spec.name)),
+        })?;
+    }
+    Ok(())
+}
+
+/// `ethtool -K` with the offloads an endpoint gets; the outcome is judged on read-back
+/// (which names the setting), so only a missing tool is an error here. A group (`tso`)
+/// is also switched sub-feature by sub-feature, as this device lists them: the legacy
+/// group names of `ethtool` may not cover features newer than the tool (on Linux 6.18,
+/// `tso off` leaves `tx-tcp-accecn-segmentation` on).
+fn apply_offloads(spec: &LabSpec, ifn: &str) -> Result<(), NamedError> {
+    let mut asked: Vec<OffloadSetting> = Vec::new();
+    if spec.uses_emulator() {
+        for f in EMU_OFFLOADS_OFF {
+            asked.push(OffloadSetting {
+                name: f.to_string(),
+                on: false,
+            });
+        }
+    }
+    asked.extend(spec.offloads.iter().cloned());
+    if asked.is_empty() {
+        return Ok(());
+    }
+    let raw = sys::run(Command::new("ethtool").args(["-k", ifn]))?;
+    let mut args: Vec<String> = vec!["-K".into(), ifn.into()];
+    for o in &asked {
+        let (arg, feature) = o.ethtool_names();
+        if readback::evaluate(&raw, feature, None).is_none() {
+            return Err(NamedError::InvalidSetting {
+                setting: "offload".into(),
+                value: o.to_arg(),
+                reason: format!("`ethtool -k {ifn}` lists no feature {feature:?}"),
+            });
+        }
+        let state = on_off(o.on).to_string();
+        args.extend([arg.to_string(), state.clone()]);
+        for sub in readback::subfeatures(&raw, feature) {
+            args.extend([sub, state.clone()]);
+        }
+    }
+    sys::output(Command::new("ethtool").args(&args), None)?;
+    Ok(())
+}
+
+fn configure_endpoint(spec: &LabSpec, side: Endpoint) -> Result<(), NamedError> {
+    let ns = side.ns(&spec.name);
+    let ifn = side.ifname();
+    sys::in_ns(&ns, || {
+        write_sysctls(spec, Some(side))?;
+        sys::ip_batch(None, &[], &endpoint_lines(spec, side))?;
+        apply_offloads(spec, ifn)?;
+        let rate_here = side == Endpoint::Client || spec.rate_both;
+        if let (Some(rate), true) = (spec.rate_bps, rate_here) {
+            let (burst, limit) = tbf_params(rate, spec.mtu);
+            let mut tc = Command::new("tc");
+            tc.args(["qdisc", "replace", "dev", ifn, "root", "tbf", "rate"])
+                .arg(format!("{rate}bit"))
+                .args(["burst", &burst.to_string(), "limit", &limit.to_string()]);
+            sys::run(&mut tc).map_err(|e| NamedError::Refused {
+                setting: "rate".into(),
+                value: format!("{rate}bit"),
+                detail: e.to_string(),
+            })?;
+        }
+        for (flag, mask, file) in [
+            ("rps", &spec.rps_cpus, "rx-0/rps_cpus"),
+            ("xps", &spec.xps_cpus, "tx-0/xps_cpus"),
+        ] {
+            let Some(mask) = mask else { continue };
+            let path = format!("/sys/class/net/{ifn}/queues/{file}");
+            let mut tee = Command::new("ip");
+            tee.args(["netns", "exec", &ns, "tee", &path]);
+            let out = sys::output(&mut tee, Some(mask))?;
+            if !out.status.success() {
+                return Err(NamedError::Refused {
+                    setting: flag.into(),
+                    value: mask.clone(),
+                    detail: sys::stderr_text(&out),
+                });
+            }
+        }
+        if let Some(cc) = &spec.cc {
+            // Best effort: a child namespace may only choose an algorithm of
+            // tcp_allowed_congestion_control; the routes carry congctl in any case.
+            let _ = sys::write_proc("/proc/sys/net/ipv4/tcp_congestion_control", cc);
+        }
+        Ok(())
+    })
+}
+
+fn configure_middle(spec: &LabSpec) -> Result<(), NamedError> {
+    let ns = names::middle(&spec.name);
+    let mtu = spec.mtu.to_string();
+    sys::in_ns(&ns, || {
+        write_sysctls(spec, None)?;
+        let mut lines = vec![BatchLine::plain("link set lo up")];
+        for ifn in [IF_MID_CLIENT, IF_MID_SERVER] {
+            lines.push(BatchLine::for_setting(
+                format!("link set {ifn} mtu {mtu}"),
+                "mtu",
+                &mtu,
+            ));
+            lines.push(BatchLine::plain(format!("link set {ifn} up")));
+        }
+        sys::ip_batch(None, &[], &lines)?;
+        for ifn in [IF_MID_CLIENT, IF_MID_SERVER] {
+            sys::run(Command::new("ethtool").args([
+                "-K", ifn, "tso", "off", "gso", "off", "gro", "off", "tx", "off",
+            ]))?;
+        }
+        Ok(())
+    })
+}
+
+fn refused(setting: &str, value: &str, detail: String) -> NamedError {
+    NamedError::Refused {
+        setting: setting.into(),
+        value: value.into(),
+        detail,
+    }
+}
+
+/// Compares one endpoint's read-back with the spec.
+fn verify_endpoint(
+    spec: &LabSpec,
+    side: Endpoint,
+    ep: Option<&EndpointReport>,
+) -> Result<(), NamedError> {
+    let mtu = spec.mtu.to_string();
+    let ns = side.ns(&spec.name);
+    let Some(ep) = ep else {
+        return Err(NamedError::Command {
+            cmd: "read-back".into(),
+            stderr: format!("namespace {ns} is missing"),
+        });
+    };
+    if ep.mtu != spec.mtu {
+        return Err(refused(
+            "mtu",
+            &mtu,
+            format!("{} in {ns} reports mtu {}", ep.ifname, ep.mtu),
+        ));
+    }
+    let mut asked: Vec<(String, bool, String)> = Vec::new();
+    if spec.uses_emulator() {
+        for f in EMU_OFFLOADS_OFF {
+            let o = OffloadSetting {
+                name: f.to_string(),
+                on: false,
+            };
+            asked.push((
+                o.ethtool_names().1.into(),
+                false,
+                format!("{f}=off (needed by the emulator)"),
+            ));
+        }
+    }
+    for o in &spec.offloads {
+        asked.push((o.ethtool_names().1.into(), o.on, o.to_arg()));
+    }
+    for (feature, on, arg) in asked {
+        let Some(rb) = readback::evaluate(&ep.ethtool_k_raw, &feature, Some(on)) else {
+            return Err(NamedError::InvalidSetting {
+                setting: "offload".into(),
+                value: arg,
+                reason: format!("`ethtool -k {}` lists no feature {feature:?}", ep.ifname),
+            });
+        };
+        if rb.state != on_off(on) {
+            return Err(refused(
+                "offload",
+                &arg,
+                format!("ethtool -k {} in {ns}: {}", ep.ifname, rb.lines.join(", ")),
+            ));
+        }
+    }
+    let rate_here = side == Endpoint::Client || spec.rate_both;
+    if let (Some(rate), true) = (spec.rate_bps, rate_here) {
+        let tbf = ep.qdiscs.iter().find(|q| q.root && q.kind == "tbf");
+        let ok = tbf
+            .and_then(|q| q.rate_bps)
+            .is_some_and(|got| got.abs_diff(rate) <= 8 + rate / 1000);
+        if !ok {
+            let kinds: Vec<String> = ep
+                .qdiscs
+                .iter()
+                .map(|q| format!("{} {:?}", q.kind, q.rate_bps))
+                .collect();
+            return Err(refused(
+                "rate",
+                &format!("{rate}bit"),
+                format!("tc reports {kinds:?} on {}", ep.ifname),
+            ));
+        }
+    }
+    if let Some(cc) = &spec.cc {
+        let mut subnets = vec![SUBNET_IPV4];
+        if spec.ipv6 {
+            subnets.push(SUBNET_IPV6);
+        }
+        for net in subnets {
+            let got = ep
+                .routes
+                .iter()
+                .find(|rt| rt.dst == net)
+                .and_then(|rt| rt.congctl.clone());
+            if got.as_deref() != Some(cc.as_str()) {
+                return Err(refused(
+                    "cc",
+                    cc,
+                    format!("route {net} in {ns} has congctl {got:?}"),
+                ));
+            }
+        }
+    }
+    for s in spec
+        .sysctls
+        .iter()
+        .filter(|s| s.sides.includes(side == Endpoint::Client))
+    {
+        let got = ep
+            .sysctls
+            .iter()
+            .find(|g| g.key == s.key)
+            .map(|g| g.value.clone())
+            .unwrap_or_default();
+        let norm = |v: &str| v.split_whitespace().collect::<Vec<_>>().join(" ");
+        if norm(&got) != norm(&s.value) {
+            return Err(refused(
+                "sysctl",
+                &s.to_arg(),
+                format!("{ns} reads back {got:?}"),
+            ));
+        }
+    }
+    for (flag, want, got) in [
+        ("rps", &spec.rps_cpus, &ep.rps_cpus),
+        ("xps", &spec.xps_cpus, &ep.xps_cpus),
+    ] {
+        if let Some(want) = want {
+            let num = |m: &str| u128::from_str_radix(&m.replace(',', ""), 16).ok();
+            if got.as_deref().and_then(num) != num(want) {
+                return Err(refused(flag, want, format!("{ns} reads back {got:?}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Compares the read-back with the spec; the first difference is [`NamedError::Refused`].
+fn verify(spec: &LabSpec, r: &LabReport) -> Result<(), NamedError> {
+    let mtu = spec.mtu.to_string();
+    verify_endpoint(spec, Endpoint::Client, r.client.as_ref())?;
+    verify_endpoint(spec, Endpoint::Server, r.server.as_ref())?;
+    if spec.uses_emulator() {
+        let m = r
+            .middle
+            .as_ref()
+            .map(|m| (m.mtu_client_side, m.mtu_server_side));
+        if m != Some((spec.mtu, spec.mtu)) {
+            return Err(refused(
+                "mtu",
+                &mtu,
+                format!("middle namespace reports {m:?}"),
+            ));
+        }
+        let ok = r
+            .emulator
+            .as_ref()
+            .is_some_and(|e| e.alive && e.status.as_ref().is_some_and(|s| s.failure.is_none()));
+        if !ok {
+            return Err(NamedError::Emulator {
+                name: spec.name.clone(),
+                detail: format!("not healthy after start: {:?}", r.emulator),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn log_tail(files: &Files) -> String {
+    let text = std::fs::read_to_string(&files.log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(5).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
+impl LabManager {
+    /// Builds lab `spec.name`, reads it back and verifies it; persistent (it stays until
+    /// [`down`](Self::down)). On any error everything built so far is removed.
+    pub fn up(&self, spec: &LabSpec) -> Result<LabReport, NamedError> {
+        self.build(spec, None)
+    }
+
+    /// Like [`up`](Self::up), but the lab belongs to this process: it is stale once the
+    /// process is gone, and removed when the returned guard drops.
+    pub fn up_owned(&self, spec: &LabSpec) -> Result<OwnedLab, NamedError> {
+        let report = self.build(spec, ProcRef::current())?;
+        Ok(OwnedLab {
+            mgr: self.clone(),
+            name: spec.name.clone(),
+            report,
+        })
+    }
+
+    fn build(&self, spec: &LabSpec, owner: Option<ProcRef>) -> Result<LabReport, NamedError> {
+        spec.validate()?;
+        if !is_root() {
+            return Err(NamedError::NotRoot);
+        }
+        state::ensure_dir(&self.dir)?;
+        let files = Files::new(&self.dir, &spec.name);
+        let mut st = LabState {
+            version: STATE_VERSION,
+            spec: spec.clone(),
+            phase: Phase::Building,
+            creator: ProcRef::current(),
+            owner,
+            emulator: None,
+            created_unix_ms: state::now_unix_ms(),
+        };
+        state::create(&files.state, &st)?;
+        if names::all(&spec.name).iter().any(|n| sys::netns_exists(n)) {
+            let _ = std::fs::remove_file(&files.state);
+            return Err(NamedError::Exists {
+                name: spec.name.clone(),
+            });
+        }
+        match self.build_steps(spec, &files, &mut st) {
+            Ok(report) => Ok(report),
+            Err(e) => {
+                let _ = self.down(&spec.name);
+                Err(e)
+            }
+        }
+    }
+
+    fn build_steps(
+        &self,
+        spec: &LabSpec,
+        files: &Files,
+        st: &mut LabState,
+    ) -> Result<LabReport, NamedError> {
+        sys::ip_batch(None, &[], &host_lines(spec))?;
+        std::thread::scope(|s| -> Result<(), NamedError> {
+            let c = s.spawn(|| configure_endpoint(spec, Endpoint::Client));
+            let m = spec
+                .uses_emulator()
+                .then(|| s.spawn(|| configure_middle(spec)));
+            configure_endpoint(spec, Endpoint::Server)?;
+            c.join()
+                .map_err(|_| panicked(&names::client(&spec.name)))??;
+            if let Some(m) = m {
+                m.join()
+                    .map_err(|_| panicked(&names::middle(&spec.name)))??;
+            }
+            Ok(())
+        })?;
+        if spec.uses_emulator() {
+            st.emulator = Some(self.start_emulator(&spec.name, files)?);
+            state::write(&files.state, st)?;
+        }
+        let mut report = readback::read(files, &spec.name, Some(st), Vec::new())?;
+        verify(spec, &report)?;
+        st.phase = Phase::Up;
+        state::write(&files.state, st)?;
+        report.phase = Some(Phase::Up);
+        Ok(report)
+    }
+
+    fn start_emulator(&self, name: &str, files: &Files) -> Result<EmulatorProc, NamedError> {
+        let fail = |detail: String| NamedError::Emulator {
+            name: name.to_string(),
+            detail,
+        };
+        let _ = std::fs::remove_file(&files.socket);
+        let log = File::create(&files.log).map_err(|source| NamedError::Io {
+            what: format!("creating {}", files.log.display()),
+            source,
+        })?;
+        let log2 = log.try_clone().map_err(|source| NamedError::Io {
+            what: "duplicating the log descriptor".into(),
+            source,
+        })?;
+        let mut cmd = Command::new(&self.emulator.program);
+        cmd.args(&self.emulator.args)
+            .arg(name)
+            .env(STATE_DIR_ENV, &self.dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| fail(format!("cannot start {}: {e}", sys::cmdline(&cmd))))?;
+        let pid = child.id();
+        let deadline = Instant::now() + EMULATOR_READY;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(fail(format!(
+                    "exited ({status}) before it was ready: {}",
+                    log_tail(files)
+                )));
+            }
+            if super::emud::query(&files.socket, Duration::from_secs(1)).is_ok() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(fail(format!(
+                    "not ready after {EMULATOR_READY:?}: {}",
+                    log_tail(files)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let proc = ProcRef::of(pid);
+        let argv = state::cmdline(pid);
+        state::adopt(child);
+        match (proc, argv) {
+            (Some(proc), Some(argv)) => Ok(EmulatorProc { proc, argv }),
+            _ => Err(fail(format!("process {pid} vanished: {}", log_tail(files)))),
+        }
+    }
+
+    /// Reads lab `name` back from the kernel (see [`LabReport`]).
+    pub fn show(&self, name: &str) -> Result<LabReport, NamedError> {
+        super::validate_name(name)?;
+        let files = Files::new(&self.dir, name);
+        let st = state::read(&files.state)?;
+        if st.is_none() && !names::all(name).iter().any(|n| sys::netns_exists(n)) {
+            return Err(NamedError::NotFound {
+                name: name.to_string(),
+            });
+        }
+        let stale = stale_reasons(name, Ok(st.as_ref()));
+        readback::read(&files, name, st.as_ref(), stale)
+    }
+
+    /// Removes lab `name`: stops its emulator (only if the recorded PID is still that
+    /// process), deletes its namespaces and files. Also removes what is left of a
+    /// half-built or stale lab.
+    pub fn down(&self, name: &str) -> Result<DownReport, NamedError> {
+        super::validate_name(name)?;
+        let files = Files::new(&self.dir, name);
+        let had_state = files.state.exists();
+        let st = state::read(&files.state).ok().flatten();
+        let emulator_pid = st
+            .as_ref()
+            .and_then(|s| s.emulator.as_ref())
+            .and_then(state::stop_emulator);
+        let namespaces = sys::netns_delete(&names::all(name))?;
+        files.remove_all();
+        if !had_state && namespaces.is_empty() {
+            return Err(NamedError::NotFound {
+                name: name.to_string(),
+            });
+        }
+        Ok(DownReport {
+            name: name.to_string(),
+            namespaces,
+            emulator_pid,
+            had_state,
+        })
+    }
+
+    /// Removes every lab (see [`list`](Self::list)). Tries all; returns the first error.
+    pub fn down_all(&self) -> Result<Vec<DownReport>, NamedError> {
+        collect_downs(self.list().iter().map(|n| self.down(n)))
+    }
+
+    /// Labs that cannot work any more: the process that was building it is gone before it
+    /// finished, its owner process is gone, its emulator process is gone (or is not the
+    /// process recorded), a namespace is missing, or only namespaces are left.
+    pub fn stale(&self) -> Vec<StaleLab> {
+        self.list()
+            .into_iter()
+            .filter_map(|name| {
+                let st = state::read(&Files::new(&self.dir, &name).state);
+                let reasons = stale_reasons(
+                    &name,
+                    st.as_ref().map(Option::as_ref).map_err(|e| e.to_string()),
+                );
+                (!reasons.is_empty()).then_some(StaleLab { name, reasons })
+            })
+            .collect()
+    }
+
+    /// Removes every stale lab.
+    pub fn down_stale(&self) -> Result<Vec<DownReport>, NamedError> {
+        collect_downs(self.stale().iter().map(|s| self.down(&s.name)))
+    }
+}
+
+fn collect_downs(
+    results: impl Iterator<Item = Result<DownReport, NamedError>>,
+) -> Result<Vec<DownReport>, NamedError> {
+    let mut done = Vec::new();
+    let mut first_err = None;
+    for r in results {
+        match r {
+            Ok(d) => done.push(d),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    first_err.map_or(Ok(done), Err)
+}
+
+fn stale_reasons(name: &str, st: Result<Option<&LabState>, String>) -> Vec<String> {
+    let mut why = Vec::new();
+    let st = match st {
+        Err(e) => {
+            why.push(format!("unreadable state file: {e}"));
+            return why;
+        }
+        Ok(None) => {
+            why.push("namespaces without a state file".to_string());
+            return why;
+        }
+        Ok(Some(st)) => st,
+    };
+    let building = st.phase == Phase::Building;
+    if building && !st.creator.is_some_and(|c| c.alive()) {
+        let pid = st.creator.map_or(0, |c| c.pid);
+        why.push(format!(
+            "the build by pid {pid} did not finish and that process is gone"
+        ));
+    }
+    if let Some(o) = st.owner.filter(|o| !o.alive()) {
+        why.push(format!("owner pid {} is gone", o.pid));
+    }
+    if st.spec.uses_emulator() {
+        match &st.emulator {
+            Some(e) if !e.alive() => why.push(format!("emulator pid {} is gone", e.proc.pid)),
+            None if !building => why.push("no emulator recorded".to_string()),
+            _ => {}
+        }
+    }
+    if !building {
+        let mut expect = vec![names::client(name), names::server(name)];
+        if st.spec.uses_emulator() {
+            expect.push(names::middle(name));
+        }
+        for ns in expect.iter().filter(|n| !sys::netns_exists(n)) {
+            why.push(format!("namespace {ns} is missing"));
+        }
+    }
+    why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tbf_sizes() {
+        // 100 Mbit/s: 12.5 kB per ms, but at least two 9000-byte frames.
+        assert_eq!(tbf_params(100_000_000, 9000), (18_028, 250_000));
+        assert_eq!(tbf_params(10_000_000_000, 1500), (1_250_000, 25_000_000));
+        assert_eq!(tbf_params(1_000_000, 1500), (4096, 16_384));
+    }
+
+    #[test]
+    fn stale_reasons_follow_the_recorded_processes() {
+        let me = ProcRef::current().unwrap();
+        let gone = ProcRef {
+            start_ticks: me.start_ticks + 1,
+            ..me
+        };
+        let mut st = LabState {
+            version: STATE_VERSION,
+            spec: LabSpec::new("t-nonexistent"),
+            phase: Phase::Building,
+            creator: Some(me),
+            owner: None,
+            emulator: None,
+            created_unix_ms: 0,
+        };
+        assert!(
+            stale_reasons("t-nonexistent", Ok(Some(&st))).is_empty(),
+            "build in progress"
+        );
+        st.creator = Some(gone);
+        let why = stale_reasons("t-nonexistent", Ok(Some(&st)));
+        assert!(why[0].contains("did not finish"), "{why:?}");
+        st.phase = Phase::Up;
+        st.owner = Some(gone);
+        st.spec.emulate = true;
+        let why = stale_reasons("t-nonexistent", Ok(Some(&st))).join("; ");
+        assert!(
+            why.contains("owner pid") && why.contains("no emulator recorded"),
+            "{why}"
+        );
+        assert!(
+            why.contains("namespace wbl-t-nonexistent-m is missing"),
+            "{why}"
+        );
+        st.emulator = Some(EmulatorProc {
+            proc: me,
+            argv: vec!["not-our-command-line".into()],
+        });
+        let why = stale_reasons("t-nonexistent", Ok(Some(&st))).join("; ");
+        assert!(
+            why.contains(&format!("emulator pid {} is gone", me.pid)),
+            "{why}"
+        );
+        assert_eq!(
+            stale_reasons("x", Ok(None)),
+            ["namespaces without a state file"]
+        );
+    }
+
+    #[test]
+    fn batch_lines_name_their_settings() {
+        let mut spec = LabSpec::new("t");
+        spec.mtu = 70000;
+        spec.cc = Some("cubic".into());
+        spec.ipv6 = true;
+        let l = endpoint_lines(&spec, Endpoint::Client);
+        let mtu = l.iter().find(|b| b.line.contains("mtu 70000")).unwrap();
+        assert_eq!(mtu.setting, Some(("mtu".into(), "70000".into())));
+        assert_eq!(
+            l.iter()
+                .filter(|b| b.line.contains("congctl cubic"))
+                .count(),
+            2
+        );
+        assert_eq!(host_lines(&spec).len(), 3);
+        spec.impair.loss_pct = 1.0;
+        assert_eq!(host_lines(&spec).len(), 5);
+    }
+}
