@@ -30,6 +30,9 @@ pub enum Command {
     Udp(UdpArgs),
     /// Print a new `IDENTITY KEY` line for a `serve --auth-keys` file (32 random bytes, hex).
     Keygen(KeygenArgs),
+    /// A named testbed of network namespaces (client and server hosts joined by a veth pair,
+    /// optionally through the link emulator): up, show, exec, down.
+    Lab(crate::lab::LabArgs),
 }
 
 /// `wirebench keygen`.

@@ -42,7 +42,7 @@ pub fn main() -> i32 {
             return EXIT_USAGE;
         }
     };
-    init_tracing(matches!(cli.command, Command::Serve(_)));
+    init_tracing(matches!(cli.command, Command::Serve(_) | Command::Lab(_)));
     match cli.command {
         Command::Serve(a) => match crate::serve::serve(&a) {
             Ok(()) => EXIT_OK,
@@ -55,6 +55,7 @@ pub fn main() -> i32 {
         Command::Rr(a) => run_client(&a.c, rr_spec(&a)),
         Command::Crr(a) => run_client(&a.c, crr_spec(&a)),
         Command::Udp(a) => run_client(&a.c, udp_spec(&a)),
+        Command::Lab(a) => crate::lab::run(a),
         Command::Keygen(a) => match keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {
