@@ -3,7 +3,8 @@
 //! (`/proc/net/snmp`, `/proc/net/netstat`), veth interface counters, UDP sequence numbers
 //! and TCP transfers (std sockets and iperf3).
 //!
-//! Every test skips (prints why and returns) without root, `ip netns` or `ethtool`.
+//! Every test skips (prints why and returns) without root, `ip netns` or `ethtool`, unless
+//! `WIREBENCH_REQUIRE` makes the missing capability a failure (CI sets it).
 //! Namespaces are removed when the `EmulatedPath` drops, also on panic.
 
 use std::io::{self, Read, Write};
@@ -28,19 +29,16 @@ fn timing_lock() -> MutexGuard<'static, ()> {
 }
 
 fn lab_available() -> bool {
-    if !wirebench_lab::available() {
-        eprintln!("skipped: needs root and `ip netns`");
-        return false;
-    }
-    let ethtool = Command::new("ethtool")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status();
-    if !matches!(ethtool, Ok(s) if s.success()) {
-        eprintln!("skipped: needs ethtool");
-        return false;
-    }
-    true
+    use wirebench_sys::require::{capability, command_works};
+    capability(
+        "netns",
+        wirebench_lab::available(),
+        "needs root and `ip netns`",
+    ) && capability(
+        "ethtool",
+        command_works("ethtool", "--version"),
+        "needs ethtool",
+    )
 }
 
 fn ns_exists(name: &str) -> bool {
@@ -707,13 +705,11 @@ fn iperf3_tcp_completes_with_reorder() {
         return;
     }
     let _serial = timing_lock();
-    if Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_err()
-    {
-        eprintln!("skipped: iperf3 not installed");
+    if !wirebench_sys::require::capability(
+        "iperf3",
+        wirebench_sys::require::command_works("iperf3", "--version"),
+        "iperf3 is not installed",
+    ) {
         return;
     }
     let cfg = EmuConfig {

@@ -25,6 +25,7 @@ pub mod netif;
 pub mod netns;
 pub mod packet;
 pub mod process;
+pub mod require;
 pub mod tcp;
 pub mod thread;
 

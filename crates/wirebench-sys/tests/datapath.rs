@@ -144,7 +144,8 @@ fn supported<T>(what: &str, r: io::Result<T>) -> Option<T> {
                 io::ErrorKind::Unsupported,
                 "{what} failed with a non-Unsupported error: {e}"
             );
-            eprintln!("{what}: unsupported on this kernel: {e}");
+            // A kernel without the feature skips, unless the environment requires it.
+            wirebench_sys::require::capability(what, false, &e.to_string());
             None
         }
     }

@@ -1,0 +1,60 @@
+//! Capabilities a test needs, and what happens when one is missing: with the environment
+//! variable [`REQUIRE_ENV`] set (CI sets it to `all`), a missing capability fails the test
+//! with a message naming it; without it (a developer's machine without root), the test says
+//! it skipped and why, on stderr.
+//!
+//! The variable holds `all` or a comma-separated list of capability names (`netns`,
+//! `ethtool`, `nftables`, `io_uring`, `iperf3`, ...); a capability in the list (or any, with
+//! `all`) is required.
+
+/// The environment variable that turns a missing capability into a failure.
+pub const REQUIRE_ENV: &str = "WIREBENCH_REQUIRE";
+
+/// True if the environment requires `capability`.
+pub fn required(capability: &str) -> bool {
+    std::env::var(REQUIRE_ENV).is_ok_and(|v| {
+        v.split(',')
+            .map(str::trim)
+            .any(|c| c == "all" || c == capability)
+    })
+}
+
+/// `have` tells whether `capability` is there (`why` says what is missing). Returns true
+/// if the test may go on; false if it should return now (it skipped, and said so).
+///
+/// # Panics
+///
+/// If the capability is missing and required (see the module docs).
+pub fn capability(capability: &str, have: bool, why: &str) -> bool {
+    if have {
+        return true;
+    }
+    assert!(
+        !required(capability),
+        "{REQUIRE_ENV} requires `{capability}`, which is missing here: {why}"
+    );
+    eprintln!("skipped: `{capability}` is missing ({why}); set {REQUIRE_ENV}=all to fail instead");
+    false
+}
+
+/// True if the command `program` runs with `arg` (e.g. `ethtool --version`).
+pub fn command_works(program: &str, arg: &str) -> bool {
+    std::process::Command::new(program)
+        .arg(arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn present_capabilities_pass() {
+        assert!(capability("anything", true, "unused"));
+        assert!(command_works("true", "--version") || command_works("sh", "-c"));
+        assert!(!command_works("/nonexistent/program", "--version"));
+    }
+}
