@@ -45,5 +45,67 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             check.run.console
         );
     }
+    let report = out.join("report.html");
+    std::fs::write(&report, gallery::sample_report()?.to_html())?;
+    let check = check_page(&browser, &report, &out.join("report.png"))?;
+    println!(
+        "report: {:.1} % drawn, console {:?}",
+        check.ink.fraction * 100.0,
+        check.run.console
+    );
+    // The whole page in one tall screenshot.
+    let tall = browser.clone().with_window(1000, 9000);
+    let check = check_page(&tall, &report, &out.join("report-full.png"))?;
+    println!("report (full): {:.1} % drawn", check.ink.fraction * 100.0);
+    let tiles = split_tall(&out.join("report-full.png"), 1400)?;
+    println!("report tiles: {tiles}");
     Ok(())
+}
+
+/// Cuts a tall screenshot into tiles of `tile_h` rows (`NAME-1.png`, …) so each can be looked
+/// at in an image viewer; stops at the last row that is not plain background.
+fn split_tall(
+    png_path: &std::path::Path,
+    tile_h: u32,
+) -> Result<usize, Box<dyn std::error::Error>> {
+    let mut dec = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_path)?));
+    dec.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = dec.read_info()?;
+    let mut buf = vec![0; reader.output_buffer_size().ok_or("image too large")?];
+    let info = reader.next_frame(&mut buf)?;
+    let ch = info.color_type.samples();
+    let row = info.width as usize * ch;
+    let bg = buf[..ch].to_vec();
+    let last = (0..info.height as usize)
+        .rev()
+        .find(|&y| {
+            buf[y * row..(y + 1) * row]
+                .chunks(ch)
+                .any(|p| p != bg.as_slice())
+        })
+        .unwrap_or(0) as u32;
+    let mut n = 0;
+    let mut y0 = 0;
+    while y0 <= last {
+        let h = tile_h.min(last + 1 - y0 + 20).min(info.height - y0);
+        n += 1;
+        let name = png_path.with_file_name(format!(
+            "{}-{n}.png",
+            png_path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("tile")
+        ));
+        let mut enc = png::Encoder::new(
+            std::io::BufWriter::new(std::fs::File::create(name)?),
+            info.width,
+            h,
+        );
+        enc.set_color(info.color_type);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut w = enc.write_header()?;
+        w.write_image_data(&buf[y0 as usize * row..(y0 + h) as usize * row])?;
+        y0 += tile_h;
+    }
+    Ok(n)
 }

@@ -103,12 +103,17 @@ const CANDIDATES: [&str; 3] = [
 static RUN: AtomicU64 = AtomicU64::new(0);
 
 impl Chromium {
-    /// Finds Chromium: `$WIREBENCH_CHROMIUM`, else Debian's `/usr/bin/chromium` (or
-    /// `chromium-browser`, `google-chrome`). Window 1000×1400, time limit 60 s.
+    /// Finds Chromium: `$WIREBENCH_CHROMIUM` if set (and then only that), else Debian's
+    /// `/usr/bin/chromium` (or `chromium-browser`, `google-chrome`). Window 1000×1400, time
+    /// limit 60 s.
     pub fn find() -> Result<Chromium, BrowserError> {
         let mut tried = vec![];
-        let env = std::env::var_os("WIREBENCH_CHROMIUM").map(PathBuf::from);
-        for p in env.into_iter().chain(CANDIDATES.iter().map(PathBuf::from)) {
+        // An explicit choice is the only candidate: no silent fallback to another browser.
+        let candidates: Vec<PathBuf> = match std::env::var_os("WIREBENCH_CHROMIUM") {
+            Some(p) => vec![PathBuf::from(p)],
+            None => CANDIDATES.iter().map(PathBuf::from).collect(),
+        };
+        for p in candidates {
             if p.is_file() {
                 return Ok(Chromium {
                     binary: p,

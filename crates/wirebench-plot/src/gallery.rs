@@ -1,8 +1,13 @@
 //! Sample figures of every kind built from synthetic data with known shape: used by the
 //! `gallery` example and the tests, and as examples of how to fill the figure model.
 
+use crate::html::{
+    Block, Column, DataTable, Expectation, KeyValueTable, Outcome, Report, Section, Verdict,
+};
 use crate::model::*;
+use crate::render::Render;
 use crate::units::{format_bits_per_s, format_bytes};
+use crate::PlotError;
 
 /// Hockney model `r(n) = r∞ · n / (n + n½)`.
 pub fn hockney(r_inf_bps: f64, n_half_bytes: f64, n_bytes: f64) -> f64 {
@@ -355,4 +360,111 @@ pub fn boxes() -> BoxFigure {
             },
         ],
     }
+}
+
+/// A sample report with one figure of each kind and every block type, including hostile
+/// strings (`<script>`, control characters) that must come out escaped.
+pub fn sample_report() -> Result<Report, PlotError> {
+    let mut r = Report::new(
+        "wirebench report: veth ns-a → ns-b",
+        "wirebench 0.1.0 · 2026-11-24 11:52 UTC · host lab-1 · 7 tests",
+    );
+    let mut s = Section::new("Summary");
+    s.push(Block::Verdict(Verdict {
+        outcome: Outcome::Holds,
+        headline: "Single-flow TCP reaches 94.1 Gbit/s, 94 % of the physical limit".into(),
+        detail: "Saturation above 256 KiB messages; the copy path is CPU-bound at 1500 B MTU."
+            .into(),
+    }));
+    s.push(Block::Expectations(vec![
+        Expectation {
+            statement: "throughput ≥ 90 % of line rate at 64 KiB".into(),
+            outcome: Outcome::Holds,
+            evidence: "92.3 Gbit/s of 100 Gbit/s (CI 91.8–92.9)".into(),
+        },
+        Expectation {
+            statement: "zero-copy halves receiver sys time".into(),
+            outcome: Outcome::DoesNotHold,
+            evidence: "sys 47 % → 31 % (−34 %)".into(),
+        },
+        Expectation {
+            statement: "p99.9 latency < 150 µs".into(),
+            outcome: Outcome::Inconclusive,
+            evidence: "212 µs, but only 3 runs; CI spans 140–260 µs".into(),
+        },
+    ]));
+    s.push(Block::Warnings(vec![
+        "CPU frequency scaling was on (governor: schedutil) on the server".into(),
+        "escaping check: <script>alert(1)</script> & \u{1} control \u{7} chars".into(),
+    ]));
+    r.sections.push(s);
+
+    let mut s = Section::new("Throughput vs message size");
+    s.push(Block::Paragraph(
+        "Each point is the mean of 5 runs of 10 s; bars show the 95 % confidence interval. \
+         The dashed curve is the Hockney model fitted to the zero-copy series."
+            .into(),
+    ));
+    s.push(Block::Figure {
+        svg: sweep().render_svg()?,
+        caption: "Throughput vs message size with Hockney fit.".into(),
+    });
+    s.push(Block::Table(DataTable {
+        caption: "Selected points".into(),
+        columns: vec![
+            Column::text("message size"),
+            Column::num("copy", "Gbit/s"),
+            Column::num("zero-copy", "Gbit/s"),
+            Column::num("CPU sys", "%"),
+        ],
+        rows: vec![
+            vec!["1 KiB".into(), "11.4".into(), "6.2".into(), "98.0".into()],
+            vec!["64 KiB".into(), "59.8".into(), "88.3".into(), "61.5".into()],
+            vec!["1 MiB".into(), "77.1".into(), "93.6".into(), "44.0".into()],
+        ],
+    }));
+    s.push(Block::Code {
+        caption: "Reproduce".into(),
+        code: "wirebench sweep tcp_stream --sizes 1..1M --runs 5 --duration 10s \\\n  --server 10.77.0.2 --zerocopy both".into(),
+    });
+    r.sections.push(s);
+
+    let mut s = Section::new("Environment");
+    s.push(Block::KeyValue(KeyValueTable {
+        caption: "Both ends".into(),
+        columns: vec!["client".into(), "server".into()],
+        rows: vec![
+            ("kernel".into(), vec!["6.18.0".into(), "6.18.0".into()]),
+            ("MTU".into(), vec!["9000".into(), "1500".into()]),
+            (
+                "tcp_congestion_control".into(),
+                vec!["cubic".into(), "cubic".into()],
+            ),
+            (
+                "CPU".into(),
+                vec!["AMD EPYC 2 vCPU".into(), "AMD EPYC 2 vCPU".into()],
+            ),
+        ],
+    }));
+    r.sections.push(s);
+
+    let mut s = Section::new("CPU, latency and time series");
+    for (svg, cap) in [
+        (
+            cpu_bars().render_svg()?,
+            "Receiver CPU breakdown (perf cpu-clock).",
+        ),
+        (ladder().render_svg()?, "Tuning ladder."),
+        (histogram().render_svg()?, "Latency histogram with tail."),
+        (panels().render_svg()?, "Per-flow time series."),
+        (boxes().render_svg()?, "Latency vs load."),
+        (two_axes().render_svg()?, "Shaped link."),
+    ] {
+        s.push(Block::Figure {
+            svg,
+            caption: cap.into(),
+        });
+    }
+    r.sections.push(s);
+    Ok(r)
 }

@@ -9,6 +9,7 @@
 
 pub mod browser;
 pub mod gallery;
+pub mod html;
 pub mod model;
 pub mod render;
 pub mod style;

@@ -32,6 +32,15 @@ impl Svg {
         &self.0
     }
 
+    /// The markup for inlining in an HTML page: without the `xmlns` attribute (HTML parsers
+    /// put `<svg>` in the SVG namespace themselves), so the page holds no URL at all.
+    pub fn inline_html(&self) -> String {
+        match self.0.strip_prefix(SVG_OPEN_NS) {
+            Some(rest) => format!("<svg{rest}"),
+            None => self.0.clone(),
+        }
+    }
+
     /// The markup, consumed.
     pub fn into_string(self) -> String {
         self.0
@@ -47,6 +56,9 @@ impl std::fmt::Display for Svg {
         f.write_str(&self.0)
     }
 }
+
+/// How every document starts; [`Svg::inline_html`] drops the namespace part.
+const SVG_OPEN_NS: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\"";
 
 /// Escapes `text` for XML and HTML text and attribute values. Characters that XML 1.0 forbids
 /// even as references (C0 controls but tab/newline/CR, DEL and C1 controls, U+FFFE/U+FFFF)

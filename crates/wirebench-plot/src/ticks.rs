@@ -451,7 +451,12 @@ mod tests {
         let p = plan(&ax, Some((8_000.0, 3_000_000.0)), 700.0, true);
         let l = labels(&p);
         assert!(l.contains(&"10 µs") && l.contains(&"1 ms"), "{l:?}");
-        assert!(!p.minor.is_empty());
+        // Two decades: 2× and 5× are labelled too, and then there is no minor grid.
+        assert!(l.contains(&"20 µs") && l.contains(&"500 µs"), "{l:?}");
+        assert!(p.minor.is_empty());
+        // Six decades on a short vertical axis: decades only.
+        let p = plan(&ax, Some((1e3, 1e9)), 150.0, false);
+        assert!(p.ticks.iter().all(|t| t.0.log10().fract() == 0.0), "{:?}", labels(&p));
     }
 
     #[test]

@@ -59,7 +59,11 @@ impl Render for HistogramFigure {
 
     fn render_svg_sized(&self, width_px: u32, height_px: u32) -> Result<Svg, PlotError> {
         check_size(width_px, height_px)?;
-        if self.bins.iter().any(|b| !(b.hi > b.lo)) {
+        if self
+            .bins
+            .iter()
+            .any(|b| b.hi.partial_cmp(&b.lo) != Some(std::cmp::Ordering::Greater))
+        {
             return Err(PlotError::Invalid("histogram bin with hi <= lo".into()));
         }
         let (w, h) = (f64::from(width_px), f64::from(height_px));

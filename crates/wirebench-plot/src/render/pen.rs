@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use plotters::style::RGBColor;
 
-use crate::style::{Marker, FONT_STACK};
+use crate::style::Marker;
 use crate::svg::{escape, SvgDoc};
 
 /// `#rrggbb` of a colour.
@@ -82,7 +82,6 @@ impl Rect {
 pub(crate) enum Anchor {
     Start,
     Middle,
-    End,
 }
 
 /// Text style for [`Pen::text`].
@@ -92,8 +91,6 @@ pub(crate) struct TextSpec {
     pub color: RGBColor,
     pub anchor: Anchor,
     pub bold: bool,
-    /// Rotate −90° about the anchor point (reads bottom to top).
-    pub vertical: bool,
 }
 
 impl TextSpec {
@@ -103,7 +100,6 @@ impl TextSpec {
             color,
             anchor: Anchor::Start,
             bold: false,
-            vertical: false,
         }
     }
 
@@ -114,11 +110,6 @@ impl TextSpec {
 
     pub(crate) fn bold(mut self) -> TextSpec {
         self.bold = true;
-        self
-    }
-
-    pub(crate) fn vertical(mut self) -> TextSpec {
-        self.vertical = true;
         self
     }
 }
@@ -288,28 +279,21 @@ impl Pen<'_> {
         let anchor = match spec.anchor {
             Anchor::Start => "start",
             Anchor::Middle => "middle",
-            Anchor::End => "end",
         };
         let weight = if spec.bold {
             " font-weight=\"bold\""
         } else {
             ""
         };
-        let rotate = if spec.vertical {
-            format!(" transform=\"rotate(-90 {} {})\"", n(x), n(y))
-        } else {
-            String::new()
-        };
         self.0.raw(&format!(
             "<text x=\"{}\" y=\"{}\" dy=\"0.35em\" font-size=\"{}\" fill=\"{}\" \
-             text-anchor=\"{}\"{}{}>{}</text>",
+             text-anchor=\"{}\"{}>{}</text>",
             n(x),
             n(y),
             spec.size,
             rgb(spec.color),
             anchor,
             weight,
-            rotate,
             escape(s)
         ));
     }
@@ -335,7 +319,3 @@ pub(crate) fn clip_def(id: &str, r: Rect) -> String {
         n(r.y1 - r.y0)
     )
 }
-
-/// The font stack (re-exported for the HTML page's CSS).
-#[allow(dead_code)]
-pub(crate) const FONT: &str = FONT_STACK;
