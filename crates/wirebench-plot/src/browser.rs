@@ -254,6 +254,27 @@ impl Chromium {
     }
 }
 
+impl Chromium {
+    /// Rasterises a figure to PNG (the cheap PNG path: plotters' bitmap backend would need a
+    /// font engine and font files). Writes a one-figure page next to `png` (same name,
+    /// `.html`), screenshots it at the figure's size and returns the run.
+    pub fn svg_to_png(&self, svg: &crate::Svg, png: &Path) -> Result<PageRun, BrowserError> {
+        let (w, h) = svg.size_px().unwrap_or((800, 480));
+        let page = png.with_extension("html");
+        let html = format!(
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"/><title>figure</title>\
+             <style>html,body{{margin:0;background:#fff}}svg{{display:block}}</style></head>\
+             <body>{}</body></html>",
+            svg.inline_html()
+        );
+        std::fs::write(&page, html).map_err(|source| BrowserError::Io {
+            binary: self.binary.display().to_string(),
+            source,
+        })?;
+        self.clone().with_window(w, h).screenshot(&page, png)
+    }
+}
+
 fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().filter(|l| !l.contains("dbus")).collect();
     lines[lines.len().saturating_sub(6)..].join(" | ")

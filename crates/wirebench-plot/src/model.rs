@@ -492,6 +492,21 @@ mod tests {
     use super::BoxStats;
 
     #[test]
+    fn figures_round_trip_through_json() {
+        // serde_json may move a float by one ulp; the drawing (0.1 px precision) must not change.
+        use crate::Render;
+        let f = crate::gallery::sweep();
+        let back: super::Figure =
+            serde_json::from_str(&serde_json::to_string(&f).expect("ser")).expect("de");
+        assert_eq!(back.render_svg().ok(), f.render_svg().ok());
+        let p = crate::gallery::panels();
+        let back: super::PanelFigure =
+            serde_json::from_str(&serde_json::to_string(&p).expect("ser")).expect("de");
+        assert_eq!(back.render_svg().ok(), p.render_svg().ok());
+        assert!(p.render_svg().is_ok());
+    }
+
+    #[test]
     fn tukey_box_of_known_samples() {
         // 1..=9 and an outlier 100: quartiles of 10 samples by interpolation.
         let mut s: Vec<f64> = (1..=9).map(f64::from).collect();

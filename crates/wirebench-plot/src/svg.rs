@@ -41,6 +41,17 @@ impl Svg {
         }
     }
 
+    /// Width and height in pixels, as written on the root element.
+    pub fn size_px(&self) -> Option<(u32, u32)> {
+        let attr = |name: &str| -> Option<u32> {
+            let head = &self.0[..self.0.find('>')?];
+            let start = head.find(&format!(" {name}=\""))? + name.len() + 3;
+            let len = head[start..].find('"')?;
+            head[start..start + len].parse().ok()
+        };
+        Some((attr("width")?, attr("height")?))
+    }
+
     /// The markup, consumed.
     pub fn into_string(self) -> String {
         self.0
@@ -456,6 +467,14 @@ impl DrawingBackend for SvgSink {
 #[cfg(test)]
 mod tests {
     use super::escape;
+
+    #[test]
+    fn size_is_read_back() {
+        let doc = super::SvgDoc::default();
+        let svg = doc.finish(640, 360, "t", "");
+        assert_eq!(svg.size_px(), Some((640, 360)));
+        assert!(svg.inline_html().starts_with("<svg class="));
+    }
 
     #[test]
     fn escapes_markup_and_controls() {

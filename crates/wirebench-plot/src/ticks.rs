@@ -456,7 +456,11 @@ mod tests {
         assert!(p.minor.is_empty());
         // Six decades on a short vertical axis: decades only.
         let p = plan(&ax, Some((1e3, 1e9)), 150.0, false);
-        assert!(p.ticks.iter().all(|t| t.0.log10().fract() == 0.0), "{:?}", labels(&p));
+        assert!(
+            p.ticks.iter().all(|t| t.0.log10().fract() == 0.0),
+            "{:?}",
+            labels(&p)
+        );
     }
 
     #[test]

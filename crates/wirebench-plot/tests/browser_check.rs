@@ -154,3 +154,19 @@ fn checker_catches_console_messages_and_blank_pages() {
     let again = ink(&check.run.png).expect("decode");
     assert_eq!(again.fraction, check.ink.fraction);
 }
+
+#[test]
+fn figure_rasterises_to_png_at_its_size() {
+    let dir = TempDir::new("png");
+    let svg = gallery::histogram().render_svg().expect("render");
+    let png = dir.path("histogram.png");
+    let run = chromium().svg_to_png(&svg, &png).expect("chromium run");
+    assert!(run.console.is_empty(), "{:?}", run.console);
+    let ink = ink(&png).expect("decode");
+    assert_eq!((ink.width_px, ink.height_px), svg.size_px().expect("size"));
+    assert!(
+        ink.fraction > 0.03,
+        "histogram PNG nearly blank: {}",
+        ink.fraction
+    );
+}

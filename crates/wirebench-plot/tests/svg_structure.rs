@@ -362,3 +362,66 @@ fn annotation_labels_do_not_overlap() {
         }
     }
 }
+
+#[test]
+fn degenerate_inputs_still_render() {
+    let nan = f64::NAN;
+    let cases = [
+        Figure::default(),
+        Figure {
+            x: Axis::log2("size", Unit::Bytes),
+            y: Axis::log10("rate", Unit::BitsPerSecond),
+            series: vec![Series::new(
+                "gaps",
+                SeriesKind::LineWithPoints,
+                &[
+                    (0.0, 1.0),
+                    (-4.0, 5.0),
+                    (8.0, nan),
+                    (16.0, 1e9),
+                    (32.0, 0.0),
+                    (64.0, 2e9),
+                ],
+            )],
+            ..Figure::default()
+        },
+        Figure {
+            series: vec![Series::new("one", SeriesKind::Step, &[(5.0, 5.0)])],
+            ..Figure::default()
+        },
+        Figure {
+            series: vec![Series::new(
+                "flat",
+                SeriesKind::Line,
+                &[(1.0, 0.0), (2.0, 0.0)],
+            )],
+            y2: Some(Axis::linear("empty right", Unit::Percent)),
+            ..Figure::default()
+        },
+    ];
+    for (i, f) in cases.iter().enumerate() {
+        let svg = f.render_svg().unwrap_or_else(|e| panic!("case {i}: {e}"));
+        let doc = parse(&svg);
+        assert!(
+            !svg.as_str().contains("NaN") && !svg.as_str().contains("inf"),
+            "case {i}"
+        );
+        assert_eq!(groups(&doc, "series").len(), f.series.len(), "case {i}");
+    }
+    // In the gap case only the positive, finite points 16 and 64 are drawable, and the zero
+    // at 32 between them breaks the line: two single-point runs.
+    let svg = cases[1].render_svg().expect("render");
+    let doc = parse(&svg);
+    let polylines = groups(&doc, "series")[0]
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .count();
+    assert_eq!(polylines, 0, "single-point runs draw no line");
+    let markers = groups(&doc, "series")[0]
+        .descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .count();
+    assert_eq!(markers, 2, "markers only at the drawable points 16 and 64");
+    let empty_panels = PanelFigure::default().render_svg();
+    assert!(matches!(empty_panels, Err(PlotError::Invalid(_))));
+}
