@@ -1,0 +1,136 @@
+//! The x–y figure: series on one or two y axes, overlays, annotations.
+
+use super::frame::{
+    draw_axes, draw_heading, draw_legend, legend_height, legend_rows, y_area_width, AxesOpts,
+    BOTTOM_AREA, MARGIN,
+};
+use super::marks::{
+    draw_annotation_lines, draw_overlays, draw_series, legend_entries, place_labels, Obstacles,
+};
+use super::pen::{clip_def, fnv, Pen, Rect};
+use super::{check_size, Render};
+use crate::model::{Annotation, Figure, YAxis};
+use crate::svg::{Svg, SvgSink};
+use crate::ticks::{extent, plan};
+use crate::PlotError;
+
+/// All x values the figure must show.
+fn x_values(f: &Figure) -> Vec<f64> {
+    let mut v: Vec<f64> = f
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.x))
+        .collect();
+    v.extend(f.overlays.iter().flat_map(|o| o.points.iter().map(|p| p.0)));
+    for a in &f.annotations {
+        match a {
+            Annotation::VLine { x, .. } | Annotation::Marker { x, .. } => v.push(*x),
+            Annotation::XBand { from, to, .. } => v.extend([*from, *to]),
+            _ => {}
+        }
+    }
+    v
+}
+
+/// All y values the figure must show on `axis`.
+pub(crate) fn y_values(
+    series: &[crate::model::Series],
+    overlays: &[crate::model::Overlay],
+    anns: &[Annotation],
+    axis: YAxis,
+) -> Vec<f64> {
+    let mut v = vec![];
+    for s in series.iter().filter(|s| s.axis == axis) {
+        for p in &s.points {
+            v.push(p.y);
+            v.extend(p.err_lo);
+            v.extend(p.err_hi);
+        }
+    }
+    for o in overlays.iter().filter(|o| o.axis == axis) {
+        v.extend(o.points.iter().map(|p| p.1));
+    }
+    for a in anns {
+        match a {
+            Annotation::HLine { y, axis: ax, .. } | Annotation::Marker { y, axis: ax, .. }
+                if *ax == axis =>
+            {
+                v.push(*y)
+            }
+            Annotation::YBand {
+                from, to, axis: ax, ..
+            } if *ax == axis => v.extend([*from, *to]),
+            _ => {}
+        }
+    }
+    v
+}
+
+impl Render for Figure {
+    fn default_size(&self) -> (u32, u32) {
+        (800, 480)
+    }
+
+    fn render_svg_sized(&self, width_px: u32, height_px: u32) -> Result<Svg, PlotError> {
+        check_size(width_px, height_px)?;
+        let (w, h) = (f64::from(width_px), f64::from(height_px));
+        let (root, doc) = SvgSink::area((width_px, height_px));
+        let pen = Pen(&doc);
+        let top = draw_heading(&pen, &self.heading, w);
+        let entries = legend_entries(&self.series, &self.overlays, self.y2.is_some());
+        let x_log = self.x.scale != crate::model::Scale::Linear;
+        let ext_x = extent(x_values(self).into_iter(), x_log);
+        let ext = |axis: YAxis, a: &crate::model::Axis| {
+            let vals = y_values(&self.series, &self.overlays, &self.annotations, axis);
+            extent(vals.into_iter(), a.scale != crate::model::Scale::Linear)
+        };
+        let ext_y = ext(YAxis::Y, &self.y);
+        let ext_y2 = self.y2.as_ref().map(|a| ext(YAxis::Y2, a));
+        let plot_bottom = h - MARGIN - BOTTOM_AREA;
+        let mut rows = legend_rows(&entries, w - 2.0 * MARGIN);
+        let (mut yplan, mut y2plan, mut left, mut right, mut plot_top);
+        loop {
+            plot_top = top + legend_height(rows) + 8.0;
+            let ph = plot_bottom - plot_top;
+            yplan = plan(&self.y, ext_y, ph, false);
+            y2plan = self
+                .y2
+                .as_ref()
+                .map(|a| plan(a, ext_y2.flatten(), ph, false));
+            left = MARGIN + y_area_width(&yplan);
+            right = w - MARGIN - y2plan.as_ref().map_or(16.0, y_area_width);
+            let r2 = legend_rows(&entries, right - left);
+            if r2 <= rows {
+                break;
+            }
+            rows = r2;
+        }
+        if plot_bottom - plot_top < 60.0 {
+            return Err(PlotError::TooSmall {
+                width_px,
+                height_px,
+            });
+        }
+        let xplan = plan(&self.x, ext_x, right - left, true);
+        draw_legend(&pen, &entries, left, top, right - left);
+        let frame = draw_axes(
+            &root,
+            &pen,
+            Rect::new(left, plot_top, right, plot_bottom),
+            (xplan, yplan, y2plan),
+            AxesOpts::standard(),
+        )?;
+        let clip = format!(
+            "wbclip{:x}",
+            fnv(&format!("{:?}{:?}", self.heading, frame.plot))
+        );
+        let defs = clip_def(&clip, frame.plot.inflate(1.0));
+        let mut obst = Obstacles::default();
+        let labels = draw_annotation_lines(&pen, &frame, &self.annotations, &clip);
+        draw_overlays(&pen, &frame, &self.overlays, &clip, &mut obst);
+        draw_series(&pen, &frame, &self.series, &clip, &mut obst);
+        place_labels(&pen, &frame, labels, &obst, &mut vec![]);
+        drop(root);
+        Ok(doc.finish(width_px, height_px, &self.heading.title, &defs))
+    }
+}
