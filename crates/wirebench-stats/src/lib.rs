@@ -6,9 +6,12 @@
 //! - [`ci`]: Student-t confidence intervals for repeated runs.
 //! - [`latency`]: latency histograms (HdrHistogram, ns) and percentile summaries.
 //! - [`summary`]: min/median/max and Jain's fairness index.
+//! - [`sweep`]: the points of a message-size or load sweep (geometric, explicit, NetPIPE
+//!   perturbation).
 
 pub mod ci;
 pub mod cpu;
 pub mod demand;
 pub mod latency;
 pub mod summary;
+pub mod sweep;
