@@ -6,9 +6,16 @@
 //! - [`ci`]: Student-t confidence intervals for repeated runs.
 //! - [`latency`]: latency histograms (HdrHistogram, ns) and percentile summaries.
 //! - [`summary`]: min/median/max and Jain's fairness index.
+//! - [`sweep`]: the points of a message-size or load sweep (geometric, explicit, NetPIPE
+//!   perturbation).
+//! - [`curve`]: analyses of sweep curves: throughput vs size (saturation, knee, n½,
+//!   latency-dominated regime, dips and their confirmation), the Hockney latency fit, the
+//!   knee of latency under offered load.
 
 pub mod ci;
 pub mod cpu;
+pub mod curve;
 pub mod demand;
 pub mod latency;
 pub mod summary;
+pub mod sweep;
