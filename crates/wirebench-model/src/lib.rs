@@ -11,6 +11,7 @@
 //! - [`warning`], [`abort`], [`error`]: typed warnings (`code` + `params`), flow errors, abort
 //!   reasons, engine kinds and error classes. The printers (`wirebench-report`) turn them
 //!   into sentences; nothing else does.
+//! - [`text`]: escaping text a peer sent before it reaches a log or a terminal.
 //!
 //! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
 
@@ -20,6 +21,7 @@ pub mod result;
 pub mod rr;
 pub mod side;
 pub mod spec;
+pub mod text;
 pub mod udp;
 pub mod validate;
 pub mod warning;

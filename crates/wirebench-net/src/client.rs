@@ -288,7 +288,7 @@ fn drive(
             until = until.min(w.max(now + Duration::from_millis(1)));
         }
         // Results frames of a big test may exceed the default cap; the session knows its size.
-        conn.set_max_frame(sess.frame_cap());
+        conn.set_max_frame(sess.frame_cap(Instant::now()));
         if let Some(msg) = conn.recv(until)? {
             let acts = sess.handle(Instant::now(), msg)?;
             if execute(cfg, conn, sess, run, acts, on_interval)? {

@@ -142,3 +142,71 @@ impl NetError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use wirebench_model::validate::{SpecError, SpecField, SpecProblem};
+    use wirebench_proto::message::{Busy, ErrorMsg};
+
+    use super::*;
+
+    #[test]
+    fn failures_are_classified_with_their_field_and_limit() {
+        let refused = NetError::Session(SessionError::Refused(ErrorMsg {
+            code: ErrorCode::LimitExceeded,
+            field: None,
+            limit: Some(LimitName::MaxConnsPerSource),
+            message: "too many".into(),
+        }));
+        let info = refused.to_error_info();
+        assert_eq!(info.kind, ErrorKind::LimitExceeded);
+        assert_eq!(info.limit, Some(LimitName::MaxConnsPerSource));
+        let spec = NetError::Session(SessionError::InvalidSpec(SpecError {
+            field: SpecField::Flows,
+            problem: SpecProblem::OutOfRange {
+                value: 500,
+                min: 1,
+                max: 128,
+                limit: Some(LimitName::MaxFlows),
+            },
+        }));
+        let info = spec.to_error_info();
+        assert_eq!(info.kind, ErrorKind::InvalidSpec);
+        assert_eq!(
+            (info.field, info.limit),
+            (Some(SpecField::Flows), Some(LimitName::MaxFlows))
+        );
+        let busy = NetError::Session(SessionError::Busy(Busy {
+            running: 4,
+            cap: 4,
+            retry_after_ms: 1000,
+        }));
+        assert_eq!(busy.kind(), ErrorKind::Busy);
+        assert_eq!(NetError::Interrupted.kind(), ErrorKind::Interrupted);
+        assert_eq!(
+            NetError::Session(SessionError::BadHello("x".into())).kind(),
+            ErrorKind::NotWirebench
+        );
+    }
+
+    #[test]
+    fn abort_reasons_while_running() {
+        assert_eq!(NetError::Interrupted.abort_reason(), AbortReason::Interrupted);
+        assert!(matches!(
+            NetError::Session(SessionError::Timeout {
+                phase: Phase::Running
+            })
+            .abort_reason(),
+            AbortReason::PeerSilent { .. }
+        ));
+        assert!(matches!(
+            NetError::PeerClosed.abort_reason(),
+            AbortReason::ControlLost { .. }
+        ));
+        assert_eq!(
+            NetError::Session(SessionError::PeerAborted(AbortReason::ServerShutdown))
+                .abort_reason(),
+            AbortReason::ServerShutdown
+        );
+    }
+}

@@ -104,13 +104,12 @@ impl Token {
         hex(&self.0)
     }
 
-    /// Parse exactly 32 hex digits (either case).
+    /// Parse exactly 32 lowercase hex digits (the form `accepted` carries; PROTOCOL.md).
     pub fn from_hex(s: &str) -> Result<Token, TokenError> {
         fn digit(b: u8) -> Option<u8> {
             match b {
                 b'0'..=b'9' => Some(b - b'0'),
                 b'a'..=b'f' => Some(b - b'a' + 10),
-                b'A'..=b'F' => Some(b - b'A' + 10),
                 _ => None,
             }
         }
@@ -221,7 +220,10 @@ mod tests {
         let h = t.to_hex();
         assert_eq!(h, "00112233445566778899aabbccddeeff");
         assert_eq!(Token::from_hex(&h), Ok(t));
-        assert_eq!(Token::from_hex(&h.to_uppercase()), Ok(t));
+        assert!(matches!(
+            Token::from_hex(&h.to_uppercase()),
+            Err(TokenError::NotHex(_))
+        ));
         assert_eq!(Token::from_hex(""), Err(TokenError::Length(0)));
         assert_eq!(Token::from_hex(&h[..31]), Err(TokenError::Length(31)));
         assert_eq!(

@@ -99,7 +99,7 @@ pub fn test_spec(data: &[u8]) {
     let Ok(spec) = serde_json::from_slice::<TestSpec>(data) else {
         return;
     };
-    let _ = crate::session::results_frame_cap(&spec);
+    let _ = crate::session::results_frame_cap(&spec, Duration::from_secs(3600));
     let _ = spec.connection_count();
     match spec.validate(&Limits::default()) {
         Ok(()) => {

@@ -68,3 +68,21 @@ pub(super) fn log_refused(state: &State, peer: SocketAddr, what: &str) {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_lines_a_second_then_quiet() {
+        let mut l = LogLimiter::new();
+        let t0 = Instant::now();
+        let allowed = (0..20).filter(|_| l.allow(t0)).count();
+        assert_eq!(allowed, LogLimiter::PER_SECOND as usize);
+        assert_eq!(l.suppressed, 15);
+        // A second later the window starts again (and the summary resets the count).
+        assert!(l.allow(t0 + Duration::from_millis(1000)));
+        assert_eq!(l.suppressed, 0);
+        assert_eq!(l.shown, 1);
+    }
+}

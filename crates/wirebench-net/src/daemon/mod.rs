@@ -51,7 +51,7 @@ mod records;
 mod route;
 mod session;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -68,9 +68,16 @@ use wirebench_proto::session::Timeouts;
 use crate::NetError;
 use accept::{admit_connection, Handshakes};
 use lograte::LogLimiter;
-use records::RecordLog;
+use records::{RecordLog, Ring};
 pub use records::{RecordStatus, TestRecord};
 use route::PendingTest;
+
+/// Seconds since the Unix epoch, now.
+fn start_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
 
 /// How often the accept loop looks at the shutdown flag when no connection arrives.
 pub const ACCEPT_POLL: Duration = Duration::from_millis(100);
@@ -97,6 +104,8 @@ pub struct ServerConfig {
     pub max_pending_handshakes: usize,
     /// How many finished tests the daemon remembers in memory.
     pub record_capacity: usize,
+    /// How many bytes (JSON) of finished tests the daemon keeps in memory.
+    pub record_memory_bytes: usize,
     /// Append every test record to this JSON-lines file.
     pub records_path: Option<PathBuf>,
     /// Rotate the records file (to `FILE.1`) before it grows past this size.
@@ -119,6 +128,7 @@ impl ServerConfig {
             max_connections: 1024,
             max_pending_handshakes: 256,
             record_capacity: 1000,
+            record_memory_bytes: 16 << 20,
             records_path: None,
             records_max_bytes: 64 << 20,
             keys: None,
@@ -143,7 +153,7 @@ struct State {
     per_source: Mutex<HashMap<IpAddr, usize>>,
     handshakes: Mutex<Handshakes>,
     pending: Mutex<HashMap<Token, PendingTest>>,
-    records: Mutex<VecDeque<TestRecord>>,
+    records: Mutex<Ring>,
     record_log: Option<Mutex<RecordLog>>,
     log_limiter: Mutex<LogLimiter>,
     shutdown: AtomicBool,
@@ -195,17 +205,19 @@ impl Daemon {
             addr: cfg.bind,
             source,
         })?;
+        let ring = Ring::new(cfg.record_capacity, cfg.record_memory_bytes);
         Ok(Daemon {
             listener,
             state: Arc::new(State {
                 cfg,
                 running: AtomicU32::new(0),
-                next_id: AtomicU64::new(1),
+                // Unique across restarts: the start time (s) x 10^6, then a counter.
+                next_id: AtomicU64::new(start_secs().saturating_mul(1_000_000) + 1),
                 open_connections: AtomicUsize::new(0),
                 per_source: Mutex::new(HashMap::new()),
                 handshakes: Mutex::new(Handshakes::default()),
                 pending: Mutex::new(HashMap::new()),
-                records: Mutex::new(VecDeque::new()),
+                records: Mutex::new(ring),
                 record_log,
                 log_limiter: Mutex::new(LogLimiter::new()),
                 shutdown: AtomicBool::new(false),
@@ -306,7 +318,7 @@ impl DaemonHandle {
         self.state
             .records
             .lock()
-            .map(|r| r.iter().cloned().collect())
+            .map(|r| r.records())
             .unwrap_or_default()
     }
 

@@ -1,9 +1,25 @@
 //! What the daemon keeps about every test it served: one [`TestRecord`] per admitted test —
-//! completed, aborted or failed, with whatever partial results exist — in a bounded
-//! in-memory ring and, if configured, appended to a JSON-lines file rotated at a size cap.
+//! completed, aborted or failed, with whatever partial results exist.
+//!
+//! # On disk
+//! With `--records FILE`, each record is one JSON line, written all or nothing: a write that
+//! fails (a full disk) is rolled back to the end of the last whole line, so the file never
+//! holds half a record and the next record does not glue onto a fragment; when the daemon
+//! starts, a torn last line (a write cut by SIGKILL) is moved to `FILE.torn` and the file is
+//! cut back to its last newline. The file is rotated to `FILE.1` before it grows past
+//! `--records-max-size`. Only regular files are accepted (a FIFO would block the start). A
+//! failing file is reported in the log once, when it starts failing, and once when it works
+//! again; the daemon keeps serving either way.
+//!
+//! # In memory
+//! The last records are kept in a ring bounded by bytes (their JSON size) as well as by
+//! count. A record that reached the file is kept in memory without the two ends' reports
+//! (they are on disk), so a peer's large report never stays resident; one that could not be
+//! written is kept whole, within the same byte bound.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -30,7 +46,8 @@ pub enum RecordStatus {
 /// What the daemon remembers about a test it served.
 #[derive(Debug, Clone, Serialize)]
 pub struct TestRecord {
-    /// Server-assigned id.
+    /// Server-assigned id, unique across restarts of the daemon: the daemon's start time in
+    /// seconds since the Unix epoch × 10^6 + a counter.
     pub test_id: u64,
     /// Client address of the control connection.
     pub peer: SocketAddr,
@@ -52,46 +69,202 @@ pub struct TestRecord {
     pub client: Option<SideReport>,
 }
 
-/// Append-only JSON-lines file of test records, rotated at a size cap.
+/// The in-memory ring of records, bounded by count and by bytes.
+#[derive(Debug)]
+pub(super) struct Ring {
+    items: VecDeque<(TestRecord, usize)>,
+    bytes: usize,
+    max_count: usize,
+    max_bytes: usize,
+}
+
+impl Ring {
+    pub(super) fn new(max_count: usize, max_bytes: usize) -> Ring {
+        Ring {
+            items: VecDeque::new(),
+            bytes: 0,
+            max_count: max_count.max(1),
+            max_bytes,
+        }
+    }
+
+    /// Keep `rec` (of `bytes` serialized bytes), dropping the oldest past either bound. A
+    /// record larger than the whole bound is kept without its reports.
+    pub(super) fn push(&mut self, mut rec: TestRecord, mut bytes: usize) {
+        if bytes > self.max_bytes {
+            rec.client = None;
+            rec.server = None;
+            bytes = serde_json::to_vec(&rec).map_or(0, |v| v.len());
+        }
+        while !self.items.is_empty()
+            && (self.items.len() >= self.max_count || self.bytes + bytes > self.max_bytes)
+        {
+            if let Some((_, b)) = self.items.pop_front() {
+                self.bytes -= b;
+            }
+        }
+        self.bytes += bytes;
+        self.items.push_back((rec, bytes));
+    }
+
+    /// The records, oldest first.
+    pub(super) fn records(&self) -> Vec<TestRecord> {
+        self.items.iter().map(|(r, _)| r.clone()).collect()
+    }
+
+    /// How many.
+    pub(super) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Their serialized size, bytes.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// Append-only JSON-lines file of test records, rotated at a size cap, written whole lines
+/// only.
 pub(super) struct RecordLog {
     pub(super) path: PathBuf,
     file: File,
     bytes: u64,
     max_bytes: u64,
+    /// False while writes fail (so that the failure is logged once).
+    healthy: bool,
+}
+
+/// Why the records file cannot be used.
+fn not_regular(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} exists and is not a regular file (a FIFO, a device or a directory would block \
+             or refuse the records)",
+            path.display()
+        ),
+    )
+}
+
+/// Where the last whole line of `file` ends (0 for none), reading backwards in blocks.
+fn last_newline_end(file: &mut File, len: u64) -> io::Result<u64> {
+    let mut end = len;
+    let mut buf = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 impl RecordLog {
+    /// Open (or create) the records file at `path`, repairing a torn last line.
     pub(super) fn open(path: &Path, max_bytes: u64) -> io::Result<RecordLog> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let bytes = file.metadata()?.len();
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => return Err(not_regular(path)),
+            Ok(_) | Err(_) => {}
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        let whole = last_newline_end(&mut file, len)?;
+        if whole < len {
+            // A line cut short (SIGKILL mid-write): keep its bytes aside, cut it off.
+            let mut torn = vec![0u8; (len - whole) as usize];
+            file.seek(SeekFrom::Start(whole))?;
+            file.read_exact(&mut torn)?;
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(".torn");
+            let mut t = OpenOptions::new().create(true).append(true).open(&aside)?;
+            t.write_all(&torn)?;
+            t.write_all(b"\n")?;
+            file.set_len(whole)?;
+            file.sync_data()?;
+            tracing::warn!(
+                path = %path.display(),
+                torn_bytes = torn.len(),
+                "the records file ended in a torn line; moved it to {}",
+                Path::new(&aside).display()
+            );
+        }
         Ok(RecordLog {
             path: path.to_path_buf(),
             file,
-            bytes,
+            bytes: whole,
             max_bytes,
+            healthy: true,
         })
     }
 
+    fn rotate(&mut self) -> io::Result<()> {
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        std::fs::rename(&self.path, &old)?;
+        self.file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&self.path)?;
+        self.bytes = 0;
+        Ok(())
+    }
+
+    /// Append one whole line (ending in `\n`), or nothing: a failed write is cut back.
     pub(super) fn append(&mut self, line: &[u8]) -> io::Result<()> {
         if self.bytes > 0 && self.bytes + line.len() as u64 > self.max_bytes {
-            let mut old = self.path.clone().into_os_string();
-            old.push(".1");
-            std::fs::rename(&self.path, &old)?;
-            self.file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?;
-            self.bytes = 0;
+            self.rotate()?;
         }
-        self.file.write_all(line)?;
-        self.file.sync_data()?;
-        self.bytes += line.len() as u64;
-        Ok(())
+        let before = self.bytes;
+        let res = self
+            .file
+            .write_all(line)
+            .and_then(|()| self.file.sync_data());
+        match res {
+            Ok(()) => {
+                self.bytes += line.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Roll back to the last whole line; the record stays in memory.
+                let _ = self.file.set_len(before);
+                let _ = self.file.sync_data();
+                Err(e)
+            }
+        }
+    }
+
+    /// Log a change of the file's health: once when it starts failing, once when it works
+    /// again.
+    fn note(&mut self, res: &io::Result<()>) {
+        match (res, self.healthy) {
+            (Err(e), true) => {
+                tracing::error!(
+                    path = %self.path.display(),
+                    "cannot append test records ({e}); they are kept in memory until the \
+                     file works again"
+                );
+                self.healthy = false;
+            }
+            (Ok(()), false) => {
+                tracing::info!(path = %self.path.display(), "the records file works again");
+                self.healthy = true;
+            }
+            _ => {}
+        }
     }
 }
 
 /// Keep `rec`: log a line, append it to the records file, push it onto the ring.
-pub(super) fn record(state: &State, rec: TestRecord) {
+pub(super) fn record(state: &State, mut rec: TestRecord) {
     tracing::info!(
         test_id = rec.test_id,
         peer = %rec.peer,
@@ -99,24 +272,100 @@ pub(super) fn record(state: &State, rec: TestRecord) {
         reason = ?rec.reason,
         "test finished"
     );
+    let mut line = match serde_json::to_vec(&rec) {
+        Ok(line) => line,
+        Err(e) => {
+            tracing::error!("cannot encode a test record: {e}");
+            return;
+        }
+    };
+    let mut size = line.len();
+    line.push(b'\n');
     if let Some(log) = &state.record_log {
-        match serde_json::to_vec(&rec) {
-            Ok(mut line) => {
-                line.push(b'\n');
-                if let Ok(mut l) = log.lock() {
-                    if let Err(e) = l.append(&line) {
-                        tracing::error!(path = %l.path.display(), "cannot append a test record: {e}");
-                    }
-                }
+        if let Ok(mut l) = log.lock() {
+            let res = l.append(&line);
+            l.note(&res);
+            if res.is_ok() {
+                // On disk: the reports need not stay in memory.
+                rec.client = None;
+                rec.server = None;
+                size = serde_json::to_vec(&rec).map_or(0, |v| v.len());
             }
-            Err(e) => tracing::error!("cannot encode a test record: {e}"),
         }
     }
+    drop(line);
     if let Ok(mut r) = state.records.lock() {
-        while r.len() >= state.cfg.record_capacity.max(1) {
-            r.pop_front();
-        }
-        r.push_back(rec);
+        r.push(rec, size);
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: u64, pad: usize) -> TestRecord {
+        let mut spec = TestSpec::stream_default();
+        spec.common.flows = 1;
+        let mut env = wirebench_model::side::Environment::default();
+        env.software = "x".repeat(pad);
+        TestRecord {
+            test_id: id,
+            peer: "127.0.0.1:1".parse().unwrap(),
+            identity: None,
+            admitted_unix_ms: 1,
+            ended_unix_ms: 2,
+            spec,
+            status: RecordStatus::Completed,
+            reason: None,
+            server: Some(SideReport {
+                host: wirebench_model::side::HostRole::Server,
+                status: wirebench_model::side::SideStatus::Completed,
+                data: None,
+                cpu: None,
+                env,
+                warnings: Vec::new(),
+                engine: None,
+            }),
+            client: None,
+        }
+    }
+
+    #[test]
+    fn ring_is_bounded_by_bytes_and_count() {
+        let mut r = Ring::new(3, 10_000);
+        for i in 0..5 {
+            r.push(rec(i, 10), 100);
+        }
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.records()[0].test_id, 2);
+        let mut r = Ring::new(100, 1_000);
+        for i in 0..10 {
+            r.push(rec(i, 10), 300);
+        }
+        assert!(r.bytes() <= 1_000, "{}", r.bytes());
+        assert_eq!(r.len(), 3);
+        // Larger than the whole bound: kept without its reports.
+        r.push(rec(99, 5_000), 5_100);
+        let last = r.records().pop().unwrap();
+        assert_eq!(last.test_id, 99);
+        assert!(last.server.is_none());
+        assert!(r.bytes() <= 1_000);
+    }
+
+    #[test]
+    fn torn_tail_is_moved_aside_and_writes_are_whole_lines() {
+        let dir = std::env::temp_dir().join(format!("wb-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("records.jsonl");
+        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n{\"torn\":").unwrap();
+        let mut log = RecordLog::open(&path, 1 << 20).unwrap();
+        log.append(b"{\"c\":3}\n").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+        let torn = std::fs::read_to_string(dir.join("records.jsonl.torn")).unwrap();
+        assert_eq!(torn, "{\"torn\":\n");
+        // A FIFO (or anything but a regular file) is refused at once.
+        assert!(RecordLog::open(&dir, 1 << 20).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

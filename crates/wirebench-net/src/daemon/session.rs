@@ -14,6 +14,7 @@ use wirebench_engine::RatePolicy;
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, SideReport};
 use wirebench_model::spec::TestSpec;
+use wirebench_model::text::escape;
 use wirebench_proto::auth::{Nonce, NONCE_BYTES};
 use wirebench_proto::data::Token;
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
@@ -102,8 +103,10 @@ pub(super) fn control_session(stream: TcpStream, peer: SocketAddr, state: &Arc<S
         if matches!(e, NetError::Session(SessionError::Auth(_))) {
             log_refused(state, peer, "authentication failed");
         } else if ts.admission.is_some() {
+            let e = escape(&e.to_string());
             tracing::info!(%peer, test_id = ts.test_id, "session ended: {e}");
         } else {
+            let e = escape(&e.to_string());
             log_refused(state, peer, &format!("session ended before admission: {e}"));
         }
     }
@@ -207,7 +210,7 @@ fn drive<'a>(
             until = until.min(w.max(now + Duration::from_millis(1)));
         }
         // Results frames of a big test may exceed the default cap; the session knows its size.
-        conn.set_max_frame(sess.frame_cap());
+        conn.set_max_frame(sess.frame_cap(Instant::now()));
         if let Some(msg) = conn.recv(until)? {
             let acts = sess.handle(Instant::now(), msg)?;
             if execute(conn, sess, ts, state, acts)? {

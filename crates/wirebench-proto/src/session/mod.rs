@@ -336,14 +336,24 @@ pub fn message_kind(msg: &Message) -> &'static str {
     }
 }
 
+/// Slack on the time a peer's engine has run when bounding its `results`: the two ends
+/// start a little apart, and a receiver drains for a while after its stop instant.
+pub const RESULTS_ELAPSED_SLACK: Duration = Duration::from_secs(5);
+
 /// The frame cap both ends apply once `spec` is admitted: room for the `results` message
-/// (per-flow counts, every interval sample, per-CPU figures), between
-/// [`DEFAULT_MAX_FRAME_BYTES`] and [`ABSOLUTE_MAX_FRAME_BYTES`].
-pub fn results_frame_cap(spec: &TestSpec) -> u32 {
+/// (per-flow counts, the interval samples, per-CPU figures), between
+/// [`DEFAULT_MAX_FRAME_BYTES`] and [`ABSOLUTE_MAX_FRAME_BYTES`]. The interval samples are
+/// counted for the time the test has actually run (`elapsed`, plus
+/// [`RESULTS_ELAPSED_SLACK`]), never more than its declared warm-up and duration: a peer
+/// that aborts early cannot claim the allowance of the whole declared test.
+pub fn results_frame_cap(spec: &TestSpec, elapsed: Duration) -> u32 {
     let conns = u64::from(spec.connection_count());
     let c = &spec.common;
+    let ran_ms = u64::try_from((elapsed + RESULTS_ELAPSED_SLACK).as_millis()).unwrap_or(u64::MAX);
     let intervals = match c.interval_ms {
-        Some(i) if i > 0 => (c.duration_ms.saturating_add(c.warmup_ms) / i).saturating_add(2),
+        Some(i) if i > 0 => {
+            (c.duration_ms.saturating_add(c.warmup_ms).min(ran_ms) / i).saturating_add(2)
+        }
         _ => 0,
     };
     let bytes = (1u64 << 20)
@@ -385,6 +395,8 @@ struct Timers {
     last_heard: Instant,
     /// When the next heartbeat is due (set on entering Running).
     next_heartbeat: Option<Instant>,
+    /// When the engines started.
+    running_since: Option<Instant>,
 }
 
 impl Timers {
@@ -394,6 +406,7 @@ impl Timers {
             deadline: after(now, timeouts.handshake),
             last_heard: now,
             next_heartbeat: None,
+            running_since: None,
         }
     }
 
@@ -414,6 +427,13 @@ impl Timers {
     fn enter_running(&mut self, now: Instant) {
         self.deadline = None;
         self.next_heartbeat = after(now, self.heartbeat_interval());
+        self.running_since = Some(now);
+    }
+
+    /// How long the test has run at `now` (zero before it started).
+    fn elapsed(&self, now: Instant) -> Duration {
+        self.running_since
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
     }
 
     fn silence_deadline(&self) -> Option<Instant> {
@@ -532,10 +552,10 @@ impl ServerSession {
         self.spec.as_deref()
     }
 
-    /// The frame cap the shell should apply to incoming frames now:
-    /// [`DEFAULT_MAX_FRAME_BYTES`] until the test is admitted, then
-    /// [`results_frame_cap`] of the spec.
-    pub fn frame_cap(&self) -> u32 {
+    /// The frame cap the shell should apply to incoming frames at `now`:
+    /// [`DEFAULT_MAX_FRAME_BYTES`] until the test is admitted, then [`results_frame_cap`] of
+    /// the spec for the time the test has run.
+    pub fn frame_cap(&self, now: Instant) -> u32 {
         match (&self.spec, self.phase) {
             (
                 Some(spec),
@@ -544,7 +564,7 @@ impl ServerSession {
                 | Phase::Running
                 | Phase::AwaitResults
                 | Phase::Done,
-            ) => results_frame_cap(spec),
+            ) => results_frame_cap(spec, self.timers.elapsed(now)),
             _ => DEFAULT_MAX_FRAME_BYTES,
         }
     }
@@ -790,11 +810,12 @@ impl ClientSession {
         self.test_id
     }
 
-    /// The frame cap the shell should apply to incoming frames now:
-    /// [`DEFAULT_MAX_FRAME_BYTES`] until the test is accepted, then [`results_frame_cap`].
-    pub fn frame_cap(&self) -> u32 {
+    /// The frame cap the shell should apply to incoming frames at `now`:
+    /// [`DEFAULT_MAX_FRAME_BYTES`] until the test is accepted, then [`results_frame_cap`] for
+    /// the time the test has run.
+    pub fn frame_cap(&self, now: Instant) -> u32 {
         if self.test_id.is_some() {
-            results_frame_cap(&self.spec)
+            results_frame_cap(&self.spec, self.timers.elapsed(now))
         } else {
             DEFAULT_MAX_FRAME_BYTES
         }

@@ -178,7 +178,7 @@ fn default_timeouts() {
 fn server_happy_path() {
     let (mut s, t0) = server();
     assert_eq!(s.phase(), Phase::AwaitHello);
-    assert_eq!(s.frame_cap(), DEFAULT_MAX_FRAME_BYTES);
+    assert_eq!(s.frame_cap(t0), DEFAULT_MAX_FRAME_BYTES);
     let a = s.handle(t0, hello()).unwrap();
     match &a[..] {
         [Action::Send(Message::Welcome(w))] => {
@@ -199,7 +199,7 @@ fn server_happy_path() {
     assert_eq!(a, vec![Action::RequestAdmission(Box::new(spec.clone()))]);
     assert_eq!(s.phase(), Phase::AwaitAccept);
     assert_eq!(s.spec(), Some(&spec));
-    assert_eq!(s.frame_cap(), DEFAULT_MAX_FRAME_BYTES);
+    assert_eq!(s.frame_cap(t0), DEFAULT_MAX_FRAME_BYTES);
     let a = s.admitted(t0, 9, token());
     assert_eq!(
         a,
@@ -209,7 +209,7 @@ fn server_happy_path() {
         }))]
     );
     assert_eq!(s.phase(), Phase::AwaitData);
-    assert_eq!(s.frame_cap(), results_frame_cap(&spec));
+    assert_eq!(s.frame_cap(t0), results_frame_cap(&spec, Duration::ZERO));
     assert_eq!(s.data_ready(t0), vec![Action::Send(Message::Ready(EMPTY))]);
     assert_eq!(s.phase(), Phase::AwaitStart);
     assert_eq!(
@@ -815,7 +815,7 @@ fn client_happy_path_peer_results_last() {
         other => panic!("{other:?}"),
     }
     assert_eq!(c.phase(), Phase::AwaitWelcome);
-    assert_eq!(c.frame_cap(), DEFAULT_MAX_FRAME_BYTES);
+    assert_eq!(c.frame_cap(t0), DEFAULT_MAX_FRAME_BYTES);
     let a = c.handle(t0, welcome()).unwrap();
     assert_eq!(
         a,
@@ -835,8 +835,8 @@ fn client_happy_path_peer_results_last() {
     );
     assert_eq!(c.test_id(), Some(7));
     assert_eq!(
-        c.frame_cap(),
-        results_frame_cap(&TestSpec::stream_default())
+        c.frame_cap(t0),
+        results_frame_cap(&TestSpec::stream_default(), Duration::ZERO)
     );
     assert_eq!(c.phase(), Phase::AwaitData);
     assert_eq!(c.data_opened(t0), vec![]);
@@ -1103,20 +1103,32 @@ fn client_and_server_talk_to_each_other() {
 #[test]
 fn results_frame_cap_bounds() {
     let spec = TestSpec::stream_default();
-    assert_eq!(results_frame_cap(&spec), DEFAULT_MAX_FRAME_BYTES + 4096);
+    assert_eq!(
+        results_frame_cap(&spec, Duration::ZERO),
+        DEFAULT_MAX_FRAME_BYTES + 4096
+    );
     let mut big = crate::testutil::full_spec();
     big.common.flows = 128;
     big.common.duration_ms = 3_600_000;
     big.common.interval_ms = Some(100);
-    assert_eq!(results_frame_cap(&big), ABSOLUTE_MAX_FRAME_BYTES);
+    let hour = Duration::from_secs(3600);
+    assert_eq!(results_frame_cap(&big, hour), ABSOLUTE_MAX_FRAME_BYTES);
+    // Ten seconds into an hour-long test, the allowance is ten seconds' worth (plus slack),
+    // not the hour's.
+    let early = results_frame_cap(&big, Duration::from_secs(10));
+    let conns = u64::from(big.connection_count());
+    let intervals = (10_000 + RESULTS_ELAPSED_SLACK.as_millis() as u64) / 100 + 2;
+    let want = (1u64 << 20) + conns * 4096 + intervals * (128 + conns * 96);
+    assert_eq!(u64::from(early), want);
+    assert!(u64::from(early) < 10 << 20, "{early}");
     let mut hostile = big.clone();
     hostile.common.flows = u32::MAX;
     hostile.common.duration_ms = u64::MAX;
     hostile.common.warmup_ms = u64::MAX;
     hostile.common.interval_ms = Some(0);
-    assert_eq!(results_frame_cap(&hostile), ABSOLUTE_MAX_FRAME_BYTES);
+    assert_eq!(results_frame_cap(&hostile, hour), ABSOLUTE_MAX_FRAME_BYTES);
     hostile.common.interval_ms = Some(1);
-    assert_eq!(results_frame_cap(&hostile), ABSOLUTE_MAX_FRAME_BYTES);
+    assert_eq!(results_frame_cap(&hostile, hour), ABSOLUTE_MAX_FRAME_BYTES);
 }
 
 #[test]

@@ -1,0 +1,71 @@
+//! Making text from a peer safe to show: [`escape`] turns every control character (C0, DEL,
+//! C1, and the Unicode format and bidi controls that reorder or hide text) into a visible
+//! escape and bounds the length, so that a string from the other end can neither forge a
+//! log line (CR, LF), drive a terminal (ESC sequences: titles, hyperlinks, cursor moves,
+//! clearing the screen) nor hide what it says (bidi overrides, zero-width characters).
+
+/// Longest escaped text, characters, before it is cut with `…`.
+pub const MAX_ESCAPED_CHARS: usize = 256;
+
+/// True for characters that must not reach a log or a terminal as they are.
+fn is_dangerous(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+        )
+}
+
+/// `s` with every dangerous character escaped (`\n`, `\r`, `\t`, `\x1b`, `\u{202e}`) and
+/// cut to [`MAX_ESCAPED_CHARS`] characters.
+pub fn escape(s: &str) -> String {
+    escape_bounded(s, MAX_ESCAPED_CHARS)
+}
+
+/// [`escape`] with a bound of `max_chars` characters of the original text.
+pub fn escape_bounded(s: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max_chars * 2));
+    for (i, c) in s.chars().enumerate() {
+        if i >= max_chars {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_dangerous(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if is_dangerous(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_are_visible_and_length_bounded() {
+        assert_eq!(escape("plain text é"), "plain text é");
+        assert_eq!(
+            escape("ok\n... test finished status=Completed"),
+            "ok\\n... test finished status=Completed"
+        );
+        assert_eq!(escape("\x1b]0;pwned\x07"), "\\x1b]0;pwned\\x07");
+        assert_eq!(escape("a\rb\0c\x7f"), "a\\rb\\x00c\\x7f");
+        assert_eq!(escape("\u{202e}gnp.exe"), "\\u{202e}gnp.exe");
+        assert_eq!(escape("\u{9b}31m"), "\\x9b31m");
+        let long = "x".repeat(1000);
+        let e = escape(&long);
+        assert_eq!(e.chars().count(), MAX_ESCAPED_CHARS + 1);
+        assert!(e.ends_with('…'));
+    }
+}
