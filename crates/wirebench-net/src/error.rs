@@ -180,6 +180,7 @@ mod tests {
             running: 4,
             cap: 4,
             retry_after_ms: 1000,
+            scope: wirebench_proto::message::BusyScope::Server,
         }));
         assert_eq!(busy.kind(), ErrorKind::Busy);
         assert_eq!(NetError::Interrupted.kind(), ErrorKind::Interrupted);

@@ -498,10 +498,11 @@ mod tests {
             running: 1,
             cap: 2,
             retry_after_ms: 3,
+            scope: crate::message::BusyScope::Server,
         }));
         assert_eq!(
             &f[4..],
-            br#"{"busy":{"running":1,"cap":2,"retry_after_ms":3}}"#
+            br#"{"busy":{"running":1,"cap":2,"retry_after_ms":3,"scope":"server"}}"#
         );
     }
 

@@ -116,12 +116,25 @@ pub struct Accepted {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Busy {
-    /// Tests running now.
+    /// Tests running now (in the scope).
     pub running: u32,
-    /// The cap.
+    /// The cap (of the scope).
     pub cap: u32,
     /// Suggested wait before retrying, milliseconds.
     pub retry_after_ms: u64,
+    /// Whose cap was reached: the server's (`--max-tests`) or this peer's
+    /// (`--max-tests-per-peer`).
+    pub scope: BusyScope,
+}
+
+/// Whose cap a `busy` answer is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyScope {
+    /// The server runs as many tests as it allows.
+    Server,
+    /// This peer (identity, or source address) runs as many tests as one peer may.
+    Peer,
 }
 
 /// Classes of error carried in an [`ErrorMsg`].

@@ -357,6 +357,7 @@ pub fn all_messages() -> Vec<Message> {
             running: 4,
             cap: 4,
             retry_after_ms: 1500,
+            scope: crate::message::BusyScope::Server,
         }),
         Message::Error(ErrorMsg {
             code: ErrorCode::InvalidSpec,

@@ -170,11 +170,18 @@ fn spec() -> impl Strategy<Value = TestSpec> {
 }
 
 fn busy() -> impl Strategy<Value = Busy> {
-    (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(running, cap, retry_after_ms)| Busy {
-        running,
-        cap,
-        retry_after_ms,
-    })
+    (any::<u32>(), any::<u32>(), any::<u64>(), any::<bool>()).prop_map(
+        |(running, cap, retry_after_ms, peer)| Busy {
+            running,
+            cap,
+            retry_after_ms,
+            scope: if peer {
+                wirebench_proto::message::BusyScope::Peer
+            } else {
+                wirebench_proto::message::BusyScope::Server
+            },
+        },
+    )
 }
 
 fn error_msg() -> impl Strategy<Value = ErrorMsg> {

@@ -93,6 +93,10 @@ pub struct ServeArgs {
     /// Tests allowed to run at once; more get an explicit busy answer.
     #[arg(long, default_value_t = 4)]
     pub max_tests: u32,
+    /// Tests one peer (its identity, or its source address without authentication) may run
+    /// at once; default 1 when --max-tests is above 1, so one peer cannot hold every slot.
+    #[arg(long)]
+    pub max_tests_per_peer: Option<u32>,
     /// Largest number of flows per direction accepted.
     #[arg(long, default_value_t = 128)]
     pub max_flows: u32,

@@ -36,7 +36,9 @@ pub fn load_key_table(path: &Path) -> Result<KeyTable> {
 /// `v` seconds as a duration; an error naming `flag` unless 0 < v <= 86400.
 pub fn secs_to_duration(v: f64, flag: &str) -> Result<std::time::Duration> {
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
-        return Err(anyhow!("{flag} must be between 0 and 86400 seconds"));
+        return Err(anyhow!(
+            "{flag} {v}: must be more than 0 and at most 86400 seconds"
+        ));
     }
     Ok(std::time::Duration::from_secs_f64(v))
 }
@@ -54,10 +56,30 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
             a.bind
         ));
     }
+    for (flag, v) in [
+        ("--max-tests", a.max_tests as usize),
+        ("--max-flows", a.max_flows as usize),
+        ("--max-connections", a.max_connections),
+        ("--max-handshakes", a.max_handshakes),
+        (
+            "--max-conns-per-source",
+            a.max_conns_per_source.unwrap_or(1),
+        ),
+        (
+            "--max-tests-per-peer",
+            a.max_tests_per_peer.map_or(1, |v| v as usize),
+        ),
+    ] {
+        if v == 0 {
+            return Err(anyhow!(
+                "{flag} 0 would refuse every test; it must be at least 1"
+            ));
+        }
+    }
     let mut cfg = ServerConfig::new(SocketAddr::new(a.bind, a.port));
     cfg.limits = Limits {
-        max_concurrent_tests: a.max_tests.max(1),
-        max_flows: a.max_flows.max(1),
+        max_concurrent_tests: a.max_tests,
+        max_flows: a.max_flows,
         max_duration_ms: crate::secs_to_ms(a.max_duration)
             .ok_or_else(|| anyhow!("--max-duration must be positive"))?,
         max_rate_bps: a.max_rate,
@@ -65,10 +87,14 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     };
     cfg.max_conns_per_source = a
         .max_conns_per_source
-        .unwrap_or_else(|| wirebench_net::daemon::default_conns_per_source(&cfg.limits))
-        .max(1);
-    cfg.max_connections = a.max_connections.max(1);
-    cfg.max_pending_handshakes = a.max_handshakes.max(1);
+        .unwrap_or_else(|| wirebench_net::daemon::default_conns_per_source(&cfg.limits));
+    cfg.max_connections = a.max_connections;
+    cfg.max_pending_handshakes = a.max_handshakes;
+    // One peer (identity, or source address without authentication) may not take every test
+    // slot: by default it runs one test at a time when the daemon runs several.
+    cfg.max_tests_per_peer = a
+        .max_tests_per_peer
+        .unwrap_or(if a.max_tests > 1 { 1 } else { a.max_tests });
     cfg.timeouts.handshake = secs_to_duration(a.handshake_timeout, "--handshake-timeout")?;
     cfg.timeouts.peer_silence = secs_to_duration(a.idle_timeout, "--idle-timeout")?;
     cfg.timeouts.results = secs_to_duration(a.results_timeout, "--results-timeout")?;

@@ -102,6 +102,9 @@ pub struct ServerConfig {
     pub max_conns_per_source: usize,
     /// Connections still in their handshake; past this the oldest is closed.
     pub max_pending_handshakes: usize,
+    /// Tests one peer (its authenticated identity, else its source address) may run at once;
+    /// past it the peer gets a `busy` answer scoped to it.
+    pub max_tests_per_peer: u32,
     /// How many finished tests the daemon remembers in memory.
     pub record_capacity: usize,
     /// How many bytes (JSON) of finished tests the daemon keeps in memory.
@@ -127,6 +130,7 @@ impl ServerConfig {
             timeouts: Timeouts::default(),
             max_connections: 1024,
             max_pending_handshakes: 256,
+            max_tests_per_peer: 1,
             record_capacity: 1000,
             record_memory_bytes: 16 << 20,
             records_path: None,
@@ -151,6 +155,8 @@ struct State {
     next_id: AtomicU64,
     open_connections: AtomicUsize,
     per_source: Mutex<HashMap<IpAddr, usize>>,
+    /// Tests running per peer (identity, or source address).
+    per_peer: Mutex<HashMap<String, u32>>,
     handshakes: Mutex<Handshakes>,
     pending: Mutex<HashMap<Token, PendingTest>>,
     records: Mutex<Ring>,
@@ -215,6 +221,7 @@ impl Daemon {
                 next_id: AtomicU64::new(start_secs().saturating_mul(1_000_000) + 1),
                 open_connections: AtomicUsize::new(0),
                 per_source: Mutex::new(HashMap::new()),
+                per_peer: Mutex::new(HashMap::new()),
                 handshakes: Mutex::new(Handshakes::default()),
                 pending: Mutex::new(HashMap::new()),
                 records: Mutex::new(ring),

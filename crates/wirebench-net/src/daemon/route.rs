@@ -31,6 +31,8 @@ pub(super) const CRR_QUEUE: usize = 64;
 pub(super) struct Admission<'a> {
     pub(super) state: &'a State,
     pub(super) token: Token,
+    /// The peer the test counts against (identity, or source address).
+    pub(super) peer_key: String,
 }
 
 impl Drop for Admission<'_> {
@@ -39,6 +41,14 @@ impl Drop for Admission<'_> {
             p.remove(&self.token);
         }
         self.state.running.fetch_sub(1, Ordering::AcqRel);
+        if let Ok(mut m) = self.state.per_peer.lock() {
+            if let Some(c) = m.get_mut(&self.peer_key) {
+                *c = c.saturating_sub(1);
+                if *c == 0 {
+                    m.remove(&self.peer_key);
+                }
+            }
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use wirebench_model::text::escape;
 use wirebench_proto::auth::{Nonce, NONCE_BYTES};
 use wirebench_proto::data::Token;
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
-use wirebench_proto::message::{IntervalMsg, Message};
+use wirebench_proto::message::{BusyScope, IntervalMsg, Message};
 use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, SessionError};
 
 use super::accept::ConnSlot;
@@ -293,7 +293,29 @@ fn execute<'a>(
                 let prev = state.running.fetch_add(1, Ordering::AcqRel);
                 if prev >= cap || state.shutdown.load(Ordering::Relaxed) {
                     state.running.fetch_sub(1, Ordering::AcqRel);
-                    queue.extend(sess.busy(prev, cap, 1000));
+                    queue.extend(sess.busy(prev, cap, 1000, BusyScope::Server));
+                    continue;
+                }
+                // One peer may not hold every slot: identity, else source address.
+                let peer_key = match sess.identity() {
+                    Some(id) => format!("id:{id}"),
+                    None => format!("ip:{}", ts.peer.ip().to_canonical()),
+                };
+                let peer_cap = state.cfg.max_tests_per_peer.max(1);
+                let peer_prev = match state.per_peer.lock() {
+                    Ok(mut m) => {
+                        let c = m.entry(peer_key.clone()).or_insert(0);
+                        let prev = *c;
+                        if prev < peer_cap {
+                            *c += 1;
+                        }
+                        prev
+                    }
+                    Err(_) => peer_cap,
+                };
+                if peer_prev >= peer_cap {
+                    state.running.fetch_sub(1, Ordering::AcqRel);
+                    queue.extend(sess.busy(peer_prev, peer_cap, 1000, BusyScope::Peer));
                     continue;
                 }
                 let _ = ts.slot.end_handshake();
@@ -304,7 +326,11 @@ fn execute<'a>(
                 if let Ok(mut p) = state.pending.lock() {
                     p.insert(token, PendingTest::Setup(tx));
                 }
-                ts.admission = Some(Admission { state, token });
+                ts.admission = Some(Admission {
+                    state,
+                    token,
+                    peer_key,
+                });
                 ts.test_id = state.next_id.fetch_add(1, Ordering::Relaxed);
                 ts.admitted_unix_ms = unix_ms();
                 ts.data_rx = Some(rx);

@@ -67,8 +67,8 @@ use wirebench_model::spec::{Limits, TestSpec};
 use wirebench_model::validate::{SpecError, SpecProblem};
 
 use crate::message::{
-    AbortMsg, Accepted, Busy, Empty, ErrorCode, ErrorMsg, IntervalMsg, Message, TestRequest,
-    Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
+    AbortMsg, Accepted, Busy, BusyScope, Empty, ErrorCode, ErrorMsg, IntervalMsg, Message,
+    TestRequest, Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
 };
 
 /// Longest `software` string accepted in a hello, bytes.
@@ -263,10 +263,16 @@ fn timeout_text(phase: &Phase) -> String {
 }
 
 fn busy_text(b: &Busy) -> String {
-    format!(
-        "server busy: {} of {} tests running; retry in {} ms",
-        b.running, b.cap, b.retry_after_ms
-    )
+    match b.scope {
+        BusyScope::Server => format!(
+            "server busy: {} of {} tests running (`serve --max-tests`); retry in {} ms",
+            b.running, b.cap, b.retry_after_ms
+        ),
+        BusyScope::Peer => format!(
+            "server busy for this client: it already runs {} of the {} tests one peer may run              at once (`serve --max-tests-per-peer`); retry in {} ms",
+            b.running, b.cap, b.retry_after_ms
+        ),
+    }
 }
 
 fn refused_text(e: &ErrorMsg) -> String {
@@ -670,9 +676,15 @@ impl ServerSession {
         }))]
     }
 
-    /// The shell refused the test for lack of capacity: send `busy` and close.
-    /// Does nothing outside [`Phase::AwaitAccept`].
-    pub fn busy(&mut self, running: u32, cap: u32, retry_after_ms: u64) -> Vec<Action> {
+    /// The shell refused the test for lack of capacity (`scope` says whose cap): send
+    /// `busy` and close. Does nothing outside [`Phase::AwaitAccept`].
+    pub fn busy(
+        &mut self,
+        running: u32,
+        cap: u32,
+        retry_after_ms: u64,
+        scope: BusyScope,
+    ) -> Vec<Action> {
         if self.phase != Phase::AwaitAccept {
             return Vec::new();
         }
@@ -682,6 +694,7 @@ impl ServerSession {
                 running,
                 cap,
                 retry_after_ms,
+                scope,
             })),
             Action::Close,
         ]

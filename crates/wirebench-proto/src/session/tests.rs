@@ -283,14 +283,15 @@ fn server_client_results_before_engine_done() {
 #[test]
 fn server_busy() {
     let (mut s, t) = server_at(Phase::AwaitAccept);
-    let a = s.busy(4, 4, 2000);
+    let a = s.busy(4, 4, 2000, BusyScope::Server);
     assert_eq!(
         a,
         vec![
             Action::Send(Message::Busy(Busy {
                 running: 4,
                 cap: 4,
-                retry_after_ms: 2000
+                retry_after_ms: 2000,
+                scope: BusyScope::Server,
             })),
             Action::Close
         ]
@@ -303,7 +304,7 @@ fn server_busy() {
 fn shell_events_in_wrong_phase_are_ignored() {
     let (mut s, t) = server_at(Phase::AwaitTest);
     assert_eq!(s.admitted(t, 1, token()), vec![]);
-    assert_eq!(s.busy(1, 1, 1), vec![]);
+    assert_eq!(s.busy(1, 1, 1, BusyScope::Peer), vec![]);
     assert_eq!(s.data_ready(t), vec![]);
     assert_eq!(s.engine_done(t, full_side_report(HostRole::Server)), vec![]);
     assert_eq!(s.phase(), Phase::AwaitTest);
@@ -919,13 +920,14 @@ fn client_busy_and_bad_server() {
         running: 4,
         cap: 4,
         retry_after_ms: 250,
+        scope: crate::message::BusyScope::Server,
     };
     let (mut c, t) = client_at(Phase::AwaitAccept);
     let e = c.handle(t, Message::Busy(busy.clone())).unwrap_err();
     assert_eq!(e, SessionError::Busy(busy.clone()));
     assert_eq!(
         e.to_string(),
-        "server busy: 4 of 4 tests running; retry in 250 ms"
+        "server busy: 4 of 4 tests running (`serve --max-tests`); retry in 250 ms"
     );
     assert_eq!(e.to_error_msg(), None);
     assert_eq!(c.phase(), Phase::Done);
