@@ -194,8 +194,13 @@ fn connect_data(
     let mut s: TcpStream = sock.into();
     s.set_write_timeout(Some(timeout))
         .map_err(NetError::io("configuring a data socket"))?;
-    s.write_all(&DataHello { token, flow }.encode())
-        .map_err(NetError::io("sending the data-connection hello"))?;
+    if let Err(e) = s.write_all(&DataHello { token, flow }.encode()) {
+        // A connection the server refused (a connection cap) carries the reason.
+        return Err(match crate::conn::data_refusal(&s) {
+            Some(refused @ NetError::Session(_)) => refused,
+            _ => NetError::io("sending the data-connection hello")(e),
+        });
+    }
     Ok(s)
 }
 
@@ -274,6 +279,17 @@ fn drive(
                         return Ok(());
                     }
                 }
+            }
+        }
+        // A data connection the server refused (a connection cap) says why on itself.
+        if matches!(sess.phase(), Phase::AwaitData | Phase::AwaitReady) {
+            if let Some(e) = run
+                .sockets
+                .conns
+                .iter()
+                .find_map(|(_, s)| crate::conn::data_refusal(s))
+            {
+                return Err(e);
             }
         }
         let acts = sess.poll(now)?;

@@ -220,3 +220,50 @@ pub fn read_exact_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) 
     }
     Ok(())
 }
+
+/// Most bytes read from a data connection to find why the server refused it.
+const REFUSAL_MAX_BYTES: u32 = 4096;
+
+/// Did the server refuse this data connection? The daemon never sends anything on a data
+/// connection before the test starts, except one `error` frame when it refuses the
+/// connection (a connection cap) before closing it. Returns that error, or an I/O error if
+/// the server closed the connection without one; `None` while nothing has arrived.
+pub fn data_refusal(stream: &TcpStream) -> Option<NetError> {
+    if queued_bytes(stream) == 0 {
+        return peer_closed(stream).then(|| {
+            NetError::io("a data connection")(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the server closed a data connection before the test started",
+            ))
+        });
+    }
+    let mut dec = FrameDecoder::new(REFUSAL_MAX_BYTES);
+    let mut buf = [0u8; REFUSAL_MAX_BYTES as usize];
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let mut s = stream;
+    while Instant::now() < deadline {
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+        let n = match s.read(&mut buf[..dec.wanted().min(buf.len())]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Some(NetError::io("a data connection")(e)),
+        };
+        if dec.feed(&buf[..n]).is_err() {
+            break;
+        }
+        match dec.next_message() {
+            Ok(Some(Message::Error(e))) => {
+                return Some(NetError::Session(
+                    wirebench_proto::session::SessionError::Refused(e),
+                ))
+            }
+            Ok(Some(_)) | Err(_) => break,
+            Ok(None) => {}
+        }
+    }
+    Some(NetError::io("a data connection")(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "the server sent something other than an error on a data connection",
+    )))
+}
