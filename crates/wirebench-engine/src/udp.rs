@@ -195,6 +195,12 @@ impl UdpConfig {
             .map(|r| Schedule::bits(start, r.max(1), self.datagram_bytes as u64 * 8))
     }
 
+    /// Time between two datagrams of a paced flow, ns (rounded down; at least 1); `None` when
+    /// unpaced.
+    pub fn gap_ns(&self) -> Option<u64> {
+        self.schedule(Instant::now()).map(|s| s.gap_ns())
+    }
+
     /// How long a receiver waits, after the stop instant and after the last arrival, before
     /// it ends its drain: `max(MIN_DRAIN_QUIET, 4 × gap)`, at most `drain_limit`.
     pub fn drain_quiet(&self) -> Duration {

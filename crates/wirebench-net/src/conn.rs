@@ -243,7 +243,8 @@ pub fn data_refusal(stream: &TcpStream) -> Option<NetError> {
     let mut s = stream;
     while Instant::now() < deadline {
         let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-        let n = match s.read(&mut buf[..dec.wanted().min(buf.len())]) {
+        let want = dec.wanted().min(buf.len());
+        let n = match s.read(&mut buf[..want]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if is_timeout(&e) => continue,

@@ -183,7 +183,11 @@ fn udp_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> UdpC
 
 /// A report of this end with no engine figures (the engine could not run), aborted for
 /// `reason`.
-pub(crate) fn empty_report(host: HostRole, local: Option<IpAddr>, reason: AbortReason) -> SideReport {
+pub(crate) fn empty_report(
+    host: HostRole,
+    local: Option<IpAddr>,
+    reason: AbortReason,
+) -> SideReport {
     SideReport {
         host,
         status: SideStatus::Aborted(reason),

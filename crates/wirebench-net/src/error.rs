@@ -192,7 +192,10 @@ mod tests {
 
     #[test]
     fn abort_reasons_while_running() {
-        assert_eq!(NetError::Interrupted.abort_reason(), AbortReason::Interrupted);
+        assert_eq!(
+            NetError::Interrupted.abort_reason(),
+            AbortReason::Interrupted
+        );
         assert!(matches!(
             NetError::Session(SessionError::Timeout {
                 phase: Phase::Running

@@ -334,16 +334,30 @@ mod tests {
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         let far: SocketAddr = "10.0.0.2:5301".parse().unwrap();
         assert!(same_host(Target::Embedded(lo), None, None));
-        assert!(same_host(Target::Remote(SocketAddr::new(lo, 1)), None, None));
+        assert!(same_host(
+            Target::Remote(SocketAddr::new(lo, 1)),
+            None,
+            None
+        ));
         assert!(!same_host(Target::Remote(far), None, None));
     }
 
     #[test]
     fn failed_result_is_a_valid_document() {
-        let r = failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, "bad -t"));
+        let r = failed_result(
+            None,
+            None,
+            false,
+            ErrorInfo::new(ErrorKind::Usage, "bad -t"),
+        );
         assert_eq!(r.status, RunStatus::Failed);
         assert!(r.started_utc.ends_with('Z'), "{}", r.started_utc);
-        let i = failed_result(None, None, false, ErrorInfo::new(ErrorKind::Interrupted, ""));
+        let i = failed_result(
+            None,
+            None,
+            false,
+            ErrorInfo::new(ErrorKind::Interrupted, ""),
+        );
         assert_eq!(i.status, RunStatus::Interrupted);
     }
 }

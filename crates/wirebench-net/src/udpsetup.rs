@@ -34,10 +34,7 @@ pub fn apply_udp(sock: &UdpSocket, spec: &TestSpec) -> Result<(), NetError> {
 }
 
 fn invalid(context: &'static str, what: impl std::fmt::Display) -> NetError {
-    NetError::io(context)(io::Error::new(
-        io::ErrorKind::InvalidData,
-        what.to_string(),
-    ))
+    NetError::io(context)(io::Error::new(io::ErrorKind::InvalidData, what.to_string()))
 }
 
 /// Server side of one flow's setup over its TCP data connection `tcp`, whose test's control
@@ -65,8 +62,8 @@ pub fn server_side(
         .and_then(|()| tcp.write_all(&encode_port(port)))
         .map_err(NetError::io("sending the UDP port"))?;
     let mut buf = [0u8; 64];
-    let ours = |n: usize, from: SocketAddr| {
-        same_host(from.ip(), control_peer) && is_hello(buf.get(..n).unwrap_or_default(), token, flow)
+    let ours = |pkt: &[u8], from: SocketAddr| {
+        same_host(from.ip(), control_peer) && is_hello(pkt, token, flow)
     };
     let peer = loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -82,7 +79,7 @@ pub fn server_side(
         sock.set_read_timeout(Some(left))
             .map_err(NetError::io("configuring the UDP socket"))?;
         match sock.recv_from(&mut buf) {
-            Ok((n, from)) if ours(n, from) => break from,
+            Ok((n, from)) if ours(buf.get(..n).unwrap_or_default(), from) => break from,
             // Anything else (another host, another flow, garbage) is ignored.
             Ok(_) => {}
             Err(e) if crate::conn::is_timeout(&e) => {}

@@ -223,7 +223,9 @@ mod tests {
             conns: vec![(1, a), (0, c), (7, e)],
             ..EndSockets::default()
         };
-        let DataPlan::Stream(plans) = setup_of(&spec).plan(&spec, HostRole::Server, sockets).unwrap()
+        let DataPlan::Stream(plans) = setup_of(&spec)
+            .plan(&spec, HostRole::Server, sockets)
+            .unwrap()
         else {
             panic!("a stream plan");
         };
@@ -240,7 +242,11 @@ mod tests {
             (WorkloadSpec::Rr(RrSpec::default()), false, false),
             (WorkloadSpec::Crr(CrrSpec::default()), false, true),
             (WorkloadSpec::UdpRr(UdpRrSpec::default()), true, false),
-            (WorkloadSpec::UdpStream(UdpStreamSpec::default()), true, false),
+            (
+                WorkloadSpec::UdpStream(UdpStreamSpec::default()),
+                true,
+                false,
+            ),
         ] {
             let s = setup_of(&TestSpec::new(w));
             assert_eq!((s.binds_udp(), s.routes_while_running()), (udp, routes));

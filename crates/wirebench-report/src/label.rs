@@ -1,7 +1,7 @@
 //! Short names used in warnings and human output.
 
-use wirebench_proto::measure::{HostRole, Role};
-use wirebench_proto::spec::FlowDir;
+use wirebench_model::side::{HostRole, Role};
+use wirebench_model::spec::FlowDir;
 
 /// `"forward"` (client → server) or `"reverse"` (server → client), as on the command line.
 pub fn dir(d: FlowDir) -> &'static str {

@@ -1,24 +1,14 @@
-//! wirebench results: the versioned [`schema::RunResult`] document, the analysis that turns
-//! both ends' measurements into derived figures, and the printers.
+//! wirebench's analysis and printers.
 //!
-//! - [`schema`]: `RunResult` and its parts (serde + JSON Schema; `docs/results.schema.json`).
-//! - [`analyze`]: pure functions from two `SideReport`s to a `Summary`, and from runs to an
-//!   `Aggregate`. Its module documentation defines every derived figure.
-//! - [`analyze_rr`]: the same for the request/response and UDP stream workloads.
-//! - [`print`](mod@print): JSON, CSV, human tables and live interval lines. Printers only format.
-//! - [`label`]: short names of directions and ends used in text output.
-//! - [`error`]: the typed errors, [`ReportError`].
+//! - [`analyze`]: pure functions from both ends' `SideReport`s to a `Summary` (one module per
+//!   workload plus CPU), from a run's repetitions to an `Aggregate`, and from a live sample to
+//!   its rows. Its module documentation defines every derived figure.
+//! - [`print`](mod@print): JSON, CSV, human text and live interval lines. Printers only
+//!   format; [`print::text`] is the one place where typed warnings become sentences.
+//! - [`label`]: short names of directions, ends and roles used in text output.
+//!
+//! The result document itself (`RunResult`) lives in `wirebench-model`.
 
 pub mod analyze;
-pub mod analyze_rr;
-pub mod error;
 pub mod label;
 pub mod print;
-mod print_rr;
-pub mod schema;
-
-pub use error::ReportError;
-pub use schema::{RunResult, SCHEMA_VERSION};
-
-#[cfg(test)]
-mod tests;

@@ -92,9 +92,9 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     cfg.max_pending_handshakes = a.max_handshakes;
     // One peer (identity, or source address without authentication) may not take every test
     // slot: by default it runs one test at a time when the daemon runs several.
-    cfg.max_tests_per_peer = a
-        .max_tests_per_peer
-        .unwrap_or(if a.max_tests > 1 { 1 } else { a.max_tests });
+    cfg.max_tests_per_peer =
+        a.max_tests_per_peer
+            .unwrap_or(if a.max_tests > 1 { 1 } else { a.max_tests });
     cfg.timeouts.handshake = secs_to_duration(a.handshake_timeout, "--handshake-timeout")?;
     cfg.timeouts.peer_silence = secs_to_duration(a.idle_timeout, "--idle-timeout")?;
     cfg.timeouts.results = secs_to_duration(a.results_timeout, "--results-timeout")?;
@@ -168,4 +168,3 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     tracing::info!("daemon stopped");
     Ok(())
 }
-

@@ -76,7 +76,8 @@ fn to_u32(v: u64, field: SpecField) -> Result<u32, (String, Option<SpecField>)> 
 
 /// Validate a spec built from flags (the server validates again against its own limits).
 fn checked(spec: TestSpec) -> SpecResult {
-    spec.validate(&client_limits()).map_err(|e| spec_usage(&e))?;
+    spec.validate(&client_limits())
+        .map_err(|e| spec_usage(&e))?;
     Ok(spec)
 }
 
@@ -289,9 +290,25 @@ mod tests {
     fn every_field_has_a_flag() {
         use SpecField::*;
         for f in [
-            Flows, DurationMs, WarmupMs, IntervalMs, WindowBytes, ServerCpu, ClientCpu,
-            SendSizeBytes, RecvSizeBytes, DatagramBytes, RateBps, Verify, Threads, Congestion,
-            RequestSizeBytes, ResponseSizeBytes, Burst, TransactionsPerS, MaxOutstanding,
+            Flows,
+            DurationMs,
+            WarmupMs,
+            IntervalMs,
+            WindowBytes,
+            ServerCpu,
+            ClientCpu,
+            SendSizeBytes,
+            RecvSizeBytes,
+            DatagramBytes,
+            RateBps,
+            Verify,
+            Threads,
+            Congestion,
+            RequestSizeBytes,
+            ResponseSizeBytes,
+            Burst,
+            TransactionsPerS,
+            MaxOutstanding,
             TimeoutMs,
         ] {
             assert!(flag_of(f).starts_with('-'), "{f}");

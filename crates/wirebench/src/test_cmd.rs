@@ -11,9 +11,7 @@ use anyhow::{anyhow, Context, Result};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus};
 use wirebench_model::spec::TestSpec;
-use wirebench_net::runner::{
-    failed_result, Observer, Repetition, Runner, RunnerConfig, Target,
-};
+use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerConfig, Target};
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
 use wirebench_report::print;

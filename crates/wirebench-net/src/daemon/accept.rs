@@ -185,7 +185,12 @@ fn refuse(stream: TcpStream, state: &State, peer: SocketAddr, limit: LimitName, 
     let _ = (&stream).write(&frame);
 }
 
-pub(super) fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot: ConnSlot) {
+pub(super) fn handle_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    state: &Arc<State>,
+    slot: ConnSlot,
+) {
     let deadline = Instant::now() + state.cfg.timeouts.handshake;
     // The handshake is peeked, not read, until the connection leaves the handshake queue:
     // while its bytes sit in the kernel queue, eviction sees a complete handshake waiting
@@ -238,4 +243,3 @@ pub(super) fn handle_connection(mut stream: TcpStream, peer: SocketAddr, state: 
         Err(e) => log_refused(state, peer, &format!("not a wirebench connection: {e}")),
     }
 }
-

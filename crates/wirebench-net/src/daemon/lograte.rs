@@ -44,7 +44,6 @@ impl LogLimiter {
     }
 }
 
-
 impl LogLimiter {
     /// A limiter that has logged nothing yet.
     pub(super) fn new() -> LogLimiter {
@@ -67,7 +66,6 @@ pub(super) fn log_refused(state: &State, peer: SocketAddr, what: &str) {
         tracing::info!(%peer, "{what}");
     }
 }
-
 
 #[cfg(test)]
 mod tests {

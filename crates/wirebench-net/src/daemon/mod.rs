@@ -44,7 +44,6 @@
 //! The accept loop polls its listener with a timeout, so a shutdown never waits for a
 //! connection to arrive (even when the listening address has gone away).
 
-
 mod accept;
 mod lograte;
 mod records;
@@ -364,4 +363,3 @@ fn stats_of(state: &State) -> DaemonStats {
         evicted_handshakes: state.evicted.load(Ordering::Relaxed),
     }
 }
-

@@ -4,6 +4,7 @@
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use wirebench_proto::data::{DataHello, Token};
 
@@ -58,7 +59,6 @@ fn unix_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
-
 
 /// Hand a data connection whose hello is `hello` to the test that issued its token; close it
 /// (dropping it) if there is none or its flow's queue is full.

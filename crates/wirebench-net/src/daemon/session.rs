@@ -3,7 +3,7 @@
 //! flows, running the server's engine, relaying intervals, and recording the test.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -58,7 +58,12 @@ struct TestState<'a> {
     peer: SocketAddr,
 }
 
-pub(super) fn control_session(stream: TcpStream, peer: SocketAddr, state: &Arc<State>, slot: ConnSlot) {
+pub(super) fn control_session(
+    stream: TcpStream,
+    peer: SocketAddr,
+    state: &Arc<State>,
+    slot: ConnSlot,
+) {
     let t = &state.cfg.timeouts;
     let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
     let mut nonce = [0u8; NONCE_BYTES];
@@ -249,7 +254,9 @@ fn collect_data(ts: &mut TestState<'_>, state: &State) -> Result<bool, NetError>
                 for flow in 0..spec.connection_count() {
                     let (tx, rx) = mpsc::sync_channel(CRR_QUEUE);
                     senders.push(tx);
-                    ts.sockets.crr_server.push(CrrServerFlow { flow, accepted: rx });
+                    ts.sockets
+                        .crr_server
+                        .push(CrrServerFlow { flow, accepted: rx });
                 }
                 p.insert(adm.token, PendingTest::Crr(senders));
             } else {

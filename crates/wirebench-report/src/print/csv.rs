@@ -1,0 +1,229 @@
+//! CSV: one header per workload family and one row per run (× direction for the stream
+//! workloads). Every family starts with the same columns — `started_utc, run, status,
+//! workload, direction` — and ends with `error`; `run` is 1-based as in the human output;
+//! `direction` uses the human names (`forward`, `reverse`; request/response: `forward`). An
+//! empty cell means "not available". Lines end in `\n`; cells are quoted per RFC 4180.
+
+use wirebench_model::result::{RunRecord, RunResult, Summary};
+use wirebench_model::side::HostRole;
+use wirebench_model::spec::{TestSpec, WorkloadKind, WorkloadSpec};
+
+use super::{end_cpu, status_name, text};
+use crate::label;
+
+/// The columns every family starts with.
+const LEAD: &str = "started_utc,run,status,workload,direction";
+
+/// Columns of the stream family after [`LEAD`].
+const STREAM: &str = "flows,receiver_throughput_bps,sender_throughput_bps,receiver_bytes,\
+    sender_bytes,retransmits,client_cpu_busy_pct,server_cpu_busy_pct,client_sd_us_per_kb,\
+    server_sd_us_per_kb,congestion,send_size_bytes,recv_size_bytes,duration_ms";
+
+/// Columns of the request/response family after [`LEAD`].
+const RR: &str = "flows,transactions,transactions_per_s,rtt_min_ns,rtt_mean_ns,rtt_p50_ns,\
+    rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_max_ns,lost,errors,client_cpu_busy_pct,\
+    server_cpu_busy_pct,client_sd_us_per_tx,server_sd_us_per_tx,request_size_bytes,\
+    response_size_bytes,duration_ms";
+
+/// Columns of the UDP stream family after [`LEAD`].
+const UDP: &str = "flows,datagram_bytes,sender_rate_bps,receiver_rate_bps,window_sent,\
+    window_received,window_lost,window_loss_pct,late,duplicate,jitter_max_ns,\
+    invalid_datagrams,lost_total,refused_at_sender,dropped_at_receiving_sockets,\
+    dropped_by_receiving_host,lost_in_path,client_cpu_busy_pct,server_cpu_busy_pct,\
+    duration_ms";
+
+/// The CSV header line (without the line break) of a workload's family; the stream family
+/// when the workload is unknown.
+pub fn csv_header(kind: Option<WorkloadKind>) -> String {
+    let mid = match kind {
+        Some(WorkloadKind::UdpStream) => UDP,
+        Some(k) if k.is_rr() => RR,
+        _ => STREAM,
+    };
+    format!("{LEAD},{mid},error")
+}
+
+fn columns(kind: Option<WorkloadKind>) -> usize {
+    csv_header(kind).split(',').count()
+}
+
+/// One CSV cell, quoted per RFC 4180 when it contains a comma, a quote or a line break.
+pub fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+fn cpu_pct(s: Option<&Summary>, h: HostRole) -> String {
+    opt(s.and_then(|s| end_cpu(s, h)).map(|c| c.system_busy_pct))
+}
+
+/// The middle cells of the rows of one run (one per direction, or one).
+fn run_rows(run: &RunRecord, spec: Option<&TestSpec>) -> Vec<(String, Vec<String>)> {
+    let s = run.summary.as_ref();
+    let dur = opt(spec.map(|s| s.common.duration_ms));
+    match s.map(|s| &s.workload) {
+        Some(wirebench_model::result::WorkloadSummary::Stream(st)) if !st.directions.is_empty() => {
+            let (snd, rcv) = match spec.map(|s| &s.workload) {
+                Some(WorkloadSpec::Stream(w)) => {
+                    (w.send_size_bytes.to_string(), w.recv_size_bytes.to_string())
+                }
+                _ => (String::new(), String::new()),
+            };
+            let cc = s.map(|s| s.congestion.join(";")).unwrap_or_default();
+            st.directions
+                .iter()
+                .map(|d| {
+                    let sd = |h| {
+                        opt(s
+                            .and_then(|s| end_cpu(s, h))
+                            .and_then(|c| c.service_demand_us_per_kb))
+                    };
+                    (
+                        label::dir(d.dir).to_string(),
+                        vec![
+                            d.flows.to_string(),
+                            d.receiver_throughput_bps.to_string(),
+                            d.sender_throughput_bps.to_string(),
+                            d.receiver_bytes.to_string(),
+                            d.sender_bytes.to_string(),
+                            d.retransmits.to_string(),
+                            cpu_pct(s, HostRole::Client),
+                            cpu_pct(s, HostRole::Server),
+                            sd(HostRole::Client),
+                            sd(HostRole::Server),
+                            cc.clone(),
+                            snd.clone(),
+                            rcv.clone(),
+                            dur.clone(),
+                        ],
+                    )
+                })
+                .collect()
+        }
+        Some(wirebench_model::result::WorkloadSummary::Rr(r)) => {
+            let l = r.latency;
+            let sd = |h| {
+                opt(s
+                    .and_then(|s| end_cpu(s, h))
+                    .and_then(|c| c.service_demand_us_per_tx))
+            };
+            vec![(
+                "forward".into(),
+                vec![
+                    r.flows.to_string(),
+                    r.transactions.to_string(),
+                    r.transactions_per_s.to_string(),
+                    opt(l.map(|l| l.min_ns)),
+                    opt(l.map(|l| l.mean_ns)),
+                    opt(l.map(|l| l.p50_ns)),
+                    opt(l.map(|l| l.p90_ns)),
+                    opt(l.map(|l| l.p99_ns)),
+                    opt(l.map(|l| l.p999_ns)),
+                    opt(l.map(|l| l.max_ns)),
+                    r.client_window.lost.to_string(),
+                    (r.client_window.errors + r.client_window.connect_errors).to_string(),
+                    cpu_pct(s, HostRole::Client),
+                    cpu_pct(s, HostRole::Server),
+                    sd(HostRole::Client),
+                    sd(HostRole::Server),
+                    r.request_size_bytes.to_string(),
+                    r.response_size_bytes.to_string(),
+                    dur,
+                ],
+            )]
+        }
+        Some(wirebench_model::result::WorkloadSummary::UdpStream(u))
+            if !u.directions.is_empty() =>
+        {
+            u.directions
+                .iter()
+                .map(|d| {
+                    (
+                        label::dir(d.dir).to_string(),
+                        vec![
+                            d.flows.to_string(),
+                            d.datagram_bytes.to_string(),
+                            d.sender_rate_bps.to_string(),
+                            d.receiver_rate_bps.to_string(),
+                            d.counts.window_sent.to_string(),
+                            d.counts.window_received.to_string(),
+                            d.counts.window_lost.to_string(),
+                            d.counts.window_loss_pct.to_string(),
+                            d.counts.late.to_string(),
+                            d.counts.duplicate.to_string(),
+                            d.jitter_max_ns.to_string(),
+                            d.invalid_datagrams.to_string(),
+                            d.loss.total_lost.to_string(),
+                            d.loss.refused_at_sender.to_string(),
+                            opt(d.loss.dropped_at_receiving_sockets),
+                            opt(d.loss.dropped_by_receiving_host),
+                            d.loss.lost_in_path.to_string(),
+                            cpu_pct(s, HostRole::Client),
+                            cpu_pct(s, HostRole::Server),
+                            dur.clone(),
+                        ],
+                    )
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The result as CSV: [`csv_header`] of its workload's family, then one row per run ×
+/// direction (request/response: per run). A run without figures, or a result without runs,
+/// gives one row with its status, its error and empty figures.
+pub fn csv(r: &RunResult) -> String {
+    let kind = r.spec.as_ref().map(TestSpec::kind);
+    let workload = kind.map(|k| k.as_str()).unwrap_or_default().to_string();
+    let width = columns(kind);
+    let error = r.error.as_ref().map(text::error_text).unwrap_or_default();
+    let mut out = csv_header(kind);
+    out.push('\n');
+    let mut push = |run: String, status: &str, dir: String, mid: Vec<String>| {
+        let mut row = vec![
+            r.started_utc.clone(),
+            run,
+            status.to_string(),
+            workload.clone(),
+            dir,
+        ];
+        row.extend(mid);
+        row.resize(width - 1, String::new());
+        row.push(error.clone());
+        let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    };
+    if r.runs.is_empty() {
+        push(
+            String::new(),
+            status_name(r.status),
+            String::new(),
+            Vec::new(),
+        );
+    }
+    for run in &r.runs {
+        let number = (u64::from(run.index) + 1).to_string();
+        let rows = run_rows(run, r.spec.as_ref());
+        if rows.is_empty() {
+            push(
+                number.clone(),
+                status_name(run.status),
+                String::new(),
+                Vec::new(),
+            );
+        }
+        for (dir, mid) in rows {
+            push(number.clone(), status_name(run.status), dir, mid);
+        }
+    }
+    out
+}

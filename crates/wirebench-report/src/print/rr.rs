@@ -1,0 +1,229 @@
+//! The request/response printers (TCP RR, TCP CRR, UDP RR): the test line, the human block,
+//! and live interval lines.
+
+use std::fmt::Write as _;
+
+use wirebench_model::result::{RrIntervalRow, RrSummary};
+use wirebench_model::spec::{CloseMode, RrLoop, TestSpec, WorkloadKind, WorkloadSpec};
+use wirebench_stats::latency::LatencySummary;
+
+use super::text;
+use crate::label;
+
+/// What the request/response figures count (human footer).
+pub const FOOTER: &str = "transactions/s = transactions the client completed (response \
+    read in full; CRR: and connection closed) over its window [end of warm-up, stop]; \
+    latency = the client's round trip per transaction (open loop: from the scheduled send \
+    time); µs/tx = CPU microseconds per transaction";
+
+/// The human name of a request/response workload.
+pub(crate) fn workload_name(w: WorkloadKind) -> &'static str {
+    match w {
+        WorkloadKind::Crr => "TCP CRR",
+        WorkloadKind::UdpRr => "UDP RR",
+        _ => "TCP RR",
+    }
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1}", ns / 1e3)
+}
+
+/// The workload part of the test line.
+pub(crate) fn spec_head(s: &TestSpec) -> String {
+    match &s.workload {
+        WorkloadSpec::Rr(r) => {
+            let mut t = format!(
+                "rr, request {} bytes, response {} bytes",
+                r.request_size_bytes, r.response_size_bytes
+            );
+            match r.pacing {
+                RrLoop::Closed { burst } if burst > 1 => {
+                    let _ = write!(t, ", burst {burst}");
+                }
+                RrLoop::Closed { .. } => {}
+                RrLoop::Open {
+                    transactions_per_s,
+                    max_outstanding,
+                } => {
+                    let _ = write!(
+                        t,
+                        ", open loop {transactions_per_s} transactions/s per flow (at most \
+                         {max_outstanding} outstanding)"
+                    );
+                }
+            }
+            if let Some(cc) = &r.tcp.congestion {
+                let _ = write!(t, ", congestion control {cc} requested");
+            }
+            t
+        }
+        WorkloadSpec::Crr(r) => {
+            let mut t = format!(
+                "crr, request {} bytes, response {} bytes, {}",
+                r.request_size_bytes,
+                r.response_size_bytes,
+                match r.close_mode {
+                    CloseMode::Orderly => "orderly close (FIN)",
+                    CloseMode::Abortive => "abortive close (RST)",
+                }
+            );
+            if let Some(cc) = &r.tcp.congestion {
+                let _ = write!(t, ", congestion control {cc} requested");
+            }
+            t
+        }
+        WorkloadSpec::UdpRr(r) => format!(
+            "udp rr, request {} bytes, response {} bytes, lost after {} ms",
+            r.request_size_bytes, r.response_size_bytes, r.timeout_ms
+        ),
+        _ => "rr".into(),
+    }
+}
+
+fn latency_lines(out: &mut String, l: &LatencySummary) {
+    let _ = writeln!(
+        out,
+        "  latency µs: min {} mean {} stddev {} p50 {} p90 {} p99 {} p99.9 {} p99.99 {} max {}",
+        us(l.min_ns as f64),
+        us(l.mean_ns),
+        us(l.stddev_ns),
+        us(l.p50_ns as f64),
+        us(l.p90_ns as f64),
+        us(l.p99_ns as f64),
+        us(l.p999_ns as f64),
+        us(l.p9999_ns as f64),
+        us(l.max_ns as f64),
+    );
+    if l.clamped > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} round trips were outside the histogram's range and were clamped)",
+            l.clamped
+        );
+    }
+}
+
+fn flows_block(out: &mut String, r: &RrSummary) {
+    out.push_str("  flow  transactions  trans/s      p50 µs   p99 µs   lost  errors\n");
+    for f in &r.per_flow {
+        let _ = writeln!(
+            out,
+            "  {:>4} {:>13} {:>8.1} {:>11} {:>8} {:>6} {:>7}",
+            f.flow,
+            f.transactions,
+            f.transactions_per_s,
+            f.rtt_p50_ns.map_or("n/a".into(), |v| us(v as f64)),
+            f.rtt_p99_ns.map_or("n/a".into(), |v| us(v as f64)),
+            f.lost,
+            f.errors
+        );
+    }
+    if let (Some(s), Some(j)) = (&r.flow_transactions_per_s, r.jain_index) {
+        let _ = writeln!(
+            out,
+            "  per-flow transactions/s min {:.1} median {:.1} max {:.1}; Jain fairness {j:.4}",
+            s.min, s.median, s.max
+        );
+    }
+}
+
+fn workload_lines(out: &mut String, r: &RrSummary) {
+    let w = &r.client_window;
+    match r.workload {
+        WorkloadKind::UdpRr => {
+            let _ = writeln!(
+                out,
+                "  UDP: lost {} ({:.3} %), of which answered late {}; garbage {}; errors {}",
+                w.lost,
+                r.loss_pct.unwrap_or(0.0),
+                w.late,
+                w.garbage,
+                w.errors
+            );
+        }
+        WorkloadKind::Crr => {
+            let _ = writeln!(
+                out,
+                "  connections: close {}; errors {} (connect {}) in the window",
+                match r.close_mode {
+                    Some(CloseMode::Abortive) => "abortive (RST)",
+                    _ => "orderly (FIN)",
+                },
+                w.errors,
+                w.connect_errors
+            );
+            if let Some(s) = &r.server_total {
+                let _ = writeln!(
+                    out,
+                    "  server saw {} orderly closes and {} resets",
+                    s.closes_orderly, s.closes_reset
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The human block of a request/response run.
+pub(crate) fn block(out: &mut String, r: &RrSummary) {
+    let _ = writeln!(
+        out,
+        "{}: {} transactions in {:.3} s = {:.1} transactions/s ({} flow{})",
+        workload_name(r.workload),
+        r.transactions,
+        r.window_ns as f64 / 1e9,
+        r.transactions_per_s,
+        r.flows,
+        text::plural(u64::from(r.flows))
+    );
+    match &r.latency {
+        Some(l) => latency_lines(out, l),
+        None => out.push_str("  latency: not measured\n"),
+    }
+    if r.flows > 1 {
+        flows_block(out, r);
+    }
+    workload_lines(out, r);
+    for f in &r.per_flow {
+        for e in &f.flow_errors {
+            let _ = writeln!(
+                out,
+                "  flow {} at the {}: {}",
+                f.flow,
+                label::host(e.host),
+                text::flow_error(&e.error)
+            );
+        }
+    }
+    let server = r
+        .server_total
+        .map_or("n/a".to_string(), |s| s.transactions.to_string());
+    let _ = writeln!(
+        out,
+        "  whole test: client completed {} transactions, server answered {server}",
+        r.client_total.transactions
+    );
+    if let Some(ol) = &r.open_loop {
+        let _ = writeln!(
+            out,
+            "  open loop: requested {:.1}/s, achieved {:.1}/s, missed slots {}, peak \
+             outstanding {}",
+            ol.requested_per_s, ol.achieved_per_s, ol.missed_slots, ol.peak_outstanding
+        );
+    }
+}
+
+/// One live request/response interval line, e.g.
+/// `[  1.00-  2.00 s] client    23456.0 trans/s  lost 0`.
+pub(crate) fn interval_line(row: &RrIntervalRow) -> String {
+    format!(
+        "[{:6.2}-{:6.2} s] {} {:10.1} trans/s  lost {}{}",
+        row.start_s,
+        row.end_s,
+        label::host(row.host),
+        row.transactions_per_s,
+        row.lost,
+        if row.in_warmup { " (warm-up)" } else { "" }
+    )
+}

@@ -1,0 +1,323 @@
+//! The TCP stream printers: the test line, the per-flow table (or its summary for many
+//! flows), the per-direction notes, the engine line and live interval lines.
+
+use std::fmt::Write as _;
+
+use wirebench_model::result::{
+    DirectionSummary, FlowSummary, IntervalRow, RunRecord, StreamSummary,
+};
+use wirebench_model::side::SideReport;
+use wirebench_model::spec::{TestSpec, WorkloadSpec};
+
+use super::units::{self, RateUnit};
+use super::{direction_name, text, wrap, HumanOptions, FLOW_ROWS_MAX};
+use crate::label;
+
+/// What the stream figures count (human footer).
+pub const FOOTER: &str = "rates: bit/s of TCP payload, decimal (Gbit/s = 10^9 bit/s); \
+    receiver = bytes read by the application at the receiving end over [end of warm-up, last \
+    byte]; sender = bytes accepted by send() over [end of warm-up, stop]; byte counts: KiB, \
+    MiB, GiB = 2^10, 2^20, 2^30 bytes; KB in service demand = 1024 bytes";
+
+/// How many of the slowest flows a many-flow summary lists.
+const SLOWEST_SHOWN: usize = 5;
+
+/// The workload part of the test line.
+pub(crate) fn spec_head(s: &TestSpec) -> String {
+    let WorkloadSpec::Stream(w) = &s.workload else {
+        return "stream".into();
+    };
+    let mut t = format!("stream {}, ", direction_name(w.direction));
+    if w.send_size_bytes == w.recv_size_bytes {
+        let _ = write!(t, "{} per call", units::size(u64::from(w.send_size_bytes)));
+    } else {
+        let _ = write!(
+            t,
+            "{} per send call, {} per receive call",
+            units::size(u64::from(w.send_size_bytes)),
+            units::size(u64::from(w.recv_size_bytes))
+        );
+    }
+    if let Some(r) = w.rate_bps {
+        let _ = write!(
+            t,
+            ", paced at {} per flow",
+            RateUnit::AutoBits.rate(r as f64)
+        );
+    }
+    if w.send_path != Default::default() || w.recv_path != Default::default() {
+        let _ = write!(
+            t,
+            ", send path {}, receive path {}",
+            w.send_path.as_str(),
+            w.recv_path.as_str()
+        );
+    }
+    if w.verify {
+        t.push_str(", payload verified");
+    }
+    if let Some(cc) = &w.tcp.congestion {
+        let _ = write!(t, ", congestion control {cc} requested");
+    }
+    if w.tcp.nodelay {
+        t.push_str(", TCP_NODELAY");
+    }
+    t
+}
+
+fn table_row(cells: [&str; 9]) -> String {
+    let [flow, dir, rg, sg, rb, sb, re, rtt, cwnd] = cells;
+    format!("{flow:>5} {dir:<7} {rg:>11} {sg:>11} {rb:>12} {sb:>12} {re:>8} {rtt:>8} {cwnd:>8}")
+        .trim_end()
+        .to_string()
+}
+
+fn opt_cell(v: Option<u32>) -> String {
+    v.map_or_else(|| "-".to_string(), |x| x.to_string())
+}
+
+fn flow_row(f: &FlowSummary, u: RateUnit) -> String {
+    table_row([
+        &f.flow.to_string(),
+        label::dir(f.dir),
+        &u.value(f.receiver_throughput_bps),
+        &u.value(f.sender_throughput_bps),
+        &units::bytes(f.receiver_bytes),
+        &units::bytes(f.sender_bytes),
+        &f.retransmits.to_string(),
+        &opt_cell(f.rtt_us),
+        &opt_cell(f.cwnd_segments),
+    ])
+}
+
+fn total_row(d: &DirectionSummary, u: RateUnit) -> String {
+    table_row([
+        "total",
+        label::dir(d.dir),
+        &u.value(d.receiver_throughput_bps),
+        &u.value(d.sender_throughput_bps),
+        &units::bytes(d.receiver_bytes),
+        &units::bytes(d.sender_bytes),
+        &d.retransmits.to_string(),
+        "",
+        "",
+    ])
+}
+
+/// `a` if every value is `a`, `a..b` for a range, `-` for none.
+fn range(values: impl Iterator<Item = Option<u32>>) -> String {
+    let v: Vec<u32> = values.flatten().collect();
+    match (v.iter().min(), v.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}..{hi}"),
+        _ => "-".to_string(),
+    }
+}
+
+/// `forward: paths: send zerocopy, receive copy; ...` with the zero-copy and verification
+/// figures of the direction; `None` when neither end reported its paths.
+fn paths_line(d: &DirectionSummary) -> Option<String> {
+    if d.send_paths.is_empty() && d.recv_paths.is_empty() {
+        return None;
+    }
+    let list = |v: Vec<&str>| {
+        if v.is_empty() {
+            "not reported".to_string()
+        } else {
+            v.join("/")
+        }
+    };
+    let mut line = format!(
+        "{}: paths: send {}, receive {}",
+        label::dir(d.dir),
+        list(d.send_paths.iter().map(|p| p.as_str()).collect()),
+        list(d.recv_paths.iter().map(|p| p.as_str()).collect())
+    );
+    if d.path_fallback_flows > 0 {
+        let _ = write!(
+            line,
+            " ({} flow{} fell back to copy, see warnings)",
+            d.path_fallback_flows,
+            text::plural(u64::from(d.path_fallback_flows))
+        );
+    }
+    if let Some(z) = &d.zerocopy {
+        if z.sends > 0 {
+            let _ = write!(
+                line,
+                "; zero-copy sends {}: {} completed without a copy, {} copied by the kernel",
+                z.sends, z.sends_completed_zerocopy, z.sends_completed_copied
+            );
+        }
+        if z.bytes_mapped > 0 || z.bytes_copied > 0 {
+            let _ = write!(
+                line,
+                "; TCP_ZEROCOPY_RECEIVE {} bytes mapped, {} copied",
+                z.bytes_mapped, z.bytes_copied
+            );
+        }
+    }
+    if let Some(v) = d.verified_bytes {
+        let _ = write!(
+            line,
+            "; verified {v} bytes, {} differed",
+            d.verify_errors.unwrap_or(0)
+        );
+    }
+    Some(line)
+}
+
+fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary], u: RateUnit) {
+    let name = label::dir(d.dir);
+    wrap(
+        out,
+        "",
+        "  ",
+        &format!(
+            "{name}: whole test: senders wrote {} bytes, receivers read {}, unaccounted {}",
+            d.sender_total_bytes, d.receiver_total_bytes, d.unaccounted_bytes
+        ),
+    );
+    if d.flows > 1 {
+        if let Some(s) = &d.flow_throughput {
+            let mut line = format!(
+                "{name}: per-flow receiver {} min {} median {} max {}",
+                u.label(s.max),
+                u.value(s.min),
+                u.value(s.median),
+                u.value(s.max)
+            );
+            if let Some(j) = d.jain_index {
+                let _ = write!(line, "; Jain fairness {j:.4}");
+            }
+            wrap(out, "", "  ", &line);
+        }
+    }
+    if let Some(line) = paths_line(d) {
+        wrap(out, "", "  ", &line);
+    }
+    let line = format!(
+        "{name}: effective socket buffers: SO_SNDBUF {} bytes (sender), SO_RCVBUF {} bytes \
+         (receiver); MSS {} bytes, PMTU {} bytes",
+        range(flows.iter().map(|f| f.sndbuf_bytes)),
+        range(flows.iter().map(|f| f.rcvbuf_bytes)),
+        range(flows.iter().map(|f| f.mss_bytes)),
+        range(flows.iter().map(|f| f.pmtu_bytes)),
+    );
+    wrap(out, "", "  ", &line);
+}
+
+/// The flows of a direction to show as rows: all of them, or the slowest few.
+fn shown<'a>(flows: &[&'a FlowSummary], o: HumanOptions) -> (Vec<&'a FlowSummary>, bool) {
+    if o.per_flow || flows.len() <= FLOW_ROWS_MAX {
+        return (flows.to_vec(), false);
+    }
+    let mut v = flows.to_vec();
+    v.sort_by(|a, b| {
+        a.receiver_throughput_bps
+            .total_cmp(&b.receiver_throughput_bps)
+    });
+    v.truncate(SLOWEST_SHOWN);
+    (v, true)
+}
+
+/// The human block of a stream run (without CPU and warnings, which every workload prints).
+pub(crate) fn block(out: &mut String, s: &StreamSummary, run: &RunRecord, o: HumanOptions) {
+    let peak = s
+        .directions
+        .iter()
+        .map(|d| d.receiver_throughput_bps)
+        .fold(0.0, f64::max);
+    // One unit for the whole table: the one that fits the largest total.
+    let u = o.rate_unit.fixed(peak);
+    let unit = u.label(peak);
+    out.push_str(&table_row([
+        "flow",
+        "dir",
+        &format!("recv {unit}"),
+        &format!("send {unit}"),
+        "recv bytes",
+        "send bytes",
+        "retrans",
+        "RTT µs",
+        "cwnd seg",
+    ]));
+    out.push('\n');
+    for d in &s.directions {
+        let flows: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.dir == d.dir).collect();
+        let (rows, summarized) = shown(&flows, o);
+        if summarized {
+            let _ = writeln!(
+                out,
+                "  ({} flows {}: the {} slowest; --per-flow shows every flow)",
+                flows.len(),
+                label::dir(d.dir),
+                rows.len()
+            );
+        }
+        for f in rows {
+            out.push_str(&flow_row(f, u));
+            out.push('\n');
+        }
+        out.push_str(&total_row(d, u));
+        out.push('\n');
+    }
+    wrap(
+        out,
+        "",
+        " ",
+        &format!(
+            "({unit} = {}; forward = client → server, reverse = server → client; retrans, \
+             RTT, cwnd: the sender's TCP_INFO)",
+            unit_meaning(unit)
+        ),
+    );
+    for d in &s.directions {
+        let flows: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.dir == d.dir).collect();
+        direction_notes(out, d, &flows, u);
+    }
+    let engine = |r: &Option<SideReport>| {
+        r.as_ref()
+            .and_then(|r| r.engine.as_ref())
+            .map_or_else(|| "not reported".into(), text::engine)
+    };
+    wrap(
+        out,
+        "",
+        "  ",
+        &format!(
+            "engine: client {}; server {}",
+            engine(&run.client),
+            engine(&run.server)
+        ),
+    );
+}
+
+fn unit_meaning(unit: &str) -> &'static str {
+    match unit {
+        "Tbit/s" => "10^12 bit/s",
+        "Gbit/s" => "10^9 bit/s",
+        "Mbit/s" => "10^6 bit/s",
+        "kbit/s" => "10^3 bit/s",
+        "GB/s" => "10^9 bytes/s",
+        "MB/s" => "10^6 bytes/s",
+        "kB/s" => "10^3 bytes/s",
+        _ => "as shown",
+    }
+}
+
+/// One live interval line, e.g.
+/// `[  1.00-  2.00 s] server recv forward  12.35 Gbit/s  1.44 GiB` (`(warm-up)` appended for an
+/// interval that overlaps the warm-up). Times are seconds on the measuring end's clock.
+pub(crate) fn interval_line(row: &IntervalRow, o: HumanOptions) -> String {
+    format!(
+        "[{:6.2}-{:6.2} s] {} recv {:<7} {:>14} {:>10}{}",
+        row.start_s,
+        row.end_s,
+        label::host(row.host),
+        label::dir(row.dir),
+        o.rate_unit.rate(row.throughput_bps),
+        units::bytes(row.bytes),
+        if row.in_warmup { " (warm-up)" } else { "" }
+    )
+}
