@@ -3,12 +3,12 @@
 
 use std::sync::atomic::AtomicBool;
 
+use wirebench_model::side::Role;
+use wirebench_model::spec::{Direction, TestSpec, WorkloadSpec};
 use wirebench_net::client::{self, ClientConfig, Outcome};
-use wirebench_net::server::{Daemon, ServerConfig};
-use wirebench_proto::measure::Role;
-use wirebench_proto::spec::{Direction, TestSpec};
+use wirebench_net::daemon::{Daemon, DaemonHandle, RecordStatus, ServerConfig};
 
-fn daemon() -> wirebench_net::server::DaemonHandle {
+fn daemon() -> DaemonHandle {
     Daemon::bind(ServerConfig::new("127.0.0.1:0".parse().unwrap()))
         .unwrap()
         .spawn()
@@ -20,24 +20,27 @@ fn forward_and_reverse_complete_and_reconcile() {
     let d = daemon();
     for dir in [Direction::Forward, Direction::Reverse] {
         let mut spec = TestSpec::stream_default();
-        spec.duration_ms = 500;
-        spec.direction = dir;
+        spec.common.duration_ms = 500;
+        if let WorkloadSpec::Stream(s) = &mut spec.workload {
+            s.direction = dir;
+        }
         let cfg = ClientConfig::new(d.addr(), spec);
         let run = client::run(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap();
         assert_eq!(run.outcome, Outcome::Completed);
         let c = run.client.unwrap();
         let s = run.server.unwrap();
-        let (snd, rcv) = if c.flows[0].role == Role::Sender {
-            (&c.flows[0], &s.flows[0])
+        let (c, s) = (&c.stream().unwrap().flows, &s.stream().unwrap().flows);
+        let (snd, rcv) = if c[0].role == Role::Sender {
+            (&c[0], &s[0])
         } else {
-            (&s.flows[0], &c.flows[0])
+            (&s[0], &c[0])
         };
         assert!(rcv.total_bytes > 0);
         assert_eq!(snd.total_bytes, rcv.total_bytes);
     }
     // The daemon recorded both tests and freed their slots (it finishes its bookkeeping
-    // after the client has left, so give it a moment).
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    // after the client has left): poll for it.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while (d.records().len() < 2 || d.stats().running_tests > 0)
         && std::time::Instant::now() < until
     {
@@ -49,7 +52,7 @@ fn forward_and_reverse_complete_and_reconcile() {
     assert!(d
         .records()
         .iter()
-        .all(|r| r.status == wirebench_net::server::RecordStatus::Completed));
+        .all(|r| r.status == RecordStatus::Completed));
 }
 
 /// Both ends send a message far larger than the socket buffers at the same moment (as both
@@ -59,6 +62,7 @@ fn forward_and_reverse_complete_and_reconcile() {
 fn simultaneous_large_control_messages_do_not_deadlock() {
     use std::net::{TcpListener, TcpStream};
     use std::time::{Duration, Instant};
+    use wirebench_model::abort::AbortReason;
     use wirebench_net::conn::Control;
     use wirebench_proto::message::{AbortMsg, Message};
 
@@ -67,7 +71,9 @@ fn simultaneous_large_control_messages_do_not_deadlock() {
     let (b, _) = l.accept().unwrap();
     let big = |c: char| {
         Message::Abort(AbortMsg {
-            reason: std::iter::repeat_n(c, 24 << 20).collect(),
+            reason: AbortReason::EngineFailed {
+                detail: std::iter::repeat_n(c, 24 << 20).collect(),
+            },
         })
     };
     let t = Instant::now();

@@ -118,6 +118,7 @@ impl Ring {
     }
 
     /// Their serialized size, bytes.
+    #[cfg(test)]
     pub(super) fn bytes(&self) -> usize {
         self.bytes
     }

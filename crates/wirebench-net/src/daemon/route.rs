@@ -4,7 +4,6 @@
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use wirebench_proto::data::{DataHello, Token};
 
@@ -51,13 +50,6 @@ impl Drop for Admission<'_> {
             }
         }
     }
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Hand a data connection whose hello is `hello` to the test that issued its token; close it

@@ -145,7 +145,7 @@ pub fn bytes(n: u64) -> String {
 /// A size as the command line writes it: `1M`, `128K`, `1400` (exact multiples only).
 pub fn size(n: u64) -> String {
     for (d, s) in [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")] {
-        if n >= d && n % d == 0 {
+        if n >= d && n.is_multiple_of(d) {
             return format!("{}{s}", n / d);
         }
     }
