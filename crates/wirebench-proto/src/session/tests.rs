@@ -1,9 +1,17 @@
 //! Unit tests of the session state machines.
+use std::sync::Arc;
+
 use super::*;
-use crate::message::{Hello, IntervalMsg};
+use crate::auth::{self, Key, KeyTable, Nonce};
+use crate::data::Token;
+use crate::message::{
+    AbortMsg, Accepted, Busy, BusyScope, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message,
+    TestRequest, Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
+};
 use crate::testutil::{all_messages, full_side_report};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, IntervalData};
+use wirebench_model::spec::{Limits, TestSpec};
 
 const S: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
