@@ -219,7 +219,12 @@ fn blocker(b: &EpollBlocker) -> String {
 
 /// The sentence of a warning (without the end it came from).
 pub fn warning(w: &Warning) -> String {
-    match w {
+    engine_warning(w).unwrap_or_else(|| analysis_warning(w))
+}
+
+/// The sentences of the warnings an engine raises; `None` for the others.
+fn engine_warning(w: &Warning) -> Option<String> {
+    Some(match w {
         Warning::ThreadStartFailed { thread: t, error } => {
             format!(
                 "{} could not be started: {}; its flow did not run",
@@ -281,6 +286,13 @@ pub fn warning(w: &Warning) -> String {
             "{count} latenc{} outside the histogram's range (1 ns to 100 s) were clamped into it",
             if *count == 1 { "y" } else { "ies" }
         ),
+        _ => return None,
+    })
+}
+
+/// The sentences of the warnings the analysis and the runner raise.
+fn analysis_warning(w: &Warning) -> String {
+    match w {
         Warning::UnexpectedFlow { host, flow } => format!(
             "the {} reported flow {flow}, which the test does not have; ignored",
             label::host(*host)
@@ -424,6 +436,9 @@ pub fn warning(w: &Warning) -> String {
         Warning::RunAborted { run, reason } => {
             format!("run {run} was aborted: {}", abort(reason))
         }
+        // Engine warnings are worded by `engine_warning`; a variant neither function words
+        // still reaches the reader, as its code and parameters.
+        other => format!("{other:?}"),
     }
 }
 
