@@ -90,6 +90,12 @@ use crate::timeline::{Engine, RatePolicy, Timeline, Unopened};
 use crate::util::{is_timeout, ns_since};
 use crate::{EngineOutput, Pinning, Sink};
 
+mod recv;
+mod send;
+
+use recv::{run_receiver, RecvDone};
+use send::{run_sender, SendDone};
+
 /// How often blocked socket calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(20);
 
@@ -284,229 +290,6 @@ fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// What a failed send means for the flow.
-enum SendFailure {
-    /// The kernel had no room (ENOBUFS; EAGAIN on a non-blocking socket): the datagram never
-    /// left this host.
-    Refused,
-    /// An ICMP-reported error (ECONNREFUSED, EHOSTUNREACH, ENETUNREACH): carry on.
-    Transient,
-    /// Anything else: the flow ends.
-    Fatal,
-}
-
-fn classify_send_error(e: &io::Error) -> SendFailure {
-    match e.raw_os_error() {
-        Some(libc::ENOBUFS) | Some(libc::EAGAIN) => SendFailure::Refused,
-        Some(libc::ECONNREFUSED) | Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) => {
-            SendFailure::Transient
-        }
-        _ => SendFailure::Fatal,
-    }
-}
-
-struct SendDone {
-    datagrams: u64,
-    bytes: u64,
-    window_datagrams: u64,
-    window_bytes: u64,
-    send_refused: u64,
-    send_errors: u64,
-    pacing_resets: u64,
-    end_ns: u64,
-    error: Option<FlowError>,
-}
-
-fn run_sender(
-    flow: u32,
-    socket: &UdpSocket,
-    counters: &Counters,
-    cfg: &UdpConfig,
-    shared: &Shared,
-    abort: &Abort,
-) -> SendDone {
-    let mut buf = vec![0u8; cfg.datagram_bytes];
-    rand::rng().fill_bytes(&mut buf);
-    let window = cfg.sender_window();
-    let mut schedule = cfg.schedule(shared.start);
-    let mut d = SendDone {
-        datagrams: 0,
-        bytes: 0,
-        window_datagrams: 0,
-        window_bytes: 0,
-        send_refused: 0,
-        send_errors: 0,
-        pacing_resets: 0,
-        end_ns: window.end_ns,
-        error: None,
-    };
-    let stop = || abort.is_set() || shared.stop.load(Ordering::Relaxed);
-    let mut seq: u64 = 0;
-    loop {
-        if stop() {
-            break;
-        }
-        if let Some(sch) = schedule.as_mut() {
-            // Datagrams due at or after the stop instant are not sent.
-            let Some(due) = sch.due(seq).filter(|&t| t < shared.stop_at) else {
-                break;
-            };
-            if !wait_until(due, SPIN, &stop) {
-                break;
-            }
-            sch.limit_lag(seq, Instant::now(), MAX_CATCH_UP_DATAGRAMS);
-        }
-        let now = Instant::now();
-        if now >= shared.stop_at {
-            break;
-        }
-        let send_ns = ns_since(shared.start, now);
-        let header = DatagramHeader { flow, seq, send_ns };
-        if header.write(&mut buf).is_err() {
-            // Unreachable: the spec's validation keeps datagrams at least a header long.
-            d.error = Some(FlowError::os(
-                Step::Send,
-                &io::ErrorKind::InvalidInput.into(),
-            ));
-            break;
-        }
-        match socket.send(&buf) {
-            Ok(n) if n == buf.len() => {
-                d.datagrams += 1;
-                d.bytes += n as u64;
-                if window.contains(send_ns) {
-                    d.window_datagrams += 1;
-                    d.window_bytes += n as u64;
-                }
-                counters.datagrams.store(d.datagrams, Ordering::Relaxed);
-                counters.bytes.store(d.bytes, Ordering::Relaxed);
-            }
-            Ok(_) => {
-                // A UDP send is all or nothing; count anything else as a failed send.
-                d.send_errors += 1;
-            }
-            // The send buffer stayed full for a whole poll period, or a signal: retry this
-            // datagram (a blocking UDP socket waits for room; nothing was lost).
-            Err(e) if is_timeout(&e) => continue,
-            Err(e) => match classify_send_error(&e) {
-                SendFailure::Refused => d.send_refused += 1,
-                SendFailure::Transient => d.send_errors += 1,
-                SendFailure::Fatal => {
-                    d.error = Some(FlowError::os(Step::Send, &e));
-                    break;
-                }
-            },
-        }
-        counters
-            .send_errors
-            .store(d.send_errors + d.send_refused, Ordering::Relaxed);
-        seq += 1;
-    }
-    if abort.is_set() || d.error.is_some() {
-        d.end_ns = d.end_ns.min(ns_since(shared.start, Instant::now()));
-    }
-    d.pacing_resets = schedule.map_or(0, |s| s.resets());
-    d
-}
-
-struct RecvDone {
-    demux: RecvDemux,
-    error: Option<FlowError>,
-    drain_truncated: bool,
-}
-
-fn store_recv(c: &Counters, acc: &FlowRecvAccounting, class: SeqClass) {
-    let counts = acc.counts();
-    match class {
-        SeqClass::InOrder | SeqClass::Late => {
-            c.datagrams.store(counts.distinct(), Ordering::Relaxed);
-            c.bytes.store(acc.bytes_received(), Ordering::Relaxed);
-            if class == SeqClass::Late {
-                c.late.store(counts.late, Ordering::Relaxed);
-            }
-        }
-        SeqClass::Duplicate => c.duplicate.store(counts.duplicate, Ordering::Relaxed),
-        SeqClass::TooOld => {}
-    }
-}
-
-fn run_receiver(
-    socket: &UdpSocket,
-    peer: Option<SocketAddr>,
-    flows: &[u32],
-    counters: &[Counters],
-    cfg: &UdpConfig,
-    shared: &Shared,
-    abort: &Abort,
-) -> RecvDone {
-    let window = cfg.sender_window();
-    let mut demux = RecvDemux::new(
-        flows
-            .iter()
-            .map(|&f| FlowRecvAccounting::new(f, cfg.reorder_window_seqs, window))
-            .collect(),
-    );
-    let quiet = cfg.drain_quiet();
-    let mut buf = vec![0u8; RECV_BUF_BYTES];
-    let mut last_arrival: Option<Instant> = None;
-    let mut error = None;
-    let mut drain_truncated = false;
-    // Once the stop flag is seen: the drain's hard end.
-    let mut drain_deadline: Option<Instant> = None;
-    loop {
-        if abort.is_set() {
-            break;
-        }
-        let now = match socket.recv_from(&mut buf) {
-            Ok((_, from)) if peer.is_some_and(|p| p != from) => {
-                demux.on_foreign_source();
-                Instant::now()
-            }
-            Ok((n, _from)) => {
-                let now = Instant::now();
-                let dgram = buf.get(..n).unwrap_or_default();
-                if let DatagramOutcome::Accepted { flow_index, class } =
-                    demux.on_datagram(dgram, ns_since(shared.start, now))
-                {
-                    // Only the test's own datagrams keep the drain going.
-                    last_arrival = Some(now);
-                    if let (Some(c), Some(acc)) =
-                        (counters.get(flow_index), demux.flows().get(flow_index))
-                    {
-                        store_recv(c, acc, class);
-                    }
-                }
-                now
-            }
-            Err(e) if is_timeout(&e) => Instant::now(),
-            // An ICMP error from an earlier datagram (connected sockets): not ours to stop on.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Instant::now(),
-            Err(e) => {
-                error = Some(FlowError::os(Step::Receive, &e));
-                break;
-            }
-        };
-        if drain_deadline.is_none() && shared.stop.load(Ordering::Relaxed) {
-            drain_deadline = Some(shared.stop_at.checked_add(cfg.drain_limit).unwrap_or(now));
-        }
-        if let Some(deadline) = drain_deadline {
-            let quiet_since = last_arrival.map_or(shared.stop_at, |t| t.max(shared.stop_at));
-            if now.saturating_duration_since(quiet_since) >= quiet {
-                break;
-            }
-            if now >= deadline {
-                drain_truncated = true;
-                break;
-            }
-        }
-    }
-    RecvDone {
-        demux,
-        error,
-        drain_truncated,
-    }
-}
-
 /// The UDP side of the timeline: datagram and byte counts per interval.
 struct UdpSampler<'a> {
     shared: &'a Shared,
@@ -622,6 +405,108 @@ fn lost_sender(flow: u32, cfg: &UdpConfig, c: &Counts, window: Span) -> UdpSendR
     }
 }
 
+/// The senders' reports from their threads' results (a thread that handed back nothing
+/// gets a report from its live counters and a `panicked` error).
+fn collect_senders(
+    cfg: &UdpConfig,
+    plan: &UdpPlan,
+    shared: &Shared,
+    results: impl Iterator<Item = Option<ThreadResult>>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<UdpSendReport> {
+    let window = cfg.sender_window();
+    let mut senders = Vec::with_capacity(plan.senders.len());
+    for (idx, (s, res)) in plan.senders.iter().zip(results).enumerate() {
+        let (done, pin_err) = match res {
+            Some((Done::Send(d), pin_err)) => (Some(d), pin_err),
+            _ => (None, None),
+        };
+        if let Some(e) = pin_err {
+            warnings.push(Warning::PinFailed {
+                thread: DataThread::Flow(s.flow),
+                error: OsError::from(&e),
+            });
+        }
+        senders.push(match done {
+            Some(d) => UdpSendReport {
+                flow: s.flow,
+                datagram_bytes: cfg.datagram_bytes as u32,
+                target_rate_bps: cfg.rate_bps,
+                datagrams_sent: d.datagrams,
+                bytes_sent: d.bytes,
+                window_datagrams_sent: d.window_datagrams,
+                window_bytes_sent: d.window_bytes,
+                window: Span {
+                    start_ns: window.start_ns,
+                    end_ns: d.end_ns,
+                },
+                send_refused: d.send_refused,
+                send_errors: d.send_errors,
+                pacing_resets: d.pacing_resets,
+                error: d.error,
+            },
+            None => lost_sender(s.flow, cfg, &shared.counters[idx].load(), window),
+        });
+    }
+    senders
+}
+
+/// The receivers' reports and their sockets' from their threads' results.
+fn collect_receivers(
+    cfg: &UdpConfig,
+    recv_flows: &[Vec<u32>],
+    results: impl Iterator<Item = Option<ThreadResult>>,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<UdpRecvReport>, Vec<UdpRecvSocketReport>) {
+    let window = cfg.sender_window();
+    let mut receivers = Vec::new();
+    let mut sockets = Vec::with_capacity(recv_flows.len());
+    for (i, (flows, res)) in recv_flows.iter().zip(results).enumerate() {
+        let thread = DataThread::UdpReceiver(i as u32);
+        let (done, pin_err) = match res {
+            Some((Done::Recv(d), pin_err)) => (Some(d), pin_err),
+            _ => (None, None),
+        };
+        if let Some(e) = pin_err {
+            warnings.push(Warning::PinFailed {
+                thread,
+                error: OsError::from(&e),
+            });
+        }
+        let (demux, error) = match done {
+            Some(d) => {
+                if d.drain_truncated {
+                    warnings.push(Warning::DrainTruncated {
+                        thread,
+                        drain_limit_ms: cfg.drain_limit.as_millis() as u64,
+                    });
+                }
+                (d.demux, d.error)
+            }
+            None => (
+                RecvDemux::new(
+                    flows
+                        .iter()
+                        .map(|&f| FlowRecvAccounting::new(f, cfg.reorder_window_seqs, window))
+                        .collect(),
+                ),
+                Some(FlowError::panicked()),
+            ),
+        };
+        receivers.extend(demux.reports().into_iter().map(|mut r: UdpRecvReport| {
+            r.error.clone_from(&error);
+            r
+        }));
+        sockets.push(UdpRecvSocketReport {
+            flows: flows.clone(),
+            invalid: demux.invalid(),
+            rcvbuf_drops: None,
+            error,
+        });
+    }
+    (receivers, sockets)
+}
+
 /// Run a UDP test over `plan`. Refuses a plan with duplicate flows or unconnected senders
 /// before touching a socket; otherwise blocks until every data thread has finished (senders
 /// at the stop instant, receivers after their drain) or the abort fired and they noticed it
@@ -733,85 +618,8 @@ pub fn run(
                 .collect::<Vec<Option<ThreadResult>>>()
         });
         let mut results = out.done.into_iter();
-        let window = cfg.sender_window();
-        let mut senders = Vec::with_capacity(n_send);
-        for (idx, (s, res)) in plan.senders.iter().zip(results.by_ref()).enumerate() {
-            let (done, pin_err) = match res {
-                Some((Done::Send(d), pin_err)) => (Some(d), pin_err),
-                _ => (None, None),
-            };
-            if let Some(e) = pin_err {
-                warnings.push(Warning::PinFailed {
-                    thread: DataThread::Flow(s.flow),
-                    error: OsError::from(&e),
-                });
-            }
-            senders.push(match done {
-                Some(d) => UdpSendReport {
-                    flow: s.flow,
-                    datagram_bytes: cfg.datagram_bytes as u32,
-                    target_rate_bps: cfg.rate_bps,
-                    datagrams_sent: d.datagrams,
-                    bytes_sent: d.bytes,
-                    window_datagrams_sent: d.window_datagrams,
-                    window_bytes_sent: d.window_bytes,
-                    window: Span {
-                        start_ns: window.start_ns,
-                        end_ns: d.end_ns,
-                    },
-                    send_refused: d.send_refused,
-                    send_errors: d.send_errors,
-                    pacing_resets: d.pacing_resets,
-                    error: d.error,
-                },
-                None => lost_sender(s.flow, cfg, &shared.counters[idx].load(), window),
-            });
-        }
-        let mut receivers = Vec::new();
-        let mut sockets = Vec::with_capacity(recv_flows.len());
-        for (i, (flows, res)) in recv_flows.iter().zip(results).enumerate() {
-            let thread = DataThread::UdpReceiver(i as u32);
-            let (done, pin_err) = match res {
-                Some((Done::Recv(d), pin_err)) => (Some(d), pin_err),
-                _ => (None, None),
-            };
-            if let Some(e) = pin_err {
-                warnings.push(Warning::PinFailed {
-                    thread,
-                    error: OsError::from(&e),
-                });
-            }
-            let (demux, error) = match done {
-                Some(d) => {
-                    if d.drain_truncated {
-                        warnings.push(Warning::DrainTruncated {
-                            thread,
-                            drain_limit_ms: cfg.drain_limit.as_millis() as u64,
-                        });
-                    }
-                    (d.demux, d.error)
-                }
-                None => (
-                    RecvDemux::new(
-                        flows
-                            .iter()
-                            .map(|&f| FlowRecvAccounting::new(f, cfg.reorder_window_seqs, window))
-                            .collect(),
-                    ),
-                    Some(FlowError::panicked()),
-                ),
-            };
-            receivers.extend(demux.reports().into_iter().map(|mut r: UdpRecvReport| {
-                r.error.clone_from(&error);
-                r
-            }));
-            sockets.push(UdpRecvSocketReport {
-                flows: flows.clone(),
-                invalid: demux.invalid(),
-                rcvbuf_drops: None,
-                error,
-            });
-        }
+        let senders = collect_senders(cfg, &plan, &shared, results.by_ref(), &mut warnings);
+        let (receivers, sockets) = collect_receivers(cfg, &recv_flows, results, &mut warnings);
         let cpu = out
             .cpu
             .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))

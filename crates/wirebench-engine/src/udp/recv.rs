@@ -1,0 +1,101 @@
+//! A UDP receive socket: datagrams demultiplexed to their flows and sequence-checked.
+
+use super::*;
+
+pub(super) struct RecvDone {
+    pub(super) demux: RecvDemux,
+    pub(super) error: Option<FlowError>,
+    pub(super) drain_truncated: bool,
+}
+
+pub(super) fn store_recv(c: &Counters, acc: &FlowRecvAccounting, class: SeqClass) {
+    let counts = acc.counts();
+    match class {
+        SeqClass::InOrder | SeqClass::Late => {
+            c.datagrams.store(counts.distinct(), Ordering::Relaxed);
+            c.bytes.store(acc.bytes_received(), Ordering::Relaxed);
+            if class == SeqClass::Late {
+                c.late.store(counts.late, Ordering::Relaxed);
+            }
+        }
+        SeqClass::Duplicate => c.duplicate.store(counts.duplicate, Ordering::Relaxed),
+        SeqClass::TooOld => {}
+    }
+}
+
+pub(super) fn run_receiver(
+    socket: &UdpSocket,
+    peer: Option<SocketAddr>,
+    flows: &[u32],
+    counters: &[Counters],
+    cfg: &UdpConfig,
+    shared: &Shared,
+    abort: &Abort,
+) -> RecvDone {
+    let window = cfg.sender_window();
+    let mut demux = RecvDemux::new(
+        flows
+            .iter()
+            .map(|&f| FlowRecvAccounting::new(f, cfg.reorder_window_seqs, window))
+            .collect(),
+    );
+    let quiet = cfg.drain_quiet();
+    let mut buf = vec![0u8; RECV_BUF_BYTES];
+    let mut last_arrival: Option<Instant> = None;
+    let mut error = None;
+    let mut drain_truncated = false;
+    // Once the stop flag is seen: the drain's hard end.
+    let mut drain_deadline: Option<Instant> = None;
+    loop {
+        if abort.is_set() {
+            break;
+        }
+        let now = match socket.recv_from(&mut buf) {
+            Ok((_, from)) if peer.is_some_and(|p| p != from) => {
+                demux.on_foreign_source();
+                Instant::now()
+            }
+            Ok((n, _from)) => {
+                let now = Instant::now();
+                let dgram = buf.get(..n).unwrap_or_default();
+                if let DatagramOutcome::Accepted { flow_index, class } =
+                    demux.on_datagram(dgram, ns_since(shared.start, now))
+                {
+                    // Only the test's own datagrams keep the drain going.
+                    last_arrival = Some(now);
+                    if let (Some(c), Some(acc)) =
+                        (counters.get(flow_index), demux.flows().get(flow_index))
+                    {
+                        store_recv(c, acc, class);
+                    }
+                }
+                now
+            }
+            Err(e) if is_timeout(&e) => Instant::now(),
+            // An ICMP error from an earlier datagram (connected sockets): not ours to stop on.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Instant::now(),
+            Err(e) => {
+                error = Some(FlowError::os(Step::Receive, &e));
+                break;
+            }
+        };
+        if drain_deadline.is_none() && shared.stop.load(Ordering::Relaxed) {
+            drain_deadline = Some(shared.stop_at.checked_add(cfg.drain_limit).unwrap_or(now));
+        }
+        if let Some(deadline) = drain_deadline {
+            let quiet_since = last_arrival.map_or(shared.stop_at, |t| t.max(shared.stop_at));
+            if now.saturating_duration_since(quiet_since) >= quiet {
+                break;
+            }
+            if now >= deadline {
+                drain_truncated = true;
+                break;
+            }
+        }
+    }
+    RecvDone {
+        demux,
+        error,
+        drain_truncated,
+    }
+}
