@@ -69,6 +69,10 @@ pub enum RunStatus {
     Aborted,
     /// Could not run (or could not start measuring).
     Failed,
+    /// Ran, but its figures fail a reconciliation no real run can fail (a receiver read more
+    /// than its sender wrote, a rate above any link): not to be believed. A
+    /// `Warning::Impossible` in the run's summary says which.
+    Invalid,
 }
 
 /// One iteration of the test.

@@ -337,15 +337,6 @@ pub enum Warning {
         /// Bytes the receivers read, whole test.
         receiver_total_bytes: u64,
     },
-    /// The receivers read more than the senders report writing: the reports disagree.
-    ReceiverReadMore {
-        /// The direction.
-        dir: FlowDir,
-        /// Bytes the senders wrote, whole test.
-        sender_total_bytes: u64,
-        /// Bytes the receivers read, whole test.
-        receiver_total_bytes: u64,
-    },
     /// A note: senders and receivers count different bytes inside their windows (bytes in
     /// flight at the window edges).
     WindowEdgeDifference {
@@ -425,10 +416,10 @@ pub enum Warning {
         /// How often.
         resets: u64,
     },
-    /// A UDP receiver counted more window datagrams than its sender sent.
-    UdpReceiverCountedMore {
-        /// The direction.
-        dir: FlowDir,
+    /// The figures fail a reconciliation no real run can fail: the run is invalid.
+    Impossible {
+        /// What cannot be true.
+        what: Impossibility,
     },
 
     // ───── from the runner ─────
@@ -438,6 +429,65 @@ pub enum Warning {
         run: u32,
         /// Why.
         reason: AbortReason,
+    },
+}
+
+/// A reconciliation that no real run can fail; one of them makes a run
+/// [`RunStatus::Invalid`](crate::result::RunStatus::Invalid).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "check", rename_all = "snake_case")]
+pub enum Impossibility {
+    /// TCP receivers read more bytes than their senders wrote over the whole test.
+    ReadMoreThanWritten {
+        /// The direction.
+        dir: FlowDir,
+        /// Bytes the senders wrote, whole test.
+        sender_total_bytes: u64,
+        /// Bytes the receivers read, whole test.
+        receiver_total_bytes: u64,
+    },
+    /// UDP receivers got more distinct window datagrams than their senders sent.
+    ReceivedMoreThanSent {
+        /// The direction.
+        dir: FlowDir,
+        /// Window datagrams sent.
+        sent: u64,
+        /// Distinct window datagrams received.
+        received: u64,
+    },
+    /// An end counted more bytes in a flow's window than over the whole test.
+    WindowAboveTotal {
+        /// The end.
+        host: HostRole,
+        /// The flow.
+        flow: u32,
+        /// Bytes in the window.
+        window_bytes: u64,
+        /// Bytes over the whole test.
+        total_bytes: u64,
+    },
+    /// A direction's rate is above any link a host can drive.
+    RateAboveCeiling {
+        /// The direction.
+        dir: FlowDir,
+        /// The rate, bits per second.
+        rate_bps: f64,
+        /// The ceiling, bits per second.
+        ceiling_bps: f64,
+    },
+    /// The client completed more transactions than the server answered.
+    MoreTransactionsThanAnswered {
+        /// Client transactions, whole test.
+        client_transactions: u64,
+        /// Server transactions, whole test.
+        server_transactions: u64,
+    },
+    /// A transaction rate above any round trip a host can make.
+    TransactionRateAboveCeiling {
+        /// Transactions per second.
+        transactions_per_s: f64,
+        /// The ceiling, transactions per second.
+        ceiling_per_s: f64,
     },
 }
 

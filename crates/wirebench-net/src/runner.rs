@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wirebench_model::error::{ErrorInfo, ErrorKind};
-use wirebench_model::result::{RunRecord, RunResult, RunStatus, SCHEMA_VERSION};
+use wirebench_model::result::{RunRecord, RunResult, RunStatus, Summary, SCHEMA_VERSION};
 use wirebench_model::side::SideReport;
 use wirebench_model::spec::{Limits, TestSpec};
 use wirebench_model::warning::{Noted, Warning};
@@ -164,6 +164,24 @@ fn same_host(target: Target, client: Option<&SideReport>, server: Option<&SideRe
     }
 }
 
+/// How a run ended: its outcome, made `Aborted` when the server's own report says its part
+/// was aborted, and `Invalid` when the figures fail a check no real run can fail.
+fn run_status(
+    outcome: &Outcome,
+    server: Option<&SideReport>,
+    summary: Option<&Summary>,
+) -> RunStatus {
+    if summary.is_some_and(analyze::is_impossible) {
+        return RunStatus::Invalid;
+    }
+    match outcome {
+        Outcome::Completed if server.is_some_and(|s| s.aborted().is_some()) => RunStatus::Aborted,
+        Outcome::Completed => RunStatus::Completed,
+        Outcome::Interrupted => RunStatus::Interrupted,
+        Outcome::Aborted(_) => RunStatus::Aborted,
+    }
+}
+
 impl Runner {
     /// A runner for `cfg`; `interrupt` is polled while tests run (set it from a signal
     /// handler to stop the current test and keep its partial figures).
@@ -268,16 +286,12 @@ impl Runner {
             let mut on_interval = |m: &IntervalMsg| obs.interval(spec, m);
             match client::run(&ccfg, &self.interrupt, &mut on_interval) {
                 Ok(run) => {
-                    let status = match &run.outcome {
-                        Outcome::Completed => RunStatus::Completed,
-                        Outcome::Interrupted => RunStatus::Interrupted,
-                        Outcome::Aborted(_) => RunStatus::Aborted,
-                    };
                     let same = same_host(self.cfg.target, run.client.as_ref(), run.server.as_ref());
                     let summary = run
                         .client
                         .as_ref()
                         .map(|c| analyze::summarize(spec, c, run.server.as_ref(), same));
+                    let status = run_status(&run.outcome, run.server.as_ref(), summary.as_ref());
                     if let Outcome::Aborted(reason) = &run.outcome {
                         result.warnings.push(Noted::run(Warning::RunAborted {
                             run: index + 1,
@@ -328,6 +342,9 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirebench_model::abort::AbortReason;
+    use wirebench_model::side::{HostRole, SideStatus};
+    use wirebench_model::warning::Impossibility;
 
     #[test]
     fn same_host_rules() {
@@ -359,5 +376,92 @@ mod tests {
             ErrorInfo::new(ErrorKind::Interrupted, ""),
         );
         assert_eq!(i.status, RunStatus::Interrupted);
+    }
+
+    /// One forward stream flow's report at `host`: `total` bytes over the test, `window` in
+    /// a 1 s window.
+    fn stream_report(host: HostRole, total: u64, window: u64) -> SideReport {
+        use wirebench_model::side::*;
+        use wirebench_model::spec::{FlowDir, RecvPath, SendPath};
+        let role = host.role(FlowDir::ClientToServer);
+        SideReport {
+            host,
+            status: SideStatus::Completed,
+            data: Some(SideData::Stream(StreamSide {
+                flows: vec![FlowSide {
+                    flow: 0,
+                    dir: FlowDir::ClientToServer,
+                    role,
+                    total_bytes: total,
+                    window_bytes: window,
+                    window: Span {
+                        start_ns: 0,
+                        end_ns: 1_000_000_000,
+                    },
+                    socket: SocketFacts::default(),
+                    error: None,
+                    path: match role {
+                        Role::Sender => PathUsed::Send(SendPath::Copy),
+                        Role::Receiver => PathUsed::Recv(RecvPath::Copy),
+                    },
+                    path_fallback: None,
+                    zerocopy: None,
+                    verify: None,
+                }],
+                intervals: Vec::new(),
+            })),
+            cpu: None,
+            env: Environment::default(),
+            warnings: Vec::new(),
+            engine: None,
+        }
+    }
+
+    #[test]
+    fn a_run_is_what_both_ends_and_the_checks_say() {
+        let spec = TestSpec::stream_default();
+        let client = stream_report(HostRole::Client, 1000, 800);
+        let server = stream_report(HostRole::Server, 1000, 800);
+        let sum = analyze::summarize(&spec, &client, Some(&server), true);
+        let ok = run_status(&Outcome::Completed, Some(&server), Some(&sum));
+        assert_eq!(ok, RunStatus::Completed);
+
+        // The server says its part was aborted: the run was, whatever the client saw.
+        let mut aborted = server.clone();
+        aborted.status = SideStatus::Aborted(AbortReason::ServerShutdown);
+        let sum = analyze::summarize(&spec, &client, Some(&aborted), true);
+        assert_eq!(
+            run_status(&Outcome::Completed, Some(&aborted), Some(&sum)),
+            RunStatus::Aborted
+        );
+
+        // A server claiming 2^64 − 1 bytes read: more than the client wrote, and a rate no
+        // host reaches. The run is invalid, not a headline.
+        let liar = stream_report(HostRole::Server, u64::MAX, u64::MAX);
+        let sum = analyze::summarize(&spec, &client, Some(&liar), true);
+        assert!(analyze::is_impossible(&sum), "{:?}", sum.warnings);
+        assert_eq!(
+            run_status(&Outcome::Completed, Some(&liar), Some(&sum)),
+            RunStatus::Invalid
+        );
+        let whats: Vec<_> = sum
+            .warnings
+            .iter()
+            .filter_map(|n| match &n.warning {
+                Warning::Impossible { what } => Some(what.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(whats.iter().any(|w| matches!(
+            w,
+            Impossibility::ReadMoreThanWritten {
+                receiver_total_bytes: u64::MAX,
+                sender_total_bytes: 1000,
+                ..
+            }
+        )));
+        assert!(whats
+            .iter()
+            .any(|w| matches!(w, Impossibility::RateAboveCeiling { .. })));
     }
 }

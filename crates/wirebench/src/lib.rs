@@ -10,6 +10,7 @@
 //! - 1: the test could not run (unreachable host, refused or busy server, protocol error);
 //! - 2: invalid command line or test parameters;
 //! - 3: the test started but was aborted (partial results are printed);
+//! - 4: the results cannot be true (e.g. a receiver read more than its sender wrote);
 //! - 130: interrupted by SIGINT/SIGTERM (partial results are printed).
 
 pub mod cli;
@@ -32,5 +33,7 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: aborted mid-test; partial results printed.
 pub const EXIT_ABORTED: i32 = 3;
+/// Exit code: the results cannot be true (a reconciliation no real run can fail failed).
+pub const EXIT_INVALID: i32 = 4;
 /// Exit code: interrupted by the user.
 pub const EXIT_INTERRUPTED: i32 = 130;

@@ -19,7 +19,7 @@ use wirebench_stats::ci::ConfidenceLevel;
 
 use crate::cli::ClientArgs;
 use crate::specs::{client_limits, SpecResult};
-use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
+use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
 /// Output format of a client command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +129,7 @@ pub fn exit_code(r: &RunResult) -> i32 {
         RunStatus::Completed => EXIT_OK,
         RunStatus::Interrupted => EXIT_INTERRUPTED,
         RunStatus::Aborted => EXIT_ABORTED,
+        RunStatus::Invalid => EXIT_INVALID,
         RunStatus::Failed => match r.error.as_ref().map(|e| e.kind) {
             Some(ErrorKind::Usage) => EXIT_USAGE,
             _ => EXIT_FAILED,

@@ -646,6 +646,7 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
+    use super::send::{classify_send_error, SendFailure};
     use super::*;
 
     fn config(datagram_bytes: usize, rate_bps: Option<u64>) -> UdpConfig {

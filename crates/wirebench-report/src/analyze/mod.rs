@@ -27,6 +27,7 @@
 pub mod cpu;
 pub mod live;
 pub mod rr;
+pub mod sanity;
 pub mod stream;
 pub mod udp;
 
@@ -224,6 +225,9 @@ pub fn summarize(
             ),
         },
     };
+    for what in sanity::check(&workload, &reports) {
+        warnings.run(Warning::Impossible { what });
+    }
     let cpu = cpu::ends(&reports, delivered, transactions, same_host, &mut warnings);
     let congestion = congestion(spec, &reports, &mut warnings);
     Summary {
@@ -233,6 +237,13 @@ pub fn summarize(
         same_host,
         warnings: warnings.0,
     }
+}
+
+/// True if the summary failed a check no real run can fail ([`sanity`]).
+pub fn is_impossible(s: &Summary) -> bool {
+    s.warnings
+        .iter()
+        .any(|n| matches!(n.warning, Warning::Impossible { .. }))
 }
 
 /// A confidence interval that can be written as JSON (every field finite).

@@ -409,12 +409,6 @@ fn direction_summary(
             sender_total_bytes,
             receiver_total_bytes,
         });
-    } else if ctx.both_completed && diff < 0 {
-        warnings.run(Warning::ReceiverReadMore {
-            dir,
-            sender_total_bytes,
-            receiver_total_bytes,
-        });
     }
     if ctx.both_present && receiver_bytes > 0 {
         let apart = (sender_bytes as f64 - receiver_bytes as f64).abs() / receiver_bytes as f64;

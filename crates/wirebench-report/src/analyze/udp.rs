@@ -268,9 +268,6 @@ fn direction(
             resets: c.pacing_resets,
         });
     }
-    if c.window_lost < 0 {
-        warnings.run(Warning::UdpReceiverCountedMore { dir });
-    }
     UdpDirectionSummary {
         dir,
         flows: u32::try_from(members.len()).unwrap_or(u32::MAX),

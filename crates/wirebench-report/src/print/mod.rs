@@ -123,6 +123,7 @@ pub(crate) fn status_name(s: RunStatus) -> &'static str {
         RunStatus::Interrupted => "interrupted",
         RunStatus::Aborted => "aborted",
         RunStatus::Failed => "failed",
+        RunStatus::Invalid => "invalid",
     }
 }
 

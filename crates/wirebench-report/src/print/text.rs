@@ -11,8 +11,8 @@ use wirebench_model::side::PathUsed;
 use wirebench_model::text::escape;
 use wirebench_model::validate::LimitName;
 use wirebench_model::warning::{
-    Cause, CpuUnmeasured, DataThread, EpollBlocker, FallbackReason, FlowError, Noted, OsError,
-    Step, Warning,
+    Cause, CpuUnmeasured, DataThread, EpollBlocker, FallbackReason, FlowError, Impossibility,
+    Noted, OsError, Step, Warning,
 };
 
 use crate::label;
@@ -353,15 +353,6 @@ fn analysis_warning(w: &Warning) -> String {
                 label::dir(*dir)
             )
         }
-        Warning::ReceiverReadMore {
-            dir,
-            sender_total_bytes,
-            receiver_total_bytes,
-        } => format!(
-            "{}: the receivers read {receiver_total_bytes} bytes, more than the \
-             {sender_total_bytes} the senders report writing: the reports disagree",
-            label::dir(*dir)
-        ),
         Warning::WindowEdgeDifference {
             dir,
             sender_bytes,
@@ -428,10 +419,9 @@ fn analysis_warning(w: &Warning) -> String {
             label::dir(*dir),
             plural(*resets)
         ),
-        Warning::UdpReceiverCountedMore { dir } => format!(
-            "{}: the UDP receivers counted more window datagrams than the senders sent: the \
-             reports disagree",
-            label::dir(*dir)
+        Warning::Impossible { what } => format!(
+            "INVALID: {}; these figures cannot be true",
+            impossibility(what)
         ),
         Warning::RunAborted { run, reason } => {
             format!("run {run} was aborted: {}", abort(reason))
@@ -439,6 +429,61 @@ fn analysis_warning(w: &Warning) -> String {
         // Engine warnings are worded by `engine_warning`; a variant neither function words
         // still reaches the reader, as its code and parameters.
         other => format!("{other:?}"),
+    }
+}
+
+/// What cannot be true, in words.
+pub fn impossibility(i: &Impossibility) -> String {
+    match i {
+        Impossibility::ReadMoreThanWritten {
+            dir,
+            sender_total_bytes,
+            receiver_total_bytes,
+        } => format!(
+            "{}: the receivers read {receiver_total_bytes} bytes but the senders wrote only \
+             {sender_total_bytes}",
+            label::dir(*dir)
+        ),
+        Impossibility::ReceivedMoreThanSent {
+            dir,
+            sent,
+            received,
+        } => format!(
+            "{}: the receivers got {received} distinct window datagrams of {sent} sent",
+            label::dir(*dir)
+        ),
+        Impossibility::WindowAboveTotal {
+            host,
+            flow,
+            window_bytes,
+            total_bytes,
+        } => format!(
+            "flow {flow} at the {}: {window_bytes} bytes in the window, {total_bytes} over the \
+             whole test",
+            label::host(*host)
+        ),
+        Impossibility::RateAboveCeiling {
+            dir,
+            rate_bps,
+            ceiling_bps,
+        } => format!(
+            "{}: {rate_bps:.3e} bit/s, above the {ceiling_bps:.0e} bit/s no host reaches",
+            label::dir(*dir)
+        ),
+        Impossibility::MoreTransactionsThanAnswered {
+            client_transactions,
+            server_transactions,
+        } => format!(
+            "the client completed {client_transactions} transactions but the server answered \
+             only {server_transactions}"
+        ),
+        Impossibility::TransactionRateAboveCeiling {
+            transactions_per_s,
+            ceiling_per_s,
+        } => format!(
+            "{transactions_per_s:.3e} transactions/s, above the {ceiling_per_s:.0e}/s no host \
+             reaches"
+        ),
     }
 }
 
