@@ -1182,3 +1182,65 @@ fn invalid_configs_are_typed_errors() {
         "{err}"
     );
 }
+
+// ───────── the rate policy ─────────
+
+/// The server's `--max-rate` policy is enforced on request/response too: a server end with a
+/// 1 Mbit/s limit, answering 64 KiB responses to a closed-loop client (far above the limit),
+/// aborts with `limit_exceeded` naming the limit long before its stop instant; the client
+/// ends with the same reason through the shared abort handle.
+#[test]
+fn max_rate_policy_aborts_an_rr_run() {
+    let _g = serial();
+    let client_cfg = RrConfig {
+        response_size_bytes: 64 * 1024,
+        ..cfg(0, 10_000)
+    };
+    let server_cfg = RrConfig {
+        policy: Some(wirebench_engine::RatePolicy::new(1_000_000)),
+        ..client_cfg.clone()
+    };
+    let (cs, ss) = tcp_pair();
+    let abort = Abort::new();
+    let t0 = Instant::now();
+    let (client, server) = thread::scope(|sc| {
+        let server = sc.spawn(|| {
+            rr::run(
+                &server_cfg,
+                RrFlows::TcpServer(vec![TcpRrFlow {
+                    flow: 0,
+                    stream: ss,
+                }]),
+                &mut NullSink,
+                &abort,
+            )
+        });
+        let client = rr::run(
+            &client_cfg,
+            RrFlows::TcpClient(vec![TcpRrFlow {
+                flow: 0,
+                stream: cs,
+            }]),
+            &mut NullSink,
+            &abort,
+        );
+        (client, server.join().unwrap())
+    });
+    let took = t0.elapsed();
+    let reason = server.aborted.clone().expect("the server end aborted");
+    match &reason {
+        AbortReason::LimitExceeded {
+            limit,
+            observed_bps,
+            max_bps,
+        } => {
+            assert_eq!(*limit, LimitName::MaxRate);
+            assert_eq!(*max_bps, 1_000_000);
+            assert!(*observed_bps > *max_bps, "{observed_bps}");
+        }
+        other => panic!("not a limit: {other:?}"),
+    }
+    assert_eq!(client.aborted, Some(reason));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(server.data.flows[0].total.transactions > 0);
+}

@@ -794,3 +794,46 @@ fn config_helpers() {
     assert_eq!(c.gap_ns(), None);
     assert_eq!(c.drain_quiet(), Duration::from_millis(100));
 }
+
+/// The server's `--max-rate` policy is enforced on UDP too: an unpaced flow far above an
+/// 8 Mbit/s limit is aborted with `limit_exceeded` naming the limit, well before its stop
+/// instant, and the figures it had are kept.
+#[test]
+fn max_rate_policy_aborts_a_udp_run() {
+    let _g = traffic_lock();
+    let rx = recv_socket();
+    let tx = send_socket(rx.local_addr().unwrap());
+    let plan = UdpPlan {
+        senders: vec![UdpSendFlow {
+            flow: 0,
+            socket: tx,
+        }],
+        receivers: vec![UdpRecvSocket {
+            flows: vec![0],
+            socket: rx,
+            peer: None,
+        }],
+    };
+    let mut cfg = config(8000, None, 0, 10_000);
+    cfg.policy = Some(wirebench_engine::RatePolicy::new(8_000_000));
+    let t0 = Instant::now();
+    let out = run(&cfg, plan, &mut NullSink, &Abort::new()).unwrap();
+    let took = t0.elapsed();
+    match out.aborted.as_ref().expect("aborted by the policy") {
+        AbortReason::LimitExceeded {
+            limit,
+            observed_bps,
+            max_bps,
+        } => {
+            assert_eq!(*limit, wirebench_model::validate::LimitName::MaxRate);
+            assert_eq!(*max_bps, 8_000_000);
+            assert!(*observed_bps > *max_bps, "{observed_bps}");
+        }
+        other => panic!("not a limit: {other:?}"),
+    }
+    // 10 s asked; the policy (checked every 100 ms, 250 ms + 4 MiB of slack) stops it in
+    // well under that even on a loaded machine.
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let s = sender(&out, 0).unwrap();
+    assert!(s.datagrams_sent > 0);
+}
