@@ -12,3 +12,6 @@
 pub mod analyze;
 pub mod label;
 pub mod print;
+
+#[cfg(test)]
+mod tests;

@@ -9,7 +9,7 @@
 //! - every flow at every end: window bytes ≤ whole-test bytes;
 //! - a direction's rate (sender or receiver) is at most [`MAX_PLAUSIBLE_RATE_BPS`];
 //! - TCP RR and UDP RR: the client completed at most as many transactions as the server
-//!   answered (the server counts a response when it is written, before the client can read
+//!   answered, when the server reported request/response counts (the server counts a response when it is written, before the client can read
 //!   it); CRR is left out (an abortive close races the server's count);
 //! - request/response: at most [`MAX_PLAUSIBLE_TRANSACTIONS_PER_S`] transactions per second.
 
@@ -66,8 +66,8 @@ fn udp(u: &UdpSummary, out: &mut Vec<Impossibility>) {
     }
 }
 
-fn rr(r: &RrSummary, out: &mut Vec<Impossibility>) {
-    if let Some(server) = &r.server_total {
+fn rr(r: &RrSummary, server_counted: bool, out: &mut Vec<Impossibility>) {
+    if let Some(server) = r.server_total.as_ref().filter(|_| server_counted) {
         if r.workload != WorkloadKind::Crr && r.client_total.transactions > server.transactions {
             out.push(Impossibility::MoreTransactionsThanAnswered {
                 client_transactions: r.client_total.transactions,
@@ -113,7 +113,12 @@ pub(crate) fn check(
     match w {
         WorkloadSummary::Stream(s) => stream(s, reports.len() == 2, &mut out),
         WorkloadSummary::UdpStream(u) => udp(u, &mut out),
-        WorkloadSummary::Rr(r) => rr(r, &mut out),
+        WorkloadSummary::Rr(r) => {
+            let server_counted = reports
+                .iter()
+                .any(|(h, r)| *h == HostRole::Server && r.rr().is_some());
+            rr(r, server_counted, &mut out)
+        }
     }
     windows(reports, &mut out);
     out

@@ -82,14 +82,20 @@ pub(crate) fn spec_head(s: &TestSpec) -> String {
 }
 
 fn latency_lines(out: &mut String, l: &LatencySummary) {
+    // Two lines, so that they fit in MAX_COLUMNS whatever the values (at most 100 s, 11
+    // characters in µs).
     let _ = writeln!(
         out,
-        "  latency µs: min {} mean {} stddev {} p50 {} p90 {} p99 {} p99.9 {} p99.99 {} max {}",
+        "  latency µs: min {} mean {} stddev {} p50 {} p90 {}",
         us(l.min_ns as f64),
         us(l.mean_ns),
         us(l.stddev_ns),
         us(l.p50_ns as f64),
         us(l.p90_ns as f64),
+    );
+    let _ = writeln!(
+        out,
+        "              p99 {} p99.9 {} p99.99 {} max {}",
         us(l.p99_ns as f64),
         us(l.p999_ns as f64),
         us(l.p9999_ns as f64),

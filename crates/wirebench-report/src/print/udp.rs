@@ -61,24 +61,27 @@ fn opt_count(v: Option<u64>) -> String {
     v.map_or_else(|| "not reported".into(), |x| x.to_string())
 }
 
-/// The loss attribution table of one direction.
+/// The loss attribution table of one direction, a term per line (so that every line fits in
+/// [`super::MAX_COLUMNS`]).
 fn loss_lines(out: &mut String, l: &UdpLossAttribution) {
     let _ = writeln!(
         out,
-        "  lost over the whole test: {:>10}  = refused at the sender {} + dropped at the \
-         receiving sockets {}",
-        l.total_lost,
-        l.refused_at_sender,
-        opt_count(l.dropped_at_receiving_sockets)
+        "  lost over the whole test: {:>10}  = refused at the sender {}",
+        l.total_lost, l.refused_at_sender
     );
-    let _ = writeln!(
-        out,
-        "                            {:>10}    + dropped by the receiving host {} + lost in \
-         the path {}",
-        "",
-        opt_count(l.dropped_by_receiving_host),
-        l.lost_in_path
-    );
+    for (what, n) in [
+        (
+            "dropped at the receiving sockets",
+            opt_count(l.dropped_at_receiving_sockets),
+        ),
+        (
+            "dropped by the receiving host",
+            opt_count(l.dropped_by_receiving_host),
+        ),
+        ("lost in the path", l.lost_in_path.to_string()),
+    ] {
+        let _ = writeln!(out, "{:40}+ {what} {n}", "");
+    }
 }
 
 /// The human block of a UDP stream run.

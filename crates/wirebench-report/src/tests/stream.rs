@@ -1,0 +1,644 @@
+//! The TCP stream analysis (ported from the string-based tests; every assertion kept, typed).
+
+use wirebench_model::abort::AbortReason;
+use wirebench_model::result::{EndFallback, EndFlowError};
+use wirebench_model::side::{
+    HostRole, IntervalData, PathUsed, Role, SideStatus, VerifyCounts, ZeroCopyStats,
+};
+use wirebench_model::spec::{Direction, FlowDir, RecvPath, SendPath};
+use wirebench_model::warning::{
+    Cause, CpuUnmeasured, DataThread, FallbackReason, FlowError, Noted, OsError, Step, Warning,
+};
+
+use super::*;
+use crate::analyze::live::{self, LiveRows};
+use crate::analyze::summarize;
+use crate::print;
+
+#[test]
+fn forward_two_flows_arithmetic() {
+    let (spec, client, server) = forward_two();
+    let s = summarize(&spec, &client, Some(&server), false);
+    let st = stream_of(&s);
+    assert_eq!(st.directions.len(), 1);
+    let d = &st.directions[0];
+    assert_eq!(d.dir, FlowDir::ClientToServer);
+    assert_eq!(d.flows, 2);
+    // 2 × 625 MB = 1.25 GB in the union of the windows, [1 s, 2 s]: 1.25e9 × 8 / 1 = 10 Gbit/s.
+    assert_eq!(d.receiver_bytes, 1_250_000_000);
+    assert_eq!(d.receiver_window_ns, S);
+    assert_eq!(d.receiver_throughput_bps, 10e9);
+    assert_eq!(d.sender_throughput_bps, 10e9);
+    // 2 × 700 MB both ways: nothing unaccounted.
+    assert_eq!(d.sender_total_bytes, 1_400_000_000);
+    assert_eq!(d.receiver_total_bytes, 1_400_000_000);
+    assert_eq!(d.unaccounted_bytes, 0);
+    // 3 retransmits per sender.
+    assert_eq!(d.retransmits, 6);
+    assert_eq!(d.jain_index, Some(1.0));
+    let sp = d.flow_throughput.unwrap();
+    assert_eq!((sp.n, sp.min, sp.max), (2, 5e9, 5e9));
+
+    assert_eq!(st.flows.len(), 2);
+    for f in &st.flows {
+        assert_eq!(f.sender, HostRole::Client);
+        // 625e6 × 8 / 1 s.
+        assert_eq!(f.receiver_throughput_bps, 5e9);
+        assert_eq!(f.sender_throughput_bps, 5e9);
+        assert_eq!(f.retransmits, 3);
+        assert_eq!(f.rtt_us, Some(40));
+        assert_eq!(f.cwnd_segments, Some(100));
+        assert_eq!(f.mss_bytes, Some(1448));
+        assert_eq!(f.pmtu_bytes, Some(1500));
+        assert_eq!(f.sndbuf_bytes, Some(2_626_560));
+        assert_eq!(f.rcvbuf_bytes, Some(131_072));
+        assert_eq!(f.congestion.as_deref(), Some("cubic"));
+        assert!(f.errors.is_empty());
+    }
+    assert_eq!(s.congestion, vec!["cubic".to_string()]);
+    assert!(!s.same_host);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+    // Intervals from the receiver (the server).
+    assert_eq!(st.intervals.len(), 2);
+    let r = &st.intervals[1];
+    assert_eq!(r.host, HostRole::Server);
+    assert_eq!(r.bytes, 1_250_000_000);
+    assert_eq!(r.throughput_bps, 10e9);
+    assert_eq!((r.start_s, r.end_s), (1.0, 2.0));
+    assert!(st.intervals[0].in_warmup && !r.in_warmup);
+
+    // Live rows: only the receiving end produces rows.
+    let sample = IntervalData::Stream(server.stream().unwrap().intervals[1].clone());
+    assert_eq!(
+        live::rows(HostRole::Server, &spec, &sample),
+        LiveRows::Stream(vec![r.clone()])
+    );
+    assert_eq!(
+        live::rows(HostRole::Client, &spec, &sample),
+        LiveRows::Stream(Vec::new())
+    );
+
+    // CPU per end.
+    assert_eq!(s.cpu.len(), 2);
+    let c = &s.cpu[0];
+    assert_eq!(c.host, HostRole::Client);
+    assert_eq!(c.window_ns, S);
+    assert_eq!(c.system_busy_pct, 25.0);
+    assert_eq!(c.busiest_cpu, 3);
+    assert_eq!(c.busiest.busy_pct, 60.0);
+    // 0.5 s of thread time over a 1 s window.
+    assert_eq!(c.threads_util_pct_of_one_cpu, 50.0);
+}
+
+#[test]
+fn bidir_has_both_directions() {
+    let spec = stream_spec(Direction::Bidir, 1);
+    let (c2s, s2c) = (FlowDir::ClientToServer, FlowDir::ServerToClient);
+    let mut client = stream_report(
+        HostRole::Client,
+        vec![
+            flow_side(0, c2s, Role::Sender, 1000, 1000, S, 2 * S),
+            flow_side(1, s2c, Role::Receiver, 500, 500, S, 2 * S),
+        ],
+        None,
+    );
+    let mut server = stream_report(
+        HostRole::Server,
+        vec![
+            flow_side(0, c2s, Role::Receiver, 1000, 1000, S, 2 * S),
+            flow_side(1, s2c, Role::Sender, 500, 500, S, 2 * S),
+        ],
+        None,
+    );
+    let sample = |role0: Role, role1: Role| {
+        byte_interval(0, 0, S / 2, false, &[(0, role0, 100), (1, role1, 50)])
+    };
+    stream_mut(&mut client).intervals = vec![sample(Role::Sender, Role::Receiver)];
+    stream_mut(&mut server).intervals = vec![sample(Role::Receiver, Role::Sender)];
+    let s = summarize(&spec, &client, Some(&server), false);
+    let st = stream_of(&s);
+    let dirs: Vec<FlowDir> = st.directions.iter().map(|d| d.dir).collect();
+    assert_eq!(dirs, vec![c2s, s2c]);
+    // 1000 B × 8 / 1 s and 500 B × 8 / 1 s.
+    assert_eq!(st.directions[0].receiver_throughput_bps, 8000.0);
+    assert_eq!(st.directions[1].receiver_throughput_bps, 4000.0);
+    assert_eq!(st.flows[1].sender, HostRole::Server);
+    assert_eq!(st.flows[1].dir, s2c);
+    // One row per direction, each from its receiving end.
+    assert_eq!(st.intervals.len(), 2);
+    let i = &st.intervals;
+    assert_eq!(
+        (i[0].host, i[0].dir, i[0].bytes),
+        (HostRole::Server, c2s, 100)
+    );
+    assert_eq!(
+        (i[1].host, i[1].dir, i[1].bytes),
+        (HostRole::Client, s2c, 50)
+    );
+    // 50 B × 8 / 0.5 s.
+    assert_eq!(i[1].throughput_bps, 800.0);
+    let sample = IntervalData::Stream(client.stream().unwrap().intervals[0].clone());
+    let LiveRows::Stream(live) = live::rows(HostRole::Client, &spec, &sample) else {
+        panic!("stream rows")
+    };
+    assert_eq!(live.len(), 1);
+    assert_eq!(live[0].dir, s2c);
+    let no_cpu = Warning::NoCpuFigures {
+        host: HostRole::Client,
+    };
+    assert!(has(&s, &no_cpu), "{:?}", s.warnings);
+    assert_eq!(sentence(no_cpu), "client: no CPU figures");
+}
+
+#[test]
+fn missing_server_report_uses_what_exists() {
+    let (spec, client, _) = forward_two();
+    let s = summarize(&spec, &client, None, false);
+    let st = stream_of(&s);
+    let d = &st.directions[0];
+    assert_eq!(d.receiver_bytes, 0);
+    assert_eq!(d.receiver_throughput_bps, 0.0);
+    assert_eq!(d.sender_throughput_bps, 10e9);
+    assert_eq!(d.sender_total_bytes, 1_400_000_000);
+    assert_eq!(d.flow_throughput, None);
+    assert!(has(&s, &Warning::NoServerReport), "{:?}", s.warnings);
+    assert!(
+        says(&s, "server: no report received"),
+        "{:?}",
+        sentences(&s)
+    );
+    // No claims about unaccounted bytes without the receiver's report.
+    assert!(!has_where(&s, |w| matches!(w, Warning::UnreadBytes { .. })));
+    assert!(!says(&s, "never read"));
+    // Nor about the missing flows of a report that never came.
+    assert!(!has_where(&s, |w| matches!(
+        w,
+        Warning::MissingFlowFigures { .. }
+    )));
+    assert_eq!(s.cpu.len(), 1);
+    assert!(st.intervals.is_empty());
+    for f in &st.flows {
+        assert_eq!(f.receiver_bytes, 0);
+        assert_eq!(f.rcvbuf_bytes, None);
+        assert_eq!(f.sender_throughput_bps, 5e9);
+    }
+}
+
+#[test]
+fn unaccounted_bytes_are_explained() {
+    let (spec, client, mut server) = forward_two();
+    stream_mut(&mut server).flows[1].total_bytes -= 1000;
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert_eq!(stream_of(&s).directions[0].unaccounted_bytes, 1000);
+    // Senders 2 × 700 MB, receivers 1000 bytes fewer.
+    assert!(
+        has(
+            &s,
+            &Warning::UnreadBytes {
+                dir: FlowDir::ClientToServer,
+                sender_total_bytes: 1_400_000_000,
+                receiver_total_bytes: 1_399_999_000,
+            }
+        ),
+        "{:?}",
+        s.warnings
+    );
+    assert!(
+        says(&s, "1000 bytes were sent but never read"),
+        "{:?}",
+        sentences(&s)
+    );
+    assert!(says(&s, "cut short"));
+}
+
+#[test]
+fn window_difference_note() {
+    let (spec, mut client, server) = forward_two();
+    // Sender +10 % of the receivers' total: 1.25e9 + 0.125e9 = 1.375e9 (written over the
+    // whole test too, so that the window stays within it).
+    stream_mut(&mut client).flows[0].window_bytes += 125_000_000;
+    stream_mut(&mut client).flows[0].total_bytes += 125_000_000;
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(
+        has(
+            &s,
+            &Warning::WindowEdgeDifference {
+                dir: FlowDir::ClientToServer,
+                sender_bytes: 1_375_000_000,
+                receiver_bytes: 1_250_000_000,
+            }
+        ),
+        "{:?}",
+        s.warnings
+    );
+    assert!(says(&s, "note: forward"), "{:?}", sentences(&s));
+    assert!(says(&s, "bytes in flight"));
+    // Under 5 % (1e6 of 1.25e9 = 0.08 %): no note.
+    let (spec, mut client, server) = forward_two();
+    stream_mut(&mut client).flows[0].window_bytes += 1_000_000;
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(
+        !has_where(&s, |w| matches!(w, Warning::WindowEdgeDifference { .. })),
+        "{:?}",
+        s.warnings
+    );
+    assert!(!says(&s, "note:"), "{:?}", sentences(&s));
+}
+
+#[test]
+fn zero_window_does_not_panic() {
+    let (spec, mut client, mut server) = forward_two();
+    for f in stream_mut(&mut server)
+        .flows
+        .iter_mut()
+        .chain(stream_mut(&mut client).flows.iter_mut())
+    {
+        f.window.end_ns = f.window.start_ns;
+    }
+    client.cpu = Some(cpu(4, 25.0, 60.0, S, 0));
+    let iv = &mut stream_mut(&mut server).intervals[1];
+    iv.span.end_ns = iv.span.start_ns;
+    let s = summarize(&spec, &client, Some(&server), false);
+    let st = stream_of(&s);
+    let d = &st.directions[0];
+    assert_eq!(d.receiver_throughput_bps, 0.0);
+    assert_eq!(d.sender_throughput_bps, 0.0);
+    assert!(st.flows.iter().all(|f| f.receiver_throughput_bps == 0.0));
+    assert!(
+        has(
+            &s,
+            &Warning::ZeroWindow {
+                flow: 0,
+                host: HostRole::Server,
+                role: Role::Receiver
+            }
+        ),
+        "{:?}",
+        s.warnings
+    );
+    assert!(
+        says(&s, "zero-length measurement window"),
+        "{:?}",
+        sentences(&s)
+    );
+    assert_eq!(st.intervals[1].throughput_bps, 0.0);
+    assert_eq!(s.cpu[0].threads_util_pct_of_one_cpu, 0.0);
+    assert_eq!(s.cpu[0].service_demand_us_per_kb, None);
+    assert!(has(
+        &s,
+        &Warning::EmptyCpuWindow {
+            host: HostRole::Client
+        }
+    ));
+    assert!(says(&s, "CPU window is empty"));
+    // Everything stays finite, so the JSON round-trips.
+    let r = result_with(vec![record(0, s)]);
+    assert_eq!(
+        wirebench_model::result::RunResult::from_json(&print::json(&r)).unwrap(),
+        r
+    );
+}
+
+#[test]
+fn cpu_bound_and_same_host_warnings() {
+    let (spec, client, mut server) = forward_two();
+    server.cpu = Some(cpu(4, 30.0, 99.0, S / 2, S));
+    let s = summarize(&spec, &client, Some(&server), true);
+    // CPU 3 at 99 % > 95 %, the server's threads 0.5 s / 1 s = 50 % ≥ 25 % of one CPU.
+    let bound = Warning::CpuBound {
+        host: HostRole::Server,
+        cpu: 3,
+        busy_pct: 99.0,
+        threads_pct: 50.0,
+    };
+    assert!(has(&s, &bound), "{:?}", s.warnings);
+    let text = sentence(bound);
+    assert!(
+        text.starts_with("CPU-bound: server CPU 3 at 99% busy")
+            && text.ends_with("— the result measures the CPU, not the path"),
+        "{text}"
+    );
+    assert_eq!(
+        text,
+        "CPU-bound: server CPU 3 at 99% busy (wirebench's data threads 50% of one CPU) — the \
+         result measures the CPU, not the path"
+    );
+    // The client's CPU 3 is at 60 %.
+    assert!(!has_where(&s, |w| matches!(
+        w,
+        Warning::CpuBound {
+            host: HostRole::Client,
+            ..
+        }
+    )));
+    assert!(!says(&s, "CPU-bound: client"));
+    assert!(s.same_host);
+    assert!(has(&s, &Warning::SameHost));
+    assert!(says(&s, "one machine"));
+}
+
+#[test]
+fn service_demand_values() {
+    // 50 % of 2 CPUs while delivering 8 Gbit/s: 1e6 µs/s / 976 562.5 KB/s = 1.024 µs/KB.
+    let spec = stream_spec(Direction::Forward, 1);
+    let c2s = FlowDir::ClientToServer;
+    let client = stream_report(
+        HostRole::Client,
+        vec![flow_side(0, c2s, Role::Sender, S, S, S, 2 * S)],
+        Some(cpu(2, 50.0, 50.0, S, S)),
+    );
+    let server = stream_report(
+        HostRole::Server,
+        vec![flow_side(0, c2s, Role::Receiver, S, S, S, 2 * S)],
+        Some(cpu(2, 50.0, 50.0, S, S)),
+    );
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert_eq!(stream_of(&s).directions[0].receiver_throughput_bps, 8e9);
+    assert_eq!(s.cpu.len(), 2);
+    for c in &s.cpu {
+        assert!(close(c.service_demand_us_per_kb.unwrap(), 1.024));
+        // 1 s of thread CPU for 1e9 bytes: 1e6 µs / 976 562.5 KB.
+        assert!(close(c.threads_service_demand_us_per_kb.unwrap(), 1.024));
+        assert_eq!(c.threads_util_pct_of_one_cpu, 100.0);
+        assert_eq!(c.threads_user_ns + c.threads_system_ns, S);
+        // No transactions in a stream run.
+        assert_eq!(c.service_demand_us_per_tx, None);
+        assert_eq!(c.threads_service_demand_us_per_tx, None);
+    }
+}
+
+#[test]
+fn warnings_and_flow_errors_are_carried_over() {
+    let (spec, mut client, mut server) = forward_two();
+    // The typed form of "flow 1: no EOF".
+    let no_eof = Warning::DrainTruncated {
+        thread: DataThread::Flow(1),
+        drain_limit_ms: 2000,
+    };
+    client.warnings.push(no_eof.clone());
+    let reset = FlowError {
+        step: Step::Receive,
+        cause: Cause::Os {
+            error: OsError {
+                errno: Some(104),
+                message: "connection reset by peer".into(),
+            },
+        },
+    };
+    stream_mut(&mut server).flows[0].error = Some(reset.clone());
+    let vanished = AbortReason::ControlLost {
+        detail: "peer vanished".into(),
+    };
+    server.status = SideStatus::Aborted(vanished.clone());
+    let s = summarize(&spec, &client, Some(&server), false);
+
+    assert!(s
+        .warnings
+        .contains(&Noted::at(HostRole::Client, no_eof.clone())));
+    assert!(
+        says(
+            &s,
+            "client: the thread of flow 1 saw no end of data within 2000 ms after the stop"
+        ),
+        "{:?}",
+        sentences(&s)
+    );
+    let failed = Warning::FlowFailed {
+        flow: 0,
+        host: HostRole::Server,
+        error: reset.clone(),
+    };
+    assert!(has(&s, &failed), "{:?}", s.warnings);
+    assert_eq!(
+        sentence(failed),
+        "flow 0 failed at the server: receiving: connection reset by peer"
+    );
+    let aborted = Warning::SideAborted {
+        host: HostRole::Server,
+        reason: vanished,
+    };
+    assert!(has(&s, &aborted));
+    assert_eq!(
+        sentence(aborted),
+        "server: its part of the test was aborted: the control connection was lost: peer \
+         vanished"
+    );
+    assert_eq!(
+        stream_of(&s).flows[0].errors,
+        vec![EndFlowError {
+            host: HostRole::Server,
+            error: reset,
+        }]
+    );
+    // An aborted end makes no claim about unread bytes.
+    assert!(!has_where(&s, |w| matches!(w, Warning::UnreadBytes { .. })));
+}
+
+#[test]
+fn requested_congestion_mismatch_is_reported() {
+    let (mut spec, client, server) = forward_two();
+    stream_spec_mut(&mut spec).tcp.congestion = Some("bbr".into());
+    let s = summarize(&spec, &client, Some(&server), false);
+    for host in [HostRole::Client, HostRole::Server] {
+        let w = Warning::CongestionMismatch {
+            host,
+            requested: "bbr".into(),
+            in_use: "cubic".into(),
+            flows: vec![0, 1],
+        };
+        assert!(has(&s, &w), "{:?}", s.warnings);
+    }
+    assert!(
+        says(
+            &s,
+            "congestion control cubic is in use on flows 0, 1 although bbr was requested"
+        ),
+        "{:?}",
+        sentences(&s)
+    );
+    // Asking for what runs is no mismatch.
+    let (mut spec, client, server) = forward_two();
+    stream_spec_mut(&mut spec).tcp.congestion = Some("cubic".into());
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
+#[test]
+fn paths_zerocopy_and_verify_are_joined_per_flow_and_summed_per_direction() {
+    let (spec, mut client, mut server) = forward_two();
+    let setup_failed = FallbackReason::SetupFailed {
+        error: OsError {
+            errno: Some(95),
+            message: "operation not supported".into(),
+        },
+    };
+    for (i, f) in stream_mut(&mut client).flows.iter_mut().enumerate() {
+        if i == 0 {
+            f.path = PathUsed::Send(SendPath::Zerocopy);
+            f.zerocopy = Some(ZeroCopyStats {
+                sends: 10,
+                sends_completed_zerocopy: 3,
+                sends_completed_copied: 7,
+                // Receive-side fields of a sender are not taken.
+                bytes_mapped: 999,
+                ..ZeroCopyStats::default()
+            });
+        } else {
+            f.path = PathUsed::Send(SendPath::Copy);
+            f.path_fallback = Some(setup_failed.clone());
+        }
+    }
+    for f in stream_mut(&mut server).flows.iter_mut() {
+        f.path = PathUsed::Recv(RecvPath::Zerocopy);
+        f.zerocopy = Some(ZeroCopyStats {
+            bytes_mapped: 600_000_000,
+            bytes_copied: 100_000_000,
+            ..ZeroCopyStats::default()
+        });
+        f.verify = Some(VerifyCounts {
+            verified_bytes: 700_000_000,
+            mismatched_bytes: 0,
+        });
+    }
+    let s = summarize(&spec, &client, Some(&server), false);
+    let st = stream_of(&s);
+    let f0 = &st.flows[0];
+    assert_eq!(f0.send_path, Some(SendPath::Zerocopy));
+    assert_eq!(f0.recv_path, Some(RecvPath::Zerocopy));
+    assert!(f0.path_fallback.is_empty());
+    let z = f0.zerocopy.as_ref().unwrap();
+    assert_eq!(
+        (
+            z.sends,
+            z.sends_completed_zerocopy,
+            z.sends_completed_copied
+        ),
+        (10, 3, 7)
+    );
+    assert_eq!((z.bytes_mapped, z.bytes_copied), (600_000_000, 100_000_000));
+    assert_eq!(f0.verified_bytes, Some(700_000_000));
+    let f1 = &st.flows[1];
+    assert_eq!(f1.send_path, Some(SendPath::Copy));
+    assert_eq!(
+        f1.path_fallback,
+        vec![EndFallback {
+            host: HostRole::Client,
+            reason: setup_failed.clone(),
+        }]
+    );
+    assert_eq!(
+        print::text::fallback(&setup_failed),
+        "setting it up failed: operation not supported"
+    );
+    let d = &st.directions[0];
+    assert_eq!(d.send_paths, vec![SendPath::Zerocopy, SendPath::Copy]);
+    assert_eq!(d.recv_paths, vec![RecvPath::Zerocopy]);
+    assert_eq!(d.path_fallback_flows, 1);
+    // Sends from flow 0's sender only; mapped/copied 2 × 600 MB / 2 × 100 MB from the receivers.
+    let z = d.zerocopy.as_ref().unwrap();
+    assert_eq!(
+        (z.sends, z.bytes_mapped, z.bytes_copied),
+        (10, 1_200_000_000, 200_000_000)
+    );
+    assert_eq!(
+        (d.verified_bytes, d.verify_errors),
+        (Some(1_400_000_000), Some(0))
+    );
+
+    let text = print::human(&result_with(vec![record(0, s)]));
+    for needle in [
+        "forward: paths: send zerocopy/copy, receive zerocopy (1 flow fell back to copy, see",
+        "zero-copy sends 10: 3 completed without a copy, 7 copied by the kernel",
+        "TCP_ZEROCOPY_RECEIVE 1200000000 bytes mapped, 200000000 copied",
+        "verified 1400000000 bytes, 0 differed",
+    ] {
+        assert!(
+            text.replace("\n  ", " ").contains(needle),
+            "missing {needle:?} in:\n{text}"
+        );
+    }
+    assert_narrow(&text);
+
+    // Reports on the copy paths without zero-copy or verification figures: the paths line
+    // names the paths and invents nothing else.
+    let (spec, client, server) = forward_two();
+    let s = summarize(&spec, &client, Some(&server), false);
+    let d = &stream_of(&s).directions[0];
+    assert_eq!(
+        (d.send_paths.as_slice(), d.recv_paths.as_slice()),
+        ([SendPath::Copy].as_slice(), [RecvPath::Copy].as_slice())
+    );
+    assert!(d.zerocopy.is_none());
+    assert_eq!((d.verified_bytes, d.verify_errors), (None, None));
+    assert_eq!(d.path_fallback_flows, 0);
+    let text = print::human(&result_with(vec![record(0, s)]));
+    let paths: Vec<&str> = text.lines().filter(|l| l.contains("paths:")).collect();
+    assert_eq!(
+        paths,
+        vec!["forward: paths: send copy, receive copy"],
+        "{text}"
+    );
+}
+
+#[test]
+fn missing_flow_and_unexpected_flow_are_reported() {
+    // The server lacks flow 1 and reports a flow 7 the spec does not have.
+    let (spec, client, mut server) = forward_two();
+    let extra = flow_side(7, FlowDir::ClientToServer, Role::Receiver, 10, 10, S, 2 * S);
+    let flows = &mut stream_mut(&mut server).flows;
+    flows.truncate(1);
+    flows.push(extra);
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(has(
+        &s,
+        &Warning::MissingFlowFigures {
+            flow: 1,
+            host: HostRole::Server,
+            role: Role::Receiver,
+        }
+    ));
+    assert!(has(
+        &s,
+        &Warning::UnexpectedFlow {
+            host: HostRole::Server,
+            flow: 7,
+        }
+    ));
+    assert_eq!(
+        sentence(Warning::MissingFlowFigures {
+            flow: 1,
+            host: HostRole::Server,
+            role: Role::Receiver,
+        }),
+        "flow 1: the receiver (server) reported no figures; they are 0"
+    );
+    let st = stream_of(&s);
+    // Flow 7 is kept (as the report has it) after flows 0 and 1.
+    let ids: Vec<u32> = st.flows.iter().map(|f| f.flow).collect();
+    assert_eq!(ids, vec![0, 1, 7]);
+    assert_eq!(st.flows[1].receiver_bytes, 0);
+    // Receivers: flow 0 (625 MB) and flow 7 (10 B) over [1 s, 2 s].
+    assert_eq!(st.directions[0].receiver_bytes, 625_000_010);
+    assert_eq!(st.directions[0].flows, 3);
+}
+
+#[test]
+fn cpu_not_measured_is_carried_with_its_end() {
+    let (spec, mut client, server) = forward_two();
+    client.cpu = None;
+    client.warnings.push(Warning::CpuNotMeasured {
+        reason: CpuUnmeasured::ProcStatUnreadable,
+    });
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert_eq!(s.cpu.len(), 1);
+    assert_eq!(s.cpu[0].host, HostRole::Server);
+    assert!(sentences(&s)
+        .contains(&"client: CPU was not measured: /proc/stat could not be read".to_string()));
+    assert!(has(
+        &s,
+        &Warning::NoCpuFigures {
+            host: HostRole::Client
+        }
+    ));
+}
