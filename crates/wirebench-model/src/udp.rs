@@ -124,9 +124,10 @@ pub struct UdpRecvSocketReport {
     pub flows: Vec<u32>,
     /// Datagrams that belonged to none of them.
     pub invalid: UdpInvalidCounts,
-    /// Datagrams the kernel dropped because this socket's receive buffer was full
-    /// (SO_RXQ_OVFL: the count the kernel attaches to each datagram, last value minus first
-    /// seen); `None` if the kernel did not report it.
+    /// Datagrams the kernel dropped because this socket's receive buffer was full, over the
+    /// socket's life (the test's): the larger of the last SO_RXQ_OVFL count attached to a
+    /// datagram and the socket's `drops` in /proc/net/udp read after the drain (which also
+    /// counts drops after the last datagram read); `None` if the kernel reported neither.
     pub rcvbuf_drops: Option<u64>,
     /// Why reception on the socket ended early, if it did.
     pub error: Option<FlowError>,

@@ -14,6 +14,7 @@
 //! * [`netns`]: entering network namespaces (named, or a new one) on the current thread.
 //! * [`packet`]: `AF_PACKET` raw sockets bound to one interface (frames in and out).
 //! * [`host`]: host information (kernel release, sysctls, CPU model, `/proc/stat`).
+//! * [`udp`]: UDP drop counters (`SO_RXQ_OVFL`, `/proc/net/udp` drops, `/proc/net/snmp`).
 //! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
 
 #[cfg(not(target_os = "linux"))]
@@ -28,5 +29,6 @@ pub mod process;
 pub mod require;
 pub mod tcp;
 pub mod thread;
+pub mod udp;
 
 mod sockopt;

@@ -74,7 +74,8 @@ use thiserror::Error;
 use wirebench_model::abort::EngineKind;
 use wirebench_model::side::{Role, Span};
 use wirebench_model::udp::{
-    UdpFlowInterval, UdpInterval, UdpRecvReport, UdpRecvSocketReport, UdpSendReport, UdpSide,
+    UdpFlowInterval, UdpHostDrops, UdpInterval, UdpRecvReport, UdpRecvSocketReport, UdpSendReport,
+    UdpSide,
 };
 use wirebench_model::warning::{DataThread, FlowError, OsError, Step, Warning};
 use wirebench_proto::udp::{
@@ -473,7 +474,7 @@ fn collect_receivers(
                 error: OsError::from(&e),
             });
         }
-        let (demux, error) = match done {
+        let (demux, rcvbuf_drops, error) = match done {
             Some(d) => {
                 if d.drain_truncated {
                     warnings.push(Warning::DrainTruncated {
@@ -481,7 +482,7 @@ fn collect_receivers(
                         drain_limit_ms: cfg.drain_limit.as_millis() as u64,
                     });
                 }
-                (d.demux, d.error)
+                (d.demux, d.rcvbuf_drops, d.error)
             }
             None => (
                 RecvDemux::new(
@@ -490,6 +491,7 @@ fn collect_receivers(
                         .map(|&f| FlowRecvAccounting::new(f, cfg.reorder_window_seqs, window))
                         .collect(),
                 ),
+                None,
                 Some(FlowError::panicked()),
             ),
         };
@@ -500,7 +502,7 @@ fn collect_receivers(
         sockets.push(UdpRecvSocketReport {
             flows: flows.clone(),
             invalid: demux.invalid(),
-            rcvbuf_drops: None,
+            rcvbuf_drops,
             error,
         });
     }
@@ -548,6 +550,10 @@ pub fn run(
 
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
     let at_start = CpuSnapshot::take(0, &[], &|_| None);
+    // The namespace's UDP drop counters, when this end receives (their delta is the host's).
+    let snmp_start = (!plan.receivers.is_empty())
+        .then(wirebench_sys::udp::udp_snmp)
+        .and_then(Result::ok);
     let out = thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n_threads);
         let mut counter_base = n_send;
@@ -630,7 +636,13 @@ pub fn run(
                 receivers,
                 sockets,
                 intervals: out.intervals,
-                host_drops: None,
+                host_drops: snmp_start.and_then(|a| {
+                    let b = wirebench_sys::udp::udp_snmp().ok()?;
+                    Some(UdpHostDrops {
+                        rcvbuf_errors: b.rcvbuf_errors.saturating_sub(a.rcvbuf_errors),
+                        in_errors: b.in_errors.saturating_sub(a.in_errors),
+                    })
+                }),
             },
             cpu,
             warnings,

@@ -4,6 +4,8 @@ use super::*;
 
 pub(super) struct RecvDone {
     pub(super) demux: RecvDemux,
+    /// Datagrams the socket's buffer overflowed with (see `UdpRecvSocketReport`).
+    pub(super) rcvbuf_drops: Option<u64>,
     pub(super) error: Option<FlowError>,
     pub(super) drain_truncated: bool,
 }
@@ -46,11 +48,18 @@ pub(super) fn run_receiver(
     let mut drain_truncated = false;
     // Once the stop flag is seen: the drain's hard end.
     let mut drain_deadline: Option<Instant> = None;
+    // The kernel attaches the socket's drop count to each datagram (SO_RXQ_OVFL).
+    let counting = wirebench_sys::udp::enable_drop_counter(socket).is_ok();
+    let mut last_drops: Option<u32> = None;
     loop {
         if abort.is_set() {
             break;
         }
-        let now = match socket.recv_from(&mut buf) {
+        let got = wirebench_sys::udp::recv_counting(socket, &mut buf).map(|r| {
+            last_drops = r.drops.or(last_drops);
+            (r.len, r.from)
+        });
+        let now = match got {
             Ok((_, from)) if peer.is_some_and(|p| p != from) => {
                 demux.on_foreign_source();
                 Instant::now()
@@ -93,8 +102,15 @@ pub(super) fn run_receiver(
             }
         }
     }
+    let proc_drops = wirebench_sys::udp::socket_drops(socket).ok();
+    let rcvbuf_drops = match (counting.then_some(last_drops).flatten(), proc_drops) {
+        (Some(a), Some(b)) => Some(u64::from(a).max(b)),
+        (Some(a), None) => Some(u64::from(a)),
+        (None, b) => b.or(counting.then_some(0)),
+    };
     RecvDone {
         demux,
+        rcvbuf_drops,
         error,
         drain_truncated,
     }
