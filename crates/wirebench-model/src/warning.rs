@@ -347,6 +347,18 @@ pub enum Warning {
         /// Receivers' window bytes.
         receiver_bytes: u64,
     },
+    /// The socket buffer asked for (`-w`) is above what the kernel allows an unprivileged
+    /// request at this end (net.core.rmem_max / wmem_max): the kernel capped it there.
+    WindowCapped {
+        /// The end.
+        host: HostRole,
+        /// Asked for, bytes.
+        requested_bytes: u64,
+        /// net.core.rmem_max at that end, bytes.
+        rmem_max_bytes: Option<u64>,
+        /// net.core.wmem_max at that end, bytes.
+        wmem_max_bytes: Option<u64>,
+    },
     /// No CPU figures from this end.
     NoCpuFigures {
         /// The end.

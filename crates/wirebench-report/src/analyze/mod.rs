@@ -177,6 +177,24 @@ fn congestion(
     distinct
 }
 
+/// A warning for each end whose rmem_max or wmem_max is below the socket buffer asked for.
+fn window_caps(spec: &TestSpec, reports: &[(HostRole, &SideReport)], warnings: &mut Warnings) {
+    let Some(w) = spec.common.window_bytes.map(u64::from) else {
+        return;
+    };
+    for (host, r) in reports {
+        let (rmem, wmem) = (r.env.rmem_max_bytes, r.env.wmem_max_bytes);
+        if rmem.is_some_and(|m| w > m) || wmem.is_some_and(|m| w > m) {
+            warnings.run(Warning::WindowCapped {
+                host: *host,
+                requested_bytes: w,
+                rmem_max_bytes: rmem,
+                wmem_max_bytes: wmem,
+            });
+        }
+    }
+}
+
 /// Figures derived from both ends' reports of one run. `server` is `None` when the server's
 /// report never arrived; `same_host` says both ends share one kernel (embedded server,
 /// loopback, equal boot ids).
@@ -202,6 +220,7 @@ pub fn summarize(
             });
         }
     }
+    window_caps(spec, &reports, &mut warnings);
     let (workload, delivered, transactions) = match spec.kind() {
         WorkloadKind::Stream => {
             let s = stream::summarize(spec, &reports, server.is_some(), &mut warnings);

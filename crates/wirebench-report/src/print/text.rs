@@ -364,6 +364,22 @@ fn analysis_warning(w: &Warning) -> String {
              bytes in flight",
             label::dir(*dir)
         ),
+        Warning::WindowCapped {
+            host,
+            requested_bytes,
+            rmem_max_bytes,
+            wmem_max_bytes,
+        } => {
+            let show = |v: &Option<u64>| v.map_or_else(|| "unknown".into(), |m| m.to_string());
+            format!(
+                "{}: -w {requested_bytes} bytes is above what the kernel allows (net.core.rmem_max \
+                 {}, net.core.wmem_max {} bytes): the buffers were capped there (see the effective \
+                 sizes); raise the sysctls to test larger windows",
+                label::host(*host),
+                show(rmem_max_bytes),
+                show(wmem_max_bytes)
+            )
+        }
         Warning::NoCpuFigures { host } => format!("{}: no CPU figures", label::host(*host)),
         Warning::SameHost => "both ends ran on one machine (one kernel): their system-wide CPU \
                               figures count the same CPUs"

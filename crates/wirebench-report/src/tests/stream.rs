@@ -642,3 +642,42 @@ fn cpu_not_measured_is_carried_with_its_end() {
         }
     ));
 }
+
+/// `-w` above an end's rmem_max/wmem_max: a warning per end that capped it, naming both
+/// sysctls; none at or below them.
+#[test]
+fn window_above_the_kernel_maximum_is_reported_per_end() {
+    let (mut spec, mut client, mut server) = forward_two();
+    spec.common.window_bytes = Some(64 << 20);
+    client.env.rmem_max_bytes = Some(4 << 20);
+    client.env.wmem_max_bytes = Some(4 << 20);
+    server.env.rmem_max_bytes = Some(128 << 20);
+    server.env.wmem_max_bytes = Some(128 << 20);
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(has(
+        &s,
+        &Warning::WindowCapped {
+            host: HostRole::Client,
+            requested_bytes: 64 << 20,
+            rmem_max_bytes: Some(4 << 20),
+            wmem_max_bytes: Some(4 << 20),
+        }
+    ));
+    assert!(!has_where(&s, |w| matches!(
+        w,
+        Warning::WindowCapped {
+            host: HostRole::Server,
+            ..
+        }
+    )));
+    assert!(says(
+        &s,
+        "client: -w 67108864 bytes is above what the kernel allows"
+    ));
+    spec.common.window_bytes = Some(4 << 20);
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(!has_where(&s, |w| matches!(
+        w,
+        Warning::WindowCapped { .. }
+    )));
+}
