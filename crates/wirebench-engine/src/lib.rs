@@ -42,7 +42,7 @@ pub use abort::Abort;
 pub use timeline::RatePolicy;
 
 use wirebench_model::abort::{AbortReason, EngineKind, Placement};
-use wirebench_model::side::CpuReport;
+use wirebench_model::side::{CpuReport, Span};
 use wirebench_model::warning::Warning;
 
 /// Where an engine reports while it runs: one interval sample of type `S` at a time, from
@@ -71,6 +71,9 @@ pub struct EngineOutput<D> {
     pub warnings: Vec<Warning>,
     /// Set if the run was aborted, with the reason.
     pub aborted: Option<AbortReason>,
+    /// This end's measurement window [end of warm-up, stop instant]; `None` if the run
+    /// stopped before it opened (then no count covers a measured window).
+    pub window: Option<Span>,
     /// Which engine ran and where its threads were.
     pub engine: EngineKind,
 }

@@ -96,15 +96,6 @@ impl RatePolicy {
     }
 }
 
-/// Where the window starts when the run was aborted before it opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unopened {
-    /// At 0: the window covers the warm-up up to the abort.
-    AtZero,
-    /// At the abort instant: the window is empty.
-    AtStop,
-}
-
 /// The timeline of a run.
 #[derive(Debug, Clone)]
 pub(crate) struct Timeline {
@@ -118,8 +109,6 @@ pub(crate) struct Timeline {
     pub(crate) interval: Option<Duration>,
     /// The rate policy, if any.
     pub(crate) policy: Option<RatePolicy>,
-    /// Where the window starts if it never opened.
-    pub(crate) unopened: Unopened,
     /// The CPUs the data threads may run on (for the CPU report).
     pub(crate) cpus_used: Vec<u32>,
 }
@@ -127,8 +116,11 @@ pub(crate) struct Timeline {
 /// What the timeline measured.
 #[derive(Debug)]
 pub(crate) struct Outcome<S, R> {
-    /// When the window opened (ns), or where it starts if it never did ([`Unopened`]).
+    /// When the window opened (ns); the stop instant if it never did (an empty window).
     pub(crate) window_start_ns: u64,
+    /// False if the run stopped (abort, interrupt) before the window opened: no figure
+    /// covers a measured window.
+    pub(crate) window_opened: bool,
     /// The stop instant, or the abort instant (ns).
     pub(crate) stop_ns: u64,
     /// The interval samples, tiling `[0, end]` (none without an interval period).
@@ -224,7 +216,8 @@ impl Timeline {
         engine.close_window(stop_ns);
         let cpu_after = threads.snapshot(stop_ns);
         engine.stop(stop_ns);
-        if cpu_before.is_none() && self.unopened == Unopened::AtStop {
+        let window_opened = cpu_before.is_some();
+        if !window_opened {
             window_start_ns = stop_ns;
         }
         let cpu_before = cpu_before.unwrap_or_else(|| threads.snapshot(window_start_ns));
@@ -237,6 +230,7 @@ impl Timeline {
         }
         Outcome {
             window_start_ns,
+            window_opened,
             stop_ns,
             intervals,
             aborted: abort.reason(),

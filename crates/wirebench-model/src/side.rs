@@ -361,6 +361,10 @@ pub struct SideReport {
     pub host: HostRole,
     /// How this end's part ended.
     pub status: SideStatus,
+    /// This end's measurement window [end of warm-up, stop instant], on its clock; `None`
+    /// if the test ended before the window opened (interrupted or aborted during warm-up, or
+    /// the engine never ran): then no figure of this end covers a measured window.
+    pub window: Option<Span>,
     /// The workload's counts; `None` if this end's engine never ran.
     pub data: Option<SideData>,
     /// CPU over the window, if it could be measured.

@@ -435,6 +435,12 @@ pub enum Warning {
     },
 
     // ───── from the runner ─────
+    /// A run ended (interrupted, aborted) during its warm-up, before the measurement window
+    /// opened at either end: it has no figures, and its summary is empty.
+    EndedBeforeWindow {
+        /// The run, 1-based.
+        run: u32,
+    },
     /// A run of the invocation was aborted.
     RunAborted {
         /// The run, 1-based.

@@ -191,6 +191,7 @@ pub(crate) fn empty_report(
     SideReport {
         host,
         status: SideStatus::Aborted(reason),
+        window: None,
         data: None,
         cpu: None,
         env: wirebench_engine::env::probe(local),
@@ -212,6 +213,7 @@ fn report<D>(
             Some(r) => SideStatus::Aborted(r),
             None => SideStatus::Completed,
         },
+        window: out.window,
         data: Some(data(out.data)),
         cpu: out.cpu,
         env: wirebench_engine::env::probe(local),

@@ -287,9 +287,22 @@ impl Runner {
             match client::run(&ccfg, &self.interrupt, &mut on_interval) {
                 Ok(run) => {
                     let same = same_host(self.cfg.target, run.client.as_ref(), run.server.as_ref());
+                    // A run that stopped before either end's window opened measured
+                    // nothing: no summary (its warm-up bytes are not a result).
+                    let never_opened = run.outcome != Outcome::Completed
+                        && [&run.client, &run.server]
+                            .into_iter()
+                            .flatten()
+                            .all(|r| r.window.is_none());
+                    if never_opened {
+                        result
+                            .warnings
+                            .push(Noted::run(Warning::EndedBeforeWindow { run: index + 1 }));
+                    }
                     let summary = run
                         .client
                         .as_ref()
+                        .filter(|_| !never_opened)
                         .map(|c| analyze::summarize(spec, c, run.server.as_ref(), same));
                     let status = run_status(&run.outcome, run.server.as_ref(), summary.as_ref());
                     if let Outcome::Aborted(reason) = &run.outcome {
@@ -387,6 +400,10 @@ mod tests {
         SideReport {
             host,
             status: SideStatus::Completed,
+            window: Some(Span {
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+            }),
             data: Some(SideData::Stream(StreamSide {
                 flows: vec![FlowSide {
                     flow: 0,

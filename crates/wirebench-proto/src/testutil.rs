@@ -37,6 +37,10 @@ pub fn full_side_report(host: HostRole) -> SideReport {
     SideReport {
         host,
         status: SideStatus::Aborted(AbortReason::PeerSilent { silence_ms: 5000 }),
+        window: Some(Span {
+            start_ns: 1_000,
+            end_ns: 2_000_000_000,
+        }),
         data: Some(SideData::Stream(StreamSide {
             flows: vec![FlowSide {
                 flow: 0,

@@ -134,7 +134,7 @@ use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
 use crate::pace::Schedule;
 use crate::threads::{account_thread, started, DataThreads};
-use crate::timeline::{Engine, RatePolicy, Timeline, Unopened};
+use crate::timeline::{Engine, RatePolicy, Timeline};
 use crate::{EngineOutput, Pinning, Sink};
 use io::{prepare_tcp, FlowEnd, Tally};
 
@@ -595,7 +595,6 @@ pub fn run(
             interval: cfg.interval.filter(|i| !i.is_zero()),
             policy: cfg.policy,
             // Aborted during the warm-up: the window never opened; report it empty at the stop.
-            unopened: Unopened::AtStop,
             cpus_used: cfg.pin.cpus_used(n * threads_per_flow),
         };
         let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
@@ -669,6 +668,10 @@ pub fn run(
             cpu,
             warnings,
             aborted: out.aborted,
+            window: out.window_opened.then_some(Span {
+                start_ns: out.window_start_ns,
+                end_ns: out.stop_ns,
+            }),
             engine: EngineKind::ThreadPerFlow {
                 threads: (n * threads_per_flow) as u32,
                 placement: cfg.pin.placement(n * threads_per_flow),

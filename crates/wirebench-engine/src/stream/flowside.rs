@@ -27,7 +27,7 @@ use super::{FlowPlan, StreamConfig};
 use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
 use crate::threads::DataThreads;
-use crate::timeline::{Engine, Timeline, Unopened};
+use crate::timeline::{Engine, Timeline};
 use crate::{EngineOutput, Sink};
 
 /// A flow's running byte total: written (a plain store) only by the thread that moves the
@@ -296,7 +296,6 @@ impl<'a> Run<'a> {
             duration: cfg.duration,
             interval: cfg.interval,
             policy: cfg.policy,
-            unopened: Unopened::AtZero,
             cpus_used: cfg.pin.cpus_used(nthreads),
         };
         let out = timeline.run(&mut sampler, threads, at_start, abort, join);
@@ -311,6 +310,8 @@ impl<'a> Run<'a> {
                 .map(|d| d.total_bytes)
                 .unwrap_or_else(|| shared.counters[i].0.load(Ordering::Relaxed));
             let (window_bytes, window_end_ns) = match role {
+                // Stopped before the window opened: nothing was measured.
+                _ if !out.window_opened => (0, stop_ns),
                 Role::Sender => (sampler.stop_bytes[i].saturating_sub(start_bytes), stop_ns),
                 Role::Receiver => {
                     let last = done.and_then(|d| d.last_byte_ns).unwrap_or(window_start_ns);
@@ -370,6 +371,10 @@ impl<'a> Run<'a> {
             cpu,
             warnings,
             aborted: out.aborted,
+            window: out.window_opened.then_some(Span {
+                start_ns: out.window_start_ns,
+                end_ns: out.stop_ns,
+            }),
             engine,
         }
     }

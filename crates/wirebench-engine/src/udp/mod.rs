@@ -87,7 +87,7 @@ use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
 use crate::pace::{wait_until, Schedule};
 use crate::threads::{spawn_data, DataThreads};
-use crate::timeline::{Engine, RatePolicy, Timeline, Unopened};
+use crate::timeline::{Engine, RatePolicy, Timeline};
 use crate::util::{is_timeout, ns_since};
 use crate::{EngineOutput, Pinning, Sink};
 
@@ -605,7 +605,6 @@ pub fn run(
             duration,
             interval: cfg.interval.map(|i| i.max(Duration::from_millis(1))),
             policy: cfg.policy,
-            unopened: Unopened::AtZero,
             cpus_used: cfg.pin.cpus_used(n_threads),
         };
         let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
@@ -647,6 +646,10 @@ pub fn run(
             cpu,
             warnings,
             aborted: out.aborted,
+            window: out.window_opened.then_some(Span {
+                start_ns: out.window_start_ns,
+                end_ns: out.stop_ns,
+            }),
             engine: EngineKind::ThreadPerFlow {
                 threads: n_threads as u32,
                 placement: cfg.pin.placement(n_threads),

@@ -71,11 +71,11 @@ use records::{RecordLog, Ring};
 pub use records::{RecordStatus, TestRecord};
 use route::PendingTest;
 
-/// Seconds since the Unix epoch, now.
-fn start_secs() -> u64 {
+/// Microseconds since the Unix epoch, now.
+fn start_micros() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// How often the accept loop looks at the shutdown flag when no connection arrives.
@@ -216,8 +216,11 @@ impl Daemon {
             state: Arc::new(State {
                 cfg,
                 running: AtomicU32::new(0),
-                // Unique across restarts: the start time (s) x 10^6, then a counter.
-                next_id: AtomicU64::new(start_secs().saturating_mul(1_000_000) + 1),
+                // Unique across restarts: the start time in microseconds, then a counter. A
+                // daemon hands out fewer ids than microseconds pass before a successor starts
+                // (each takes a connection and a handshake), so even two starts within one
+                // second never share an id (seconds x 10^6 did).
+                next_id: AtomicU64::new(start_micros().saturating_add(1)),
                 open_connections: AtomicUsize::new(0),
                 per_source: Mutex::new(HashMap::new()),
                 per_peer: Mutex::new(HashMap::new()),

@@ -47,7 +47,7 @@ pub enum RecordStatus {
 #[derive(Debug, Clone, Serialize)]
 pub struct TestRecord {
     /// Server-assigned id, unique across restarts of the daemon: the daemon's start time in
-    /// seconds since the Unix epoch × 10^6 + a counter.
+    /// microseconds since the Unix epoch + a counter.
     pub test_id: u64,
     /// Client address of the control connection.
     pub peer: SocketAddr,
@@ -321,6 +321,7 @@ mod tests {
             server: Some(SideReport {
                 host: wirebench_model::side::HostRole::Server,
                 status: wirebench_model::side::SideStatus::Completed,
+                window: None,
                 data: None,
                 cpu: None,
                 env,

@@ -262,17 +262,18 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
         total_runs,
         status_name(run.status)
     );
+    if ended_in_warmup(run) {
+        let _ = writeln!(
+            out,
+            "  {} during warm-up: the measurement window never opened, so there are no figures",
+            status_name(run.status)
+        );
+        return;
+    }
     let Some(s) = &run.summary else {
         out.push_str("  no figures: no report was received\n");
         return;
     };
-    if interrupted_in_warmup(run) {
-        out.push_str(
-            "  interrupted during warm-up: the measurement window never opened, so there are \
-             no figures\n",
-        );
-        return;
-    }
     match &s.workload {
         wirebench_model::result::WorkloadSummary::Stream(st) => {
             stream::block(out, st, run, o);
@@ -310,18 +311,14 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
     }
 }
 
-/// True when a run was interrupted before its measurement window opened: no end reports a
-/// CPU window, and every end that reported was aborted.
-pub fn interrupted_in_warmup(run: &RunRecord) -> bool {
-    run.status == RunStatus::Interrupted
-        && run
-            .summary
-            .as_ref()
-            .is_some_and(|s| s.cpu.iter().all(|c| c.window_ns == 0))
+/// True when a run stopped before either end's measurement window opened.
+pub fn ended_in_warmup(run: &RunRecord) -> bool {
+    run.status != RunStatus::Completed
+        && run.client.is_some()
         && [&run.client, &run.server]
             .into_iter()
             .flatten()
-            .all(|side| side.cpu.is_none())
+            .all(|side| side.window.is_none())
 }
 
 fn interval_text(name: &str, i: &Interval, scale: f64, unit: &str, target: f64) -> String {

@@ -439,6 +439,10 @@ fn analysis_warning(w: &Warning) -> String {
             "INVALID: {}; these figures cannot be true",
             impossibility(what)
         ),
+        Warning::EndedBeforeWindow { run } => format!(
+            "run {run} ended during warm-up, before its measurement window opened: it has no \
+             figures"
+        ),
         Warning::RunAborted { run, reason } => {
             format!("run {run} was aborted: {}", abort(reason))
         }

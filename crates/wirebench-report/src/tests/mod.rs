@@ -178,11 +178,16 @@ pub(crate) fn cpu(
 
 // ───── reports ─────
 
-/// A completed report of `host` with `data`, `cpu`, no warnings and no engine.
+/// A completed report of `host` with `data`, `cpu`, no warnings and no engine; its window
+/// opened at 1 s.
 pub(crate) fn report(host: HostRole, data: Option<SideData>, cpu: Option<CpuReport>) -> SideReport {
     SideReport {
         host,
         status: SideStatus::Completed,
+        window: Some(Span {
+            start_ns: S,
+            end_ns: 3 * S,
+        }),
         data,
         cpu,
         env: Environment::default(),
