@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::validate::{LimitName, SpecField};
+use crate::validate::{LimitName, SpecField, SpecProblem};
 
 /// The class of a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -84,6 +84,10 @@ pub struct ErrorInfo {
     pub field: Option<SpecField>,
     /// The server limit at fault, when one is.
     pub limit: Option<LimitName>,
+    /// What is wrong with `field`, when a spec was refused (so that a front end can say it
+    /// in its own terms: the flag the user typed, the unit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<SpecProblem>,
 }
 
 impl ErrorInfo {
@@ -94,6 +98,7 @@ impl ErrorInfo {
             message: message.into(),
             field: None,
             limit: None,
+            problem: None,
         }
     }
 }

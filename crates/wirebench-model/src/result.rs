@@ -33,6 +33,9 @@ pub struct RunResult {
     pub schema_version: u32,
     /// Tool name and version, e.g. `"wirebench 0.1.0"`.
     pub tool: String,
+    /// The user's title for this invocation (`-T`), if any.
+    #[serde(default)]
+    pub title: Option<String>,
     /// Wall-clock start of the invocation, milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
     /// The same instant in ISO 8601, UTC (`2026-11-24T11:38:10.123Z`).

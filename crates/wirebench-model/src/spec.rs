@@ -558,6 +558,10 @@ pub struct Limits {
     /// `None` for no limit. When set, tests must ask for a rate, and the server aborts a test
     /// whose data moves faster than allowed.
     pub max_rate_bps: Option<u64>,
+    /// The highest CPU number this server may pin to (it refuses a `server_cpu` above it);
+    /// `None` when unknown.
+    #[serde(default)]
+    pub max_cpu: Option<u32>,
 }
 
 impl Default for Limits {
@@ -570,6 +574,7 @@ impl Default for Limits {
             max_window_bytes: 256 * 1024 * 1024,
             max_concurrent_tests: 4,
             max_rate_bps: None,
+            max_cpu: None,
         }
     }
 }

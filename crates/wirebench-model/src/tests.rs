@@ -104,8 +104,10 @@ fn verify_needs_a_path_that_delivers_data() {
 #[test]
 fn rr_rules() {
     let l = Limits::default();
-    let mut r = RrSpec::default();
-    r.pacing = RrLoop::Closed { burst: 0 };
+    let mut r = RrSpec {
+        pacing: RrLoop::Closed { burst: 0 },
+        ..RrSpec::default()
+    };
     assert_eq!(
         field_of(&TestSpec::new(WorkloadSpec::Rr(r.clone())), &l),
         SpecField::Burst

@@ -114,6 +114,8 @@ pub enum LimitName {
     MaxConnsPerSource,
     /// The per-identity (or per-source) concurrent-test cap.
     MaxTestsPerPeer,
+    /// The CPUs the server has (its highest CPU number).
+    ServerCpus,
 }
 
 impl LimitName {
@@ -127,7 +129,10 @@ impl LimitName {
             LimitName::MaxConnections => Some("--max-connections"),
             LimitName::MaxConnsPerSource => Some("--max-conns-per-source"),
             LimitName::MaxTestsPerPeer => Some("--max-tests-per-peer"),
-            LimitName::MaxWarmup | LimitName::MaxMsgSize | LimitName::MaxWindow => None,
+            LimitName::MaxWarmup
+            | LimitName::MaxMsgSize
+            | LimitName::MaxWindow
+            | LimitName::ServerCpus => None,
         }
     }
 }
@@ -417,7 +422,16 @@ impl TestSpec {
             )?;
         }
         if let Some(cpu) = c.server_cpu {
-            range(SpecField::ServerCpu, cpu.into(), 0, MAX_CPU.into())?;
+            match limits.max_cpu {
+                Some(m) => limited(
+                    SpecField::ServerCpu,
+                    cpu.into(),
+                    0,
+                    m.min(MAX_CPU).into(),
+                    Some(LimitName::ServerCpus),
+                )?,
+                None => range(SpecField::ServerCpu, cpu.into(), 0, MAX_CPU.into())?,
+            }
         }
         if let Some(cpu) = c.client_cpu {
             range(SpecField::ClientCpu, cpu.into(), 0, MAX_CPU.into())?;

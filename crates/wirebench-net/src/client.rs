@@ -19,7 +19,7 @@ use wirebench_proto::auth::Key;
 use wirebench_proto::data::{DataHello, Token, CONTROL_PREAMBLE};
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
 use wirebench_proto::message::{AbortMsg, IntervalMsg, Message};
-use wirebench_proto::session::{Action, ClientSession, Phase, Timeouts};
+use wirebench_proto::session::{Action, ClientSession, Phase, SessionError, Timeouts};
 
 use crate::conn::Control;
 use crate::end::{EndParams, EngineRun};
@@ -137,6 +137,22 @@ pub fn run(
         interrupt,
         on_interval,
     );
+    // No welcome: whatever answered is not a wirebench daemon.
+    let no_welcome = |e: &NetError| match e {
+        NetError::Session(SessionError::Timeout { phase }) => *phase == Phase::AwaitWelcome,
+        NetError::PeerClosed | NetError::Frame(_) => sess.phase() == Phase::AwaitWelcome,
+        _ => false,
+    };
+    let res = res.map_err(|e| {
+        if no_welcome(&e) {
+            NetError::NotWirebench {
+                addr: cfg.server,
+                seen: conn.first_bytes().to_vec(),
+            }
+        } else {
+            e
+        }
+    });
     match res {
         Ok(()) => Ok(ClientRun {
             outcome: match (run.interrupted, run.stopped_by_server) {

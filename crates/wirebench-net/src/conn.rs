@@ -19,6 +19,9 @@ const SEND_SLICE: Duration = Duration::from_millis(20);
 /// [`Control::recv`].
 const MAX_READ_AHEAD: usize = 100_000;
 
+/// How many of the peer's first bytes a [`Control`] keeps.
+pub const FIRST_BYTES: usize = 16;
+
 /// A control connection: frames out, frames in, never an unbounded wait.
 pub struct Control {
     stream: TcpStream,
@@ -27,6 +30,9 @@ pub struct Control {
     out: Vec<u8>,
     /// Messages that arrived while a send was blocked.
     ahead: std::collections::VecDeque<Message>,
+    /// The first bytes the peer sent (at most [`FIRST_BYTES`]), to tell what it is when it
+    /// does not speak the protocol.
+    first: Vec<u8>,
 }
 
 impl Control {
@@ -40,7 +46,13 @@ impl Control {
             scratch: vec![0u8; 64 * 1024],
             out: Vec::new(),
             ahead: std::collections::VecDeque::new(),
+            first: Vec::new(),
         }
+    }
+
+    /// The first bytes the peer sent (up to [`FIRST_BYTES`]).
+    pub fn first_bytes(&self) -> &[u8] {
+        &self.first
     }
 
     /// Raise or lower the frame cap (e.g. for a large results message).
@@ -132,7 +144,11 @@ impl Control {
             let want = self.decoder.wanted().clamp(1, self.scratch.len());
             match self.stream.read(&mut self.scratch[..want]) {
                 Ok(0) => return Err(NetError::PeerClosed),
-                Ok(n) => self.decoder.feed(&self.scratch[..n])?,
+                Ok(n) => {
+                    let keep = FIRST_BYTES.saturating_sub(self.first.len()).min(n);
+                    self.first.extend_from_slice(&self.scratch[..keep]);
+                    self.decoder.feed(&self.scratch[..n])?
+                }
                 Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(NetError::io("reading a control frame")(e)),
             }

@@ -8,7 +8,7 @@ use wirebench_model::abort::AbortReason;
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::validate::LimitName;
 use wirebench_proto::frame::FrameError;
-use wirebench_proto::message::ErrorCode;
+use wirebench_proto::message::{BusyScope, ErrorCode};
 use wirebench_proto::session::{Phase, SessionError};
 
 /// Everything that can go wrong on a control or data connection.
@@ -61,6 +61,35 @@ pub enum NetError {
     /// A socket option the test asked for could not be applied.
     #[error("{0}")]
     SocketOption(String),
+    /// The server did not answer the wirebench handshake: something else listens there.
+    #[error(
+        "{addr} is not a wirebench daemon{}: it did not answer the handshake \
+             (run `wirebench serve` there, or check -H/-p)",
+        what_it_is(seen)
+    )]
+    NotWirebench {
+        /// Where.
+        addr: SocketAddr,
+        /// The first bytes it sent, if any.
+        seen: Vec<u8>,
+    },
+}
+
+/// What the first bytes a peer sent say about it.
+fn what_it_is(seen: &[u8]) -> String {
+    if seen.starts_with(b"HTTP/") {
+        " (an HTTP server answered)".into()
+    } else if seen == [9] || seen.first() == Some(&9) && seen.len() <= 4 {
+        // iperf3 reads a 37-byte cookie, then sends its state byte PARAM_EXCHANGE (9).
+        " (it answered like an iperf3 server, which listens on 5201 by default)".into()
+    } else if seen.starts_with(b"SSH-") {
+        " (an SSH server answered)".into()
+    } else if seen.is_empty() {
+        " (it sent nothing)".into()
+    } else {
+        let hex: Vec<String> = seen.iter().map(|b| format!("{b:02x}")).collect();
+        format!(" (it sent {})", hex.join(" "))
+    }
 }
 
 impl NetError {
@@ -107,12 +136,18 @@ impl NetError {
             }
             NetError::Session(SessionError::InvalidSpec(e)) => {
                 info.field = Some(e.field);
+                info.problem = Some(e.problem.clone());
                 if let wirebench_model::validate::SpecProblem::OutOfRange { limit, .. } = &e.problem
                 {
                     info.limit = *limit;
                 }
             }
-            NetError::Session(SessionError::Busy(_)) => info.limit = Some(LimitName::MaxTests),
+            NetError::Session(SessionError::Busy(b)) => {
+                info.limit = Some(match b.scope {
+                    BusyScope::Peer => LimitName::MaxTestsPerPeer,
+                    BusyScope::Server => LimitName::MaxTests,
+                })
+            }
             _ => {}
         }
         info
@@ -136,6 +171,7 @@ impl NetError {
             NetError::Session(SessionError::Timeout { .. }) => ErrorKind::Timeout,
             NetError::Session(SessionError::BadHello(_)) => ErrorKind::NotWirebench,
             NetError::SocketOption(_) => ErrorKind::SocketOption,
+            NetError::NotWirebench { .. } => ErrorKind::NotWirebench,
             NetError::Interrupted => ErrorKind::Interrupted,
             NetError::Bind { .. } | NetError::RecordsFile { .. } => ErrorKind::EmbeddedServer,
             _ => ErrorKind::Protocol,

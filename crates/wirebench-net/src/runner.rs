@@ -138,6 +138,7 @@ pub fn failed_result(
     RunResult {
         schema_version: SCHEMA_VERSION,
         tool: crate::software(),
+        title: None,
         started_unix_ms: started,
         started_utc: wirebench_model::result::iso8601_utc(started),
         status: match error.kind {

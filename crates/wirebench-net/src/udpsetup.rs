@@ -5,7 +5,9 @@
 //! Every wait is bounded by one deadline. Afterwards the TCP connection stays open and idle
 //! until the test ends. The server takes a flow's UDP peer only from a hello that comes from
 //! the control connection's host, so a hello from a third address can never make the daemon
-//! send datagrams there (reflection).
+//! send datagrams there (reflection); once the peer is known, the server's socket is
+//! connected to it and everything queued before is dropped, so no datagram from a third
+//! address reaches the engine either.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -38,8 +40,8 @@ fn invalid(context: &'static str, what: impl std::fmt::Display) -> NetError {
 }
 
 /// Server side of one flow's setup over its TCP data connection `tcp`, whose test's control
-/// connection comes from `control_peer`. Returns the UDP socket (unconnected) and the
-/// client's UDP address.
+/// connection comes from `control_peer`. Returns the UDP socket (connected to the client's
+/// UDP address) and that address.
 pub fn server_side(
     tcp: &mut TcpStream,
     token: Token,
@@ -86,13 +88,15 @@ pub fn server_side(
             Err(e) => return Err(NetError::io("waiting for the client's UDP hello")(e)),
         }
     };
-    // Repeated hellos already queued are not the test's data: drop them now.
+    // From now on the socket hears the client's UDP address only: datagrams from anybody
+    // else never reach the engine (whose UDP_RR server answers the address a request came
+    // from).
+    sock.connect(peer)
+        .map_err(NetError::io("connecting the UDP data socket"))?;
+    // Whatever was queued before (the client's repeated hellos, datagrams from other hosts)
+    // is not the test's data: the client sends none before our acknowledgement. Drop it all.
     let _ = sock.set_nonblocking(true);
-    while let Ok((n, from)) = sock.recv_from(&mut buf) {
-        if from != peer || !is_hello(buf.get(..n).unwrap_or_default(), token, flow) {
-            break;
-        }
-    }
+    while sock.recv_from(&mut buf).is_ok() {}
     let _ = sock.set_nonblocking(false);
     tcp.write_all(&ACK)
         .map_err(NetError::io("acknowledging the UDP hello"))?;

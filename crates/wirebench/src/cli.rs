@@ -117,6 +117,13 @@ pub struct StreamArgs {
     /// is 128K: pass -l 128K to compare call for call.
     #[arg(short = 'l', long = "msg-size", value_parser = parse_size)]
     pub msg_size: Option<u64>,
+    /// Bytes per send call at the sending end (netperf -m); overrides -l for the sender.
+    #[arg(long, value_parser = parse_size)]
+    pub send_size: Option<u64>,
+    /// Bytes per receive call at the receiving end (netperf -M); overrides -l for the
+    /// receiver.
+    #[arg(long, value_parser = parse_size)]
+    pub recv_size: Option<u64>,
     /// Server sends, client receives.
     #[arg(short = 'R', long, conflicts_with = "bidir")]
     pub reverse: bool,
@@ -124,7 +131,7 @@ pub struct StreamArgs {
     #[arg(long)]
     pub bidir: bool,
     /// Set TCP_NODELAY on data connections.
-    #[arg(long)]
+    #[arg(short = 'N', long)]
     pub nodelay: bool,
     /// Pace each flow to RATE bits/s of payload (K/M/G = 10^3/10^6/10^9), like iperf3 -b.
     #[arg(short = 'b', long, value_parser = parse_rate)]
@@ -202,12 +209,13 @@ pub struct RrArgs {
     /// Bytes per response (K/M = 1024^n); default 1, with --udp 8.
     #[arg(long, value_parser = parse_size)]
     pub response_size: Option<u64>,
-    /// Transactions in flight per flow (netperf -b); TCP closed loop only.
-    #[arg(long, short = 'b', default_value_t = 1)]
+    /// Transactions in flight per flow (netperf's -b); TCP closed loop only.
+    #[arg(long, default_value_t = 1)]
     pub burst: u32,
     /// Open loop: send requests on a fixed schedule of N transactions per second per flow and
     /// measure latency from each scheduled send time (no coordinated omission). TCP only.
-    #[arg(long, value_name = "N")]
+    /// (-b is a rate in every command.)
+    #[arg(short = 'b', long, value_name = "N")]
     pub rate: Option<u64>,
     /// Open loop: most requests outstanding per flow (default 1000).
     #[arg(long, requires = "rate")]
@@ -266,17 +274,18 @@ pub struct ClientArgs {
     /// Server host name or address. Without it, an embedded server on loopback is used.
     #[arg(short = 'H', long)]
     pub host: Option<String>,
-    /// Server port.
-    #[arg(short, long, default_value_t = wirebench_net::DEFAULT_PORT)]
-    pub port: u16,
+    /// Server port (default 5301); needs -H.
+    #[arg(short, long, requires = "host")]
+    pub port: Option<u16>,
     /// Measured duration in seconds (after warm-up).
     #[arg(short = 't', long, default_value_t = 10.0)]
     pub duration: f64,
     /// Warm-up in seconds, excluded from every figure.
     #[arg(long, default_value_t = 0.0)]
     pub warmup: f64,
-    /// Print live interval lines every N seconds.
-    #[arg(short, long)]
+    /// Live interval lines every N seconds (0.1 to the test's duration); 0 turns them off.
+    /// Default: 1 on a terminal with human output, none otherwise.
+    #[arg(short, long, value_name = "SECONDS")]
     pub interval: Option<f64>,
     /// Parallel flows (per direction).
     #[arg(short = 'P', long, default_value_t = 1)]
@@ -301,23 +310,47 @@ pub struct ClientArgs {
     #[arg(short = '6')]
     pub ipv6: bool,
     /// Pin data threads: LOCAL,REMOTE CPU numbers (either may be empty), e.g. 0,1 or ,1.
-    #[arg(long, value_parser = parse_affinity)]
+    #[arg(short = 'A', long, value_parser = parse_affinity)]
     pub affinity: Option<(Option<u32>, Option<u32>)>,
     /// Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10).
     #[arg(long, value_parser = parse_pair_u32)]
     pub iterations: Option<(u32, u32)>,
-    /// Confidence LEVEL,WIDTH: level 95 or 99, width in percent of the mean (e.g. 99,5).
-    #[arg(long, value_parser = parse_confidence, default_value = "99,5")]
-    pub confidence: (u32, f64),
+    /// Confidence LEVEL,WIDTH: level 95 or 99, width in percent of the mean (default 99,5);
+    /// needs --iterations.
+    #[arg(long, value_parser = parse_confidence, requires = "iterations")]
+    pub confidence: Option<(u32, f64)>,
     /// Print one JSON RunResult document on stdout.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
+    /// Print newline-delimited JSON: one object per live interval, then one with the result
+    /// (intervals every second unless -i says otherwise).
+    #[arg(long, conflicts_with_all = ["csv", "json"])]
+    pub json_stream: bool,
     /// Print CSV on stdout.
     #[arg(long)]
     pub csv: bool,
-    /// Also write the JSON RunResult to FILE (atomically: a reader sees all of it or none).
-    #[arg(short, long)]
+    /// Also write the result to FILE: JSON, or CSV with --csv (atomically: a reader sees all
+    /// of it or none); `-` is stdout alone. Checked before the test starts.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// Rates in this unit: k, m, g (kbit/s, Mbit/s, Gbit/s), K, M, G (kB/s, MB/s, GB/s);
+    /// a / A chooses bits / bytes automatically (default a). Like iperf3's -f.
+    #[arg(short = 'f', long = "format", value_name = "UNIT",
+          value_parser = clap::builder::PossibleValuesParser::new(["a", "A", "k", "m", "g", "K", "M", "G"]))]
+    pub rate_unit: Option<String>,
+    /// A row per flow in the human output whatever the number of flows (default: above 16
+    /// flows a direction, its slowest 5 and the spread).
+    #[arg(long)]
+    pub per_flow: bool,
+    /// A title printed with the result and kept in its JSON (like iperf3's -T).
+    #[arg(short = 'T', long)]
+    pub title: Option<String>,
+    /// Prefix every live line with the wall-clock time (like iperf3's --timestamps).
+    #[arg(long)]
+    pub timestamps: bool,
+    /// Bound on connecting to the server, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub connect_timeout: f64,
 }
 
 /// Parse a byte size: plain bytes or with a K/M/G suffix (1024-based), optional trailing B or iB.

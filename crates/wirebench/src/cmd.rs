@@ -66,13 +66,26 @@ pub fn main() -> i32 {
     }
 }
 
+/// clap's error as one line: its first line, joined with the lines that name the arguments
+/// when it lists them ("the following required arguments were not provided: <IDENTITY>"),
+/// without the usage and help lines.
 fn first_line(s: &str) -> String {
-    s.lines()
-        .find(|l| !l.trim().is_empty())
+    let mut lines = s
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"));
+    let first = lines
+        .next()
         .unwrap_or("invalid arguments")
-        .trim()
         .trim_start_matches("error: ")
-        .to_string()
+        .to_string();
+    let rest: Vec<&str> = lines.collect();
+    if rest.is_empty() {
+        first
+    } else {
+        format!("{first} {}", rest.join(", "))
+    }
 }
 
 fn init_tracing(daemon: bool) {

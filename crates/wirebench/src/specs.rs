@@ -6,7 +6,7 @@ use wirebench_model::spec::{
     TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec, DEFAULT_MAX_OUTSTANDING,
     MAX_TOTAL_MSG_BUFFER_BYTES, MIN_UDP_RR_BYTES,
 };
-use wirebench_model::validate::{SpecError, SpecField};
+use wirebench_model::validate::{SpecError, SpecField, SpecProblem};
 
 use crate::cli::{ClientArgs, CrrArgs, RecvPathArg, RrArgs, SendPathArg, StreamArgs, UdpArgs};
 
@@ -40,9 +40,9 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::IntervalMs => "-i/--interval",
         SpecField::WindowBytes => "-w/--window",
         SpecField::ServerCpu | SpecField::ClientCpu => "--affinity",
-        SpecField::SendSizeBytes | SpecField::RecvSizeBytes | SpecField::DatagramBytes => {
-            "-l/--msg-size"
-        }
+        SpecField::SendSizeBytes => "-l/--msg-size (--send-size)",
+        SpecField::RecvSizeBytes => "-l/--msg-size (--recv-size)",
+        SpecField::DatagramBytes => "-l/--msg-size",
         SpecField::RateBps => "-b/--rate",
         SpecField::Verify => "--verify",
         SpecField::Threads => "--threads",
@@ -50,7 +50,7 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::RequestSizeBytes => "--request-size",
         SpecField::ResponseSizeBytes => "--response-size",
         SpecField::Burst => "--burst",
-        SpecField::TransactionsPerS => "--rate",
+        SpecField::TransactionsPerS => "-b/--rate",
         SpecField::MaxOutstanding => "--max-outstanding",
         SpecField::TimeoutMs => "--udp-timeout",
     }
@@ -81,22 +81,79 @@ fn checked(spec: TestSpec) -> SpecResult {
     Ok(spec)
 }
 
+/// How a field's numbers read to a user: milliseconds as seconds, bytes as sizes, rates as
+/// bit/s.
+fn in_units(field: SpecField, v: u64) -> String {
+    use wirebench_report::print::units;
+    match field {
+        SpecField::DurationMs | SpecField::WarmupMs | SpecField::IntervalMs => {
+            format!("{} s", v as f64 / 1000.0)
+        }
+        SpecField::TimeoutMs => format!("{v} ms"),
+        SpecField::WindowBytes
+        | SpecField::SendSizeBytes
+        | SpecField::RecvSizeBytes
+        | SpecField::DatagramBytes
+        | SpecField::RequestSizeBytes
+        | SpecField::ResponseSizeBytes => format!("{} bytes", units::size(v)),
+        SpecField::RateBps => units::RateUnit::AutoBits.rate(v as f64),
+        SpecField::TransactionsPerS => format!("{v} transactions/s"),
+        SpecField::ServerCpu | SpecField::ClientCpu => format!("CPU {v}"),
+        _ => v.to_string(),
+    }
+}
+
+/// A refused spec field in the user's terms: the flag they typed and the unit, and who set
+/// the bound (this client, or the server's own flag).
+pub fn user_message(field: SpecField, problem: &SpecProblem) -> String {
+    let flag = flag_of(field);
+    match problem {
+        SpecProblem::OutOfRange {
+            value,
+            min,
+            max,
+            limit,
+        } => {
+            let mut t = format!(
+                "{flag} {}: must be {} to {}",
+                in_units(field, *value),
+                in_units(field, *min),
+                in_units(field, *max)
+            );
+            match limit.map(|l| (l, l.flag())) {
+                Some((_, Some(server_flag))) if *value > *max => {
+                    t.push_str(&format!(
+                        " (the server allows at most {}: `serve {server_flag}`)",
+                        in_units(field, *max)
+                    ));
+                }
+                Some((wirebench_model::validate::LimitName::ServerCpus, _)) => {
+                    t.push_str(" (the CPUs the server has)");
+                }
+                _ => {}
+            }
+            t
+        }
+        other => format!("{flag}: {other}"),
+    }
+}
+
 /// A spec error as a usage error naming the flag.
 pub fn spec_usage(e: &SpecError) -> (String, Option<SpecField>) {
-    (
-        format!("{} ({}): {}", flag_of(e.field), e.field, e.problem),
-        Some(e.field),
-    )
+    (user_message(e.field, &e.problem), Some(e.field))
 }
 
 /// The settings every client command shares.
 fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {
+    check_local_cpu(c)?;
     Ok(CommonSpec {
         flows: c.flows,
         duration_ms: ms(c.duration, SpecField::DurationMs)?,
         warmup_ms: ms(c.warmup, SpecField::WarmupMs)?,
+        // `-i 0` turns live intervals off.
         interval_ms: c
             .interval
+            .filter(|&i| i != 0.0)
             .map(|i| ms(i, SpecField::IntervalMs))
             .transpose()?,
         window_bytes: c
@@ -106,6 +163,36 @@ fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {
         server_cpu: c.affinity.and_then(|x| x.1),
         client_cpu: c.affinity.and_then(|x| x.0),
     })
+}
+
+/// The client's own CPU (`--affinity LOCAL,`) must be one this process may run on.
+fn check_local_cpu(c: &ClientArgs) -> Result<(), (String, Option<SpecField>)> {
+    let Some(cpu) = c.affinity.and_then(|a| a.0) else {
+        return Ok(());
+    };
+    let allowed = wirebench_sys::thread::current_thread_affinity().unwrap_or_default();
+    if allowed.is_empty() || allowed.contains(&(cpu as usize)) {
+        return Ok(());
+    }
+    let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
+    Err(usage(
+        format!(
+            "--affinity {cpu},: this client may run on CPUs {} only",
+            list.join(",")
+        ),
+        SpecField::ClientCpu,
+    ))
+}
+
+/// `-C` on a UDP test: UDP has no congestion control, so the flag would be ignored.
+fn refuse_congestion_on_udp(c: &ClientArgs) -> Result<(), (String, Option<SpecField>)> {
+    match &c.congestion {
+        Some(cc) => Err(usage(
+            format!("-C {cc}: UDP has no congestion control (it applies to stream, rr and crr)"),
+            SpecField::Congestion,
+        )),
+        None => Ok(()),
+    }
 }
 
 fn tcp(c: &ClientArgs, nodelay: bool) -> TcpOptions {
@@ -165,13 +252,14 @@ pub fn stream_spec(a: &StreamArgs) -> SpecResult {
     let msg = a
         .msg_size
         .unwrap_or_else(|| default_stream_msg_size(a.c.flows, a.bidir));
-    let msg = to_u32(msg, SpecField::SendSizeBytes)?;
+    let send = to_u32(a.send_size.unwrap_or(msg), SpecField::SendSizeBytes)?;
+    let recv = to_u32(a.recv_size.unwrap_or(msg), SpecField::RecvSizeBytes)?;
     checked(TestSpec {
         common: common(&a.c)?,
         workload: WorkloadSpec::Stream(StreamSpec {
             direction: direction(a.reverse, a.bidir),
-            send_size_bytes: msg,
-            recv_size_bytes: msg,
+            send_size_bytes: send,
+            recv_size_bytes: recv,
             rate_bps: a.rate,
             send_path: send_path(a),
             recv_path: recv_path(a),
@@ -194,6 +282,9 @@ pub fn rr_spec(a: &RrArgs) -> SpecResult {
     };
     let req = to_u32(a.request_size.unwrap_or(min), SpecField::RequestSizeBytes)?;
     let resp = to_u32(a.response_size.unwrap_or(min), SpecField::ResponseSizeBytes)?;
+    if a.udp {
+        refuse_congestion_on_udp(&a.c)?;
+    }
     let workload = if a.udp {
         WorkloadSpec::UdpRr(UdpRrSpec {
             request_size_bytes: req,
@@ -255,6 +346,7 @@ pub fn crr_spec(a: &CrrArgs) -> SpecResult {
 
 /// The spec of `wirebench udp`.
 pub fn udp_spec(a: &UdpArgs) -> SpecResult {
+    refuse_congestion_on_udp(&a.c)?;
     checked(TestSpec {
         common: common(&a.c)?,
         workload: WorkloadSpec::UdpStream(UdpStreamSpec {
@@ -313,5 +405,44 @@ mod tests {
         ] {
             assert!(flag_of(f).starts_with('-'), "{f}");
         }
+    }
+
+    #[test]
+    fn refusals_name_the_flag_and_the_unit() {
+        use wirebench_model::validate::LimitName;
+        let out = |field, value, min, max, limit| {
+            user_message(
+                field,
+                &SpecProblem::OutOfRange {
+                    value,
+                    min,
+                    max,
+                    limit,
+                },
+            )
+        };
+        assert_eq!(
+            out(
+                SpecField::DurationMs,
+                100_000_000,
+                100,
+                3_600_000,
+                Some(LimitName::MaxDuration)
+            ),
+            "-t/--duration 100000 s: must be 0.1 s to 3600 s (the server allows at most 3600 s: \
+             `serve --max-duration`)"
+        );
+        assert_eq!(
+            out(SpecField::Flows, 200, 1, 128, Some(LimitName::MaxFlows)),
+            "-P/--flows 200: must be 1 to 128 (the server allows at most 128: `serve --max-flows`)"
+        );
+        assert_eq!(
+            out(SpecField::WindowBytes, 1024, 2048, 1 << 28, None),
+            "-w/--window 1K bytes: must be 2K bytes to 256M bytes"
+        );
+        assert_eq!(
+            out(SpecField::IntervalMs, 50, 100, 10_000, None),
+            "-i/--interval 0.05 s: must be 0.1 s to 10 s"
+        );
     }
 }

@@ -1,20 +1,22 @@
 //! The client commands (`stream`, `rr`, `crr`, `udp`): flags to a spec, the [`Runner`] to a
 //! result, the result to the chosen output. Nothing here measures or computes.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus};
 use wirebench_model::spec::TestSpec;
+use wirebench_model::spec::MAX_INTERVAL_SAMPLES;
 use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerConfig, Target};
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
-use wirebench_report::print;
+use wirebench_report::print::{self, units::RateUnit, HumanOptions};
 use wirebench_stats::ci::ConfidenceLevel;
 
 use crate::cli::ClientArgs;
@@ -28,6 +30,8 @@ pub enum Format {
     Human,
     /// One RunResult document.
     Json,
+    /// Newline-delimited JSON: interval objects, then the result.
+    JsonStream,
     /// CSV rows.
     Csv,
 }
@@ -37,11 +41,44 @@ impl Format {
     pub fn of(a: &ClientArgs) -> Format {
         if a.json {
             Format::Json
+        } else if a.json_stream {
+            Format::JsonStream
         } else if a.csv {
             Format::Csv
         } else {
             Format::Human
         }
+    }
+}
+
+/// Where the result goes: stdout, or a file written atomically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sink {
+    /// Standard output.
+    Stdout,
+    /// This file (its directory checked writable before the test).
+    File(PathBuf),
+}
+
+impl Sink {
+    /// The sink `-o` asks for (`-` and no `-o` are stdout).
+    pub fn of(a: &ClientArgs) -> Sink {
+        match a.output.as_deref() {
+            Some(p) if p != Path::new("-") => Sink::File(p.to_path_buf()),
+            _ => Sink::Stdout,
+        }
+    }
+}
+
+/// The human printer's options from the flags.
+fn human_options(a: &ClientArgs) -> HumanOptions {
+    HumanOptions {
+        rate_unit: a
+            .rate_unit
+            .as_deref()
+            .and_then(|u| u.parse::<RateUnit>().ok())
+            .unwrap_or_default(),
+        per_flow: a.per_flow,
     }
 }
 
@@ -94,9 +131,11 @@ fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> Result<SocketAddr> {
     })
 }
 
-/// Prints the live lines of a human run.
+/// Prints the live lines of a run: human lines, or JSON objects with --json-stream.
 struct Live {
     format: Format,
+    human: HumanOptions,
+    timestamps: bool,
 }
 
 impl Observer for Live {
@@ -111,12 +150,30 @@ impl Observer for Live {
     }
 
     fn interval(&mut self, spec: &TestSpec, m: &IntervalMsg) {
-        if self.format != Format::Human {
-            return;
-        }
         let mut out = std::io::stdout().lock();
-        for line in print::interval_lines(m.host, spec, &m.sample) {
-            let _ = writeln!(out, "{line}");
+        match self.format {
+            Format::Human => {
+                let stamp = if self.timestamps {
+                    let now = wirebench_net::runner::unix_ms();
+                    format!("{} ", wirebench_model::result::iso8601_utc(now))
+                } else {
+                    String::new()
+                };
+                for line in print::interval_lines_with(m.host, spec, &m.sample, self.human) {
+                    let _ = writeln!(out, "{stamp}{line}");
+                }
+            }
+            Format::JsonStream => {
+                let event = serde_json::json!({
+                    "event": "interval",
+                    "unix_ms": wirebench_net::runner::unix_ms(),
+                    "host": m.host,
+                    "sample": m.sample,
+                });
+                let _ = out.write_all(print::json_line(&event).as_bytes());
+                let _ = out.flush();
+            }
+            Format::Json | Format::Csv => {}
         }
     }
 
@@ -137,25 +194,66 @@ pub fn exit_code(r: &RunResult) -> i32 {
     }
 }
 
+/// The live interval when the user gave none: every second on a terminal with human output
+/// and with --json-stream (as long as the test is), none otherwise; `-i 0` turns it off.
+fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) {
+    if a.interval.is_some() {
+        return;
+    }
+    let wanted = match format {
+        Format::Human => std::io::stdout().is_terminal(),
+        Format::JsonStream => true,
+        Format::Json | Format::Csv => false,
+    };
+    if wanted && spec.common.duration_ms >= 1000 {
+        // Every second, or coarser so that intervals × connections stays within the bound.
+        let conns = u64::from(spec.connection_count().max(1));
+        let per = (spec.common.duration_ms * conns).div_ceil(MAX_INTERVAL_SAMPLES);
+        spec.common.interval_ms = Some(per.max(1000));
+    }
+}
+
+/// Check before the test that `-o FILE` can be written (its directory takes a new file).
+fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
+    let Sink::File(path) = sink else {
+        return Ok(());
+    };
+    probe_writable(path).map_err(|e| {
+        ErrorInfo::new(
+            ErrorKind::Output,
+            format!("-o {}: cannot write there: {e:#}", path.display()),
+        )
+    })
+}
+
 /// Run a client command: `spec` built from its flags, `a` its common flags.
 pub fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
     let format = Format::of(a);
-    let output = a.output.as_deref();
-    let spec = match spec {
+    let out = Out {
+        format,
+        sink: Sink::of(a),
+        human: human_options(a),
+        title: a.title.clone(),
+    };
+    let mut spec = match spec {
         Ok(s) => s,
         Err((msg, field)) => {
             let mut info = ErrorInfo::new(ErrorKind::Usage, msg);
             info.field = field;
-            return finish(format, output, &failed_result(None, None, false, info));
+            return out.finish(failed_result(None, None, false, info));
         }
     };
+    if let Err(info) = check_output(&out.sink) {
+        return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
+    }
+    live_interval(a, format, &mut spec);
+    let port = a.port.unwrap_or(wirebench_net::DEFAULT_PORT);
     let target = match &a.host {
-        Some(h) => match resolve(h, a.port, a.ipv4, a.ipv6) {
+        Some(h) => match resolve(h, port, a.ipv4, a.ipv6) {
             Ok(addr) => Target::Remote(addr),
             Err(e) => {
                 let info = ErrorInfo::new(ErrorKind::Resolve, format!("{e:#}"));
-                let r = failed_result(Some(spec), Some(h.clone()), false, info);
-                return finish(format, output, &r);
+                return out.finish(failed_result(Some(spec), Some(h.clone()), false, info));
             }
         },
         None => Target::Embedded(if a.ipv6 {
@@ -166,55 +264,133 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
     };
     let mut cfg = RunnerConfig::new(target);
     cfg.embedded_limits = client_limits();
+    if let Some(t) = crate::secs_to_ms(a.connect_timeout) {
+        cfg.connect_timeout = Duration::from_millis(t);
+    }
     match client_credentials(a) {
         Ok(c) => cfg.credentials = c,
         Err(msg) => {
             let info = ErrorInfo::new(ErrorKind::Usage, msg);
-            let r = failed_result(Some(spec), None, a.host.is_none(), info);
-            return finish(format, output, &r);
+            return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
         }
     }
     let (min_runs, max_runs) = a.iterations.unwrap_or((1, 1));
+    let (level, width) = a.confidence.unwrap_or((99, 5.0));
     cfg.repetition = Repetition {
         min_runs,
         max_runs,
-        level: ConfidenceLevel::from_pct(a.confidence.0).unwrap_or(ConfidenceLevel::P99),
-        target_width_pct: a.confidence.1,
+        level: ConfidenceLevel::from_pct(level).unwrap_or(ConfidenceLevel::P99),
+        target_width_pct: width,
     };
     let interrupt = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
     let mut runner = Runner::new(cfg, interrupt);
-    let result = runner.run(&spec, &mut Live { format });
-    finish(format, output, &result)
+    let mut live = Live {
+        format,
+        human: out.human,
+        timestamps: a.timestamps,
+    };
+    let result = runner.run(&spec, &mut live);
+    out.finish(result)
 }
 
-/// Print the result in the chosen format, write `--output`, return the exit code.
-pub fn finish(format: Format, output: Option<&Path>, r: &RunResult) -> i32 {
-    let text = match format {
-        Format::Json => print::json(r),
-        Format::Csv => print::csv(r),
-        Format::Human => print::human(r),
-    };
-    let mut code = exit_code(r);
-    if let Some(path) = output {
-        if let Err(e) = write_atomically(path, print::json(r).as_bytes()) {
-            eprintln!("wirebench: cannot write {}: {e:#}", path.display());
-            if code == EXIT_OK {
-                code = EXIT_FAILED;
+/// How a result is printed and where it goes.
+pub struct Out {
+    /// The format.
+    pub format: Format,
+    /// Where it goes.
+    pub sink: Sink,
+    /// Human printer options.
+    pub human: HumanOptions,
+    /// The user's title.
+    pub title: Option<String>,
+}
+
+impl Out {
+    /// Print (or write) the result, return the exit code. A human run's error also goes to
+    /// stderr, once.
+    pub fn finish(&self, mut r: RunResult) -> i32 {
+        r.title.clone_from(&self.title);
+        // A refused spec field (here or by the server) in the user's terms: flag and unit.
+        if let Some(e) = r.error.as_mut() {
+            if let (Some(f), Some(p)) = (e.field, &e.problem) {
+                e.message = crate::specs::user_message(f, p);
             }
         }
-    }
-    if format == Format::Human {
-        if let Some(err) = &r.error {
-            eprintln!("wirebench: {}", print::error_text(err));
+        let text = match self.format {
+            Format::Json => print::json(&r),
+            Format::JsonStream => print::json_line(&serde_json::json!({
+                "event": "result",
+                "result": r,
+            })),
+            Format::Csv => print::csv(&r),
+            // A command that failed before running anything has only its error, which goes
+            // to stderr (once).
+            Format::Human if r.runs.is_empty() && r.error.is_some() => String::new(),
+            Format::Human => print::human_with(&r, self.human),
+        };
+        let mut code = exit_code(&r);
+        if self.format == Format::Human {
+            if let Some(err) = &r.error {
+                eprintln!("wirebench: {}", print::error_text(err));
+            }
         }
+        match &self.sink {
+            Sink::File(path) => {
+                // The file gets the document (JSON unless --csv); stdout still gets the
+                // chosen format.
+                let doc = match self.format {
+                    Format::Csv => print::csv(&r),
+                    _ => print::json(&r),
+                };
+                if let Err(e) = write_atomically(path, doc.as_bytes()) {
+                    eprintln!("wirebench: cannot write {}: {e:#}", path.display());
+                    if code == EXIT_OK {
+                        code = EXIT_FAILED;
+                    }
+                }
+                print_stdout(&text);
+            }
+            Sink::Stdout => print_stdout(&text),
+        }
+        code
     }
+}
+
+fn print_stdout(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-    code
+}
+
+/// The temporary name `write_atomically` uses for `path`.
+fn tmp_name(path: &Path) -> Result<PathBuf> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow!("{} is not a file path", path.display()))?;
+    Ok(dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
+}
+
+/// Create and remove the temporary file `write_atomically` would use: the directory takes
+/// new files, and the path names a file.
+fn probe_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(anyhow!("it is a directory"));
+    }
+    let tmp = tmp_name(path)?;
+    std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
 }
 
 /// Write `bytes` to `path` via a temporary file in the same directory, fsync, rename.
@@ -223,14 +399,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{} is not a file path", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = tmp_name(path)?;
     let res = (|| -> Result<()> {
         let mut f =
             std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;

@@ -7,9 +7,13 @@ mod common;
 use std::process::{Command, Stdio};
 
 use common::*;
-use wirebench_proto::measure::{FlowSide, HostRole, Role, SideReport};
-use wirebench_proto::spec::{FlowDir, RecvPath, SendPath};
-use wirebench_report::schema::{RunResult, RunStatus};
+use wirebench_model::error::ErrorKind;
+use wirebench_model::result::{RunResult, RunStatus};
+use wirebench_model::side::{FlowSide, HostRole, PathUsed, Role, SideReport};
+use wirebench_model::spec::{FlowDir, RecvPath, SendPath, WorkloadSpec};
+use wirebench_model::validate::SpecField;
+use wirebench_model::warning::{FallbackReason, Warning};
+use wirebench_report::print::text;
 
 /// Bytes the client writes on each data connection before the payload (preamble + hello).
 const DATA_HELLO_WIRE_BYTES: u64 = 24;
@@ -20,6 +24,11 @@ fn side(r: &RunResult, host: HostRole) -> &SideReport {
         HostRole::Client => run.client.as_ref().expect("client report"),
         HostRole::Server => run.server.as_ref().expect("server report"),
     }
+}
+
+/// An end's stream flows.
+fn flows(r: &RunResult, host: HostRole) -> &[FlowSide] {
+    &side(r, host).stream().expect("stream counts").flows
 }
 
 /// `wirebench stream -t 1 -C cubic --json ARGS` with `env` set, on loopback.
@@ -34,7 +43,7 @@ fn stream(args: &[&str], env: &[(&str, &str)]) -> RunResult {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}\n{stdout}");
-    serde_json::from_str(&stdout)
+    RunResult::from_json(&stdout)
         .unwrap_or_else(|e| panic!("not a RunResult ({e}):\n{stdout}\n{stderr}"))
 }
 
@@ -44,11 +53,11 @@ fn stream(args: &[&str], env: &[(&str, &str)]) -> RunResult {
 /// first, one sequence number for the FIN, and at the client the SYN.
 fn reconciled(r: &RunResult) -> Vec<(FlowSide, FlowSide)> {
     assert_eq!(r.status, RunStatus::Completed, "{r:?}");
-    let c = side(r, HostRole::Client);
-    let s = side(r, HostRole::Server);
-    assert_eq!(c.flows.len(), s.flows.len());
+    let c = flows(r, HostRole::Client);
+    let s = flows(r, HostRole::Server);
+    assert_eq!(c.len(), s.len());
     let mut out = Vec::new();
-    for (cf, sf) in c.flows.iter().zip(&s.flows) {
+    for (cf, sf) in c.iter().zip(s) {
         let (snd, rcv) = if cf.role == Role::Sender {
             (cf, sf)
         } else {
@@ -73,16 +82,16 @@ fn reconciled(r: &RunResult) -> Vec<(FlowSide, FlowSide)> {
         } else {
             0
         };
-        let ti = rcv.tcp_info.as_ref().expect("receiver tcp_info");
+        let ti = rcv.socket.tcp_info.as_ref().expect("receiver tcp_info");
         assert_eq!(ti.bytes_received, Some(rcv.total_bytes + hello + 1));
-        let ts = snd.tcp_info.as_ref().expect("sender tcp_info");
+        let ts = snd.socket.tcp_info.as_ref().expect("sender tcp_info");
         let syn = u64::from(cf.dir == FlowDir::ClientToServer);
         assert_eq!(ts.bytes_acked, Some(snd.total_bytes + hello + 1 + syn));
         assert!(rcv.window_bytes > 0 && rcv.window_bytes <= rcv.total_bytes);
         out.push((snd.clone(), rcv.clone()));
     }
     let sum = r.runs[0].summary.as_ref().expect("summary");
-    for d in &sum.directions {
+    for d in &sum.stream().expect("stream summary").directions {
         assert_eq!(d.unaccounted_bytes, 0);
     }
     out
@@ -90,8 +99,9 @@ fn reconciled(r: &RunResult) -> Vec<(FlowSide, FlowSide)> {
 
 /// With `--verify` on a path that delivers data: every byte checked, none differed.
 fn assert_verified(rcv: &FlowSide) {
-    assert_eq!(rcv.verify_errors, Some(0), "{rcv:?}");
-    assert_eq!(rcv.verified_bytes, Some(rcv.total_bytes), "{rcv:?}");
+    let v = rcv.verify.expect("verification counts");
+    assert_eq!(v.mismatched_bytes, 0, "{rcv:?}");
+    assert_eq!(v.verified_bytes, rcv.total_bytes, "{rcv:?}");
 }
 
 /// Zero-copy sends (MSG_ZEROCOPY, io_uring SEND_ZC) all completed, as zero-copy or copied.
@@ -117,18 +127,21 @@ fn every_send_path_reconciles_and_verifies() {
         SendPath::UringZc,
     ] {
         // iperf3's -Z stands for --send-path sendfile.
-        let flag = format!("--send-path={}", path.name());
+        let flag = format!("--send-path={}", path.as_str());
         let args: Vec<&str> = match path {
             SendPath::Sendfile => vec!["-Z", "--verify"],
             _ => vec![flag.as_str(), "--verify"],
         };
         let r = stream(&args, &[]);
         let spec = r.spec.as_ref().unwrap();
-        assert_eq!(spec.send_path, Some(path));
+        match &spec.workload {
+            WorkloadSpec::Stream(st) => assert_eq!(st.send_path, path),
+            other => panic!("not a stream spec: {other:?}"),
+        }
         for (snd, rcv) in reconciled(&r) {
-            assert_eq!(snd.path.as_deref(), Some(path.name()), "{path:?}");
+            assert_eq!(snd.path, PathUsed::Send(path), "{path:?}");
             assert_eq!(snd.path_fallback, None, "{path:?}");
-            assert_eq!(rcv.path.as_deref(), Some("copy"));
+            assert_eq!(rcv.path, PathUsed::Recv(RecvPath::Copy));
             assert_verified(&rcv);
             match path {
                 SendPath::Zerocopy => assert_sends_completed(&snd),
@@ -137,13 +150,19 @@ fn every_send_path_reconciles_and_verifies() {
             }
             eprintln!(
                 "send path {:9} {:>12} bytes {:?}",
-                path.name(),
+                path.as_str(),
                 rcv.total_bytes,
                 snd.zerocopy
             );
         }
-        let d = &r.runs[0].summary.as_ref().unwrap().directions[0];
-        assert_eq!(d.send_paths, vec![path.name().to_string()]);
+        let d = &r.runs[0]
+            .summary
+            .as_ref()
+            .unwrap()
+            .stream()
+            .unwrap()
+            .directions[0];
+        assert_eq!(d.send_paths, vec![path]);
         assert_eq!(d.path_fallback_flows, 0);
     }
 }
@@ -158,20 +177,20 @@ fn every_recv_path_reconciles_and_verifies_where_it_can() {
         RecvPath::Zerocopy,
         RecvPath::Uring,
     ] {
-        let flag = format!("--recv-path={}", path.name());
+        let flag = format!("--recv-path={}", path.as_str());
         let mut args = vec![flag.as_str()];
         if path.delivers_data() {
             args.push("--verify");
         }
         let r = stream(&args, &[]);
         for (snd, rcv) in reconciled(&r) {
-            assert_eq!(snd.path.as_deref(), Some("copy"));
-            assert_eq!(rcv.path.as_deref(), Some(path.name()), "{path:?}");
+            assert_eq!(snd.path, PathUsed::Send(SendPath::Copy));
+            assert_eq!(rcv.path, PathUsed::Recv(path), "{path:?}");
             assert_eq!(rcv.path_fallback, None, "{path:?}");
             if path.delivers_data() {
                 assert_verified(&rcv);
             } else {
-                assert_eq!(rcv.verified_bytes, None);
+                assert_eq!(rcv.verify, None);
             }
             if path == RecvPath::Zerocopy {
                 let z = rcv.zerocopy.as_ref().expect("TCP_ZEROCOPY_RECEIVE stats");
@@ -185,7 +204,7 @@ fn every_recv_path_reconciles_and_verifies_where_it_can() {
             }
             eprintln!(
                 "recv path {:9} {:>12} bytes {:?}",
-                path.name(),
+                path.as_str(),
                 rcv.total_bytes,
                 rcv.zerocopy
             );
@@ -214,7 +233,7 @@ fn zerocopy_into_zerocopy_receive_maps_pages() {
         let z = rcv.zerocopy.as_ref().unwrap();
         assert_eq!(z.bytes_mapped + z.bytes_copied, rcv.total_bytes);
         assert!(z.bytes_mapped > 0, "{z:?}");
-        let joined = r.runs[0].summary.as_ref().unwrap().flows[0]
+        let joined = r.runs[0].summary.as_ref().unwrap().stream().unwrap().flows[0]
             .zerocopy
             .clone()
             .unwrap();
@@ -239,11 +258,11 @@ fn reverse_paths_apply_to_the_server_sender() {
         ],
         &[],
     );
-    let server = side(&r, HostRole::Server);
-    let client = side(&r, HostRole::Client);
-    assert_eq!(server.flows[0].role, Role::Sender);
-    assert_eq!(server.flows[0].path.as_deref(), Some("sendfile"));
-    assert_eq!(client.flows[0].path.as_deref(), Some("uring"));
+    let server = flows(&r, HostRole::Server);
+    let client = flows(&r, HostRole::Client);
+    assert_eq!(server[0].role, Role::Sender);
+    assert_eq!(server[0].path, PathUsed::Send(SendPath::Sendfile));
+    assert_eq!(client[0].path, PathUsed::Recv(RecvPath::Uring));
     for (_, rcv) in reconciled(&r) {
         assert_verified(&rcv);
     }
@@ -266,29 +285,57 @@ fn unavailable_paths_fall_back_to_copy_with_a_warning() {
         &[("WIREBENCH_DISABLE_PATHS", "zerocopy,uring")],
     );
     for (snd, rcv) in reconciled(&r) {
-        assert_eq!(snd.path.as_deref(), Some("copy"));
-        assert_eq!(rcv.path.as_deref(), Some("copy"));
-        for (f, what) in [(&snd, "send path zerocopy"), (&rcv, "receive path uring")] {
-            let why = f.path_fallback.as_deref().expect("a fallback reason");
+        assert_eq!(snd.path, PathUsed::Send(SendPath::Copy));
+        assert_eq!(rcv.path, PathUsed::Recv(RecvPath::Copy));
+        // The flow says why it fell back (the path it asked for is in the warnings below).
+        for f in [&snd, &rcv] {
+            let why = f.path_fallback.as_ref().expect("a fallback reason");
+            assert_eq!(why, &FallbackReason::DisabledByEnv, "{f:?}");
             assert!(
-                why.contains(what) && why.contains("WIREBENCH_DISABLE_PATHS"),
-                "{why}"
+                text::fallback(why).contains("WIREBENCH_DISABLE_PATHS"),
+                "{}",
+                text::fallback(why)
             );
         }
         assert_eq!(snd.zerocopy, None);
         assert_verified(&rcv);
     }
     let sum = r.runs[0].summary.as_ref().unwrap();
-    assert_eq!(sum.directions[0].path_fallback_flows, 1);
-    assert!(sum.flows[0].path_fallback.is_some());
-    for needle in [
-        "client: flow 0: send path zerocopy could not be set up",
-        "server: flow 0: receive path uring could not be set up",
+    let st = sum.stream().expect("stream summary");
+    assert_eq!(st.directions[0].path_fallback_flows, 1);
+    assert!(!st.flows[0].path_fallback.is_empty());
+    for (host, requested, needle) in [
+        (
+            HostRole::Client,
+            PathUsed::Send(SendPath::Zerocopy),
+            "client: flow 0 used the copy path instead of send path zerocopy: disabled by \
+             WIREBENCH_DISABLE_PATHS",
+        ),
+        (
+            HostRole::Server,
+            PathUsed::Recv(RecvPath::Uring),
+            "server: flow 0 used the copy path instead of receive path uring: disabled by \
+             WIREBENCH_DISABLE_PATHS",
+        ),
     ] {
         assert!(
-            sum.warnings.iter().any(|w| w.contains(needle)),
-            "missing {needle:?} in {:?}",
+            sum.warnings.iter().any(|n| n.host == Some(host)
+                && n.warning
+                    == Warning::PathFallback {
+                        flows: vec![0],
+                        requested,
+                        reason: FallbackReason::DisabledByEnv,
+                    }),
+            "missing {host:?} {requested:?} fallback in {:?}",
             sum.warnings
+        );
+        assert!(
+            sum.warnings
+                .iter()
+                .map(text::noted)
+                .any(|w| w.contains(needle)),
+            "missing {needle:?} in {:?}",
+            sum.warnings.iter().map(text::noted).collect::<Vec<_>>()
         );
     }
 }
@@ -308,8 +355,9 @@ fn verify_needs_a_path_that_delivers_data() {
         assert_ne!(r.code, 0, "{}", r.stdout);
         let res = r.json();
         let e = res.error.expect("an error");
-        assert_eq!(e.field.as_deref(), Some("verify"), "{e:?}");
-        assert!(e.message.contains("do not deliver data"), "{e:?}");
+        assert_eq!(e.kind, ErrorKind::Usage, "{e:?}");
+        assert_eq!(e.field, Some(SpecField::Verify), "{e:?}");
+        assert!(e.message.contains("does not deliver data"), "{e:?}");
     }
     let r = wb(&["stream", "-t", "1", "-Z", "--send-path", "splice"]);
     assert_ne!(r.code, 0, "-Z and --send-path conflict");

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::daemon::*;
 use common::*;
+use wirebench_model::side::SideReport;
 
 const FAST: &[&str] = &["--handshake-timeout", "1", "--idle-timeout", "2"];
 
@@ -24,14 +25,17 @@ fn client_killed_or_stopped_in_rr_crr_udp_rr_and_udp_tests() {
             n += 1;
             let rec = client_signalled_mid_test(&d, mode, sig, n);
             // The server's partial figures are in the record: RR counts or UDP datagrams.
-            let server = &rec["server"];
+            let server: SideReport = serde_json::from_value(rec["server"].clone())
+                .unwrap_or_else(|e| panic!("{mode:?} {sig}: server report ({e}) in {rec}"));
             let partial = match mode[0] {
-                "udp" => server["udp"]["receivers"][0]["datagrams_received"]
-                    .as_u64()
-                    .unwrap_or(0),
-                _ => server["rr"]["flows"][0]["total"]["transactions"]
-                    .as_u64()
-                    .unwrap_or(0),
+                "udp" => server
+                    .udp()
+                    .and_then(|u| u.receivers.first())
+                    .map_or(0, |r| r.datagrams_received),
+                _ => server
+                    .rr()
+                    .and_then(|r| r.flows.first())
+                    .map_or(0, |f| f.total.transactions),
             };
             assert!(partial > 0, "{mode:?} {sig}: no partial figures in {rec}");
             d.assert_back_to(base, Duration::from_secs(5), 64 * 1024);

@@ -13,9 +13,14 @@ use common::daemon::LocalDaemon;
 use common::*;
 use wirebench_lab::emu::{Direction as EmuDir, EmuConfig, EmulatedPath};
 use wirebench_lab::{Side, Testbed, ADDR_B, IF_B};
-use wirebench_proto::rr::{CloseMode, RrCounts, RrWorkload};
+use wirebench_model::result::{RrSummary, RunResult, RunStatus, Summary, UdpSummary};
+use wirebench_model::rr::RrCounts;
+use wirebench_model::side::TcpInfoReport;
+use wirebench_model::spec::{CloseMode, WorkloadKind};
+use wirebench_model::validate::SpecField;
+use wirebench_model::warning::Warning;
 use wirebench_proto::udp::DatagramHeader;
-use wirebench_report::schema::{RrSummary, RunResult, RunStatus, Summary, UdpSummary};
+use wirebench_report::print::text;
 
 fn summary(r: &RunResult) -> &Summary {
     assert_eq!(r.status, RunStatus::Completed, "{r:#?}");
@@ -23,11 +28,11 @@ fn summary(r: &RunResult) -> &Summary {
 }
 
 fn rr(r: &RunResult) -> &RrSummary {
-    summary(r).rr.as_ref().expect("rr summary")
+    summary(r).rr().expect("rr summary")
 }
 
 fn udp(r: &RunResult) -> &UdpSummary {
-    summary(r).udp.as_ref().expect("udp summary")
+    summary(r).udp().expect("udp summary")
 }
 
 fn ok(args: &[&str]) -> RunResult {
@@ -41,12 +46,9 @@ fn ok(args: &[&str]) -> RunResult {
 }
 
 /// The client's TCP_INFO of a TCP RR flow.
-fn client_tcp_info(r: &RunResult) -> wirebench_proto::measure::TcpInfoReport {
+fn client_tcp_info(r: &RunResult) -> TcpInfoReport {
     let c = r.runs[0].client.as_ref().unwrap();
-    c.rr.as_ref().unwrap().flows[0]
-        .tcp_info
-        .clone()
-        .expect("tcp_info")
+    c.rr().unwrap().flows[0].tcp_info.clone().expect("tcp_info")
 }
 
 #[test]
@@ -65,7 +67,7 @@ fn tcp_rr_counts_match_the_server_and_the_kernel() {
         "--json",
     ]);
     let s = rr(&r);
-    assert_eq!(s.workload, RrWorkload::TcpRr);
+    assert_eq!(s.workload, WorkloadKind::Rr);
     assert!(s.transactions > 1000, "{s:?}");
     // Every transaction the server answered was read by the client, and vice versa.
     let server = s.server_total.expect("server counts");
@@ -174,7 +176,7 @@ fn udp_rr_on_loopback_loses_nothing() {
         "--json",
     ]);
     let s = rr(&r);
-    assert_eq!(s.workload, RrWorkload::UdpRr);
+    assert_eq!(s.workload, WorkloadKind::UdpRr);
     assert!(s.transactions > 1000);
     assert_eq!(s.client_window.lost, 0);
     assert_eq!(s.loss_pct, Some(0.0));
@@ -216,10 +218,21 @@ fn udp_stream_forward_reverse_bidir_exact_on_loopback() {
             } else {
                 // Behind schedule (a loaded machine): never ahead of it, and said so.
                 assert!(got <= expect + 2.0 && got > 0.0, "{dir:?}: {d:?}");
-                assert!(summary(&r)
-                    .warnings
-                    .iter()
-                    .any(|w| w.contains("fell behind")));
+                let warnings = &summary(&r).warnings;
+                assert!(
+                    warnings.iter().any(|w| matches!(
+                        w.warning,
+                        Warning::PacingFellBehind { dir: wd, resets } if wd == d.dir && resets > 0
+                    )),
+                    "{dir:?}: {warnings:?}"
+                );
+                assert!(
+                    warnings
+                        .iter()
+                        .map(text::noted)
+                        .any(|w| w.contains("fell behind")),
+                    "{dir:?}: {warnings:?}"
+                );
             }
         }
     }
@@ -230,22 +243,23 @@ fn bad_rr_and_udp_input_is_refused_with_the_field() {
     for (args, field) in [
         (
             &["rr", "--udp", "--request-size", "4", "--json"][..],
-            "rr.request_size_bytes",
+            SpecField::RequestSizeBytes,
         ),
-        (&["udp", "-l", "10", "--json"][..], "msg_size_bytes"),
+        (&["udp", "-l", "10", "--json"][..], SpecField::DatagramBytes),
         (
             &["rr", "--burst", "2", "--rate", "100", "--json"][..],
-            "rr.burst",
+            SpecField::Burst,
         ),
-        (&["rr", "--burst", "0", "--json"][..], "rr.burst"),
+        (&["rr", "--burst", "0", "--json"][..], SpecField::Burst),
     ] {
         let ran = wb(args);
         assert_eq!(ran.code, 2, "{args:?}: {}", ran.stderr);
         let r = ran.json();
         assert_eq!(
-            r.error.as_ref().and_then(|e| e.field.as_deref()),
+            r.error.as_ref().and_then(|e| e.field),
             Some(field),
-            "{args:?}"
+            "{args:?}: {:?}",
+            r.error
         );
     }
 }
@@ -305,7 +319,12 @@ fn garbage_datagrams_at_the_receiver_are_counted_as_invalid() {
         assert!(Instant::now() < deadline, "no UDP socket appeared");
         std::thread::sleep(Duration::from_millis(10));
     };
-    std::thread::sleep(Duration::from_millis(300));
+    // The UDP setup reads its hellos from that socket; garbage is sent once the engine's
+    // receiver runs, i.e. the setup is over.
+    assert!(
+        wait_engine(d.pid(), Duration::from_secs(5)),
+        "the daemon's UDP engine did not start"
+    );
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     let valid = |flow: u32, seq: u64| {
         let mut b = vec![0u8; 200];
@@ -334,7 +353,7 @@ fn garbage_datagrams_at_the_receiver_are_counted_as_invalid() {
     let d0 = &u.directions[0];
     // Every garbage datagram is counted, none pollutes the flow.
     assert_eq!(d0.invalid_datagrams, garbage.len() as u64, "{d0:?}");
-    let server = r.runs[0].server.as_ref().unwrap().udp.as_ref().unwrap();
+    let server = r.runs[0].server.as_ref().unwrap().udp().unwrap();
     let inv = server.sockets[0].invalid;
     // None came from the client's address, so none was even parsed: all are foreign-source
     // (content classes — short, bad magic, unknown flow — are the engine's unit tests).

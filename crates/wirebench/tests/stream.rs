@@ -7,9 +7,14 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 use wirebench_lab::{Side, Testbed};
-use wirebench_proto::measure::{HostRole, Role, SideReport};
-use wirebench_proto::spec::FlowDir;
-use wirebench_report::schema::{RunResult, RunStatus};
+use wirebench_model::abort::{EngineKind, Placement};
+use wirebench_model::error::ErrorKind;
+use wirebench_model::result::{RunResult, RunStatus, StreamSummary};
+use wirebench_model::side::{FlowSide, HostRole, Role, SideReport, StreamSide};
+use wirebench_model::spec::{FlowDir, RecvPath, SendPath, WorkloadSpec};
+use wirebench_model::validate::SpecField;
+use wirebench_model::warning::{EpollBlocker, Warning};
+use wirebench_report::print::text;
 
 /// Bytes the client writes on each data connection before the payload (preamble + hello).
 const DATA_HELLO_WIRE_BYTES: u64 = 24;
@@ -22,17 +27,37 @@ fn side(r: &RunResult, host: HostRole) -> &SideReport {
     }
 }
 
+/// An end's stream counts.
+fn stream_side(r: &RunResult, host: HostRole) -> &StreamSide {
+    side(r, host).stream().expect("stream counts")
+}
+
+/// An end's stream flows.
+fn flows(r: &RunResult, host: HostRole) -> &[FlowSide] {
+    &stream_side(r, host).flows
+}
+
+/// The stream summary of run `i`.
+fn stream_sum(r: &RunResult, i: usize) -> &StreamSummary {
+    r.runs[i]
+        .summary
+        .as_ref()
+        .expect("summary")
+        .stream()
+        .expect("stream summary")
+}
+
 /// Every flow: the sender's total equals the receiver's total, and both equal the kernel's
 /// own per-connection counters: TCP_INFO bytes_received at the receiver and bytes_acked at the
 /// sender count the payload, the 24-byte data hello the client sends first, and one sequence
 /// number for the FIN (both ends read TCP_INFO after the orderly close completed).
 fn check_flows_reconcile(r: &RunResult, expect_flows: usize) {
     assert_eq!(r.status, RunStatus::Completed, "{r:?}");
-    let c = side(r, HostRole::Client);
-    let s = side(r, HostRole::Server);
-    assert_eq!(c.flows.len(), expect_flows);
-    assert_eq!(s.flows.len(), expect_flows);
-    for (cf, sf) in c.flows.iter().zip(&s.flows) {
+    let c = flows(r, HostRole::Client);
+    let s = flows(r, HostRole::Server);
+    assert_eq!(c.len(), expect_flows);
+    assert_eq!(s.len(), expect_flows);
+    for (cf, sf) in c.iter().zip(s) {
         assert_eq!(cf.flow, sf.flow);
         let (snd, rcv) = if cf.role == Role::Sender {
             (cf, sf)
@@ -60,13 +85,13 @@ fn check_flows_reconcile(r: &RunResult, expect_flows: usize) {
         } else {
             0
         };
-        let ti = rcv.tcp_info.as_ref().expect("receiver tcp_info");
+        let ti = rcv.socket.tcp_info.as_ref().expect("receiver tcp_info");
         assert_eq!(
             ti.bytes_received,
             Some(rcv.total_bytes + hello + 1),
             "kernel bytes_received = payload + hello + FIN"
         );
-        let ts = snd.tcp_info.as_ref().expect("sender tcp_info");
+        let ts = snd.socket.tcp_info.as_ref().expect("sender tcp_info");
         // The active opener (the client) also counts its SYN as acknowledged.
         let syn = u64::from(cf.dir == FlowDir::ClientToServer);
         assert_eq!(
@@ -76,7 +101,7 @@ fn check_flows_reconcile(r: &RunResult, expect_flows: usize) {
         );
         assert!(rcv.window_bytes <= rcv.total_bytes && rcv.window_bytes > 0);
     }
-    let sum = r.runs[0].summary.as_ref().expect("summary");
+    let sum = stream_sum(r, 0);
     for d in &sum.directions {
         assert!(d.receiver_throughput_bps > 1e8, "{d:?}");
         assert_eq!(d.unaccounted_bytes, 0);
@@ -92,8 +117,9 @@ fn forward_loopback_reconciles_with_kernel_counters() {
     assert!(res.embedded_server);
     check_flows_reconcile(&res, 1);
     let sum = res.runs[0].summary.as_ref().unwrap();
-    assert_eq!(sum.directions.len(), 1);
-    assert_eq!(sum.directions[0].dir, FlowDir::ClientToServer);
+    let st = sum.stream().expect("stream summary");
+    assert_eq!(st.directions.len(), 1);
+    assert_eq!(st.directions[0].dir, FlowDir::ClientToServer);
     assert!(
         !sum.congestion.is_empty(),
         "congestion control must be recorded"
@@ -108,9 +134,9 @@ fn reverse_loopback() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 1);
-    assert_eq!(side(&res, HostRole::Client).flows[0].role, Role::Receiver);
+    assert_eq!(flows(&res, HostRole::Client)[0].role, Role::Receiver);
     assert_eq!(
-        res.runs[0].summary.as_ref().unwrap().directions[0].dir,
+        stream_sum(&res, 0).directions[0].dir,
         FlowDir::ServerToClient
     );
 }
@@ -122,7 +148,7 @@ fn bidir_loopback_two_flows_each_way() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 4);
-    assert_eq!(res.runs[0].summary.as_ref().unwrap().directions.len(), 2);
+    assert_eq!(stream_sum(&res, 0).directions.len(), 2);
 }
 
 #[test]
@@ -132,7 +158,7 @@ fn four_flows_each_accounted() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 4);
-    let sum = res.runs[0].summary.as_ref().unwrap();
+    let sum = stream_sum(&res, 0);
     assert_eq!(sum.flows.len(), 4);
     let total: f64 = sum.flows.iter().map(|f| f.receiver_throughput_bps).sum();
     let agg = sum.directions[0].receiver_throughput_bps;
@@ -153,13 +179,13 @@ fn warmup_is_excluded_and_intervals_partition_the_bytes() {
     let res = r.json();
     check_flows_reconcile(&res, 1);
     for host in [HostRole::Client, HostRole::Server] {
-        let s = side(&res, host);
+        let s = stream_side(&res, host);
         let f = &s.flows[0];
         // The window opens at the end of warm-up (on that end's clock).
         assert!(
-            (f.window_start_ns as i64 - 500_000_000).abs() < 60_000_000,
+            (f.window.start_ns as i64 - 500_000_000).abs() < 60_000_000,
             "{host:?} window start {}",
-            f.window_start_ns
+            f.window.start_ns
         );
         assert!(
             f.window_bytes < f.total_bytes,
@@ -179,12 +205,15 @@ fn warmup_is_excluded_and_intervals_partition_the_bytes() {
         assert!(s.intervals.len() >= 7, "{} intervals", s.intervals.len());
         assert!(s.intervals[0].in_warmup && !s.intervals.last().unwrap().in_warmup);
         for w in s.intervals.windows(2) {
-            assert_eq!(w[0].end_ns, w[1].start_ns, "intervals are contiguous");
+            assert_eq!(
+                w[0].span.end_ns, w[1].span.start_ns,
+                "intervals are contiguous"
+            );
         }
     }
     // The CPU window is the measurement window, not the warm-up.
     let cpu = side(&res, HostRole::Client).cpu.as_ref().unwrap();
-    assert!((cpu.window_end_ns - cpu.window_start_ns) as f64 > 1.4e9);
+    assert!((cpu.window.end_ns - cpu.window.start_ns) as f64 > 1.4e9);
 }
 
 #[test]
@@ -230,7 +259,9 @@ fn iterations_report_a_confidence_interval() {
     let mean: f64 = res
         .runs
         .iter()
-        .map(|r| r.summary.as_ref().unwrap().directions[0].receiver_throughput_bps)
+        .map(|r| {
+            r.summary.as_ref().unwrap().stream().unwrap().directions[0].receiver_throughput_bps
+        })
         .sum::<f64>()
         / res.runs.len() as f64;
     assert!((tp.mean - mean).abs() / mean < 1e-9);
@@ -268,8 +299,7 @@ fn loopback_bytes_match_interface_counters_in_a_private_namespace() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 2);
-    let payload: u64 = side(&res, HostRole::Server)
-        .flows
+    let payload: u64 = flows(&res, HostRole::Server)
         .iter()
         .map(|f| f.total_bytes)
         .sum();
@@ -310,11 +340,12 @@ fn veth_rate_limited_to_1gbit_measures_the_limit() {
     assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
     let res = r.json();
     check_flows_reconcile(&res, 1);
-    let sum = res.runs[0].summary.as_ref().unwrap();
+    let sum = stream_sum(&res, 0);
     let got = sum.directions[0].receiver_throughput_bps;
     // tbf meters link-layer bytes: each MSS-sized segment costs MSS + 66 header bytes
     // (14 Ethernet + 20 IPv4 + 32 TCP with timestamps). The payload rate it allows:
-    let mss = side(&res, HostRole::Client).flows[0]
+    let mss = flows(&res, HostRole::Client)[0]
+        .socket
         .tcp_info
         .as_ref()
         .unwrap()
@@ -327,8 +358,7 @@ fn veth_rate_limited_to_1gbit_measures_the_limit() {
         dev * 100.0
     );
     // And the receiver's interface saw that many payload bytes (whole test, warm-up included).
-    let server_total: u64 = side(&res, HostRole::Server)
-        .flows
+    let server_total: u64 = flows(&res, HostRole::Server)
         .iter()
         .map(|f| f.total_bytes)
         .sum();
@@ -386,7 +416,7 @@ fn unreachable_host_is_one_clear_line_and_valid_json() {
     assert_eq!(r.code, 1);
     let res = r.json();
     assert_eq!(res.status, RunStatus::Failed);
-    assert_eq!(res.error.unwrap().kind, "connect");
+    assert_eq!(res.error.unwrap().kind, ErrorKind::Connect);
 }
 
 #[test]
@@ -408,7 +438,7 @@ fn invalid_flags_give_usage_errors_and_valid_json() {
         assert_eq!(r.code, 2, "{args:?}");
         let res = r.json();
         assert_eq!(res.status, RunStatus::Failed);
-        assert_eq!(res.error.unwrap().kind, "usage");
+        assert_eq!(res.error.unwrap().kind, ErrorKind::Usage);
     }
 }
 
@@ -435,8 +465,8 @@ fn server_refuses_a_test_beyond_its_limits() {
     assert_eq!(r.code, 1, "{}", r.stdout);
     let res = r.json();
     let e = res.error.expect("error");
-    assert_eq!(e.kind, "invalid_spec");
-    assert_eq!(e.field.as_deref(), Some("flows"));
+    assert_eq!(e.kind, ErrorKind::InvalidSpec);
+    assert_eq!(e.field, Some(SpecField::Flows));
     let r = wb_in(
         &tb,
         Side::A,
@@ -458,8 +488,11 @@ fn busy_server_answers_busy_not_hang() {
         .args(["stream", "-H", wirebench_lab::ADDR_B, "-t", "3", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    let child = first.spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    let child = Guarded::spawn(&mut first);
+    assert!(
+        wait_engine(child.id(), Duration::from_secs(10)),
+        "the first test did not start its engine"
+    );
     let t = std::time::Instant::now();
     let r = wb_in(
         &tb,
@@ -472,8 +505,8 @@ fn busy_server_answers_busy_not_hang() {
         t.elapsed()
     );
     assert_eq!(r.code, 1);
-    assert_eq!(r.json().error.unwrap().kind, "busy");
-    let out = child.wait_with_output().unwrap();
+    assert_eq!(r.json().error.unwrap().kind, ErrorKind::Busy);
+    let out = child.wait_with_output();
     assert!(out.status.success(), "the running test is unaffected");
 }
 
@@ -484,9 +517,9 @@ fn congestion_control_is_applied_at_both_ends_and_recorded() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     for host in [HostRole::Client, HostRole::Server] {
-        for f in &side(&res, host).flows {
+        for f in flows(&res, host) {
             // Read back from the kernel with getsockopt(TCP_CONGESTION).
-            assert_eq!(f.congestion.as_deref(), Some("reno"), "{host:?}");
+            assert_eq!(f.socket.congestion.as_deref(), Some("reno"), "{host:?}");
         }
     }
     assert_eq!(
@@ -495,7 +528,7 @@ fn congestion_control_is_applied_at_both_ends_and_recorded() {
     );
     let r = wb(&["stream", "-t", "0.5", "-C", "nosuchcc", "--json"]);
     assert_eq!(r.code, 1);
-    assert_eq!(r.json().error.unwrap().kind, "socket_option");
+    assert_eq!(r.json().error.unwrap().kind, ErrorKind::SocketOption);
 }
 
 #[test]
@@ -505,10 +538,10 @@ fn window_sets_socket_buffers_and_reports_what_the_kernel_chose() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     for host in [HostRole::Client, HostRole::Server] {
-        for f in &side(&res, host).flows {
+        for f in flows(&res, host) {
             // Linux doubles the requested size to leave room for its bookkeeping.
-            assert_eq!(f.sndbuf_bytes, Some(512 * 1024), "{host:?} {f:?}");
-            assert_eq!(f.rcvbuf_bytes, Some(512 * 1024), "{host:?} {f:?}");
+            assert_eq!(f.socket.sndbuf_bytes, Some(512 * 1024), "{host:?} {f:?}");
+            assert_eq!(f.socket.rcvbuf_bytes, Some(512 * 1024), "{host:?} {f:?}");
         }
     }
 }
@@ -521,8 +554,8 @@ fn ipv6_loopback_and_affinity() {
     let res = r.json();
     assert!(res.server_address.as_deref().unwrap().starts_with("[::1]"));
     check_flows_reconcile(&res, 1);
-    assert_eq!(res.spec.as_ref().unwrap().server_cpu, Some(1));
-    assert_eq!(res.spec.as_ref().unwrap().client_cpu, Some(0));
+    assert_eq!(res.spec.as_ref().unwrap().common.server_cpu, Some(1));
+    assert_eq!(res.spec.as_ref().unwrap().common.client_cpu, Some(0));
 }
 
 /// A client that vanishes (SIGKILL: its sockets close) or freezes (SIGSTOP: silence, no FIN)
@@ -539,8 +572,11 @@ fn daemon_recovers_from_a_killed_or_stopped_client() {
         c.args(["stream", "-H", wirebench_lab::ADDR_B, "-t", "60", "--json"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        let mut child = c.spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1200));
+        let mut child = Guarded::spawn(&mut c);
+        assert!(
+            wait_engine(child.id(), Duration::from_secs(10)),
+            "{sig}: the test did not start its engine"
+        );
         kill(child.id(), sig);
         let t = std::time::Instant::now();
         let served = loop {
@@ -554,7 +590,7 @@ fn daemon_recovers_from_a_killed_or_stopped_client() {
             }
             assert_eq!(
                 r.json().error.unwrap().kind,
-                "busy",
+                ErrorKind::Busy,
                 "only busy is acceptable meanwhile"
             );
             if t.elapsed().as_secs() > bound_s {
@@ -565,7 +601,7 @@ fn daemon_recovers_from_a_killed_or_stopped_client() {
         if sig == "-STOP" {
             kill(child.id(), "-KILL");
         }
-        let _ = child.wait();
+        child.wait();
         assert!(served, "{sig}: daemon still busy after {bound_s} s");
     }
 }
@@ -577,11 +613,16 @@ fn interrupt_prints_the_partial_result() {
     c.args(["stream", "-t", "30", "-i", "0.5", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    let child = c.spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let child = Guarded::spawn(&mut c);
+    assert!(
+        wait_engine(child.id(), Duration::from_secs(10)),
+        "the test did not start its engine"
+    );
+    // The point: the test runs past its first 0.5 s interval before it is interrupted.
+    std::thread::sleep(std::time::Duration::from_millis(700));
     let t = std::time::Instant::now();
     kill(child.id(), "-INT");
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     assert!(
         t.elapsed() < std::time::Duration::from_secs(5),
         "took {:?}",
@@ -590,7 +631,7 @@ fn interrupt_prints_the_partial_result() {
     assert_eq!(out.status.code(), Some(130));
     let res: RunResult = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(res.status, RunStatus::Interrupted);
-    let c = side(&res, HostRole::Client);
+    let c = stream_side(&res, HostRole::Client);
     assert!(c.flows[0].total_bytes > 0);
     assert!(!c.intervals.is_empty(), "partial intervals are kept");
 }
@@ -607,10 +648,13 @@ fn many_flows_run_on_the_epoll_engine_and_reconcile() {
     let res = r.json();
     check_flows_reconcile(&res, 128);
     for host in [HostRole::Client, HostRole::Server] {
-        let e = side(&res, host).engine.as_deref().unwrap_or_default();
-        assert!(e.starts_with("epoll"), "{host:?} engine: {e}");
+        let e = side(&res, host).engine.as_ref();
+        assert!(
+            matches!(e, Some(EngineKind::Epoll { .. })),
+            "{host:?} engine: {e:?}"
+        );
     }
-    let s = res.runs[0].summary.as_ref().unwrap();
+    let s = stream_sum(&res, 0);
     for d in &s.directions {
         assert_eq!(d.flows, 64);
         assert_eq!(d.unaccounted_bytes, 0);
@@ -630,7 +674,7 @@ fn thousand_flows_end_to_end_are_all_accounted_for() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 1000);
-    let s = res.runs[0].summary.as_ref().unwrap();
+    let s = stream_sum(&res, 0);
     let d = &s.directions[0];
     assert_eq!((d.flows, d.unaccounted_bytes), (1000, 0));
     eprintln!(
@@ -658,7 +702,7 @@ fn embedded_server_short_of_descriptors_says_so() {
     }
     assert_eq!(r.code, 1, "{}", r.stderr);
     let e = res.error.as_ref().expect("error");
-    assert_eq!(e.kind, "limit");
+    assert_eq!(e.kind, ErrorKind::ResourceLimit);
     assert!(
         e.message.contains("need about 2512 file descriptors") && e.message.contains("1500"),
         "{}",
@@ -687,12 +731,26 @@ fn threads_choose_the_epoll_engine_and_its_workers() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
     check_flows_reconcile(&res, 6);
-    assert_eq!(res.spec.as_ref().unwrap().threads, Some(3));
+    match &res.spec.as_ref().unwrap().workload {
+        WorkloadSpec::Stream(st) => assert_eq!(st.threads, Some(3)),
+        other => panic!("not a stream spec: {other:?}"),
+    }
     for host in [HostRole::Client, HostRole::Server] {
-        let e = side(&res, host).engine.clone().unwrap_or_default();
+        let e = side(&res, host).engine.as_ref();
+        let said = e.map(text::engine).unwrap_or_default();
         assert!(
-            e.starts_with("epoll, 3 worker threads, pinned round-robin to CPUs"),
-            "{host:?} engine: {e}"
+            said.starts_with("epoll, 3 worker threads, pinned round-robin to CPUs"),
+            "{host:?} engine: {said}"
+        );
+        assert!(
+            matches!(
+                e,
+                Some(EngineKind::Epoll {
+                    workers: 3,
+                    placement: Placement::RoundRobin { cpus },
+                }) if !cpus.is_empty()
+            ),
+            "{host:?} engine: {e:?}"
         );
     }
 
@@ -712,12 +770,34 @@ fn threads_choose_the_epoll_engine_and_its_workers() {
     let res = r.json();
     check_flows_reconcile(&res, 2);
     let client = side(&res, HostRole::Client);
-    assert_eq!(client.engine.as_deref(), Some("thread per flow"));
+    assert!(
+        matches!(client.engine, Some(EngineKind::ThreadPerFlow { .. })),
+        "{:?}",
+        client.engine
+    );
+    let said = client.engine.as_ref().map(text::engine).unwrap_or_default();
+    assert!(said.starts_with("a thread per flow"), "{said}");
     assert!(
         client
             .warnings
             .iter()
-            .any(|w| w.starts_with("threads 2 ignored: send path splice")),
+            .map(text::warning)
+            .any(|w| w.starts_with("--threads 2 ignored: send path splice")),
+        "{:?}",
+        client.warnings
+    );
+    assert!(
+        client.warnings.iter().any(|w| matches!(
+            w,
+            Warning::ThreadsIgnored {
+                threads: 2,
+                blocker: EpollBlocker::Paths {
+                    send: SendPath::Splice,
+                    recv: RecvPath::Copy,
+                },
+                ..
+            }
+        )),
         "{:?}",
         client.warnings
     );

@@ -156,6 +156,10 @@ struct State {
     per_source: Mutex<HashMap<IpAddr, usize>>,
     /// Tests running per peer (identity, or source address).
     per_peer: Mutex<HashMap<String, u32>>,
+    /// Of the running tests, those whose results are exchanged (only bookkeeping left),
+    /// per peer: a new test that finds the slots full waits for these instead of being
+    /// told busy (the client starts its next test as soon as it has the results).
+    finishing: Mutex<HashMap<String, u32>>,
     handshakes: Mutex<Handshakes>,
     pending: Mutex<HashMap<Token, PendingTest>>,
     records: Mutex<Ring>,
@@ -193,8 +197,15 @@ pub struct DaemonStats {
 
 impl Daemon {
     /// Bind the listening socket (and open the records file, if configured).
-    pub fn bind(cfg: ServerConfig) -> Result<Daemon, NetError> {
+    pub fn bind(mut cfg: ServerConfig) -> Result<Daemon, NetError> {
         wirebench_sys::process::ignore_sigpipe().map_err(NetError::io("ignoring SIGPIPE"))?;
+        // The CPUs a test may pin the server's threads to: those this process may run on.
+        if cfg.limits.max_cpu.is_none() {
+            cfg.limits.max_cpu = wirebench_sys::thread::current_thread_affinity()
+                .ok()
+                .and_then(|cpus| cpus.into_iter().max())
+                .and_then(|c| u32::try_from(c).ok());
+        }
         let record_log = match &cfg.records_path {
             Some(p) => Some(Mutex::new(
                 RecordLog::open(p, cfg.records_max_bytes).map_err(|source| {
@@ -224,6 +235,7 @@ impl Daemon {
                 open_connections: AtomicUsize::new(0),
                 per_source: Mutex::new(HashMap::new()),
                 per_peer: Mutex::new(HashMap::new()),
+                finishing: Mutex::new(HashMap::new()),
                 handshakes: Mutex::new(Handshakes::default()),
                 pending: Mutex::new(HashMap::new()),
                 records: Mutex::new(ring),

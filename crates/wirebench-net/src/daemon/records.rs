@@ -307,8 +307,10 @@ mod tests {
     fn rec(id: u64, pad: usize) -> TestRecord {
         let mut spec = TestSpec::stream_default();
         spec.common.flows = 1;
-        let mut env = wirebench_model::side::Environment::default();
-        env.software = "x".repeat(pad);
+        let env = wirebench_model::side::Environment {
+            software: "x".repeat(pad),
+            ..Default::default()
+        };
         TestRecord {
             test_id: id,
             peer: "127.0.0.1:1".parse().unwrap(),

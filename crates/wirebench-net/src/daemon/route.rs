@@ -1,9 +1,11 @@
 //! Routing data connections to their tests by token, and the admission guard that frees a
 //! test's slot and token however its session ends.
 
+use std::collections::HashMap;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
 
 use wirebench_proto::data::{DataHello, Token};
 
@@ -33,10 +35,50 @@ pub(super) struct Admission<'a> {
     pub(super) token: Token,
     /// The peer the test counts against (identity, or source address).
     pub(super) peer_key: String,
+    /// Counted in `State::finishing`.
+    pub(super) finishing: bool,
+}
+
+/// How long a new test waits for a slot held by a test whose results are already exchanged.
+pub(super) const FINISHING_GRACE: Duration = Duration::from_secs(2);
+
+fn bump(m: &Mutex<HashMap<String, u32>>, key: &str, up: bool) {
+    if let Ok(mut m) = m.lock() {
+        if up {
+            *m.entry(key.to_string()).or_insert(0) += 1;
+        } else if let Some(c) = m.get_mut(key) {
+            *c = c.saturating_sub(1);
+            if *c == 0 {
+                m.remove(key);
+            }
+        }
+    }
+}
+
+impl Admission<'_> {
+    /// The test's results are exchanged: what is left is bookkeeping, so a new test of the
+    /// same peer may wait for this slot rather than be told busy.
+    pub(super) fn mark_finishing(&mut self) {
+        if !self.finishing {
+            self.finishing = true;
+            bump(&self.state.finishing, &self.peer_key, true);
+        }
+    }
+}
+
+/// Tests of `peer_key` (or of anyone, with `None`) whose results are exchanged.
+pub(super) fn finishing(state: &State, peer_key: Option<&str>) -> u32 {
+    state.finishing.lock().map_or(0, |m| match peer_key {
+        Some(k) => m.get(k).copied().unwrap_or(0),
+        None => m.values().sum(),
+    })
 }
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
+        if self.finishing {
+            bump(&self.state.finishing, &self.peer_key, false);
+        }
         if let Ok(mut p) = self.state.pending.lock() {
             p.remove(&self.token);
         }

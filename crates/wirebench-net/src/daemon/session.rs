@@ -24,7 +24,7 @@ use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, Session
 use super::accept::ConnSlot;
 use super::lograte::log_refused;
 use super::records::{record, RecordStatus, TestRecord};
-use super::route::{Admission, DataConn, PendingTest, CRR_QUEUE};
+use super::route::{finishing, Admission, DataConn, PendingTest, CRR_QUEUE, FINISHING_GRACE};
 use super::State;
 use crate::conn::Control;
 use crate::end::{EndParams, EngineRun};
@@ -121,8 +121,11 @@ pub(super) fn control_session(
             ts.server_report = engine.abort_and_wait(reason, Duration::from_secs(10));
         }
     }
+    // Free the test's slot before recording it: a client that saw the test end (or reads
+    // the record) may start its next test at once.
+    let admitted = ts.admission.take().is_some();
     if let Some(spec) = ts.spec.take() {
-        if ts.admission.is_some() {
+        if admitted {
             let (status, reason) = match (&failure, &ts.local_abort) {
                 (Some(f), _) => (RecordStatus::Failed, Some(f.clone())),
                 (None, Some(r)) => (RecordStatus::Aborted, Some(r.clone())),
@@ -155,7 +158,54 @@ pub(super) fn control_session(
             );
         }
     }
-    drop(ts.admission.take());
+}
+
+/// Take a test slot (the server's cap, then the peer's), or say which cap is full: `(tests
+/// running, cap, scope)`. A slot held by a finishing test (results exchanged) is waited for,
+/// up to [`FINISHING_GRACE`]; a slot held by a running test is not.
+fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
+    let cap = state.cfg.limits.max_concurrent_tests;
+    let peer_cap = state.cfg.max_tests_per_peer.max(1);
+    let deadline = Instant::now() + FINISHING_GRACE;
+    loop {
+        let prev = state.running.fetch_add(1, Ordering::AcqRel);
+        let refusal = if state.shutdown.load(Ordering::Relaxed) {
+            return {
+                state.running.fetch_sub(1, Ordering::AcqRel);
+                Err((prev, cap, BusyScope::Server))
+            };
+        } else if prev >= cap {
+            Some((prev, cap, BusyScope::Server, finishing(state, None)))
+        } else {
+            let peer_prev = match state.per_peer.lock() {
+                Ok(mut m) => {
+                    let c = m.entry(peer_key.to_string()).or_insert(0);
+                    let prev = *c;
+                    if prev < peer_cap {
+                        *c += 1;
+                    }
+                    prev
+                }
+                Err(_) => peer_cap,
+            };
+            (peer_prev >= peer_cap).then(|| {
+                (
+                    peer_prev,
+                    peer_cap,
+                    BusyScope::Peer,
+                    finishing(state, Some(peer_key)),
+                )
+            })
+        };
+        let Some((prev, cap, scope, finishing_now)) = refusal else {
+            return Ok(());
+        };
+        state.running.fetch_sub(1, Ordering::AcqRel);
+        if finishing_now == 0 || Instant::now() >= deadline {
+            return Err((prev, cap, scope));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 fn drive<'a>(
@@ -191,6 +241,11 @@ fn drive<'a>(
             if ts.server_report.is_none() {
                 if let Some(report) = engine.try_finish() {
                     ts.server_report = Some(report.clone());
+                    if ts.client_report.is_some() {
+                        if let Some(a) = ts.admission.as_mut() {
+                            a.mark_finishing();
+                        }
+                    }
                     let mut acts = Vec::new();
                     // The engine stopped on a policy limit: tell the client to stop too.
                     if let Some(why @ AbortReason::LimitExceeded { .. }) = report.aborted() {
@@ -296,33 +351,13 @@ fn execute<'a>(
         match a {
             Action::Send(m) => conn.send(&m)?,
             Action::RequestAdmission(spec) => {
-                let cap = state.cfg.limits.max_concurrent_tests;
-                let prev = state.running.fetch_add(1, Ordering::AcqRel);
-                if prev >= cap || state.shutdown.load(Ordering::Relaxed) {
-                    state.running.fetch_sub(1, Ordering::AcqRel);
-                    queue.extend(sess.busy(prev, cap, 1000, BusyScope::Server));
-                    continue;
-                }
                 // One peer may not hold every slot: identity, else source address.
                 let peer_key = match sess.identity() {
                     Some(id) => format!("id:{id}"),
                     None => format!("ip:{}", ts.peer.ip().to_canonical()),
                 };
-                let peer_cap = state.cfg.max_tests_per_peer.max(1);
-                let peer_prev = match state.per_peer.lock() {
-                    Ok(mut m) => {
-                        let c = m.entry(peer_key.clone()).or_insert(0);
-                        let prev = *c;
-                        if prev < peer_cap {
-                            *c += 1;
-                        }
-                        prev
-                    }
-                    Err(_) => peer_cap,
-                };
-                if peer_prev >= peer_cap {
-                    state.running.fetch_sub(1, Ordering::AcqRel);
-                    queue.extend(sess.busy(peer_prev, peer_cap, 1000, BusyScope::Peer));
+                if let Err((prev, cap, scope)) = admit(state, &peer_key) {
+                    queue.extend(sess.busy(prev, cap, 1000, scope));
                     continue;
                 }
                 let _ = ts.slot.end_handshake();
@@ -337,6 +372,7 @@ fn execute<'a>(
                     state,
                     token,
                     peer_key,
+                    finishing: false,
                 });
                 ts.test_id = state.next_id.fetch_add(1, Ordering::Relaxed);
                 ts.admitted_unix_ms = unix_ms();
@@ -374,7 +410,14 @@ fn execute<'a>(
                 }
             }
             Action::PeerInterval(_) => {}
-            Action::PeerResults(r) => ts.client_report = Some(*r),
+            Action::PeerResults(r) => {
+                ts.client_report = Some(*r);
+                if ts.server_report.is_some() {
+                    if let Some(a) = ts.admission.as_mut() {
+                        a.mark_finishing();
+                    }
+                }
+            }
             Action::OpenData { .. } => {
                 return Err(NetError::Session(SessionError::Unexpected {
                     phase: sess.phase(),

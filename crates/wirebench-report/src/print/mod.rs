@@ -410,6 +410,14 @@ pub fn human_with(r: &RunResult, o: HumanOptions) -> String {
             r.started_utc
         ),
     );
+    if let Some(t) = &r.title {
+        wrap(
+            &mut out,
+            "",
+            "  ",
+            &format!("title: {}", wirebench_model::text::escape(t)),
+        );
+    }
     if let Some(s) = &r.spec {
         let measured = r.runs.last().and_then(measured_s);
         wrap(&mut out, "", "  ", &spec_line(s, measured));

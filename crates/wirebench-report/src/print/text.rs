@@ -153,6 +153,7 @@ pub fn limit(l: LimitName) -> String {
             LimitName::MaxWarmup => "the server's longest warm-up".into(),
             LimitName::MaxMsgSize => "the server's largest message size".into(),
             LimitName::MaxWindow => "the server's largest socket buffer".into(),
+            LimitName::ServerCpus => "the CPUs the server has".into(),
             _ => format!("the server's limit {l:?}"),
         },
     }
@@ -518,7 +519,16 @@ pub fn noted(n: &Noted) -> String {
 /// The message of a failed invocation, one line: `invalid_spec: … (field common.flows)`.
 pub fn error_text(e: &ErrorInfo) -> String {
     let mut msg = format!("{}: {}", e.kind.as_str(), escape_long(&e.message));
-    if let Some(f) = &e.field {
+    // A message rendered from the typed problem says it all (field and limit stay in JSON).
+    if e.problem.is_some() {
+        return msg;
+    }
+    // A usage error names the flag the user typed; the spec field is for the others (and
+    // stays in the JSON).
+    if let Some(f) = e
+        .field
+        .filter(|_| e.kind != wirebench_model::error::ErrorKind::Usage)
+    {
         let _ = write!(msg, " (field {f})");
     }
     if let Some(l) = e.limit {

@@ -408,6 +408,7 @@ fn human_output_of_a_failure() {
         message: "flows = 3 is out of range (allowed 1..=2)".into(),
         field: Some(SpecField::Flows),
         limit: None,
+        problem: None,
     });
     let text = print::human(&r);
     assert!(

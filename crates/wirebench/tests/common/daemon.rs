@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Socket, Type};
+use wirebench_model::spec::{CommonSpec, TestSpec};
 use wirebench_net::client::{self, ClientConfig, Outcome};
 use wirebench_proto::data::CONTROL_PREAMBLE;
 use wirebench_proto::frame::{encode, FrameDecoder, ABSOLUTE_MAX_FRAME_BYTES};
+use wirebench_proto::message::ErrorMsg;
 use wirebench_proto::message::{Hello, Message, Welcome, HELLO_MAGIC, PROTOCOL_VERSION};
-use wirebench_proto::spec::TestSpec;
 
 use super::BIN;
 
@@ -125,11 +126,51 @@ impl LocalDaemon {
     }
 
     /// Usage once the daemon is idle (after a warm-up test, so that lazily created state
-    /// exists in the baseline too).
+    /// exists in the baseline too): the test's record is written, and descriptors and threads
+    /// have stopped changing.
     pub fn baseline(&self) -> Usage {
+        let before = self.records().len();
         legit(self.addr);
-        std::thread::sleep(Duration::from_millis(300));
-        self.usage()
+        self.wait_records(before + 1, Duration::from_secs(10));
+        self.settled_usage(Duration::from_secs(5))
+    }
+
+    /// Poll /proc until the daemon's descriptors and threads read the same five times in a
+    /// row, 50 ms apart (its session threads have exited); that reading.
+    pub fn settled_usage(&self, within: Duration) -> Usage {
+        let t = Instant::now();
+        let mut last = self.usage();
+        let mut same = 0;
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let u = self.usage();
+            if (u.fds, u.threads) == (last.fds, last.threads) {
+                same += 1;
+                if same >= 5 {
+                    return u;
+                }
+            } else {
+                same = 0;
+            }
+            last = u;
+            assert!(
+                t.elapsed() < within,
+                "daemon usage did not settle within {within:?}: {u:?}"
+            );
+        }
+    }
+
+    /// Wait until a log line contains `needle` (at least `n` such lines).
+    pub fn wait_log(&self, needle: &str, n: usize, within: Duration) {
+        let t = Instant::now();
+        while self.log_count(needle) < n {
+            assert!(
+                t.elapsed() < within,
+                "no {n} log lines with {needle:?} after {within:?}; log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Assert that descriptors and threads return to `base` (memory within `rss_slack_kb`)
@@ -227,7 +268,10 @@ impl Drop for LocalDaemon {
 /// A short spec for "a legitimate client".
 pub fn short_spec(ms: u64) -> TestSpec {
     TestSpec {
-        duration_ms: ms,
+        common: CommonSpec {
+            duration_ms: ms,
+            ..CommonSpec::default()
+        },
         ..TestSpec::stream_default()
     }
 }
@@ -252,17 +296,26 @@ pub fn assert_legit_served_quickly(addr: SocketAddr) {
     );
 }
 
-/// Run a longer legitimate test on a thread; join it for its outcome.
+/// Run a longer legitimate test on a thread; join it for its outcome. Returns once the test
+/// is running: its first live interval sample (100 ms) has arrived.
 pub fn legit_in_background(
     addr: SocketAddr,
     ms: u64,
 ) -> std::thread::JoinHandle<Result<Outcome, String>> {
-    std::thread::spawn(move || {
-        let cfg = ClientConfig::new(addr, short_spec(ms));
-        client::run(&cfg, &AtomicBool::new(false), &mut |_| {})
-            .map(|r| r.outcome)
-            .map_err(|e| e.to_string())
-    })
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let mut spec = short_spec(ms);
+        spec.common.interval_ms = Some(100);
+        let cfg = ClientConfig::new(addr, spec);
+        client::run(&cfg, &AtomicBool::new(false), &mut |_| {
+            let _ = tx.send(());
+        })
+        .map(|r| r.outcome)
+        .map_err(|e| e.to_string())
+    });
+    // A failure before the first interval drops the sender: the join then tells why.
+    let _ = rx.recv_timeout(Duration::from_secs(10));
+    h
 }
 
 /// A raw control connection: exactly the bytes the test wants.
@@ -349,12 +402,18 @@ impl Raw {
 
     /// The next `error` message's (code, field, text), panicking on anything else.
     pub fn expect_error(&mut self) -> (String, Option<String>, String) {
+        let e = self.expect_error_msg();
+        (
+            e.code.as_str().to_string(),
+            e.field.map(|f| f.as_str().to_string()),
+            e.message,
+        )
+    }
+
+    /// The next `error` message, whole, panicking on anything else.
+    pub fn expect_error_msg(&mut self) -> ErrorMsg {
         match self.recv(Duration::from_secs(5)) {
-            Some(Message::Error(e)) => (
-                wirebench_proto::session::error_code_name(e.code).to_string(),
-                e.field,
-                e.message,
-            ),
+            Some(Message::Error(e)) => e,
             other => panic!("expected an error message, got {other:?}"),
         }
     }
@@ -382,10 +441,11 @@ impl Raw {
     }
 }
 
-/// Start `wirebench ARGS -H <daemon> -p <port> -t 30 -i 0.2 --json` against `d`, send it `sig`
-/// ("-KILL" or "-STOP") after 1.2 s, and wait for the daemon's record of that test (its
-/// `n`-th, 1-based). Asserts the daemon noticed within 4.5 s and recorded the test as failed;
-/// returns the record. The client is killed and reaped before returning.
+/// Start `wirebench ARGS -H <daemon> -p <port> -t 30 -i 0.2` against `d`, send it `sig`
+/// ("-KILL" or "-STOP") once it has printed four live interval lines (0.8 s into the test),
+/// and wait for the daemon's record of that test (its `n`-th, 1-based). Asserts the daemon
+/// noticed within 4.5 s and recorded the test as failed; returns the record. The client is
+/// killed and reaped before returning.
 pub fn client_signalled_mid_test(
     d: &LocalDaemon,
     args: &[&str],
@@ -400,20 +460,37 @@ pub fn client_signalled_mid_test(
             "-p",
             &d.addr.port().to_string(),
         ])
-        .args(["-t", "30", "-i", "0.2", "--json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+        .args(["-t", "30", "-i", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = super::Guarded::spawn(&mut c);
+    let stderr = child.child().stderr.take().expect("piped stderr");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = BufReader::new(stderr).read_to_string(&mut text);
+        text
+    });
+    let running = super::wait_live_lines(child.child(), 4, Duration::from_secs(10));
     super::kill(child.id(), sig);
     let t = Instant::now();
-    let recs = d.wait_records(n, Duration::from_secs(8));
+    let recs = if running {
+        Some(d.wait_records(n, Duration::from_secs(8)))
+    } else {
+        None
+    };
     let noticed = t.elapsed();
-    let rec = recs[n - 1].clone();
     if sig != "-KILL" {
         super::kill(child.id(), "-KILL");
     }
-    let _ = child.wait();
+    child.wait();
+    let errors = errors.join().unwrap_or_default();
+    assert!(
+        running,
+        "{args:?}: no four live interval lines within 10 s; stderr: {errors}\nlog:\n{}",
+        d.log_text()
+    );
+    let rec = recs.expect("records")[n - 1].clone();
     assert!(
         noticed < Duration::from_millis(4500),
         "{args:?} {sig}: noticed after {noticed:?}"

@@ -6,12 +6,12 @@
 pub mod daemon;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use wirebench_lab::{Side, Testbed};
-use wirebench_report::schema::RunResult;
+use wirebench_model::result::RunResult;
 
 /// Path of the binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_wirebench");
@@ -32,7 +32,7 @@ pub struct Ran {
 
 impl Ran {
     pub fn json(&self) -> RunResult {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+        RunResult::from_json(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not a RunResult ({e}):\n{}\nstderr:\n{}",
                 self.stdout, self.stderr
@@ -146,4 +146,104 @@ pub fn kill(pid: u32, sig: &str) {
         .unwrap()
         .success();
     assert!(ok, "kill {sig} {pid}");
+}
+
+/// Read `child`'s stdout on a thread until it has printed `n` live interval lines
+/// (`[ a- b s] ...`); false if it did not within `within`. The reader keeps draining the
+/// pipe afterwards, so the child never blocks on a full pipe.
+pub fn wait_live_lines(child: &mut Child, n: usize, within: Duration) -> bool {
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = 0;
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.starts_with('[') && line.contains(" s]") {
+                seen += 1;
+                if seen == n {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    });
+    rx.recv_timeout(within).is_ok()
+}
+
+/// Names of the threads of process `pid` (/proc/PID/task/*/comm).
+pub fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+                .map(|n| n.trim_end().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Poll /proc until process `pid` runs a data thread of a test engine (`wb-flow-*`,
+/// `wb-many-*`, `wb-rr-*`, `wb-udp-*`): its test is past the handshake and measuring. False
+/// if not within `within`.
+pub fn wait_engine(pid: u32, within: Duration) -> bool {
+    let t = Instant::now();
+    loop {
+        let running = thread_names(pid).iter().any(|n| {
+            ["wb-flow-", "wb-many-", "wb-rr-", "wb-udp-"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        });
+        if running {
+            return true;
+        }
+        if t.elapsed() > within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A child process a test started; killed (by its PID) and reaped on drop, so that a failing
+/// test leaves no process behind.
+pub struct Guarded {
+    child: Option<Child>,
+}
+
+impl Guarded {
+    /// Spawn `c`.
+    pub fn spawn(c: &mut Command) -> Guarded {
+        Guarded {
+            child: Some(c.spawn().expect("spawn")),
+        }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("running")
+    }
+
+    /// Wait for it to exit.
+    pub fn wait(&mut self) -> ExitStatus {
+        let st = self.child().wait().expect("wait");
+        self.child = None;
+        st
+    }
+
+    /// Wait for it to exit, collecting its piped output.
+    pub fn wait_with_output(mut self) -> Output {
+        self.child
+            .take()
+            .expect("running")
+            .wait_with_output()
+            .expect("wait")
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
