@@ -5,16 +5,17 @@
 //! Every wait is bounded by one deadline. Afterwards the TCP connection stays open and idle
 //! until the test ends. The server takes a flow's UDP peer only from a hello that comes from
 //! the control connection's host, so a hello from a third address can never make the daemon
-//! send datagrams there (reflection); once the peer is known, the server's socket is
-//! connected to it and everything queued before is dropped, so no datagram from a third
-//! address reaches the engine either.
+//! send datagrams there (reflection); once the peer is known, a server socket that answers
+//! or sends is connected to it and everything queued before is dropped, so the engine never
+//! answers a datagram from a third address either.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use socket2::SockRef;
-use wirebench_model::spec::TestSpec;
+use wirebench_model::side::HostRole;
+use wirebench_model::spec::{TestSpec, WorkloadSpec};
 use wirebench_proto::data::Token;
 use wirebench_proto::udpsetup::{
     decode_ack, decode_port, encode_port, hello, is_hello, same_host, ACK, HELLO_REPEAT_MS,
@@ -39,9 +40,21 @@ fn invalid(context: &'static str, what: impl std::fmt::Display) -> NetError {
     NetError::io(context)(io::Error::new(io::ErrorKind::InvalidData, what.to_string()))
 }
 
+/// True if the server's engine sends on this UDP flow's socket (UDP_RR answers; a UDP
+/// stream flow the server sends), false if it only receives on it.
+fn answers_or_sends(spec: &TestSpec, flow: u32) -> bool {
+    match spec.workload {
+        WorkloadSpec::UdpStream(_) => spec
+            .flow_dirs()
+            .get(flow as usize)
+            .is_some_and(|d| HostRole::Server.sends(*d)),
+        _ => true,
+    }
+}
+
 /// Server side of one flow's setup over its TCP data connection `tcp`, whose test's control
 /// connection comes from `control_peer`. Returns the UDP socket (connected to the client's
-/// UDP address) and that address.
+/// UDP address unless the server only receives on it) and that address.
 pub fn server_side(
     tcp: &mut TcpStream,
     token: Token,
@@ -88,15 +101,25 @@ pub fn server_side(
             Err(e) => return Err(NetError::io("waiting for the client's UDP hello")(e)),
         }
     };
-    // From now on the socket hears the client's UDP address only: datagrams from anybody
-    // else never reach the engine (whose UDP_RR server answers the address a request came
-    // from).
-    sock.connect(peer)
-        .map_err(NetError::io("connecting the UDP data socket"))?;
-    // Whatever was queued before (the client's repeated hellos, datagrams from other hosts)
-    // is not the test's data: the client sends none before our acknowledgement. Drop it all.
     let _ = sock.set_nonblocking(true);
-    while sock.recv_from(&mut buf).is_ok() {}
+    if answers_or_sends(spec, flow) {
+        // From now on the socket hears the client's UDP address only, so that no datagram
+        // from anybody else (queued before the engine connects it) is ever answered: the
+        // UDP_RR server answers the address a request came from. Whatever was queued before
+        // (repeated hellos, other hosts' datagrams) is not the test's data (the client
+        // sends none before our acknowledgement): drop it all.
+        sock.connect(peer)
+            .map_err(NetError::io("connecting the UDP data socket"))?;
+        while sock.recv_from(&mut buf).is_ok() {}
+    } else {
+        // A receiver's socket stays unconnected (the engine counts datagrams from elsewhere
+        // as foreign); repeated hellos already queued are not the test's data.
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if from != peer || !is_hello(buf.get(..n).unwrap_or_default(), token, flow) {
+                break;
+            }
+        }
+    }
     let _ = sock.set_nonblocking(false);
     tcp.write_all(&ACK)
         .map_err(NetError::io("acknowledging the UDP hello"))?;

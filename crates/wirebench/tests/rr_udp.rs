@@ -200,8 +200,28 @@ fn udp_stream_forward_reverse_bidir_exact_on_loopback() {
         let u = udp(&r);
         assert_eq!(u.directions.len(), if dir == ["--bidir"] { 2 } else { 1 });
         for d in &u.directions {
-            assert_eq!(d.counts.window_lost, 0, "{dir:?} {d:?}");
-            assert_eq!(d.counts.total_lost, 0);
+            // Loopback loses nothing in the path. A loaded machine may overflow a receive
+            // socket (or the sender's queue refuses a send): every lost datagram must be
+            // one the kernel counted there, exactly.
+            let l = &d.loss;
+            assert_eq!(l.lost_in_path, 0, "{dir:?} {l:?}");
+            assert_eq!(
+                l.total_lost,
+                l.refused_at_sender
+                    + l.dropped_at_receiving_sockets
+                        .expect("socket overflows read")
+                    + l.dropped_by_receiving_host.expect("host drops read"),
+                "{dir:?} {l:?}"
+            );
+            assert_eq!(
+                d.counts.window_lost,
+                d.counts.window_sent as i64 - d.counts.window_received as i64
+            );
+            assert!(d.counts.window_lost >= 0 && d.counts.window_lost <= d.counts.total_lost);
+            assert_eq!(
+                l.total_lost as i64,
+                d.counts.total_lost + d.counts.send_refused as i64
+            );
             assert_eq!(d.counts.duplicate + d.counts.late, 0);
             assert_eq!(d.invalid_datagrams, 0);
             assert_eq!(d.receiver_bytes, d.counts.window_received * 1200);
@@ -389,13 +409,65 @@ fn rr_latency_over_a_1ms_each_way_path() {
         l.p99_ns / 1000,
         l.count
     );
-    // Two emulated milliseconds per round trip, plus the stacks and the forwarder: p50
-    // within 2 ms + 10%, and never below 2 ms.
+    // An independent observer on the same path, under the same load: a plain TCP
+    // ping-pong of 1-byte messages written here, 300 round trips, its median.
+    let probe_p50_ns = ping_pong_p50_ns(&path, 300);
+    eprintln!(
+        "independent ping-pong over the same path: p50 {} µs",
+        probe_p50_ns / 1000
+    );
+    // Never below the two emulated milliseconds; the median within 10 % (+ 100 µs for the
+    // two stacks' extra work per transaction) of what the plain ping-pong sees, whatever the
+    // machine's load does to the forwarder.
     assert!(l.min_ns >= 2_000_000, "min {} ns", l.min_ns);
-    assert!(l.p50_ns <= 2_200_000, "p50 {} ns", l.p50_ns);
+    assert!(probe_p50_ns >= 2_000_000, "probe p50 {probe_p50_ns} ns");
+    assert!(
+        l.p50_ns as f64 <= probe_p50_ns as f64 * 1.10 + 100_000.0,
+        "p50 {} ns against the probe's {probe_p50_ns} ns",
+        l.p50_ns
+    );
     // One at a time, each at least 2 ms: at most 1000 in the 2 s window (fewer when the
     // machine is loaded; the count is not a performance assertion).
     assert!((1..=1000).contains(&l.count), "count {}", l.count);
+}
+
+/// The median round trip of `n` 1-byte TCP ping-pongs from side A to an echo server on side
+/// B of `path`, nanoseconds.
+fn ping_pong_p50_ns(path: &EmulatedPath, n: usize) -> u64 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = path
+        .run_in(Side::B, || TcpListener::bind((ADDR_B, 0)).unwrap())
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut b = [0u8; 1];
+        while s.read_exact(&mut b).is_ok() {
+            if s.write_all(&b).is_err() {
+                break;
+            }
+        }
+    });
+    let mut rtts = path
+        .run_in(Side::A, move || {
+            let mut c = TcpStream::connect((ADDR_B, port)).unwrap();
+            c.set_nodelay(true).unwrap();
+            let mut b = [0u8; 1];
+            (0..n)
+                .map(|_| {
+                    let t = Instant::now();
+                    c.write_all(&b).unwrap();
+                    c.read_exact(&mut b).unwrap();
+                    t.elapsed().as_nanos() as u64
+                })
+                .collect::<Vec<u64>>()
+        })
+        .unwrap();
+    server.join().unwrap();
+    rtts.sort_unstable();
+    rtts[rtts.len() / 2]
 }
 
 fn nft(tb: &Testbed, side: Side, script: &str) -> String {
@@ -459,8 +531,22 @@ fn udp_loss_equals_an_nftables_random_drop_exactly() {
         "udp 40 Mbit/s, 2% nft drop: sent {} received {} lost {} (window {}/{}), nft dropped {}",
         c.total_sent, c.total_received, c.total_lost, c.window_sent, c.window_received, dropped
     );
-    // Exact: what the kernel dropped is what wirebench reports lost.
-    assert_eq!(c.total_lost, dropped as i64);
+    // Exact, on a loaded machine too: every lost datagram is accounted where it went. The
+    // nftables drop is the path's loss; the receiving socket's overflows (SO_RXQ_OVFL,
+    // /proc/net/udp) and the host's other drops (/proc/net/snmp) are the rest.
+    let l = &dir.loss;
+    eprintln!("loss attribution: {l:?}");
+    assert_eq!(l.lost_in_path, dropped, "{l:?}");
+    let sockets = l
+        .dropped_at_receiving_sockets
+        .expect("socket overflows read");
+    let host = l.dropped_by_receiving_host.expect("host drops read");
+    assert_eq!(
+        l.total_lost,
+        l.refused_at_sender + sockets + host + l.lost_in_path,
+        "{l:?}"
+    );
+    assert_eq!(l.total_lost as i64, c.total_lost + c.send_refused as i64);
     assert_eq!(
         c.window_lost,
         c.window_sent as i64 - c.window_received as i64

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
+use wirebench_model::spec::TestSpec;
 use wirebench_proto::data::{DataHello, Token};
 
 use super::accept::ConnSlot;
@@ -22,8 +23,9 @@ pub(super) enum PendingTest {
     /// Setup connections, collected by the test's control session.
     Setup(mpsc::Sender<DataConn>),
     /// CRR while the engine runs: one connection per transaction, straight to the flow's
-    /// server thread (a bounded queue; a connection that finds it full is closed).
-    Crr(Vec<mpsc::SyncSender<TcpStream>>),
+    /// server thread (a bounded queue; a connection that finds it full is closed), with the
+    /// test's spec for the socket options each accepted connection gets.
+    Crr(Vec<mpsc::SyncSender<TcpStream>>, std::sync::Arc<TestSpec>),
 }
 
 /// Connections a CRR flow may have queued for its server thread.
@@ -112,9 +114,15 @@ pub(super) fn route_data(
         Some(PendingTest::Setup(tx)) => {
             let _ = tx.send((hello.flow, stream, slot));
         }
-        Some(PendingTest::Crr(flows)) => {
+        Some(PendingTest::Crr(flows, spec)) => {
             // The connection's slot is released here: the queue bounds how many a test may
-            // hold, and the engine closes each one after its transaction.
+            // hold, and the engine closes each one after its transaction. Each accepted
+            // connection gets the test's socket options (congestion control, window), as the
+            // setup connections do: the listener's defaults are not the test's.
+            if let Err(e) = crate::sockopt::apply(&stream, &spec) {
+                log_refused(state, peer, &format!("CRR connection: {e}"));
+                return;
+            }
             match flows.get(hello.flow as usize) {
                 Some(tx) => {
                     if tx.try_send(stream).is_err() {

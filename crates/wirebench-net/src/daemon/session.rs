@@ -313,7 +313,10 @@ fn collect_data(ts: &mut TestState<'_>, state: &State) -> Result<bool, NetError>
                         .crr_server
                         .push(CrrServerFlow { flow, accepted: rx });
                 }
-                p.insert(adm.token, PendingTest::Crr(senders));
+                p.insert(
+                    adm.token,
+                    PendingTest::Crr(senders, std::sync::Arc::new(spec.clone())),
+                );
             } else {
                 p.remove(&adm.token);
             }
