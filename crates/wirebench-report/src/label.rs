@@ -27,18 +27,4 @@ pub fn role(r: Role) -> &'static str {
     }
 }
 
-/// The end that writes a direction's payload.
-pub fn sender_of(d: FlowDir) -> HostRole {
-    match d {
-        FlowDir::ClientToServer => HostRole::Client,
-        FlowDir::ServerToClient => HostRole::Server,
-    }
-}
-
-/// The end that reads a direction's payload.
-pub fn receiver_of(d: FlowDir) -> HostRole {
-    match d {
-        FlowDir::ClientToServer => HostRole::Server,
-        FlowDir::ServerToClient => HostRole::Client,
-    }
-}
+pub use crate::analyze::{receiver_of, sender_of};

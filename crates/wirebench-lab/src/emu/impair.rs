@@ -238,7 +238,7 @@ impl fmt::Display for Direction {
 
 /// Counters of one direction (see the module docs for the exact definitions). Each field is
 /// exact; a snapshot taken while frames flow is not atomic across fields.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EmuCounters {
     /// Frames read from the ingress interface (outgoing frames excluded).
     pub received: u64,

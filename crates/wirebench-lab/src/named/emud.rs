@@ -16,53 +16,9 @@ use super::state::{self, Files};
 use super::{names, state_dir_from_env, Impairments, NamedError, IF_MID_CLIENT, IF_MID_SERVER};
 use crate::emu::{Direction, EmuCounters, EmuLink};
 
-/// Counters of one direction of the emulator (see [`EmuCounters`] for the definitions).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EmuCountersReport {
-    /// Frames read from the ingress interface.
-    pub received: u64,
-    /// Their bytes.
-    pub received_bytes: u64,
-    /// Successful writes to the egress interface (a duplicate counts twice).
-    pub forwarded: u64,
-    /// Bytes of those writes.
-    pub forwarded_bytes: u64,
-    /// Frames dropped by the loss draw.
-    pub dropped: u64,
-    /// Frames sent twice.
-    pub duplicated: u64,
-    /// Frames held back (reordered).
-    pub reordered: u64,
-    /// Frames discarded on a full queue.
-    pub overflow: u64,
-    /// Frames too long for the receive buffer.
-    pub oversize: u64,
-    /// Failed writes.
-    pub send_errors: u64,
-    /// Frames the kernel dropped before the forwarder read them.
-    pub kernel_drops: u64,
-    /// Frames waiting now.
-    pub queued: u64,
-}
-
-impl From<EmuCounters> for EmuCountersReport {
-    fn from(c: EmuCounters) -> Self {
-        EmuCountersReport {
-            received: c.received,
-            received_bytes: c.received_bytes,
-            forwarded: c.forwarded,
-            forwarded_bytes: c.forwarded_bytes,
-            dropped: c.dropped,
-            duplicated: c.duplicated,
-            reordered: c.reordered,
-            overflow: c.overflow,
-            oversize: c.oversize,
-            send_errors: c.send_errors,
-            kernel_drops: c.kernel_drops,
-            queued: c.queued,
-        }
-    }
-}
+/// Counters of one direction of the emulator, as the status socket reports them (the
+/// emulator's own [`EmuCounters`]).
+pub type EmuCountersReport = EmuCounters;
 
 /// What the emulator process reports about itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,8 +56,8 @@ fn status(link: &EmuLink, impair: &Impairments) -> EmulatorStatus {
     EmulatorStatus {
         pid: std::process::id(),
         impair: impair.clone(),
-        client_to_server: link.counters(Direction::AToB).into(),
-        server_to_client: link.counters(Direction::BToA).into(),
+        client_to_server: link.counters(Direction::AToB),
+        server_to_client: link.counters(Direction::BToA),
         failure: link.check().err().map(|e| e.to_string()),
     }
 }

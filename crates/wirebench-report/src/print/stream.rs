@@ -311,13 +311,22 @@ fn unit_meaning(unit: &str) -> &'static str {
 /// interval that overlaps the warm-up). Times are seconds on the measuring end's clock.
 pub(crate) fn interval_line(row: &IntervalRow, o: HumanOptions) -> String {
     format!(
-        "[{:6.2}-{:6.2} s] {} recv {:<7} {:>14} {:>10}{}",
+        "{}{}",
+        interval_head(row, o),
+        if row.in_warmup { " (warm-up)" } else { "" }
+    )
+}
+
+/// The part of a live line every byte-counting workload shares: the span, the measuring end,
+/// the direction, the rate and the bytes.
+pub(crate) fn interval_head(row: &IntervalRow, o: HumanOptions) -> String {
+    format!(
+        "[{:6.2}-{:6.2} s] {} recv {:<7} {:>14} {:>10}",
         row.start_s,
         row.end_s,
         label::host(row.host),
         label::dir(row.dir),
         o.rate_unit.rate(row.throughput_bps),
         units::bytes(row.bytes),
-        if row.in_warmup { " (warm-up)" } else { "" }
     )
 }

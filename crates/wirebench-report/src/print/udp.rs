@@ -164,18 +164,12 @@ pub(crate) fn block(out: &mut String, u: &UdpSummary, o: HumanOptions) {
 /// One live UDP interval line, e.g.
 /// `[  1.00-  2.00 s] server recv forward   1.000 Mbit/s  122 KiB  89 datagrams, 0 late`.
 pub(crate) fn interval_line(r: &UdpLiveRow, o: HumanOptions) -> String {
-    let row = &r.row;
     format!(
-        "[{:6.2}-{:6.2} s] {} recv {:<7} {:>14} {:>10}  {} datagrams, {} late, {} duplicate{}",
-        row.start_s,
-        row.end_s,
-        label::host(row.host),
-        label::dir(row.dir),
-        o.rate_unit.rate(row.throughput_bps),
-        units::bytes(row.bytes),
+        "{}  {} datagrams, {} late, {} duplicate{}",
+        super::stream::interval_head(&r.row, o),
         r.datagrams,
         r.late,
         r.duplicate,
-        if row.in_warmup { " (warm-up)" } else { "" }
+        if r.row.in_warmup { " (warm-up)" } else { "" }
     )
 }
