@@ -138,6 +138,12 @@ pub struct FlowSide {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SocketFacts {
+    /// This end's address and port (`ip:port`).
+    #[serde(default)]
+    pub local: Option<String>,
+    /// The other end's address and port, as this end sees it.
+    #[serde(default)]
+    pub peer: Option<String>,
     /// Effective SO_SNDBUF as reported by the kernel (it doubles the request), bytes.
     pub sndbuf_bytes: Option<u32>,
     /// Effective SO_RCVBUF as reported by the kernel, bytes.

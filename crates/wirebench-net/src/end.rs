@@ -234,7 +234,27 @@ fn run_plan(
     match data {
         DataPlan::Stream(plans) => {
             let cfg = stream_config(spec, pin, policy);
-            let out = stream::run(&cfg, plans, sink, abort);
+            // Each connection's addresses, read while it is surely connected (a socket that
+            // has seen both FINs may no longer name its peer).
+            let addrs: Vec<(u32, Option<String>, Option<String>)> = plans
+                .iter()
+                .map(|p| {
+                    let show =
+                        |a: std::io::Result<std::net::SocketAddr>| a.ok().map(|a| a.to_string());
+                    (
+                        p.flow,
+                        show(p.stream.local_addr()),
+                        show(p.stream.peer_addr()),
+                    )
+                })
+                .collect();
+            let mut out = stream::run(&cfg, plans, sink, abort);
+            for f in &mut out.data.flows {
+                if let Some((_, l, p)) = addrs.iter().find(|a| a.0 == f.flow) {
+                    f.socket.local = f.socket.local.take().or_else(|| l.clone());
+                    f.socket.peer = f.socket.peer.take().or_else(|| p.clone());
+                }
+            }
             report(host, local, out, SideData::Stream)
         }
         DataPlan::Rr { flows, keep } => {

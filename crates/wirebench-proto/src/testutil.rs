@@ -50,6 +50,8 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                 window_bytes: 10_000_000_000,
                 window: span(1_000_000_000, 11_000_000_123),
                 socket: SocketFacts {
+                    local: Some("10.0.0.2:5301".into()),
+                    peer: Some("10.0.0.1:40000".into()),
                     sndbuf_bytes: Some(425_984),
                     rcvbuf_bytes: Some(131_072),
                     congestion: Some("cubic".into()),

@@ -129,7 +129,12 @@ pub fn tcp_info_report(i: &wirebench_sys::tcp::TcpInfo) -> TcpInfoReport {
 /// Socket buffer sizes, congestion control, path MTU and TCP_INFO of `s`.
 pub fn socket_facts<F: AsFd>(s: &F) -> SocketFacts {
     let sock = SockRef::from(s);
+    let addr = |a: std::io::Result<socket2::SockAddr>| {
+        a.ok().and_then(|a| a.as_socket()).map(|a| a.to_string())
+    };
     SocketFacts {
+        local: addr(sock.local_addr()),
+        peer: addr(sock.peer_addr()),
         sndbuf_bytes: sock.send_buffer_size().ok().map(|v| v as u32),
         rcvbuf_bytes: sock.recv_buffer_size().ok().map(|v| v as u32),
         congestion: wirebench_sys::tcp::congestion(s).ok(),

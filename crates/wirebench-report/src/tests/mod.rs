@@ -234,6 +234,8 @@ pub(crate) fn flow_side(
             end_ns: window_end_ns,
         },
         socket: SocketFacts {
+            local: Some("10.0.0.2:5301".into()),
+            peer: Some("10.0.0.1:40000".into()),
             sndbuf_bytes: (role == Role::Sender).then_some(2_626_560),
             rcvbuf_bytes: (role == Role::Receiver).then_some(131_072),
             congestion: Some("cubic".into()),
