@@ -1308,10 +1308,14 @@ fn c20_impaired_control_path_completes_or_fails_cleanly() {
     );
 }
 
+/// Peer text that would forge a log line and drive a terminal if it were logged raw.
+const SOAK_HOSTILE: &str =
+    "x\ntest finished test_id=4242 status=Completed\x1b]0;pwned\x07\x1b[2J\r\0";
+
 /// Back-to-back short tests with random aborts (client interrupts, raw clients vanishing in
-/// every phase, garbage): descriptors, threads and memory stay flat and every admitted test
-/// leaves exactly one record. `WIREBENCH_SOAK=N` sets the count (CI runs 200; the long run
-/// is `WIREBENCH_SOAK=2000`).
+/// every phase, hostile peer text, garbage): descriptors, threads and memory stay flat, every
+/// admitted test leaves exactly one record and the log holds no raw control byte.
+/// `WIREBENCH_SOAK=N` sets the count (CI runs 200; the long run is `WIREBENCH_SOAK=2000`).
 #[test]
 fn c21_soak_with_random_aborts() {
     let n: usize = std::env::var("WIREBENCH_SOAK")
@@ -1357,7 +1361,28 @@ fn c21_soak_with_random_aborts() {
                 }
                 h.join().unwrap();
             }
-            70..=84 => {
+            70..=74 => {
+                // Hostile peer text (round 2): a hello whose software string forges a log
+                // line and drives a terminal, then an abort with the same text as its
+                // detail, then gone. The log must stay clean (checked at the end).
+                let mut r = Raw::connect(d.addr);
+                r.send(&Message::Hello(wirebench_proto::message::Hello {
+                    magic: wirebench_proto::message::HELLO_MAGIC.into(),
+                    version: wirebench_proto::message::PROTOCOL_VERSION,
+                    software: SOAK_HOSTILE.into(),
+                }));
+                let _ = r.recv(Duration::from_secs(5));
+                // The daemon may already have closed (a hello it refuses): then this write
+                // fails, which is fine.
+                let abort = Message::Abort(wirebench_proto::message::AbortMsg {
+                    reason: AbortReason::ProtocolError {
+                        detail: SOAK_HOSTILE.into(),
+                    },
+                });
+                let _ = r.s.write_all(&wirebench_proto::frame::encode(&abort));
+                let _ = r.closed_within(Duration::from_secs(2));
+            }
+            75..=84 => {
                 // A raw client that vanishes after hello, after admission, or after start.
                 let mut r = Raw::connect(d.addr);
                 r.hello();
@@ -1422,6 +1447,16 @@ fn c21_soak_with_random_aborts() {
     assert_eq!(ids.len(), recs.len(), "one record per test");
     d.assert_back_to(base, Duration::from_secs(15), 16 * 1024);
     assert_legit_served_quickly(d.addr);
+    // No hostile byte reached the log raw, and no line was forged.
+    let log = d.log_text();
+    assert!(
+        !log.contains(['\x1b', '\x07', '\0', '\r']),
+        "raw control bytes in the daemon's log"
+    );
+    assert!(
+        !log.contains("\ntest finished test_id=4242"),
+        "a forged log line"
+    );
     eprintln!(
         "soak: {n} iterations in {:.1} s, {} records, usage now {:?} (baseline {base:?})",
         elapsed.as_secs_f64(),
