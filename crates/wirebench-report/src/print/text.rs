@@ -365,6 +365,13 @@ fn analysis_warning(w: &Warning) -> String {
              bytes in flight",
             label::dir(*dir)
         ),
+        other => cpu_and_workload_warning(other),
+    }
+}
+
+/// The sentences of the CPU, request/response, UDP and runner warnings.
+fn cpu_and_workload_warning(w: &Warning) -> String {
+    match w {
         Warning::WindowCapped {
             host,
             requested_bytes,
