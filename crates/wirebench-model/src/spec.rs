@@ -196,6 +196,17 @@ pub struct CommonSpec {
     /// CPU the client pins its own data threads to; carried so that the result records the
     /// whole placement (the server only checks its range).
     pub client_cpu: Option<u32>,
+    /// IP type of service / traffic class byte on every data socket at both ends (the DSCP
+    /// is its upper six bits); `None` leaves the kernel's default.
+    #[serde(default)]
+    pub tos: Option<u8>,
+    /// `SO_MAX_PACING_RATE` of every data socket at both ends, bits per second (the kernel
+    /// paces each socket to it); `None` for no cap.
+    #[serde(default)]
+    pub fq_rate_bps: Option<u64>,
+    /// Set Don't Fragment (path-MTU discovery always on) on every data socket.
+    #[serde(default)]
+    pub dont_fragment: bool,
 }
 
 impl Default for CommonSpec {
@@ -209,6 +220,9 @@ impl Default for CommonSpec {
             window_bytes: None,
             server_cpu: None,
             client_cpu: None,
+            tos: None,
+            fq_rate_bps: None,
+            dont_fragment: false,
         }
     }
 }
@@ -222,6 +236,10 @@ pub struct TcpOptions {
     pub congestion: Option<String>,
     /// Set TCP_NODELAY on data connections.
     pub nodelay: bool,
+    /// TCP_MAXSEG on data connections, bytes (set before connect at the client, on the
+    /// accepted socket at the server); `None` leaves it to the path.
+    #[serde(default)]
+    pub mss_bytes: Option<u32>,
 }
 
 /// The bulk TCP transfer.
@@ -613,5 +631,9 @@ pub const MIN_DURATION_MS: u64 = 100;
 pub const MIN_INTERVAL_MS: u64 = 100;
 /// Smallest socket buffer request, bytes.
 pub const MIN_WINDOW_BYTES: u32 = 2048;
+/// Smallest TCP_MAXSEG Linux accepts, bytes.
+pub const MIN_MSS_BYTES: u32 = 88;
+/// Largest TCP_MAXSEG, bytes.
+pub const MAX_MSS_BYTES: u32 = 65_495;
 /// Highest CPU number a spec may name.
 pub const MAX_CPU: u32 = 4095;

@@ -82,6 +82,10 @@ spec_fields! {
     MaxOutstanding = "workload.pacing.max_outstanding",
     /// `workload.timeout_ms`.
     TimeoutMs = "workload.timeout_ms",
+    /// `common.fq_rate_bps`.
+    FqRateBps = "common.fq_rate_bps",
+    /// `workload.tcp.mss_bytes`.
+    MssBytes = "workload.tcp.mss_bytes",
 }
 
 impl std::fmt::Display for SpecField {
@@ -432,6 +436,17 @@ impl TestSpec {
                 )?,
                 None => range(SpecField::ServerCpu, cpu.into(), 0, MAX_CPU.into())?,
             }
+        }
+        if let Some(r) = c.fq_rate_bps {
+            range(SpecField::FqRateBps, r, MIN_RATE_BPS, MAX_RATE_BPS)?;
+        }
+        if let Some(m) = self.tcp().and_then(|t| t.mss_bytes) {
+            range(
+                SpecField::MssBytes,
+                m.into(),
+                MIN_MSS_BYTES.into(),
+                MAX_MSS_BYTES.into(),
+            )?;
         }
         if let Some(cpu) = c.client_cpu {
             range(SpecField::ClientCpu, cpu.into(), 0, MAX_CPU.into())?;

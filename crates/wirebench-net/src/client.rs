@@ -6,7 +6,7 @@
 //! run, a failure or an interrupt still returns the partial reports, marked as such.
 
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,11 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Identity and key to authenticate with, if any.
     pub credentials: Option<(String, Key)>,
+    /// Local address every connection and UDP socket of the test starts from (`-B`).
+    pub bind: Option<IpAddr>,
+    /// Source port of the first data connection; flow `i` uses this + `i` (`--cport`). Not
+    /// for CRR, whose connections come and go.
+    pub data_port: Option<u16>,
 }
 
 impl ClientConfig {
@@ -49,6 +54,8 @@ impl ClientConfig {
             spec,
             timeouts: Timeouts::default(),
             connect_timeout: Duration::from_secs(5),
+            bind: None,
+            data_port: None,
             credentials: None,
         }
     }
@@ -96,13 +103,7 @@ pub fn run(
     interrupt: &AtomicBool,
     on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<ClientRun, NetError> {
-    let mut stream =
-        TcpStream::connect_timeout(&cfg.server, cfg.connect_timeout).map_err(|source| {
-            NetError::Connect {
-                addr: cfg.server,
-                source,
-            }
-        })?;
+    let mut stream = connect_control(cfg)?;
     stream
         .set_write_timeout(Some(crate::conn::WRITE_TIMEOUT))
         .map_err(NetError::io("configuring the control connection"))?;
@@ -187,11 +188,61 @@ pub fn run(
     }
 }
 
+/// Where a connection starts from: `-B`'s address, and a fixed port or any.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    ip: Option<IpAddr>,
+    port: Option<u16>,
+}
+
+impl Origin {
+    /// Bind `sock` there, if anything was asked.
+    fn bind(self, sock: &Socket) -> Result<(), NetError> {
+        if self.ip.is_none() && self.port.is_none() {
+            return Ok(());
+        }
+        let ip = self
+            .ip
+            .unwrap_or(if sock.domain().ok() == Some(Domain::IPV6) {
+                IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+            });
+        let at = SocketAddr::new(ip, self.port.unwrap_or(0));
+        if self.port.is_some() {
+            let _ = sock.set_reuse_address(true);
+        }
+        sock.bind(&at.into())
+            .map_err(|source| NetError::Bind { addr: at, source })
+    }
+}
+
+/// Open the control connection, from `-B`'s address when given.
+fn connect_control(cfg: &ClientConfig) -> Result<TcpStream, NetError> {
+    let sock = Socket::new(
+        Domain::for_address(cfg.server),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(NetError::io("creating the control socket"))?;
+    Origin {
+        ip: cfg.bind,
+        port: None,
+    }
+    .bind(&sock)?;
+    sock.connect_timeout(&cfg.server.into(), cfg.connect_timeout)
+        .map_err(|source| NetError::Connect {
+            addr: cfg.server,
+            source,
+        })?;
+    Ok(sock.into())
+}
+
 /// Open one data connection of the test and send its data hello.
 fn connect_data(
     server: SocketAddr,
     spec: &TestSpec,
-    timeout: Duration,
+    (timeout, from): (Duration, Origin),
     token: Token,
     flow: u32,
 ) -> Result<TcpStream, NetError> {
@@ -202,6 +253,7 @@ fn connect_data(
     )
     .map_err(NetError::io("creating a data socket"))?;
     sockopt::apply(&sock, spec)?;
+    from.bind(&sock)?;
     sock.connect_timeout(&server.into(), timeout)
         .map_err(|source| NetError::Connect {
             addr: server,
@@ -226,7 +278,13 @@ fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetE
     run.token = Some(token);
     let spec = &cfg.spec;
     for flow in 0..spec.setup_connections() {
-        let s = connect_data(cfg.server, spec, cfg.connect_timeout, token, flow)?;
+        let from = Origin {
+            ip: cfg.bind,
+            port: cfg
+                .data_port
+                .map(|p| p.saturating_add(u16::try_from(flow).unwrap_or(u16::MAX))),
+        };
+        let s = connect_data(cfg.server, spec, (cfg.connect_timeout, from), token, flow)?;
         run.sockets.conns.push((flow, s));
     }
     let setup = setup_of(spec);
@@ -240,8 +298,12 @@ fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetE
     if setup.routes_while_running() {
         for flow in 0..spec.connection_count() {
             let (server, spec, timeout) = (cfg.server, spec.clone(), cfg.connect_timeout);
+            let from = Origin {
+                ip: cfg.bind,
+                port: None,
+            };
             let connect: ConnectFn = Box::new(move || {
-                connect_data(server, &spec, timeout, token, flow)
+                connect_data(server, &spec, (timeout, from), token, flow)
                     .map_err(|e| io::Error::other(e.to_string()))
             });
             run.sockets.crr_client.push((flow, connect));

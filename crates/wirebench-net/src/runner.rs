@@ -79,6 +79,10 @@ pub struct RunnerConfig {
     pub repetition: Repetition,
     /// The limits of an embedded daemon.
     pub embedded_limits: Limits,
+    /// Local address of every connection (`-B`).
+    pub bind: Option<IpAddr>,
+    /// Source port of the first data connection (`--cport`).
+    pub data_port: Option<u16>,
 }
 
 impl RunnerConfig {
@@ -91,6 +95,8 @@ impl RunnerConfig {
             connect_timeout: Duration::from_secs(5),
             repetition: Repetition::once(),
             embedded_limits: Limits::default(),
+            bind: None,
+            data_port: None,
         }
     }
 }
@@ -273,6 +279,8 @@ impl Runner {
         ccfg.timeouts = self.cfg.timeouts;
         ccfg.connect_timeout = self.cfg.connect_timeout;
         ccfg.credentials = self.cfg.credentials.clone();
+        ccfg.bind = self.cfg.bind;
+        ccfg.data_port = self.cfg.data_port;
         let rep = self.cfg.repetition;
         let mut result = failed_result(
             Some(spec.clone()),

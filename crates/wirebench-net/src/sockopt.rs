@@ -32,5 +32,34 @@ pub fn apply<F: AsFd>(sock: &F, spec: &TestSpec) -> Result<(), NetError> {
         s.set_tcp_nodelay(true)
             .map_err(|e| NetError::SocketOption(format!("TCP_NODELAY: {e}")))?;
     }
+    if let Some(mss) = tcp.and_then(|t| t.mss_bytes) {
+        s.set_tcp_mss(mss)
+            .map_err(|e| NetError::SocketOption(format!("TCP_MAXSEG {mss}: {e}")))?;
+    }
+    apply_ip(sock, spec)
+}
+
+/// The IP-level options of every data socket, TCP or UDP: type of service, the pacing cap
+/// and Don't Fragment.
+pub fn apply_ip<F: AsFd>(sock: &F, spec: &TestSpec) -> Result<(), NetError> {
+    let s = SockRef::from(sock);
+    let v6 = s.domain().is_ok_and(|d| d == socket2::Domain::IPV6);
+    let c = &spec.common;
+    if let Some(tos) = c.tos {
+        let r = if v6 {
+            s.set_tclass_v6(u32::from(tos))
+        } else {
+            s.set_tos_v4(u32::from(tos))
+        };
+        r.map_err(|e| NetError::SocketOption(format!("IP_TOS {tos:#04x}: {e}")))?;
+    }
+    if let Some(bps) = c.fq_rate_bps {
+        wirebench_sys::ipopt::set_max_pacing_rate(sock, bps / 8)
+            .map_err(|e| NetError::SocketOption(format!("SO_MAX_PACING_RATE {bps} bit/s: {e}")))?;
+    }
+    if c.dont_fragment {
+        wirebench_sys::ipopt::set_dont_fragment(sock, v6)
+            .map_err(|e| NetError::SocketOption(format!("Don't Fragment: {e}")))?;
+    }
     Ok(())
 }

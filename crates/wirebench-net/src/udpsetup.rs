@@ -33,7 +33,7 @@ pub fn apply_udp(sock: &UdpSocket, spec: &TestSpec) -> Result<(), NetError> {
         s.set_recv_buffer_size(w as usize)
             .map_err(|e| NetError::SocketOption(format!("SO_RCVBUF {w}: {e}")))?;
     }
-    Ok(())
+    crate::sockopt::apply_ip(sock, spec)
 }
 
 fn invalid(context: &'static str, what: impl std::fmt::Display) -> NetError {

@@ -303,6 +303,9 @@ pub fn full_spec() -> TestSpec {
             window_bytes: Some(1 << 20),
             server_cpu: Some(3),
             client_cpu: Some(2),
+            tos: Some(0x10),
+            fq_rate_bps: Some(5_000_000_000),
+            dont_fragment: true,
         },
         workload: WorkloadSpec::Stream(StreamSpec {
             direction: Direction::Bidir,
@@ -317,6 +320,7 @@ pub fn full_spec() -> TestSpec {
             tcp: TcpOptions {
                 congestion: Some("bbr".into()),
                 nodelay: true,
+                mss_bytes: Some(1400),
             },
         }),
     }

@@ -43,9 +43,19 @@ fn common() -> impl Strategy<Value = CommonSpec> {
         any::<Option<u32>>(),
         any::<Option<u32>>(),
         any::<Option<u32>>(),
+        (any::<Option<u8>>(), any::<Option<u64>>(), any::<bool>()),
     )
         .prop_map(
-            |(flows, duration_ms, warmup_ms, interval_ms, window_bytes, server_cpu, client_cpu)| {
+            |(
+                flows,
+                duration_ms,
+                warmup_ms,
+                interval_ms,
+                window_bytes,
+                server_cpu,
+                client_cpu,
+                (tos, fq_rate_bps, dont_fragment),
+            )| {
                 CommonSpec {
                     flows,
                     duration_ms,
@@ -54,16 +64,22 @@ fn common() -> impl Strategy<Value = CommonSpec> {
                     window_bytes,
                     server_cpu,
                     client_cpu,
+                    tos,
+                    fq_rate_bps,
+                    dont_fragment,
                 }
             },
         )
 }
 
 fn tcp() -> impl Strategy<Value = TcpOptions> {
-    (any::<Option<String>>(), any::<bool>()).prop_map(|(congestion, nodelay)| TcpOptions {
-        congestion,
-        nodelay,
-    })
+    (any::<Option<String>>(), any::<bool>(), any::<Option<u32>>()).prop_map(
+        |(congestion, nodelay, mss_bytes)| TcpOptions {
+            congestion,
+            nodelay,
+            mss_bytes,
+        },
+    )
 }
 
 fn stream() -> impl Strategy<Value = StreamSpec> {

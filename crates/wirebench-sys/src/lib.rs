@@ -14,6 +14,7 @@
 //! * [`netns`]: entering network namespaces (named, or a new one) on the current thread.
 //! * [`packet`]: `AF_PACKET` raw sockets bound to one interface (frames in and out).
 //! * [`host`]: host information (kernel release, sysctls, CPU model, `/proc/stat`).
+//! * [`ipopt`]: `SO_MAX_PACING_RATE` and Don't Fragment.
 //! * [`udp`]: UDP drop counters (`SO_RXQ_OVFL`, `/proc/net/udp` drops, `/proc/net/snmp`).
 //! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
 
@@ -22,6 +23,7 @@ compile_error!("wirebench-sys supports Linux only");
 
 pub mod datapath;
 pub mod host;
+pub mod ipopt;
 pub mod netif;
 pub mod netns;
 pub mod packet;

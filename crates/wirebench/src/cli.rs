@@ -351,6 +351,71 @@ pub struct ClientArgs {
     /// Bound on connecting to the server, seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
     pub connect_timeout: f64,
+    /// Start every connection (and UDP socket) from this local address (like iperf3 -B).
+    #[arg(short = 'B', long = "bind", value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Source port of the first data connection, the next flows the following ports (like
+    /// iperf3 --cport).
+    #[arg(long, value_name = "PORT")]
+    pub cport: Option<u16>,
+    /// IP type of service / traffic class of every data socket at both ends, e.g. 0x10 or 16
+    /// (like iperf3 -S).
+    #[arg(short = 'S', long, value_parser = parse_tos, conflicts_with = "dscp")]
+    pub tos: Option<u8>,
+    /// DSCP of every data socket (0-63, or a name: ef, af11..af43, cs0..cs7); sets the TOS
+    /// byte's upper six bits.
+    #[arg(long, value_parser = parse_dscp)]
+    pub dscp: Option<u8>,
+    /// Cap every data socket's pacing rate (SO_MAX_PACING_RATE) at RATE bits/s (K/M/G =
+    /// 10^3/10^6/10^9), at both ends (like iperf3 --fq-rate).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub fq_rate: Option<u64>,
+    /// Set Don't Fragment on every data socket (path-MTU discovery always on).
+    #[arg(long)]
+    pub dont_fragment: bool,
+    /// TCP maximum segment size on every data connection, bytes (TCP_MAXSEG; like iperf3 -M).
+    #[arg(short = 'M', long = "set-mss", value_name = "BYTES")]
+    pub mss: Option<u32>,
+}
+
+/// Parse a TOS byte: decimal, `0x..` hex or `0..` octal (as iperf3 -S).
+pub fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u8::from_str_radix(h, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        u8::from_str_radix(&t[1..], 8)
+    } else {
+        t.parse()
+    };
+    v.map_err(|_| format!("'{s}' is not a TOS byte (0-255, e.g. 0x10)"))
+}
+
+/// Parse a DSCP: 0-63 or a standard name, as the TOS byte it sets (DSCP << 2).
+pub fn parse_dscp(s: &str) -> Result<u8, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let code: u8 = match t.as_str() {
+        "ef" => 46,
+        n if n.starts_with("cs") && n.len() == 3 => n[2..]
+            .parse::<u8>()
+            .ok()
+            .filter(|c| *c <= 7)
+            .map(|c| c * 8)
+            .ok_or_else(|| format!("'{s}' is not a DSCP"))?,
+        n if n.starts_with("af") && n.len() == 4 => {
+            let (class, drop) = (n[2..3].parse::<u8>(), n[3..4].parse::<u8>());
+            match (class, drop) {
+                (Ok(c @ 1..=4), Ok(d @ 1..=3)) => c * 8 + d * 2,
+                _ => return Err(format!("'{s}' is not a DSCP")),
+            }
+        }
+        n => n
+            .parse::<u8>()
+            .ok()
+            .filter(|c| *c <= 63)
+            .ok_or_else(|| format!("'{s}' is not a DSCP (0-63 or ef, afXY, csN)"))?,
+    };
+    Ok(code << 2)
 }
 
 /// Parse a byte size: plain bytes or with a K/M/G suffix (1024-based), optional trailing B or iB.
@@ -474,6 +539,20 @@ mod tests {
         assert_eq!(parse_size("2MiB").unwrap(), 2 << 20);
         assert!(parse_size("x").is_err());
         assert!(parse_size("99999999999999999G").is_err());
+    }
+
+    #[test]
+    fn tos_and_dscp() {
+        assert_eq!(parse_tos("0x10").unwrap(), 16);
+        assert_eq!(parse_tos("16").unwrap(), 16);
+        assert_eq!(parse_tos("020").unwrap(), 16);
+        assert!(parse_tos("256").is_err());
+        assert_eq!(parse_dscp("ef").unwrap(), 46 << 2);
+        assert_eq!(parse_dscp("af41").unwrap(), 34 << 2);
+        assert_eq!(parse_dscp("cs1").unwrap(), 8 << 2);
+        assert_eq!(parse_dscp("10").unwrap(), 10 << 2);
+        assert!(parse_dscp("64").is_err());
+        assert!(parse_dscp("af51").is_err());
     }
 
     #[test]

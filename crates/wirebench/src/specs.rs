@@ -53,6 +53,8 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::TransactionsPerS => "-b/--rate",
         SpecField::MaxOutstanding => "--max-outstanding",
         SpecField::TimeoutMs => "--udp-timeout",
+        SpecField::FqRateBps => "--fq-rate",
+        SpecField::MssBytes => "-M/--set-mss",
     }
 }
 
@@ -96,7 +98,8 @@ fn in_units(field: SpecField, v: u64) -> String {
         | SpecField::DatagramBytes
         | SpecField::RequestSizeBytes
         | SpecField::ResponseSizeBytes => format!("{} bytes", units::size(v)),
-        SpecField::RateBps => units::RateUnit::AutoBits.rate(v as f64),
+        SpecField::RateBps | SpecField::FqRateBps => units::RateUnit::AutoBits.rate(v as f64),
+        SpecField::MssBytes => format!("{v} bytes"),
         SpecField::TransactionsPerS => format!("{v} transactions/s"),
         SpecField::ServerCpu | SpecField::ClientCpu => format!("CPU {v}"),
         _ => v.to_string(),
@@ -162,6 +165,9 @@ fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {
             .transpose()?,
         server_cpu: c.affinity.and_then(|x| x.1),
         client_cpu: c.affinity.and_then(|x| x.0),
+        tos: c.tos.or(c.dscp),
+        fq_rate_bps: c.fq_rate,
+        dont_fragment: c.dont_fragment,
     })
 }
 
@@ -184,21 +190,29 @@ fn check_local_cpu(c: &ClientArgs) -> Result<(), (String, Option<SpecField>)> {
     ))
 }
 
-/// `-C` on a UDP test: UDP has no congestion control, so the flag would be ignored.
+/// `-C` or `-M` on a UDP test: UDP has no congestion control and no segment size, so the
+/// flag would be ignored.
 fn refuse_congestion_on_udp(c: &ClientArgs) -> Result<(), (String, Option<SpecField>)> {
-    match &c.congestion {
-        Some(cc) => Err(usage(
+    if let Some(cc) = &c.congestion {
+        return Err(usage(
             format!("-C {cc}: UDP has no congestion control (it applies to stream, rr and crr)"),
             SpecField::Congestion,
-        )),
-        None => Ok(()),
+        ));
     }
+    if let Some(m) = c.mss {
+        return Err(usage(
+            format!("-M {m}: UDP has no segment size (it applies to stream, rr and crr)"),
+            SpecField::MssBytes,
+        ));
+    }
+    Ok(())
 }
 
 fn tcp(c: &ClientArgs, nodelay: bool) -> TcpOptions {
     TcpOptions {
         congestion: c.congestion.clone(),
         nodelay,
+        mss_bytes: c.mss,
     }
 }
 

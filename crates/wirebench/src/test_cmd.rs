@@ -264,6 +264,8 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
     };
     let mut cfg = RunnerConfig::new(target);
     cfg.embedded_limits = client_limits();
+    cfg.bind = a.bind;
+    cfg.data_port = a.cport;
     if let Some(t) = crate::secs_to_ms(a.connect_timeout) {
         cfg.connect_timeout = Duration::from_millis(t);
     }

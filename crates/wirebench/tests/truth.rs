@@ -199,3 +199,177 @@ fn a_window_above_the_kernel_maximum_is_reported() {
     assert!(u64::from(f.rcvbuf_bytes.unwrap()) <= 2 * rmem, "{f:?}");
     assert!(u64::from(f.sndbuf_bytes.unwrap()) <= 2 * wmem, "{f:?}");
 }
+
+/// `50Mbps`, `5.8Gbps`, `800Kbps`, `12bps` as bits per second.
+fn parse_bps(v: &str) -> Option<f64> {
+    let n = v.strip_suffix("bps")?;
+    let (num, mult) = match n.chars().last()? {
+        'G' => (&n[..n.len() - 1], 1e9),
+        'M' => (&n[..n.len() - 1], 1e6),
+        'K' => (&n[..n.len() - 1], 1e3),
+        _ => (n, 1.0),
+    };
+    num.parse::<f64>().ok().map(|x| x * mult)
+}
+
+/// What `ss -tin` shows on the established connections to `port`: the pacing rate of each
+/// socket with a cap (bit/s) and every socket's MSS.
+fn ss_pacing_and_mss(port: u16) -> (Vec<f64>, Vec<u32>) {
+    let out = Command::new("ss")
+        .args(["-tin", "state", "established"])
+        .arg(format!("( sport = :{port} or dport = :{port} )"))
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut pacing = Vec::new();
+    let mut mss = Vec::new();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate() {
+        if *w == "pacing_rate" {
+            // `RATE` or, with SO_MAX_PACING_RATE set, `RATE/CAP`: the socket paces at the
+            // smaller of the two.
+            if let Some(v) = words.get(i + 1) {
+                let rates: Vec<f64> = v.split('/').filter_map(parse_bps).collect();
+                if v.contains('/') {
+                    if let Some(min) = rates.iter().copied().reduce(f64::min) {
+                        pacing.push(min);
+                    }
+                }
+            }
+        }
+        if let Some(m) = w.strip_prefix("mss:").and_then(|m| m.parse().ok()) {
+            mss.push(m);
+        }
+    }
+    (pacing, mss)
+}
+
+/// `--fq-rate`, `-M`, `-S` and `--dont-fragment` reach the kernel at both ends: ss shows
+/// every data socket paced at most at the cap and its MSS at most the one asked for; a packet
+/// capture on the receiving host sees the data segments carry the TOS byte and DF.
+#[test]
+fn socket_options_reach_the_kernel() {
+    use wirebench_lab::{Side, Testbed, ADDR_B, IF_B};
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).unwrap();
+    let mut c = tb.command(Side::B, BIN);
+    c.args(["serve", "--bind", ADDR_B, "--allow-unauthenticated"]);
+    let d = common::daemon::LocalDaemon::start_cmd(c, &["--port", "0"]);
+    let port = d.addr.port();
+    // Capture on B while the test runs: IPv4 TOS and DF of the TCP segments to the port.
+    let cap = tb.spawn_in(Side::B, move || {
+        use wirebench_sys::packet::{ifindex, PacketSocket};
+        let sock = PacketSocket::open(ifindex(IF_B).unwrap()).unwrap();
+        let (mut marked, mut unmarked) = (0u64, 0u64);
+        let mut buf = vec![0u8; 2048];
+        let end = Instant::now() + Duration::from_secs(4);
+        while Instant::now() < end {
+            let Ok(Some(meta)) = sock.recv_timeout(&mut buf, Duration::from_millis(50)) else {
+                continue;
+            };
+            if meta.outgoing() || meta.len < 14 + 20 + 20 + 100 {
+                continue;
+            }
+            let ip = &buf[14..];
+            let ihl = usize::from(ip[0] & 0x0f) * 4;
+            let dport = u16::from_be_bytes([ip[ihl + 2], ip[ihl + 3]]);
+            if ip[9] != 6 || dport != port {
+                continue;
+            }
+            // Payload-carrying segments only (the control connection's are small).
+            let df = ip[6] & 0x40 != 0;
+            if ip[1] == 0x10 && df {
+                marked += 1;
+            } else {
+                unmarked += 1;
+            }
+        }
+        (marked, unmarked)
+    });
+    let mut cmd = tb.command(Side::A, BIN);
+    cmd.args([
+        "stream",
+        "-H",
+        ADDR_B,
+        "-p",
+        &port.to_string(),
+        "-t",
+        "2",
+        "--json",
+    ])
+    .args([
+        "--fq-rate",
+        "50M",
+        "-M",
+        "1000",
+        "-S",
+        "0x10",
+        "--dont-fragment",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let child = Guarded::spawn(&mut cmd);
+    assert!(wait_engine(child.id(), Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(500)); // the point: let the flow settle
+    let (pacing, mss) = tb.run_in(Side::A, move || ss_pacing_and_mss(port)).unwrap();
+    let out = child.wait_with_output();
+    let r = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let (marked, unmarked) = cap.join().unwrap().unwrap();
+    eprintln!("ss pacing {pacing:?} mss {mss:?}; segments TOS 0x10+DF {marked}, other {unmarked}");
+    assert_eq!(r.status, RunStatus::Completed);
+    // Every socket with a pacing cap (the data connections, at both ends) paces at most at
+    // 50 Mbit/s; the data connection's MSS is at most 1000 (the control connection keeps
+    // the path's).
+    assert!(
+        !pacing.is_empty() && pacing.iter().all(|p| *p <= 50e6 * 1.01),
+        "{pacing:?}"
+    );
+    assert!(mss.iter().any(|m| *m <= 1000), "{mss:?}");
+    assert!(marked > 100, "{marked} marked segments, {unmarked} not");
+    let got = r.runs[0]
+        .summary
+        .as_ref()
+        .unwrap()
+        .stream()
+        .unwrap()
+        .directions[0]
+        .receiver_throughput_bps;
+    // Paced by the kernel at 50 Mbit/s (wire) : payload at most the cap.
+    assert!(got <= 50e6 * 1.05 && got > 10e6, "{got}");
+}
+
+/// `-B` and `--cport`: the server sees the data connections come from that address and
+/// those ports (its own getpeername on the accepted sockets).
+#[test]
+fn bind_and_client_port_are_what_the_server_sees() {
+    let _g = serial();
+    let d = common::daemon::LocalDaemon::start(&["--max-tests-per-peer", "2"]);
+    let port = d.addr.port().to_string();
+    let r = wb(&[
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "-P",
+        "2",
+        "-B",
+        "127.0.0.2",
+        "--cport",
+        "40123",
+        "--json",
+    ])
+    .json();
+    assert_eq!(r.status, RunStatus::Completed);
+    let server = r.runs[0].server.as_ref().unwrap().stream().unwrap();
+    let mut peers: Vec<String> = server
+        .flows
+        .iter()
+        .map(|f| f.socket.peer.clone().unwrap())
+        .collect();
+    peers.sort();
+    assert_eq!(peers, vec!["127.0.0.2:40123", "127.0.0.2:40124"]);
+}
