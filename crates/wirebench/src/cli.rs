@@ -103,6 +103,12 @@ pub struct ServeArgs {
     /// Longest test accepted, seconds.
     #[arg(long, default_value_t = 3600.0)]
     pub max_duration: f64,
+    /// Serve one test (whatever its outcome, once it is recorded), then exit (like iperf3 -1).
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    /// Write the daemon's PID to FILE while it runs (removed at exit).
+    #[arg(long, value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
 }
 
 /// `wirebench stream`.

@@ -144,6 +144,10 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
             .context("installing the signal handler")?;
     }
     let handle = daemon.spawn().context("starting the daemon")?;
+    let _pidfile = match &a.pidfile {
+        Some(p) => Some(PidFile::write(p)?),
+        None => None,
+    };
     tracing::info!(%addr, %identity, "wirebench daemon listening");
     match authenticated {
         Some(n) => tracing::info!("authentication required ({n} identities)"),
@@ -154,6 +158,10 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         None => tracing::warn!("serving unauthenticated clients (--allow-unauthenticated)"),
     }
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if a.one_off && handle.stats().records > 0 {
+            tracing::info!("one test served (--one-off): stopping");
+            break;
+        }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let running = handle.stats().running_tests;
@@ -167,4 +175,21 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     }
     tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// The `--pidfile`: written (atomically) at start, removed when dropped.
+struct PidFile(std::path::PathBuf);
+
+impl PidFile {
+    fn write(path: &std::path::Path) -> Result<PidFile> {
+        crate::test_cmd::write_atomically(path, format!("{}\n", std::process::id()).as_bytes())
+            .with_context(|| format!("writing the pid file {}", path.display()))?;
+        Ok(PidFile(path.to_path_buf()))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

@@ -373,3 +373,35 @@ fn bind_and_client_port_are_what_the_server_sees() {
     peers.sort();
     assert_eq!(peers, vec!["127.0.0.2:40123", "127.0.0.2:40124"]);
 }
+
+/// `serve -1 --pidfile`: the pid file holds the daemon's PID while it runs; after one test
+/// the daemon exits 0 by itself and removes the pid file.
+#[test]
+fn serve_one_off_with_a_pidfile() {
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("wb-pid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("wb.pid");
+    let mut d = common::daemon::LocalDaemon::start(&["-1", "--pidfile", pidfile.to_str().unwrap()]);
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(pid, d.pid());
+    let port = d.addr.port().to_string();
+    let r = wb(&[
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.3",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(d.wait_exit(Duration::from_secs(10)), Some(0));
+    assert!(!pidfile.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
