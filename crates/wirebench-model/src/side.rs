@@ -139,10 +139,8 @@ pub struct FlowSide {
 #[serde(deny_unknown_fields)]
 pub struct SocketFacts {
     /// This end's address and port (`ip:port`).
-    #[serde(default)]
     pub local: Option<String>,
     /// The other end's address and port, as this end sees it.
-    #[serde(default)]
     pub peer: Option<String>,
     /// Effective SO_SNDBUF as reported by the kernel (it doubles the request), bytes.
     pub sndbuf_bytes: Option<u32>,

@@ -198,14 +198,11 @@ pub struct CommonSpec {
     pub client_cpu: Option<u32>,
     /// IP type of service / traffic class byte on every data socket at both ends (the DSCP
     /// is its upper six bits); `None` leaves the kernel's default.
-    #[serde(default)]
     pub tos: Option<u8>,
     /// `SO_MAX_PACING_RATE` of every data socket at both ends, bits per second (the kernel
     /// paces each socket to it); `None` for no cap.
-    #[serde(default)]
     pub fq_rate_bps: Option<u64>,
     /// Set Don't Fragment (path-MTU discovery always on) on every data socket.
-    #[serde(default)]
     pub dont_fragment: bool,
 }
 
@@ -238,7 +235,6 @@ pub struct TcpOptions {
     pub nodelay: bool,
     /// TCP_MAXSEG on data connections, bytes (set before connect at the client, on the
     /// accepted socket at the server); `None` leaves it to the path.
-    #[serde(default)]
     pub mss_bytes: Option<u32>,
 }
 
@@ -578,7 +574,6 @@ pub struct Limits {
     pub max_rate_bps: Option<u64>,
     /// The highest CPU number this server may pin to (it refuses a `server_cpu` above it);
     /// `None` when unknown.
-    #[serde(default)]
     pub max_cpu: Option<u32>,
 }
 

@@ -206,10 +206,16 @@ impl LocalDaemon {
             .count()
     }
 
-    /// The records file, one JSON value per test.
+    /// The records file, one JSON value per test. A record is complete when its line ends:
+    /// a last line without its newline is one the daemon is writing right now (a read racing
+    /// a write sees a prefix of it), so it is not one yet. Every complete line must parse.
     pub fn records(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(&self.records_path)
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(&self.records_path).unwrap_or_default();
+        let complete = match text.rfind('\n') {
+            Some(i) => &text[..=i],
+            None => "",
+        };
+        complete
             .lines()
             .map(|l| serde_json::from_str(l).expect("every record line is JSON"))
             .collect()
