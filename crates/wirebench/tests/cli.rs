@@ -1,0 +1,128 @@
+//! The client's output choices, end to end with the real binary: newline-delimited JSON, a
+//! forced rate unit, the many-flow summary, and `-o` checked before the test and writing
+//! the format asked for.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use wirebench_model::result::{RunResult, RunStatus};
+
+/// `--json-stream`: every stdout line is one JSON object; interval events come first (from
+/// both ends), the result last; the receiving end's interval bytes add up to at most what
+/// the result says it read over the whole test.
+#[test]
+fn json_stream_is_one_object_per_line() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "2", "--json-stream"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let (last, intervals) = lines.split_last().expect("lines");
+    assert_eq!(last["event"], "result");
+    let result: RunResult = serde_json::from_value(last["result"].clone()).unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert!(intervals.len() >= 2, "{} interval lines", intervals.len());
+    let mut server_bytes = 0u64;
+    for i in intervals {
+        assert_eq!(i["event"], "interval");
+        if i["host"] == "server" {
+            for f in i["sample"]["stream"]["flows"].as_array().unwrap() {
+                server_bytes += f["bytes"].as_u64().unwrap();
+            }
+        }
+    }
+    let read = result.runs[0]
+        .server
+        .as_ref()
+        .unwrap()
+        .stream()
+        .unwrap()
+        .flows[0]
+        .total_bytes;
+    assert!(
+        server_bytes > 0 && server_bytes <= read,
+        "{server_bytes} of {read}"
+    );
+}
+
+/// `-f m` prints every rate of the table in Mbit/s; `-f G` in GB/s.
+#[test]
+fn forced_rate_units() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "0.5", "-f", "m"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("recv Mbit/s"), "{}", r.stdout);
+    let r = wb(&["stream", "-t", "0.5", "-f", "G"]);
+    assert!(r.stdout.contains("recv GB/s"), "{}", r.stdout);
+    let r = wb(&["stream", "-t", "0.5", "-f", "x"]);
+    assert_eq!(r.code, 2);
+}
+
+/// Above 16 flows a direction the table shows the 5 slowest (said so), `--per-flow` every
+/// flow; the total row is there either way.
+#[test]
+fn many_flows_are_summarised_unless_asked() {
+    let _g = serial();
+    let rows = |out: &str| {
+        out.lines()
+            .filter(|l| {
+                let t = l.trim_start();
+                t.split_whitespace()
+                    .next()
+                    .is_some_and(|w| w.parse::<u32>().is_ok())
+                    && t.contains("forward")
+            })
+            .count()
+    };
+    let r = wb(&["stream", "-t", "0.5", "-P", "20", "-l", "64K"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("(20 flows forward: the 5 slowest; --per-flow shows every flow)"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(rows(&r.stdout), 5, "{}", r.stdout);
+    assert!(r.stdout.contains("total forward"));
+    let r = wb(&["stream", "-t", "0.5", "-P", "20", "-l", "64K", "--per-flow"]);
+    assert_eq!(rows(&r.stdout), 20, "{}", r.stdout);
+}
+
+/// `-o` into a directory that does not exist fails at once, before any test runs, naming
+/// the flag; `--csv -o FILE` writes CSV there (and stdout gets it too); `-o -` is stdout.
+#[test]
+fn output_is_checked_first_and_written_in_the_format_asked() {
+    let _g = serial();
+    let t = Instant::now();
+    let r = wb(&["stream", "-t", "5", "-o", "/nonexistent-wb-dir/r.json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(
+        r.stderr.contains("-o /nonexistent-wb-dir/r.json"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+
+    let path = std::env::temp_dir().join(format!("wb-cli-{}.csv", std::process::id()));
+    let p = path.to_str().unwrap();
+    let r = wb(&["stream", "-t", "0.3", "--csv", "-o", p]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let file = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        file.starts_with("started_utc,run,status,workload,direction,"),
+        "{file}"
+    );
+    assert_eq!(file.lines().count(), 2, "{file}");
+    assert_eq!(r.stdout, file);
+
+    let r = wb(&["stream", "-t", "0.3", "--json", "-o", "-"]);
+    assert_eq!(r.code, 0);
+    assert!(RunResult::from_json(&r.stdout).is_ok());
+}
