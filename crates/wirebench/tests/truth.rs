@@ -405,3 +405,34 @@ fn serve_one_off_with_a_pidfile() {
     assert!(!pidfile.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two ends in different network namespaces of one kernel are one machine for CPU purposes:
+/// the same boot id at both ends (read by each end from its own /proc) makes the result warn
+/// that their system-wide CPU figures count the same CPUs, as on loopback.
+#[test]
+fn namespaces_of_one_kernel_are_one_machine() {
+    use wirebench_lab::{Side, Testbed, ADDR_B};
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).unwrap();
+    let mut c = tb.command(Side::B, BIN);
+    c.args(["serve", "--bind", ADDR_B, "--allow-unauthenticated"]);
+    let d = common::daemon::LocalDaemon::start_cmd(c, &["--port", "0"]);
+    let port = d.addr.port().to_string();
+    let r = wb_in(
+        &tb,
+        Side::A,
+        &["stream", "-H", ADDR_B, "-p", &port, "-t", "0.5", "--json"],
+    )
+    .json();
+    let run = &r.runs[0];
+    let boot = |s: &Option<wirebench_model::side::SideReport>| {
+        s.as_ref().unwrap().env.boot_id.clone().expect("boot id")
+    };
+    let here = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    assert_eq!(boot(&run.client), here.trim());
+    assert_eq!(boot(&run.server), here.trim());
+    let s = run.summary.as_ref().unwrap();
+    assert!(s.same_host);
+    assert!(s.warnings.iter().any(|w| w.warning == Warning::SameHost));
+}
