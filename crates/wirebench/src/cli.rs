@@ -332,9 +332,13 @@ pub struct ClientArgs {
     /// (intervals every second unless -i says otherwise).
     #[arg(long, conflicts_with_all = ["csv", "json"])]
     pub json_stream: bool,
-    /// Print CSV on stdout.
+    /// Print CSV on stdout: a row per run and direction; with --intervals a row per
+    /// interval, with --per-flow a row per flow.
     #[arg(long)]
     pub csv: bool,
+    /// With --csv: a row per live interval (the time series) instead of per run.
+    #[arg(long, requires = "csv", conflicts_with = "per_flow")]
+    pub intervals: bool,
     /// Also write the result to FILE: JSON, or CSV with --csv (atomically: a reader sees all
     /// of it or none); `-` is stdout alone. Checked before the test starts.
     #[arg(short, long, value_name = "FILE")]
@@ -345,7 +349,7 @@ pub struct ClientArgs {
           value_parser = clap::builder::PossibleValuesParser::new(["a", "A", "k", "m", "g", "K", "M", "G"]))]
     pub rate_unit: Option<String>,
     /// A row per flow in the human output whatever the number of flows (default: above 16
-    /// flows a direction, its slowest 5 and the spread).
+    /// flows a direction, its slowest 5 and the spread); with --csv, a CSV row per flow.
     #[arg(long)]
     pub per_flow: bool,
     /// A title printed with the result and kept in its JSON (like iperf3's -T).

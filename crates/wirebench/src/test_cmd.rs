@@ -234,6 +234,8 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
         sink: Sink::of(a),
         human: human_options(a),
         title: a.title.clone(),
+        csv_intervals: a.intervals,
+        csv_flows: a.per_flow,
     };
     let mut spec = match spec {
         Ok(s) => s,
@@ -308,9 +310,24 @@ pub struct Out {
     pub human: HumanOptions,
     /// The user's title.
     pub title: Option<String>,
+    /// CSV rows per interval (`--intervals`).
+    pub csv_intervals: bool,
+    /// CSV rows per flow (`--per-flow`).
+    pub csv_flows: bool,
 }
 
 impl Out {
+    /// The CSV view asked for: per interval, per flow, or per run and direction.
+    fn csv(&self, r: &RunResult) -> String {
+        if self.csv_intervals {
+            print::csv_intervals(r)
+        } else if self.csv_flows {
+            print::csv_flows(r)
+        } else {
+            print::csv(r)
+        }
+    }
+
     /// Print (or write) the result, return the exit code. A human run's error also goes to
     /// stderr, once.
     pub fn finish(&self, mut r: RunResult) -> i32 {
@@ -327,7 +344,7 @@ impl Out {
                 "event": "result",
                 "result": r,
             })),
-            Format::Csv => print::csv(&r),
+            Format::Csv => self.csv(&r),
             // A command that failed before running anything has only its error, which goes
             // to stderr (once).
             Format::Human if r.runs.is_empty() && r.error.is_some() => String::new(),
@@ -344,7 +361,7 @@ impl Out {
                 // The file gets the document (JSON unless --csv); stdout still gets the
                 // chosen format.
                 let doc = match self.format {
-                    Format::Csv => print::csv(&r),
+                    Format::Csv => self.csv(&r),
                     _ => print::json(&r),
                 };
                 if let Err(e) = write_atomically(path, doc.as_bytes()) {

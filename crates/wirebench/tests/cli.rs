@@ -126,3 +126,42 @@ fn output_is_checked_first_and_written_in_the_format_asked() {
     assert_eq!(r.code, 0);
     assert!(RunResult::from_json(&r.stdout).is_ok());
 }
+
+/// `--csv --intervals`: a row per interval with the same columns; `--csv --per-flow` (here
+/// through `-o`): a row per flow, each with its receiver bytes.
+#[test]
+fn csv_time_series_and_flows() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1", "-i", "0.25", "--csv", "--intervals"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut lines = r.stdout.lines();
+    let width = lines.next().unwrap().split(',').count();
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.len() >= 4, "{}", r.stdout);
+    assert!(rows.iter().all(|l| l.split(',').count() == width));
+
+    let path = std::env::temp_dir().join(format!("wb-cli-{}.csv", std::process::id()));
+    let r = wb(&[
+        "stream",
+        "-t",
+        "0.5",
+        "-P",
+        "3",
+        "--csv",
+        "--per-flow",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let csv = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "receiver_bytes").unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(
+        rows.iter().all(|r| r[col].parse::<u64>().unwrap() > 0),
+        "{csv}"
+    );
+}

@@ -227,3 +227,153 @@ pub fn csv(r: &RunResult) -> String {
     }
     out
 }
+
+/// One row per interval of every run, measured at the receiving end of each direction
+/// (request/response: at the client): `started_utc, run, workload, host, direction, start_s,
+/// end_s, in_warmup`, then bytes and bits per second (stream, UDP) or transactions, per second
+/// and lost (request/response).
+pub fn csv_intervals(r: &RunResult) -> String {
+    let kind = r.spec.as_ref().map(TestSpec::kind);
+    let workload = kind.map(|k| k.as_str()).unwrap_or_default();
+    let mut out = String::from(
+        "started_utc,run,workload,host,direction,start_s,end_s,in_warmup,bytes,throughput_bps,\
+         transactions,transactions_per_s,lost\n",
+    );
+    for run in &r.runs {
+        let Some(s) = &run.summary else { continue };
+        let n = (u64::from(run.index) + 1).to_string();
+        let mut push = |cells: Vec<String>| {
+            let mut row = vec![r.started_utc.clone(), n.clone(), workload.to_string()];
+            row.extend(cells);
+            let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        };
+        let byte_rows = match &s.workload {
+            wirebench_model::result::WorkloadSummary::Stream(st) => st.intervals.as_slice(),
+            wirebench_model::result::WorkloadSummary::UdpStream(u) => u.intervals.as_slice(),
+            wirebench_model::result::WorkloadSummary::Rr(rr) => {
+                for i in &rr.intervals {
+                    push(vec![
+                        label::host(i.host).into(),
+                        "forward".into(),
+                        i.start_s.to_string(),
+                        i.end_s.to_string(),
+                        i.in_warmup.to_string(),
+                        String::new(),
+                        String::new(),
+                        i.transactions.to_string(),
+                        i.transactions_per_s.to_string(),
+                        i.lost.to_string(),
+                    ]);
+                }
+                &[]
+            }
+        };
+        for i in byte_rows {
+            push(vec![
+                label::host(i.host).into(),
+                label::dir(i.dir).into(),
+                i.start_s.to_string(),
+                i.end_s.to_string(),
+                i.in_warmup.to_string(),
+                i.bytes.to_string(),
+                i.throughput_bps.to_string(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+        }
+    }
+    out
+}
+
+/// One row per flow of every run (stream and UDP streams: both ends joined; request/response:
+/// the client's rows): `started_utc, run, workload, flow, direction`, then the flow's
+/// receiver and sender figures.
+pub fn csv_flows(r: &RunResult) -> String {
+    let kind = r.spec.as_ref().map(TestSpec::kind);
+    let workload = kind.map(|k| k.as_str()).unwrap_or_default();
+    let mut out = String::from(
+        "started_utc,run,workload,flow,direction,receiver_bytes,receiver_throughput_bps,\
+         sender_bytes,sender_throughput_bps,retransmits,transactions,transactions_per_s,\
+         rtt_p50_ns,rtt_p99_ns,lost,errors\n",
+    );
+    for run in &r.runs {
+        let Some(s) = &run.summary else { continue };
+        let n = (u64::from(run.index) + 1).to_string();
+        let rows: Vec<Vec<String>> = match &s.workload {
+            wirebench_model::result::WorkloadSummary::Stream(st) => st
+                .flows
+                .iter()
+                .map(|f| {
+                    vec![
+                        f.flow.to_string(),
+                        label::dir(f.dir).into(),
+                        f.receiver_bytes.to_string(),
+                        f.receiver_throughput_bps.to_string(),
+                        f.sender_bytes.to_string(),
+                        f.sender_throughput_bps.to_string(),
+                        f.retransmits.to_string(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        f.errors.len().to_string(),
+                    ]
+                })
+                .collect(),
+            wirebench_model::result::WorkloadSummary::UdpStream(u) => u
+                .flows
+                .iter()
+                .map(|f| {
+                    vec![
+                        f.flow.to_string(),
+                        label::dir(f.dir).into(),
+                        String::new(),
+                        f.receiver_rate_bps.to_string(),
+                        String::new(),
+                        f.sender_rate_bps.to_string(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        f.counts.window_lost.to_string(),
+                        f.errors.len().to_string(),
+                    ]
+                })
+                .collect(),
+            wirebench_model::result::WorkloadSummary::Rr(rr) => rr
+                .per_flow
+                .iter()
+                .map(|f| {
+                    vec![
+                        f.flow.to_string(),
+                        "forward".into(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        f.transactions.to_string(),
+                        f.transactions_per_s.to_string(),
+                        opt(f.rtt_p50_ns),
+                        opt(f.rtt_p99_ns),
+                        f.lost.to_string(),
+                        f.errors.to_string(),
+                    ]
+                })
+                .collect(),
+        };
+        for cells in rows {
+            let mut row = vec![r.started_utc.clone(), n.clone(), workload.to_string()];
+            row.extend(cells);
+            let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}

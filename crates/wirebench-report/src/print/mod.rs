@@ -26,7 +26,7 @@ use wirebench_model::spec::{Direction, TestSpec, WorkloadKind};
 use wirebench_stats::ci::Interval;
 use wirebench_stats::cpu::CpuBreakdown;
 
-pub use self::csv::{csv, csv_cell, csv_header};
+pub use self::csv::{csv, csv_cell, csv_flows, csv_header, csv_intervals};
 pub use self::text::error_text;
 use self::units::RateUnit;
 use crate::analyze::live::{self, LiveRows};
