@@ -240,13 +240,24 @@ fn paced_flow_arrives_complete_at_the_requested_rate() {
     assert_eq!(rx.highest_seq, Some(tx.datagrams_sent - 1));
     assert_eq!((rx.late, rx.duplicate, rx.too_old), (0, 0, 0));
     assert_eq!(rcv.data.sockets[0].invalid, UdpInvalidCounts::default());
-    assert!(
-        (achieved_bps / rate as f64 - 1.0).abs() < 0.05,
-        "achieved {achieved_bps} bit/s for {rate}"
-    );
     // The whole test (warm-up included) is paced from the start instant too.
     let total_bps = tx.bytes_sent as f64 * 8.0 / (cfg.warmup + cfg.duration).as_secs_f64();
-    assert!((total_bps / rate as f64 - 1.0).abs() < 0.05, "{total_bps}");
+    if tx.pacing_resets == 0 {
+        assert!(
+            (achieved_bps / rate as f64 - 1.0).abs() < 0.05,
+            "achieved {achieved_bps} bit/s for {rate}"
+        );
+        assert!((total_bps / rate as f64 - 1.0).abs() < 0.05, "{total_bps}");
+    } else {
+        // Descheduled past its catch-up allowance (a loaded machine): the sender skipped
+        // ahead instead of bursting, and says how often. It is never ahead of the schedule.
+        assert!(
+            achieved_bps <= rate as f64 * 1.05 && achieved_bps > 0.0,
+            "achieved {achieved_bps} bit/s for {rate} with {} resets",
+            tx.pacing_resets
+        );
+        assert!(total_bps <= rate as f64 * 1.05, "{total_bps}");
+    }
     assert!(
         rx.jitter_ns.is_finite() && rx.jitter_ns < 1e6,
         "{}",
