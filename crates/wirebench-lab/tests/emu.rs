@@ -340,9 +340,18 @@ fn jitter_spreads_rtt_within_bounds() {
     let (min, avg, max) = p.rtt_stats();
     eprintln!("5 ms ± 2 ms one way: rtt min/avg/max = {min:?}/{avg:?}/{max:?}");
     assert_eq!(p.answered(), 50);
+    // Physics: no frame leaves before arrival + 5 ms − 2 ms.
     assert!(min >= 3 * MS, "{min:?}");
-    assert!(max <= 8 * MS, "{max:?}");
-    assert!(max - min >= MS, "spread {min:?}..{max:?}");
+    // Release times are at most arrival + 7 ms; a frame can only be late beyond that when
+    // the forwarder thread is scheduled late (a loaded machine), which a few may be, not
+    // most: 90 % of the round trips within 8 ms.
+    let mut v: Vec<Duration> = p.rtts.iter().flatten().copied().collect();
+    v.sort_unstable();
+    let p90 = v[v.len() * 9 / 10 - 1];
+    let p10 = v[v.len() / 10];
+    assert!(p90 <= 8 * MS, "p90 {p90:?} (max {max:?})");
+    // The jitter spreads them: at least 1 ms between the 10th and the 90th percentile.
+    assert!(p90 - p10 >= MS, "spread {p10:?}..{p90:?}");
 }
 
 #[test]
