@@ -252,7 +252,10 @@ fn transparent_path_is_quiet_exact_and_fast() {
     let (min, avg, max) = p.rtt_stats();
     eprintln!("no impairment: rtt min/avg/max = {min:?}/{avg:?}/{max:?}");
     assert_eq!((p.answered(), p.dups()), (20, 0));
-    assert!(avg < Duration::from_micros(1000), "avg rtt {avg:?}");
+    // No programmed delay: well under the 4-5 ms the delay tests program, with headroom for
+    // a forwarder scheduled late on a loaded machine (about 0.2 ms idle, 1 ms with two CPU
+    // hogs).
+    assert!(avg < Duration::from_micros(3000), "avg rtt {avg:?}");
 
     let c = path.all_counters();
     for d in [c.a_to_b, c.b_to_a] {
