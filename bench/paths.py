@@ -75,17 +75,18 @@ def run_wb(path, secs, extra):
     run = r["runs"][-1]
     s = run["summary"]
     cpu = {c["host"]: c for c in s["cpu"]}
-    flows = run["client"]["flows"] + run["server"]["flows"]
-    fallbacks = sorted({f["path_fallback"] for f in flows if f.get("path_fallback")})
+    # RunResult schema 3: each end's flows under data.stream; fallbacks and engines typed.
+    flows = run["client"]["data"]["stream"]["flows"] + run["server"]["data"]["stream"]["flows"]
+    fallbacks = sorted({json.dumps(f["path_fallback"]) for f in flows if f.get("path_fallback")})
     zc = {}
     for f in flows:
         z = f.get("zerocopy") or {}
         for k, v in z.items():
             if isinstance(v, (int, float)):
                 zc[k] = zc.get(k, 0) + v
-    engines = {run["client"].get("engine"), run["server"].get("engine")}
+    engines = {json.dumps(run[e].get("engine")) for e in ("client", "server") if run[e].get("engine")}
     return {
-        "gbps": sum(d["receiver_throughput_bps"] for d in s["directions"]) / 1e9,
+        "gbps": sum(d["receiver_throughput_bps"] for d in s["workload"]["stream"]["directions"]) / 1e9,
         "cc": ",".join(s["congestion"]),
         "sd_snd": cpu.get("client", {}).get("threads_service_demand_us_per_kb"),
         "sd_rcv": cpu.get("server", {}).get("threads_service_demand_us_per_kb"),

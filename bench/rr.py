@@ -171,7 +171,7 @@ def run_wirebench(args, ns, proto, place):
     if r.get("status") != "completed":
         raise RuntimeError(f"status {r.get('status')}: {r.get('error')}")
     s = r["runs"][0]["summary"]
-    rr = s["rr"]
+    rr = s["workload"]["rr"]  # RunResult schema 3
     lat = rr["latency"]
     cw = rr["client_window"]
     return {

@@ -114,7 +114,7 @@ def run_wirebench(path, secs, extra=()):
                     "--json", *extra), check=False, timeout=secs + 60)
     r = json.loads(out.stdout)
     s = r["runs"][-1]["summary"]
-    d = s["directions"][0]
+    d = s["workload"]["stream"]["directions"][0]  # RunResult schema 3
     cpu = {c["host"]: c for c in s["cpu"]}
     return {
         "gbps": d["receiver_throughput_bps"] / 1e9,
