@@ -317,15 +317,15 @@ impl<'a> Sender<'a> {
     /// far); returns the bytes the kernel accepted (or, for io_uring, that completed: 0 is
     /// possible and not an error). `timeout` bounds waits that the socket timeouts do not.
     ///
-    /// With `paced`, io_uring keeps a single send in flight (the pacer decides when the next
-    /// one goes).
+    /// `queue_limit` bounds what io_uring, which queues several sends at once, may queue (see
+    /// [`Sender::queue_limit`]).
     pub(crate) fn send(
         &mut self,
         s: &TcpStream,
         payload: &Payload,
         offset: u64,
         len: usize,
-        paced: bool,
+        queue_limit: u64,
         timeout: Duration,
     ) -> io::Result<usize> {
         let n = match self {
@@ -335,14 +335,7 @@ impl<'a> Sender<'a> {
             Sender::Zerocopy(zc) => {
                 return zerocopy_send(zc, s, payload.window(offset, len), timeout)
             }
-            Sender::Uring(tx) => {
-                let limit = if paced {
-                    len as u64
-                } else {
-                    len as u64 * u64::from(URING_DEPTH)
-                };
-                return tx.send(limit, timeout);
-            }
+            Sender::Uring(tx) => return tx.send(queue_limit, timeout),
         };
         if n == 0 {
             return Err(io::Error::new(
@@ -351,6 +344,14 @@ impl<'a> Sender<'a> {
             ));
         }
         Ok(n)
+    }
+
+    /// The most bytes a sender of `len`-byte calls may queue at once: one call when `paced`
+    /// (the pacer decides when the next one goes), else [`URING_DEPTH`] calls; never more
+    /// than `left`, what the flow may still send in all (its byte budget).
+    pub(crate) fn queue_limit(len: usize, paced: bool, left: u64) -> u64 {
+        let calls = if paced { 1 } else { u64::from(URING_DEPTH) };
+        (len as u64).saturating_mul(calls).min(left)
     }
 
     /// After the last send: waits (up to `timeout`) for sends still in flight and for

@@ -18,7 +18,8 @@
 //!   before the data threads started.
 //! - **Interval boundary** (every [`Timeline::interval`], boundaries before the stop instant
 //!   only): [`Engine::sample`] covering the time since the previous boundary.
-//! - **Stop instant** = window start + duration, or the abort instant: [`Engine::close_window`],
+//! - **Stop instant** = window start + duration, the abort instant, or (with
+//!   [`Engine::ends_when_finished`]) the first check after every flow finished by itself: [`Engine::close_window`],
 //!   a CPU snapshot while the data threads still run (an exited thread's CPU time can only be
 //!   read from what it left behind, see [`crate::threads::account_thread`]), then
 //!   [`Engine::stop`] tells the flows to stop.
@@ -56,6 +57,18 @@ pub(crate) trait Engine {
 
     /// The window closes at `stop_ns`, just before its CPU snapshot.
     fn close_window(&mut self, _stop_ns: u64) {}
+
+    /// True if the run ends when its flows finish by themselves (a byte count) rather than
+    /// at the stop instant; the duration is then an upper bound.
+    fn ends_when_finished(&self) -> bool {
+        false
+    }
+
+    /// True once every flow at this end has finished by itself (checked every
+    /// [`FINISHED_POLL`] when [`Engine::ends_when_finished`]).
+    fn all_finished(&self) -> bool {
+        false
+    }
 
     /// The stop instant `stop_ns` has passed (its CPU snapshot is taken): tell the flows.
     fn stop(&mut self, stop_ns: u64);
@@ -112,6 +125,9 @@ pub(crate) struct Timeline {
     /// The CPUs the data threads may run on (for the CPU report).
     pub(crate) cpus_used: Vec<u32>,
 }
+
+/// How often the timeline looks for flows that finished by themselves.
+const FINISHED_POLL: Duration = Duration::from_millis(1);
 
 /// What the timeline measured.
 #[derive(Debug)]
@@ -170,6 +186,7 @@ impl Timeline {
         let mut cpu_before = self.warmup.is_zero().then_some(at_start);
         let mut window_start_ns = 0u64;
         let mut next_check = self.policy.map(|p| start + p.every);
+        let end_when_finished = engine.ends_when_finished();
         loop {
             let mut next = stop_at;
             for t in [next_check, next_interval].into_iter().flatten() {
@@ -177,6 +194,9 @@ impl Timeline {
             }
             if cpu_before.is_none() {
                 next = next.min(window_start_at);
+            }
+            if end_when_finished {
+                next = next.min(Instant::now() + FINISHED_POLL);
             }
             if !sleep_until(next, abort) {
                 break;
@@ -205,7 +225,7 @@ impl Timeline {
                     next_interval = self.interval.map(|i| t + i);
                 }
             }
-            if now >= stop_at {
+            if now >= stop_at || (end_when_finished && engine.all_finished()) {
                 break;
             }
         }

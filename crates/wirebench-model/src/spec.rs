@@ -269,6 +269,11 @@ pub struct StreamSpec {
     pub pin_threads: bool,
     /// TCP socket settings.
     pub tcp: TcpOptions,
+    /// Stop each direction once its sending end has handed this many payload bytes to the
+    /// kernel (`-n`/`-k`), split evenly over the direction's flows (the first flows take the
+    /// remainder); the duration is then an upper bound. `None` runs for the duration.
+    #[serde(default)]
+    pub stop_after_bytes: Option<u64>,
 }
 
 impl Default for StreamSpec {
@@ -285,6 +290,7 @@ impl Default for StreamSpec {
             threads: None,
             pin_threads: false,
             tcp: TcpOptions::default(),
+            stop_after_bytes: None,
         }
     }
 }
@@ -632,3 +638,5 @@ pub const MIN_MSS_BYTES: u32 = 88;
 pub const MAX_MSS_BYTES: u32 = 65_495;
 /// Highest CPU number a spec may name.
 pub const MAX_CPU: u32 = 4095;
+/// The largest stream byte count to stop after (`-n`): 1 EiB per direction.
+pub const MAX_STOP_AFTER_BYTES: u64 = 1 << 60;

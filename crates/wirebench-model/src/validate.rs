@@ -86,6 +86,8 @@ spec_fields! {
     FqRateBps = "common.fq_rate_bps",
     /// `workload.tcp.mss_bytes`.
     MssBytes = "workload.tcp.mss_bytes",
+    /// `workload.stop_after_bytes`.
+    StopAfterBytes = "workload.stop_after_bytes",
 }
 
 impl std::fmt::Display for SpecField {
@@ -159,6 +161,9 @@ pub enum SpecProblem {
     },
     /// The warm-up is longer than the measured duration.
     WarmupLongerThanDuration,
+    /// A byte count to stop after, with a warm-up: the count starts at the first byte, so
+    /// the warm-up's bytes would count in it but in no figure.
+    StopCountWithWarmup,
     /// Intervals × connections exceed [`MAX_INTERVAL_SAMPLES`].
     TooManyIntervalSamples {
         /// Samples the spec would produce.
@@ -216,6 +221,9 @@ impl std::fmt::Display for SpecProblem {
             SpecProblem::WarmupLongerThanDuration => {
                 f.write_str("warm-up may not be longer than the measured duration")
             }
+            SpecProblem::StopCountWithWarmup => f.write_str(
+                "a byte count to stop after starts at the first byte; it cannot have a warm-up",
+            ),
             SpecProblem::TooManyIntervalSamples { samples, max } => write!(
                 f,
                 "{samples} interval samples (intervals x connections) exceed {max}; use a \
@@ -307,7 +315,16 @@ impl TestSpec {
             );
         }
         match &self.workload {
-            WorkloadSpec::Stream(s) => validate_stream(s, limits)?,
+            WorkloadSpec::Stream(s) => {
+                validate_stream(s, limits)?;
+                if let Some(n) = s.stop_after_bytes {
+                    let flows = self.common.flows.into();
+                    range(SpecField::StopAfterBytes, n, flows, MAX_STOP_AFTER_BYTES)?;
+                    if self.common.warmup_ms > 0 {
+                        return err(SpecField::StopAfterBytes, SpecProblem::StopCountWithWarmup);
+                    }
+                }
+            }
             WorkloadSpec::Rr(r) => {
                 tcp_sizes(r.request_size_bytes, r.response_size_bytes, limits)?;
                 validate_tcp(&r.tcp)?;

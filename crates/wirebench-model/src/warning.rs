@@ -337,6 +337,18 @@ pub enum Warning {
         /// Bytes the receivers read, whole test.
         receiver_total_bytes: u64,
     },
+    /// `stream -n/-k`: a direction's receivers read fewer bytes than the count asked (the
+    /// duration bound ended the test first, or a flow failed).
+    StopCountNotReached {
+        /// The direction.
+        dir: FlowDir,
+        /// Bytes the receivers read, whole test.
+        receiver_total_bytes: u64,
+        /// The count asked for, per direction.
+        asked_bytes: u64,
+        /// The duration bound, milliseconds.
+        bound_ms: u64,
+    },
     /// A note: senders and receivers count different bytes inside their windows (bytes in
     /// flight at the window edges).
     WindowEdgeDifference {

@@ -158,6 +158,7 @@ fn stream_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> S
         recv_path: s.recv_path,
         verify: s.verify,
         threads: s.threads,
+        stop_after_bytes: s.stop_after_bytes,
     }
 }
 

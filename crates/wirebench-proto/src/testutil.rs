@@ -322,6 +322,7 @@ pub fn full_spec() -> TestSpec {
                 nodelay: true,
                 mss_bytes: Some(1400),
             },
+            stop_after_bytes: None,
         }),
     }
 }

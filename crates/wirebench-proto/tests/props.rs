@@ -94,6 +94,7 @@ fn stream() -> impl Strategy<Value = StreamSpec> {
         any::<Option<u32>>(),
         any::<bool>(),
         tcp(),
+        any::<Option<u64>>(),
     )
         .prop_map(
             |(
@@ -107,6 +108,7 @@ fn stream() -> impl Strategy<Value = StreamSpec> {
                 threads,
                 pin_threads,
                 tcp,
+                stop_after_bytes,
             )| StreamSpec {
                 direction,
                 send_size_bytes,
@@ -118,6 +120,7 @@ fn stream() -> impl Strategy<Value = StreamSpec> {
                 threads,
                 pin_threads,
                 tcp,
+                stop_after_bytes,
             },
         )
 }

@@ -139,6 +139,16 @@ pub struct StreamArgs {
     /// Set TCP_NODELAY on data connections.
     #[arg(short = 'N', long)]
     pub nodelay: bool,
+    /// Stop after BYTES of payload per direction (K, M, G = 1024^n; like iperf3 -n), split
+    /// over the flows; -t is then the upper bound. The figures cover the first byte to the
+    /// last.
+    #[arg(short = 'n', long = "bytes", value_name = "BYTES", value_parser = parse_size,
+          conflicts_with = "blocks")]
+    pub bytes: Option<u64>,
+    /// Stop after COUNT send calls' worth of payload per direction (COUNT x the send size;
+    /// like iperf3 -k).
+    #[arg(short = 'k', long = "blocks", value_name = "COUNT", value_parser = parse_size)]
+    pub blocks: Option<u64>,
     /// Pace each flow to RATE bits/s of payload (K/M/G = 10^3/10^6/10^9), like iperf3 -b.
     #[arg(short = 'b', long, value_parser = parse_rate)]
     pub rate: Option<u64>,
@@ -283,9 +293,10 @@ pub struct ClientArgs {
     /// Server port (default 5301); needs -H.
     #[arg(short, long, requires = "host")]
     pub port: Option<u16>,
-    /// Measured duration in seconds (after warm-up).
-    #[arg(short = 't', long, default_value_t = 10.0)]
-    pub duration: f64,
+    /// Measured duration in seconds (after warm-up); default 10. With `stream -n/-k`, the
+    /// longest the test may run (default 300).
+    #[arg(short = 't', long)]
+    pub duration: Option<f64>,
     /// Warm-up in seconds, excluded from every figure.
     #[arg(long, default_value_t = 0.0)]
     pub warmup: f64,

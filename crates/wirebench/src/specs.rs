@@ -22,6 +22,12 @@ pub const CLIENT_MAX_FLOWS: u32 = 10_000;
 /// measures the path rather than the per-call overhead.
 const DEFAULT_STREAM_MSG_BYTES: u64 = 1 << 20;
 
+/// `-t` when not given, seconds.
+const DEFAULT_DURATION_S: f64 = 10.0;
+
+/// `-t` when not given with `stream -n/-k`: the bound on a test that stops after a count.
+const DEFAULT_COUNT_BOUND_S: f64 = 300.0;
+
 /// Limits of the client's own checks and of the embedded server: the defaults, with room for
 /// many-flow runs.
 pub fn client_limits() -> Limits {
@@ -55,6 +61,7 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::TimeoutMs => "--udp-timeout",
         SpecField::FqRateBps => "--fq-rate",
         SpecField::MssBytes => "-M/--set-mss",
+        SpecField::StopAfterBytes => "-n/--bytes (-k/--blocks)",
     }
 }
 
@@ -97,7 +104,8 @@ fn in_units(field: SpecField, v: u64) -> String {
         | SpecField::RecvSizeBytes
         | SpecField::DatagramBytes
         | SpecField::RequestSizeBytes
-        | SpecField::ResponseSizeBytes => format!("{} bytes", units::size(v)),
+        | SpecField::ResponseSizeBytes
+        | SpecField::StopAfterBytes => format!("{} bytes", units::size(v)),
         SpecField::RateBps | SpecField::FqRateBps => units::RateUnit::AutoBits.rate(v as f64),
         SpecField::MssBytes => format!("{v} bytes"),
         SpecField::TransactionsPerS => format!("{v} transactions/s"),
@@ -148,10 +156,21 @@ pub fn spec_usage(e: &SpecError) -> (String, Option<SpecField>) {
 
 /// The settings every client command shares.
 fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {
+    common_with(c, DEFAULT_DURATION_S)
+}
+
+/// [`common`], with `default_duration_s` when `-t` is not given.
+fn common_with(
+    c: &ClientArgs,
+    default_duration_s: f64,
+) -> Result<CommonSpec, (String, Option<SpecField>)> {
     check_local_cpu(c)?;
     Ok(CommonSpec {
         flows: c.flows,
-        duration_ms: ms(c.duration, SpecField::DurationMs)?,
+        duration_ms: ms(
+            c.duration.unwrap_or(default_duration_s),
+            SpecField::DurationMs,
+        )?,
         warmup_ms: ms(c.warmup, SpecField::WarmupMs)?,
         // `-i 0` turns live intervals off.
         interval_ms: c
@@ -268,8 +287,23 @@ pub fn stream_spec(a: &StreamArgs) -> SpecResult {
         .unwrap_or_else(|| default_stream_msg_size(a.c.flows, a.bidir));
     let send = to_u32(a.send_size.unwrap_or(msg), SpecField::SendSizeBytes)?;
     let recv = to_u32(a.recv_size.unwrap_or(msg), SpecField::RecvSizeBytes)?;
+    let stop_after_bytes = match (a.bytes, a.blocks) {
+        (Some(n), _) => Some(n),
+        (None, Some(k)) => Some(k.checked_mul(send.into()).ok_or_else(|| {
+            usage(
+                format!("-k/--blocks {k}: {k} x {send}-byte calls overflow a byte count"),
+                SpecField::StopAfterBytes,
+            )
+        })?),
+        (None, None) => None,
+    };
+    let default_duration_s = if stop_after_bytes.is_some() {
+        DEFAULT_COUNT_BOUND_S
+    } else {
+        DEFAULT_DURATION_S
+    };
     checked(TestSpec {
-        common: common(&a.c)?,
+        common: common_with(&a.c, default_duration_s)?,
         workload: WorkloadSpec::Stream(StreamSpec {
             direction: direction(a.reverse, a.bidir),
             send_size_bytes: send,
@@ -281,6 +315,7 @@ pub fn stream_spec(a: &StreamArgs) -> SpecResult {
             threads: a.threads,
             pin_threads: a.pin_threads,
             tcp: tcp(&a.c, a.nodelay),
+            stop_after_bytes,
         }),
     })
 }

@@ -9,7 +9,7 @@
 
 use std::io;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,12 @@ pub(crate) struct Shared {
     pub(crate) counters: Vec<Counter>,
     /// CPU time each data thread recorded for itself just before exiting (by thread slot).
     pub(crate) final_cpu: Vec<Mutex<Option<CpuTimes>>>,
+    /// Bytes each flow sends before it stops by itself (by flow index; `u64::MAX` for none,
+    /// see [`super::flow_budgets`]).
+    pub(crate) budget: Vec<u64>,
+    /// Flows whose data phase has ended: a sender that sent its budget or failed, a receiver
+    /// that read EOF or failed. Each flow counts once.
+    pub(crate) finished: AtomicUsize,
 }
 
 impl Shared {
@@ -59,7 +65,27 @@ impl Shared {
             stop_at_ns: AtomicU64::new(u64::MAX),
             counters: (0..flows).map(|_| Counter::default()).collect(),
             final_cpu: (0..threads).map(|_| Mutex::new(None)).collect(),
+            budget: vec![u64::MAX; flows],
+            finished: AtomicUsize::new(0),
         }
+    }
+
+    /// The same, with each flow's budget from `cfg` for the flows of `plans`.
+    pub(crate) fn for_plans(
+        start: Instant,
+        cfg: &StreamConfig,
+        plans: &[FlowPlan],
+        threads: usize,
+    ) -> Shared {
+        let mut shared = Shared::new(start, plans.len(), threads);
+        let flows: Vec<_> = plans.iter().map(|p| (p.flow, p.dir, p.role)).collect();
+        shared.budget = super::flow_budgets(cfg.stop_after_bytes, &flows);
+        shared
+    }
+
+    /// A flow's data phase has ended (call once per flow).
+    pub(crate) fn flow_finished(&self) {
+        self.finished.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -159,6 +185,8 @@ struct Sampler<'a> {
     window_start_bytes: Vec<u64>,
     /// Counters at the stop instant.
     stop_bytes: Vec<u64>,
+    /// The run stops after a byte count.
+    ends_when_finished: bool,
 }
 
 impl Sampler<'_> {
@@ -205,6 +233,14 @@ impl Engine for Sampler<'_> {
         };
         self.sink.interval(&s);
         s
+    }
+
+    fn ends_when_finished(&self) -> bool {
+        self.ends_when_finished
+    }
+
+    fn all_finished(&self) -> bool {
+        self.shared.finished.load(Ordering::Relaxed) >= self.roles.len()
     }
 
     fn stop(&mut self, stop_ns: u64) {
@@ -294,6 +330,7 @@ impl<'a> Run<'a> {
             sink,
             window_start_bytes: vec![0; n],
             stop_bytes: vec![0; n],
+            ends_when_finished: cfg.stop_after_bytes.is_some(),
         };
         let timeline = Timeline {
             start: shared.start,
@@ -317,7 +354,13 @@ impl<'a> Run<'a> {
             let (window_bytes, window_end_ns) = match role {
                 // Stopped before the window opened: nothing was measured.
                 _ if !out.window_opened => (0, stop_ns),
-                Role::Sender => (sampler.stop_bytes[i].saturating_sub(start_bytes), stop_ns),
+                // A sender that sent its whole budget: its window ends with its last send.
+                Role::Sender => {
+                    let end = done
+                        .and_then(|d| d.last_byte_ns)
+                        .map_or(stop_ns, |t| t.min(stop_ns));
+                    (sampler.stop_bytes[i].saturating_sub(start_bytes), end)
+                }
                 Role::Receiver => {
                     let last = done.and_then(|d| d.last_byte_ns).unwrap_or(window_start_ns);
                     (total.saturating_sub(start_bytes), last.max(window_start_ns))

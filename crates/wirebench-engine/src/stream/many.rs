@@ -139,6 +139,10 @@ struct Flow<'p> {
     drain_truncated: bool,
     verifier: Option<Verifier<'p>>,
     done: Option<FlowDone>,
+    /// Bytes it sends before it stops by itself (`u64::MAX` for none).
+    budget: u64,
+    /// Its data phase has ended and [`Shared::flow_finished`] has been told.
+    counted: bool,
 }
 
 /// One worker: an epoll set and its flows.
@@ -159,8 +163,18 @@ impl<'a> Worker<'a> {
         &self.shared.counters[idx].0
     }
 
+    /// Flow `i`'s data phase has ended (once per flow).
+    fn data_done(&mut self, i: usize) {
+        let f = &mut self.flows[i];
+        if !f.counted {
+            f.counted = true;
+            self.shared.flow_finished();
+        }
+    }
+
     /// Ends flow `i`: records its figures and closes its socket.
     fn finish(&mut self, i: usize) {
+        self.data_done(i);
         let f = &mut self.flows[i];
         if f.state == State::Done {
             return;
@@ -196,8 +210,16 @@ impl<'a> Worker<'a> {
         let payload = self.env.payload;
         for _ in 0..CALLS_PER_EVENT {
             let f = &mut self.flows[i];
+            let left = f.budget - f.total;
+            if left == 0 {
+                // Its whole budget is sent: FIN, then wait for the receiver's close.
+                f.last = Some(Instant::now());
+                self.data_done(i);
+                return self.begin_close(i);
+            }
             let Some(s) = f.stream.as_ref() else { return };
-            let res = (&*s).write(payload.window(f.total, msg));
+            let len = usize::try_from(left).map_or(msg, |l| l.min(msg));
+            let res = (&*s).write(payload.window(f.total, len));
             match res {
                 Ok(0) => {
                     f.error = Some(FlowError::os(Step::Send, &io::ErrorKind::WriteZero.into()));
@@ -205,9 +227,12 @@ impl<'a> Worker<'a> {
                 }
                 Ok(n) => {
                     f.total += n as u64;
-                    let (idx, total) = (f.idx, f.total);
+                    let (idx, total, budget) = (f.idx, f.total, f.budget);
                     self.counter(idx).store(total, Ordering::Relaxed);
-                    if n < msg {
+                    if total == budget {
+                        continue;
+                    }
+                    if n < len {
                         return;
                     }
                 }
@@ -447,6 +472,8 @@ fn run_worker<'a>(
             drain_truncated: false,
             verifier,
             done: None,
+            budget: shared.budget[idx],
+            counted: false,
         });
         w.active += 1;
     }
@@ -488,7 +515,7 @@ pub fn run(
         payload: &payload,
     };
     // One data thread per worker: thread slot = worker index.
-    let shared = Shared::new(Instant::now(), n, threads);
+    let shared = Shared::for_plans(Instant::now(), cfg, &plans, threads);
     let engine = EngineKind::Epoll {
         workers: threads as u32,
         placement: cfg.pin.placement(threads),

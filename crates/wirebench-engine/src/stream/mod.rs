@@ -117,6 +117,34 @@ pub struct StreamConfig {
     pub verify: bool,
     /// Epoll workers asked for (see the module docs); `None` lets the engine choose.
     pub threads: Option<u32>,
+    /// Stop each direction after its sending flows here have handed this many payload bytes
+    /// to the kernel, split over them by [`flow_budgets`]; `duration` is then an upper
+    /// bound. The run ends when every flow at this end has finished.
+    pub stop_after_bytes: Option<u64>,
+}
+
+/// Each flow's share of [`StreamConfig::stop_after_bytes`], by flow index: the sending flows
+/// of one direction, in flow-id order, split the count evenly and the first ones take the
+/// remainder; receiving flows (and every flow without a count) get `u64::MAX`.
+pub fn flow_budgets(stop_after_bytes: Option<u64>, flows: &[(u32, FlowDir, Role)]) -> Vec<u64> {
+    let mut out = vec![u64::MAX; flows.len()];
+    let Some(n) = stop_after_bytes else {
+        return out;
+    };
+    for dir in [FlowDir::ClientToServer, FlowDir::ServerToClient] {
+        let mut senders: Vec<(u32, usize)> = flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.1 == dir && f.2 == Role::Sender)
+            .map(|(i, f)| (f.0, i))
+            .collect();
+        senders.sort_unstable();
+        let k = senders.len() as u64;
+        for (rank, &(_, i)) in senders.iter().enumerate() {
+            out[i] = n / k + u64::from((rank as u64) < n % k);
+        }
+    }
+    out
 }
 
 /// Which engine runs a stream end, and what to tell the user about the choice.
@@ -222,20 +250,28 @@ fn run_sender(
     let counter = &shared.counters[idx].0;
     let schedule = cfg.rate_bps.map(|r| Schedule::bits(Instant::now(), r, 8));
     let chunk = cfg.rate_bps.map_or(msg, |r| paced_chunk(r, msg));
+    let budget = shared.budget[idx];
     let stop = || shared.stop.load(Ordering::Relaxed) || abort.is_set();
+    let mut sent_budget_at = None;
     while !stop() {
+        let left = budget - total;
+        if left == 0 {
+            sent_budget_at = Some(Instant::now());
+            break;
+        }
         if let Some(due) = schedule.as_ref().and_then(|sch| sch.due(total)) {
             // Ahead of schedule: wait (bounded, so that stop and abort are seen).
             if !crate::pace::wait_until(due, Duration::ZERO, &stop) {
                 break;
             }
         }
+        let len = usize::try_from(left).map_or(chunk, |l| l.min(chunk));
         match tx.send(
             &s,
             env.payload,
             total,
-            chunk,
-            schedule.is_some(),
+            len,
+            Sender::queue_limit(len, schedule.is_some(), left),
             POLL_TIMEOUT,
         ) {
             Ok(n) => {
@@ -249,6 +285,7 @@ fn run_sender(
             }
         }
     }
+    shared.flow_finished();
     if !abort.is_set() {
         // Sends still in flight (io_uring) complete before the close; their bytes count in
         // the total (after the stop, so not in the window).
@@ -284,6 +321,7 @@ fn run_sender(
     let mut path = tx.report();
     path.fallback = fallback.map(|f| (PathUsed::Send(cfg.send_path), f));
     let mut done = FlowDone::new(total, error, path);
+    done.last_byte_ns = sent_budget_at.map(|t| ns_since(shared.start, t));
     drop(tx);
     done.socket = socket_facts(&s);
     done
@@ -337,6 +375,7 @@ fn run_receiver(
             }
         }
     }
+    shared.flow_finished();
     let mut path = rx.report();
     path.fallback = fallback.map(|f| (PathUsed::Recv(cfg.recv_path), f));
     drop(rx);
@@ -389,7 +428,7 @@ fn run_threads(
         disabled: &disabled,
     };
     // One data thread per flow: thread slot = flow index.
-    let shared = Shared::new(Instant::now(), n, n);
+    let shared = Shared::for_plans(Instant::now(), cfg, &plans, n);
     let engine = EngineKind::ThreadPerFlow {
         threads: n as u32,
         placement: cfg.pin.placement(n),
@@ -431,4 +470,27 @@ fn run_threads(
                 .collect()
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_split_each_direction_in_flow_id_order() {
+        use FlowDir::{ClientToServer as C2S, ServerToClient as S2C};
+        // Flows given out of id order; flow 9 receives (no budget).
+        let flows = [
+            (4, C2S, Role::Sender),
+            (1, C2S, Role::Sender),
+            (2, C2S, Role::Sender),
+            (7, S2C, Role::Sender),
+            (9, S2C, Role::Receiver),
+        ];
+        let b = flow_budgets(Some(11), &flows);
+        // 11 over 3 flows: ids 1 and 2 take 4, id 4 takes 3; the one S2C sender takes all.
+        assert_eq!(b, vec![3, 4, 4, 11, u64::MAX]);
+        assert_eq!(b[..3].iter().sum::<u64>(), 11);
+        assert_eq!(flow_budgets(None, &flows), vec![u64::MAX; 5]);
+    }
 }

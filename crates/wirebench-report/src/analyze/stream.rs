@@ -54,7 +54,7 @@ use wirebench_model::side::{
     ByteInterval, FlowSide, HostRole, PathUsed, Role, SideReport, Span, TcpInfoReport,
     ZeroCopyStats,
 };
-use wirebench_model::spec::{FlowDir, RecvPath, SendPath, TestSpec};
+use wirebench_model::spec::{FlowDir, RecvPath, SendPath, TestSpec, WorkloadSpec};
 use wirebench_model::warning::Warning;
 use wirebench_stats::summary::{jain_index, spread};
 
@@ -189,6 +189,10 @@ pub(crate) fn summarize(
             dir,
             both_completed,
             both_present: server_present,
+            stop_after: match &spec.workload {
+                WorkloadSpec::Stream(s) => s.stop_after_bytes.map(|n| (n, spec.common.duration_ms)),
+                _ => None,
+            },
         };
         directions.push(direction_summary(&ctx, &members, &per_flow, warnings));
     }
@@ -358,6 +362,8 @@ struct DirectionCtx {
     dir: FlowDir,
     both_completed: bool,
     both_present: bool,
+    /// `-n/-k`: the count asked for per direction, and the duration bound (ms).
+    stop_after: Option<(u64, u64)>,
 }
 
 /// Totals of one direction.
@@ -409,6 +415,16 @@ fn direction_summary(
             sender_total_bytes,
             receiver_total_bytes,
         });
+    }
+    if let Some((asked_bytes, bound_ms)) = ctx.stop_after {
+        if ctx.both_present && receiver_total_bytes < asked_bytes {
+            warnings.run(Warning::StopCountNotReached {
+                dir,
+                receiver_total_bytes,
+                asked_bytes,
+                bound_ms,
+            });
+        }
     }
     if ctx.both_present && receiver_bytes > 0 {
         let apart = (sender_bytes as f64 - receiver_bytes as f64).abs() / receiver_bytes as f64;

@@ -168,8 +168,21 @@ fn common_line(s: &TestSpec, measured: Option<f64>) -> String {
             ""
         }
     );
-    match measured {
-        Some(m) if (m * 1000.0 - c.duration_ms as f64).abs() > 50.0 => {
+    let count = match &s.workload {
+        wirebench_model::spec::WorkloadSpec::Stream(st) => st.stop_after_bytes,
+        _ => None,
+    };
+    match (count, measured) {
+        (Some(n), m) => {
+            let _ = write!(t, "stopping after {} per direction", units::size(n));
+            if let Some(m) = m {
+                let _ = write!(t, " ({m:.3} s measured, at most {})", secs(c.duration_ms));
+            } else {
+                let _ = write!(t, " (at most {})", secs(c.duration_ms));
+            }
+            return with_buffers_and_cpus(t, s);
+        }
+        (None, Some(m)) if (m * 1000.0 - c.duration_ms as f64).abs() > 50.0 => {
             let _ = write!(t, "{m:.3} s measured of {} asked", secs(c.duration_ms));
         }
         _ => {
@@ -177,6 +190,12 @@ fn common_line(s: &TestSpec, measured: Option<f64>) -> String {
         }
     }
     let _ = write!(t, " after {} warm-up", secs(c.warmup_ms));
+    with_buffers_and_cpus(t, s)
+}
+
+/// The end of the test line: socket buffers and pinned CPUs.
+fn with_buffers_and_cpus(mut t: String, s: &TestSpec) -> String {
+    let c = &s.common;
     if let Some(w) = c.window_bytes {
         let _ = write!(
             t,

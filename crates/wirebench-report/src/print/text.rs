@@ -354,6 +354,17 @@ fn analysis_warning(w: &Warning) -> String {
                 label::dir(*dir)
             )
         }
+        Warning::StopCountNotReached {
+            dir,
+            receiver_total_bytes,
+            asked_bytes,
+            bound_ms,
+        } => format!(
+            "{}: the receivers read {receiver_total_bytes} of the {asked_bytes} bytes asked \
+             (-n/-k) before the test ended (bound -t {} s, or a flow failed)",
+            label::dir(*dir),
+            *bound_ms as f64 / 1000.0
+        ),
         Warning::WindowEdgeDifference {
             dir,
             sender_bytes,
