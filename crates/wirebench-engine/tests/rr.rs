@@ -166,6 +166,25 @@ fn tcp_rr_client_and_server_agree() {
     ));
     assert!(server.data.latency.is_none() && server.data.flows[0].latency.is_none());
     assert!(client.data.flows[0].tcp_info.is_some());
+    // Interval round trips: exactly the intervals that completed transactions have them
+    // (count and histogram are sampled together), ordered, and with one flow the merged
+    // figures are the flow's; a server has none.
+    for i in &client.data.intervals {
+        let f = &i.flows[0];
+        assert_eq!(f.rtt_p50_ns.is_some(), f.transactions > 0, "{i:?}");
+        assert_eq!(f.rtt_p99_ns.is_some(), f.transactions > 0, "{i:?}");
+        assert!(f.rtt_p50_ns <= f.rtt_p99_ns, "{i:?}");
+        assert_eq!((i.rtt_p50_ns, i.rtt_p99_ns), (f.rtt_p50_ns, f.rtt_p99_ns));
+    }
+    assert!(server
+        .data
+        .intervals
+        .iter()
+        .all(|i| i.rtt_p50_ns.is_none() && i.flows[0].rtt_p50_ns.is_none()));
+    // Addresses: each end's own is what the other end sees.
+    let (c, s) = (&client.data.flows[0], &server.data.flows[0]);
+    assert!(c.local.is_some() && c.peer.is_some(), "{c:?}");
+    assert_eq!((&c.local, &c.peer), (&s.peer, &s.local));
 }
 
 // ───────── hand-made TCP servers ─────────
@@ -262,8 +281,13 @@ fn tcp_client(c: &RrConfig, stream: TcpStream) -> RrOutput {
 fn tcp_rr_slow_server_latency_and_rate() {
     let _g = serial();
     let (cs, ss) = tcp_pair();
+    let (client_addr, server_addr) = (cs.local_addr().unwrap(), cs.peer_addr().unwrap());
     let server = delay_line_server(ss, 1, 1, Duration::from_millis(2));
-    let out = tcp_client(&cfg(50, 600), cs);
+    let c = RrConfig {
+        interval: Some(Duration::from_millis(100)),
+        ..cfg(50, 600)
+    };
+    let out = tcp_client(&c, cs);
     let lat = out.data.latency.unwrap();
     let w = out.data.window_sum().transactions;
     let tps = w as f64 / window_s(&out);
@@ -291,6 +315,33 @@ fn tcp_rr_slow_server_latency_and_rate() {
     // Ground truth from the server's own count, once it has written its last response (its
     // threads end after the client's close).
     assert_eq!(out.data.total_sum().transactions, server.join());
+    // Every round trip waited for the server's 2 ms, so does every interval's median; the
+    // window's median lies between the medians of the intervals inside the window (within
+    // the interval histograms' 1 %).
+    let inside: Vec<u64> = out
+        .data
+        .intervals
+        .iter()
+        .filter(|i| !i.in_warmup && i.span.end_ns <= out.data.window.end_ns)
+        .filter_map(|i| i.rtt_p50_ns)
+        .collect();
+    eprintln!("2 ms server: interval medians {inside:?} ns");
+    assert!(inside.len() >= 3, "{:?}", out.data.intervals);
+    for i in &out.data.intervals {
+        if let (Some(p50), Some(p99)) = (i.rtt_p50_ns, i.rtt_p99_ns) {
+            assert!(p50 >= 2_000_000 && p50 <= p99, "{i:?}");
+        }
+    }
+    let (lo, hi) = (inside.iter().min().unwrap(), inside.iter().max().unwrap());
+    assert!(
+        *lo as f64 <= lat.p50_ns as f64 * 1.01 && lat.p50_ns as f64 <= *hi as f64 * 1.01,
+        "window p50 {} outside the interval medians {lo}..{hi}",
+        lat.p50_ns
+    );
+    // The addresses are the connection's, as the test's own socket saw them.
+    let f = &out.data.flows[0];
+    assert_eq!(f.local, Some(client_addr.to_string()));
+    assert_eq!(f.peer, Some(server_addr.to_string()));
 }
 
 // ───────── (c) burst 4 against the 2 ms server ─────────
@@ -645,6 +696,17 @@ fn crr_client_against_engine_server() {
             }
         }
         assert_eq!(server.data.close_mode, None);
+        // The last connection's addresses at both ends. Orderly: the server reads them
+        // before the client's FIN can have closed the socket, so both ends name the same
+        // last connection; abortive: a RST may beat the server's read (it keeps the one
+        // before), so only the listening side is certain.
+        let (c, s) = (&client.data.flows[0], &server.data.flows[0]);
+        assert_eq!(c.peer, Some(addr.to_string()), "{c:?}");
+        assert_eq!(s.local, Some(addr.to_string()), "{s:?}");
+        assert!(c.local.is_some() && s.peer.is_some());
+        if mode == CloseMode::Orderly {
+            assert_eq!(c.local, s.peer);
+        }
     }
 }
 
@@ -775,7 +837,11 @@ fn udp_cfg(duration_ms: u64, timeout_ms: u64) -> RrConfig {
 fn udp_rr_lost_equals_the_dropped_requests() {
     let _g = serial();
     let srv = udp_hand_server(32, 10, None, Duration::ZERO);
-    let out = udp_client_run(&udp_cfg(500, 50), srv.addr, &mut NullSink, &Abort::new());
+    let c = RrConfig {
+        interval: Some(Duration::from_millis(100)),
+        ..udp_cfg(500, 50)
+    };
+    let out = udp_client_run(&c, srv.addr, &mut NullSink, &Abort::new());
     srv.stop.store(true, Ordering::SeqCst);
     srv.handle.join().unwrap();
     let t = out.data.total_sum();
@@ -804,6 +870,17 @@ fn udp_rr_lost_equals_the_dropped_requests() {
     let lat = out.data.latency.unwrap();
     assert_eq!(lat.count, out.data.window_sum().transactions);
     assert!(lat.max_ns < 50_000_000, "no latency beyond the timeout");
+    // Per interval: the losses add up; a lost transaction has no round trip, so the
+    // intervals' percentiles stay below the timeout too (within the histograms' 1 %).
+    let iv = &out.data.intervals;
+    assert_eq!(iv.iter().map(|i| i.flows[0].lost).sum::<u64>(), t.lost);
+    for i in iv {
+        assert_eq!(i.rtt_p50_ns.is_some(), i.flows[0].transactions > 0, "{i:?}");
+        assert!(i.rtt_p99_ns.is_none_or(|p| p < 50_500_000), "{i:?}");
+    }
+    // The client's socket is connected to the server's.
+    assert_eq!(out.data.flows[0].peer, Some(srv.addr.to_string()));
+    assert!(out.data.flows[0].local.is_some());
 }
 
 #[test]

@@ -187,6 +187,7 @@ fn paced_flow_arrives_complete_at_the_requested_rate() {
     cfg.interval = Some(Duration::from_millis(250));
     let rx = recv_socket();
     let tx = send_socket(rx.local_addr().unwrap());
+    let (rx_addr, tx_addr) = (rx.local_addr().unwrap(), tx.local_addr().unwrap());
     let abort = Abort::new();
     let t0 = Instant::now();
     let (snd, snd_live, rcv, rcv_live) = thread::scope(|s| {
@@ -288,6 +289,29 @@ fn paced_flow_arrives_complete_at_the_requested_rate() {
         .sum();
     assert_eq!(sink_bytes, rx.bytes_received);
     assert!(snd.data.intervals[0].in_warmup && !snd.data.intervals[1].in_warmup);
+    // Every sequence number the sender used arrived: the intervals cover them all and lose
+    // none; each interval that had datagrams carries the jitter so far.
+    assert_eq!(
+        interval_sum(&rcv, 0, Role::Receiver, |x| x.expected),
+        tx.datagrams_sent
+    );
+    assert_eq!(interval_sum(&rcv, 0, Role::Receiver, |x| x.lost), 0);
+    let mut seen = 0;
+    for i in &rcv.data.intervals {
+        seen += i.flows[0].datagrams;
+        assert_eq!(i.flows[0].jitter_ns.is_some(), seen > 0, "{i:?}");
+    }
+    assert!(snd
+        .data
+        .intervals
+        .iter()
+        .all(|i| i.flows[0].jitter_ns.is_none()));
+    // Both ends name the sockets the test made.
+    assert_eq!(
+        (tx.local.clone(), tx.peer.clone()),
+        (Some(tx_addr.to_string()), Some(rx_addr.to_string()))
+    );
+    assert_eq!(rx.local, Some(rx_addr.to_string()));
     // The receiver's drain ended on quiet, well before drain_limit.
     assert!(rcv.warnings.is_empty(), "{:?}", rcv.warnings);
     assert!(elapsed < Duration::from_millis(1800), "{elapsed:?}");
@@ -500,6 +524,27 @@ fn injected_datagrams_are_classified_exactly() {
     assert_eq!(interval_sum(&out, 1, Role::Receiver, |x| x.duplicate), 2);
     assert_eq!(interval_sum(&out, 2, Role::Receiver, |x| x.bytes), 900);
     assert_eq!(interval_sum(&out, 2, Role::Receiver, |x| x.duplicate), 2);
+    // Sequence numbers covered: 0..=200 and 0..=2. Lost per interval: the increase of what
+    // is missing below the highest (the engine's counter; clamped at 0 where late datagrams
+    // filled more than new gaps opened), so the intervals' sum is the final 201 − 9 = 192
+    // missing numbers of flow 1, plus at most its 3 late ones if an interval edge fell
+    // between a gap and its filling; flow 2 lost nothing.
+    assert_eq!(interval_sum(&out, 1, Role::Receiver, |x| x.expected), 201);
+    assert_eq!(interval_sum(&out, 2, Role::Receiver, |x| x.expected), 3);
+    let lost1 = interval_sum(&out, 1, Role::Receiver, |x| x.lost);
+    assert!((192..=192 + 3).contains(&lost1), "flow 1 lost {lost1}");
+    assert_eq!(interval_sum(&out, 2, Role::Receiver, |x| x.lost), 0);
+    // The jitter of the last interval is the report's, rounded to the ns.
+    let last = out.data.intervals.last().unwrap();
+    let j1 = last.flows.iter().find(|f| f.flow == 1).unwrap().jitter_ns;
+    assert_eq!(j1, Some(r1.jitter_ns.round() as u64));
+    assert_eq!(out.data.intervals[0].flows[0].role, Role::Receiver);
+    // An unconnected socket accepting any source: its address, no peer.
+    assert_eq!(r1.local, Some(to.to_string()));
+    assert_eq!(
+        (r1.peer.clone(), r2.local.clone()),
+        (None, r1.local.clone())
+    );
 }
 
 /// (d) Abort during warm-up: a sender sleeping on a 10 s gap, a paced sender, a receiver

@@ -356,6 +356,13 @@ pub struct RrIntervalRow {
     pub lost: u64,
     /// True if any part of the interval lies in the warm-up.
     pub in_warmup: bool,
+    /// Median round trip of the transactions completed in the interval, all flows merged, ns
+    /// (2 significant digits; see `RrFlowInterval`); `None` when none completed.
+    #[serde(default)]
+    pub rtt_p50_ns: Option<u64>,
+    /// 99th percentile round trip of the same transactions, ns.
+    #[serde(default)]
+    pub rtt_p99_ns: Option<u64>,
 }
 
 /// Open-loop rates, all flows together.
@@ -399,8 +406,41 @@ pub struct UdpSummary {
     pub directions: Vec<UdpDirectionSummary>,
     /// One entry per flow, both ends joined.
     pub flows: Vec<UdpFlowSummary>,
-    /// Interval rows measured at the receiving end of each direction (bytes received).
-    pub intervals: Vec<IntervalRow>,
+    /// Interval rows measured at the receiving end of each direction.
+    pub intervals: Vec<UdpIntervalRow>,
+}
+
+/// What the receiving end of one UDP direction got in one interval, all flows of the
+/// direction. Loss per interval is defined in `UdpFlowInterval`: the sequence numbers the
+/// interval covered (`expected`) minus the distinct datagrams received in it, clamped at 0
+/// per flow.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UdpIntervalRow {
+    /// The bytes received and their rate (UDP payload).
+    #[serde(flatten)]
+    pub row: IntervalRow,
+    /// Distinct datagrams received in the interval (late ones included).
+    #[serde(default)]
+    pub datagrams: u64,
+    /// Sequence numbers the interval covered, summed over the flows.
+    #[serde(default)]
+    pub expected: u64,
+    /// Datagrams lost in the interval, summed over the flows.
+    #[serde(default)]
+    pub lost: u64,
+    /// `lost / expected`, percent (0 when `expected` is 0).
+    #[serde(default)]
+    pub loss_pct: f64,
+    /// Late (reordered) datagrams received in the interval.
+    #[serde(default)]
+    pub late: u64,
+    /// Duplicates received in the interval (not counted in `datagrams`).
+    #[serde(default)]
+    pub duplicate: u64,
+    /// Largest RFC 3550 jitter of the direction's flows at the end of the interval, ns;
+    /// `None` before any flow received a datagram.
+    #[serde(default)]
+    pub jitter_max_ns: Option<u64>,
 }
 
 /// The datagram accounting of one UDP flow or of a direction (the sum of its flows). Window

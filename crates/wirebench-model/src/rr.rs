@@ -96,9 +96,26 @@ pub struct RrFlowSide {
     pub congestion: Option<String>,
     /// Why the flow ended early, if it did.
     pub error: Option<FlowError>,
+    /// This end's address and port of the flow's data socket (`ip:port`, getsockname, read
+    /// when the flow starts). CRR (a connection per transaction): of the last connection
+    /// whose response the client read in full, or that the server answered (read just after
+    /// the response, so a connection the client reset at once may leave the one before);
+    /// `None` if there was none.
+    #[serde(default)]
+    pub local: Option<String>,
+    /// The other end's address and port as this end sees it (getpeername). CRR: as `local`.
+    #[serde(default)]
+    pub peer: Option<String>,
 }
 
 /// One flow's counts in one interval.
+///
+/// Client round trips: every transaction the client completed in the interval (warm-up and
+/// drain included, unlike the window's [`RrFlowSide::latency`]), measured as the window's
+/// are (open loop: from the scheduled send time; CRR: from before the connect), kept in a
+/// histogram with 2 significant digits that is emptied at each sample, so a percentile `p`
+/// of a round trip `v` satisfies `v ≤ p ≤ v · 1.01`. The round trip and the transaction
+/// count are taken together, so `rtt_p50_ns` is `Some` exactly when `transactions > 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RrFlowInterval {
@@ -108,6 +125,13 @@ pub struct RrFlowInterval {
     pub transactions: u64,
     /// UDP client: transactions lost in the interval.
     pub lost: u64,
+    /// Client: median round trip of the transactions completed in the interval, ns
+    /// (nearest rank); `None` on a server or when none completed.
+    #[serde(default)]
+    pub rtt_p50_ns: Option<u64>,
+    /// Client: 99th percentile round trip of the same transactions, ns.
+    #[serde(default)]
+    pub rtt_p99_ns: Option<u64>,
 }
 
 /// One request/response interval sample.
@@ -122,6 +146,14 @@ pub struct RrInterval {
     pub in_warmup: bool,
     /// Per flow, in the order given.
     pub flows: Vec<RrFlowInterval>,
+    /// Client: median round trip of every flow's transactions completed in the interval
+    /// (the flows' interval histograms merged; see [`RrFlowInterval`]), ns; `None` on a
+    /// server or when none completed.
+    #[serde(default)]
+    pub rtt_p50_ns: Option<u64>,
+    /// Client: 99th percentile of the same round trips, ns.
+    #[serde(default)]
+    pub rtt_p99_ns: Option<u64>,
 }
 
 /// What one end measured in a request/response test.

@@ -45,6 +45,13 @@ pub struct UdpSendReport {
     pub pacing_resets: u64,
     /// Why the flow ended early, if it did.
     pub error: Option<FlowError>,
+    /// This end's address and port of the flow's socket (`ip:port`, getsockname).
+    #[serde(default)]
+    pub local: Option<String>,
+    /// The receiver's address and port as this end sees it (getpeername of the connected
+    /// socket).
+    #[serde(default)]
+    pub peer: Option<String>,
 }
 
 /// What the receiver of one UDP flow measured.
@@ -90,6 +97,15 @@ pub struct UdpRecvReport {
     pub reorder_window_seqs: u64,
     /// Why reception ended early, if it did.
     pub error: Option<FlowError>,
+    /// This end's address and port of the socket the flow arrived on (`ip:port`,
+    /// getsockname).
+    #[serde(default)]
+    pub local: Option<String>,
+    /// The sender's address and port as this end sees it: the only source the socket
+    /// accepted datagrams from (the address the UDP setup learnt, else getpeername); `None`
+    /// for a socket that accepted any source.
+    #[serde(default)]
+    pub peer: Option<String>,
 }
 
 /// Datagrams a receive socket could not attribute to one of its flows.
@@ -134,7 +150,21 @@ pub struct UdpRecvSocketReport {
 }
 
 /// One flow's counts in one interval. Sender: datagrams and bytes accepted by the kernel and
-/// failed sends; receiver: distinct datagrams and their bytes, late and duplicate ones.
+/// failed sends; receiver: distinct datagrams and their bytes, late and duplicate ones, the
+/// sequence numbers the interval covered and those missing, and the jitter.
+///
+/// Receiver loss per interval (as RFC 3550 §6.4.1 and A.3 count it for a reception report,
+/// and iperf3's per-interval Lost/Total): `expected` is how far the flow's extended highest
+/// sequence number (highest seen + 1; 0 before the first datagram) advanced over the
+/// interval, and `lost = max(0, expected − datagrams)`, where `datagrams` are the distinct
+/// datagrams received in it (late ones included). Exactly: the receiver keeps
+/// `missing = (highest + 1) − distinct datagrams received so far`, and `lost` is its
+/// increase over the interval, clamped at 0. A late datagram fills a gap counted earlier and
+/// lowers `missing`; the interval it arrives in reports 0 rather than a negative count. So the
+/// sum of `lost` over the intervals is `(highest_seq + 1) − datagrams_received` of the
+/// flow's report when no interval received more late datagrams than new gaps (always without
+/// reordering across an interval boundary), and more otherwise; the sequence numbers sent
+/// after the last one received are in no interval (the receiver cannot see them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UdpFlowInterval {
@@ -152,6 +182,19 @@ pub struct UdpFlowInterval {
     pub late: u64,
     /// Receiver: duplicate datagrams in the interval; sender: 0.
     pub duplicate: u64,
+    /// Receiver: the advance of the extended highest sequence number (highest seen + 1) over
+    /// the interval: the sequence numbers the interval covered; sender: 0.
+    #[serde(default)]
+    pub expected: u64,
+    /// Receiver: datagrams lost in the interval, `max(0, expected − datagrams)` (see the type's
+    /// documentation); sender: 0.
+    #[serde(default)]
+    pub lost: u64,
+    /// Receiver: RFC 3550 interarrival jitter at the end of the interval (as in
+    /// [`UdpRecvReport::jitter_ns`]), ns, rounded; `None` on a sender and before the flow's
+    /// first datagram.
+    #[serde(default)]
+    pub jitter_ns: Option<u64>,
 }
 
 /// One interval of a UDP run.

@@ -15,8 +15,10 @@ use crate::auth::AuthProof;
 pub const HELLO_MAGIC: &str = "wirebench";
 /// Control protocol version spoken by this build (2: authentication in welcome and test; 3:
 /// the rr, crr and udp workloads; 4: the typed model — one workload variant per test,
-/// typed warnings, abort reasons and error fields).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// typed warnings, abort reasons and error fields; 5: new fields in the interval samples
+/// and reports — UDP loss and jitter and request/response round-trip percentiles per
+/// interval, the addresses of the rr and udp flows — which a version 4 peer would refuse).
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -438,6 +438,23 @@ impl FlowRecvAccounting {
         self.bytes_received
     }
 
+    /// Sequence numbers up to the highest seen that have not arrived (yet): `highest + 1 −
+    /// distinct`, 0 before the first datagram. Late datagrams lower it.
+    pub fn missing(&self) -> u64 {
+        self.seq_end()
+            .saturating_sub(self.tracker.counts().distinct())
+    }
+
+    /// The highest sequence number seen + 1 (0 before the first datagram).
+    pub fn seq_end(&self) -> u64 {
+        self.tracker.highest().map_or(0, |h| h.saturating_add(1))
+    }
+
+    /// The RFC 3550 jitter so far, ns.
+    pub fn jitter_ns(&self) -> f64 {
+        self.jitter.jitter_ns()
+    }
+
     /// The report for this flow so far (`error` left empty).
     pub fn report(&self) -> UdpRecvReport {
         let c = self.tracker.counts();
@@ -458,6 +475,8 @@ impl FlowRecvAccounting {
             jitter_ns: self.jitter.jitter_ns(),
             reorder_window_seqs: self.tracker.window_seqs(),
             error: None,
+            local: None,
+            peer: None,
         }
     }
 }
@@ -841,6 +860,31 @@ mod tests {
     }
 
     #[test]
+    fn missing_counts_the_gaps_below_the_highest() {
+        let w = Span {
+            start_ns: 0,
+            end_ns: 1,
+        };
+        let mut acc = FlowRecvAccounting::new(4, 64, w);
+        assert_eq!((acc.seq_end(), acc.missing()), (0, 0));
+        let mut feed = |seq| {
+            let h = DatagramHeader {
+                flow: 4,
+                seq,
+                send_ns: 0,
+            };
+            acc.on_datagram(&h, 100, 0);
+            (acc.seq_end(), acc.missing())
+        };
+        // 1 (0 missing), 4 (2, 3 too), 2 late, 2 again (duplicate), 9 (5..=8).
+        assert_eq!(feed(1), (2, 1));
+        assert_eq!(feed(4), (5, 3));
+        assert_eq!(feed(2), (5, 2));
+        assert_eq!(feed(2), (5, 2));
+        assert_eq!(feed(9), (10, 6));
+    }
+
+    #[test]
     fn reports_round_trip_through_json() {
         let mut acc = FlowRecvAccounting::new(
             1,
@@ -861,6 +905,8 @@ mod tests {
                 at,
             );
         }
+        // 0, 2, 1: nothing missing; 1 was missing until it came in late.
+        assert_eq!((acc.seq_end(), acc.missing()), (3, 0));
         let r = acc.report();
         let json = serde_json::to_string(&r).unwrap();
         let back: UdpRecvReport = serde_json::from_str(&json).unwrap();
@@ -881,6 +927,8 @@ mod tests {
             send_errors: 0,
             pacing_resets: 0,
             error: None,
+            local: Some("127.0.0.1:4000".into()),
+            peer: Some("127.0.0.1:5000".into()),
         };
         let back: wirebench_model::udp::UdpSendReport =
             serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();

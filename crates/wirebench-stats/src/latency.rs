@@ -27,6 +27,10 @@ pub const HIGHEST_NS: u64 = 100_000_000_000;
 /// Significant decimal digits kept by the buckets.
 pub const SIGNIFICANT_DIGITS: u8 = 3;
 
+/// Significant decimal digits of a [`LatencyHistogram::coarse`] histogram (about 32 KB):
+/// enough for per-interval percentiles, small enough to keep one per flow.
+pub const COARSE_SIGNIFICANT_DIGITS: u8 = 2;
+
 /// The quantiles reported in a [`LatencySummary`], in order.
 pub const SUMMARY_QUANTILES: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 0.9999];
 
@@ -84,9 +88,20 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     /// An empty histogram over 1 ns .. 100 s with 3 significant digits.
     pub fn new() -> Self {
+        Self::with_digits(SIGNIFICANT_DIGITS)
+    }
+
+    /// An empty histogram over 1 ns .. 100 s with [`COARSE_SIGNIFICANT_DIGITS`] (2): its
+    /// percentiles `p` of a recorded value `v` satisfy `v ≤ p ≤ v · (1 + 10⁻²)`. Merge it
+    /// only with other coarse histograms.
+    pub fn coarse() -> Self {
+        Self::with_digits(COARSE_SIGNIFICANT_DIGITS)
+    }
+
+    fn with_digits(digits: u8) -> Self {
         // The bounds are constants that satisfy HdrHistogram's rules (low ≥ 1,
         // high ≥ 2·low, digits ≤ 5), so creation cannot fail.
-        let hist = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
+        let hist = Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, digits)
             .expect("constant histogram bounds are valid");
         LatencyHistogram {
             hist,
@@ -152,6 +167,17 @@ impl LatencyHistogram {
         self.m2 += other.m2 + delta * delta * na * nb / n;
         self.count += other.count;
         self.clamped += other.clamped;
+    }
+
+    /// Forget every value recorded (the memory is kept).
+    pub fn reset(&mut self) {
+        self.hist.reset();
+        self.count = 0;
+        self.clamped = 0;
+        self.min_ns = 0;
+        self.max_ns = 0;
+        self.mean_ns = 0.0;
+        self.m2 = 0.0;
     }
 
     /// Number of values recorded.
@@ -356,6 +382,42 @@ mod tests {
         assert_eq!(e.summary(), all.summary());
         e.merge(&LatencyHistogram::new());
         assert_eq!(e.summary(), all.summary());
+    }
+
+    #[test]
+    fn coarse_histograms_keep_two_digits_and_reset() {
+        let mut values: Vec<u64> = Vec::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut h = LatencyHistogram::coarse();
+        let mut other = LatencyHistogram::coarse();
+        for i in 0..5_000 {
+            // Log-uniform over 1 µs .. 10 ms.
+            let v = (1_000.0 * 10f64.powf((xorshift(&mut state) % 10_000) as f64 / 2_500.0)) as u64;
+            values.push(v);
+            if i % 2 == 0 {
+                h.record(v);
+            } else {
+                other.record(v);
+            }
+        }
+        h.merge(&other);
+        values.sort_unstable();
+        for q in [0.5, 0.99] {
+            let v = nearest_rank(&values, q);
+            let p = h.value_at_quantile(q).unwrap();
+            assert!(
+                v <= p && p as f64 <= v as f64 * 1.01,
+                "q {q}: {p} against {v}"
+            );
+        }
+        assert_eq!(h.count(), 5_000);
+        h.reset();
+        assert!(h.is_empty());
+        assert_eq!(h.value_at_quantile(0.5), None);
+        assert_eq!(h.summary(), LatencySummary::default());
+        h.record(1_234);
+        assert_eq!(h.summary().min_ns, 1_234);
+        assert_eq!(h.summary().count, 1);
     }
 
     #[test]

@@ -202,6 +202,90 @@ fn udp_rr_on_loopback_loses_nothing() {
     assert_eq!((s.request_size_bytes, s.response_size_bytes), (8, 8));
 }
 
+/// `rr`, `crr` and `rr --udp` with two flows and `-i 0.5`: every interval that completed
+/// transactions has its round-trip median and 99th percentile, in order; the merged median
+/// of an interval lies between its flows' medians (the flows' histograms are merged, not
+/// their percentiles averaged); the window's median lies among the medians of the intervals
+/// (the same round trips cut in pieces; the interval histograms keep 2 digits, the window's
+/// 3, and the last interval also holds the drain's few: 2 % slack); and each flow's
+/// addresses agree between the ends (the client's own address is the server's peer, the
+/// server's own the client's peer; CRR: the last connection's).
+#[test]
+fn interval_round_trips_and_flow_addresses_of_the_request_response_workloads() {
+    let _s = serial();
+    for args in [&["rr"][..], &["crr"][..], &["rr", "--udp"][..]] {
+        let mut a = args.to_vec();
+        a.extend(["-t", "2", "-i", "0.5", "-P", "2", "--json"]);
+        let r = ok(&a);
+        let s = rr(&r);
+        let run = &r.runs[0];
+        let client = run.client.as_ref().unwrap().rr().unwrap();
+        let server = run.server.as_ref().unwrap().rr().unwrap();
+        let p50 = s.latency.expect("latency").p50_ns;
+        assert!(s.intervals.len() >= 4, "{args:?}: {:?}", s.intervals);
+        for (row, raw) in s.intervals.iter().zip(&client.intervals) {
+            assert_eq!(
+                row.rtt_p50_ns.is_some(),
+                row.transactions > 0,
+                "{args:?} {row:?}"
+            );
+            assert!(row.rtt_p50_ns <= row.rtt_p99_ns, "{args:?} {row:?}");
+            assert_eq!(
+                (row.rtt_p50_ns, row.rtt_p99_ns),
+                (raw.rtt_p50_ns, raw.rtt_p99_ns)
+            );
+            let flow_p50s: Vec<u64> = raw.flows.iter().filter_map(|f| f.rtt_p50_ns).collect();
+            if let (Some(m), Some(lo), Some(hi)) = (
+                row.rtt_p50_ns,
+                flow_p50s.iter().min(),
+                flow_p50s.iter().max(),
+            ) {
+                assert!(
+                    *lo as f64 <= m as f64 * 1.01 && m as f64 <= *hi as f64 * 1.01,
+                    "{args:?}: merged median {m} outside the flows' {flow_p50s:?}"
+                );
+            }
+        }
+        let medians: Vec<u64> = s
+            .intervals
+            .iter()
+            .filter(|i| !i.in_warmup)
+            .filter_map(|i| i.rtt_p50_ns)
+            .collect();
+        let (lo, hi) = (
+            *medians.iter().min().unwrap(),
+            *medians.iter().max().unwrap(),
+        );
+        eprintln!("{args:?}: window p50 {p50} ns, interval medians {medians:?}");
+        assert!(
+            lo as f64 <= p50 as f64 * 1.02 && p50 as f64 <= hi as f64 * 1.02,
+            "{args:?}: window median {p50} outside the interval medians {lo}..{hi}"
+        );
+        for f in 0..2 {
+            let (c, sv) = (&client.flows[f], &server.flows[f]);
+            assert!(c.local.is_some() && c.peer.is_some(), "{args:?}: {c:?}");
+            assert_eq!(
+                (&c.local, &c.peer),
+                (&sv.peer, &sv.local),
+                "{args:?} flow {f}"
+            );
+        }
+    }
+    // The live lines say it too.
+    let human = wb(&["rr", "-t", "1", "-i", "0.5"]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    let live: Vec<&str> = human
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .collect();
+    assert!(
+        !live.is_empty() && live.iter().all(|l| l.contains("rtt p50 ")),
+        "{}",
+        human.stdout
+    );
+}
+
 #[test]
 fn udp_stream_forward_reverse_bidir_exact_on_loopback() {
     let _s = serial();
@@ -267,6 +351,20 @@ fn udp_stream_forward_reverse_bidir_exact_on_loopback() {
                 );
             }
         }
+    }
+}
+
+/// The live lines of a UDP test name each interval's loss and jitter (on loopback, nothing
+/// is lost unless a socket overflowed, which the attribution would show).
+#[test]
+fn udp_live_lines_show_interval_loss_and_jitter() {
+    let _s = serial();
+    let ran = wb(&["udp", "-t", "1", "-i", "0.5", "-b", "10M"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let live: Vec<&str> = ran.stdout.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(live.len() >= 2, "{}", ran.stdout);
+    for l in &live {
+        assert!(l.contains(" lost ") && l.contains(" jitter "), "{l}");
     }
 }
 
@@ -504,6 +602,56 @@ fn nft(tb: &Testbed, side: Side, script: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Where every sequence number of the nftables test went, checked against the intervals:
+/// the receiver's intervals count, per interval, the numbers covered and those missing below
+/// the highest one seen (no reordering here, so nothing is clamped and their sum is exactly
+/// what is missing at the end); the numbers the sender used after the last one that arrived
+/// are in no interval (the tail); the sender's numbers are those it sent, those its kernel
+/// refused and those whose send failed. So
+/// `Σ interval lost + tail − send_errors = total_sent + send_refused − total_received`, the
+/// loss the attribution splits into refused, socket, host and path drops.
+fn check_interval_loss(r: &RunResult) {
+    let run = &r.runs[0];
+    let snd = &run.client.as_ref().unwrap().udp().unwrap().senders[0];
+    let server = run.server.as_ref().unwrap().udp().unwrap();
+    let rcv = &server.receivers[0];
+    let iv: Vec<_> = server
+        .intervals
+        .iter()
+        .flat_map(|i| &i.flows)
+        .filter(|f| f.flow == 0 && f.role == wirebench_model::side::Role::Receiver)
+        .collect();
+    assert!(iv.len() >= 6, "{} receiver intervals", iv.len());
+    let sum = |f: fn(&&wirebench_model::udp::UdpFlowInterval) -> u64| iv.iter().map(f).sum::<u64>();
+    let seq_end = rcv.highest_seq.map_or(0, |h| h + 1);
+    assert_eq!(rcv.late, 0);
+    assert_eq!(sum(|f| f.datagrams), rcv.datagrams_received);
+    assert_eq!(sum(|f| f.expected), seq_end);
+    let interval_lost = sum(|f| f.lost);
+    assert_eq!(interval_lost, seq_end - rcv.datagrams_received);
+    let used = snd.datagrams_sent + snd.send_refused + snd.send_errors;
+    let tail = used - seq_end;
+    let l = &udp(r).directions[0].loss;
+    eprintln!(
+        "intervals: {} covered, {interval_lost} lost; tail {tail}; total lost {}",
+        seq_end, l.total_lost
+    );
+    assert_eq!(interval_lost + tail - snd.send_errors, l.total_lost);
+    // The summary's interval rows are the same figures, with the loss percentage.
+    let rows = &udp(r).intervals;
+    assert_eq!(rows.iter().map(|i| i.lost).sum::<u64>(), interval_lost);
+    for i in rows.iter().filter(|i| i.expected > 0) {
+        let pct = i.lost as f64 / i.expected as f64 * 100.0;
+        assert!((i.loss_pct - pct).abs() < 1e-9, "{i:?}");
+        assert!(i.jitter_max_ns.is_some(), "{i:?}");
+    }
+    // Both ends name the flow's sockets alike: the sender's own address is the source the
+    // receiver accepted, and the other way round.
+    assert!(snd.local.is_some() && rcv.local.is_some());
+    assert_eq!((&snd.local, &snd.peer), (&rcv.peer, &rcv.local));
+    assert!(snd.peer.as_deref().is_some_and(|p| p.starts_with(ADDR_B)));
+}
+
 #[test]
 fn udp_loss_equals_an_nftables_random_drop_exactly() {
     require_netns();
@@ -525,7 +673,8 @@ fn udp_loss_equals_an_nftables_random_drop_exactly() {
         &tb,
         Side::A,
         &[
-            "udp", "-H", ADDR_B, "-p", &port, "-t", "3", "-b", "40M", "-l", "1000", "--json",
+            "udp", "-H", ADDR_B, "-p", &port, "-t", "3", "-b", "40M", "-l", "1000", "-i", "0.5",
+            "--json",
         ],
     );
     assert_eq!(ran.code, 0, "{}", ran.stderr);
@@ -571,6 +720,7 @@ fn udp_loss_equals_an_nftables_random_drop_exactly() {
         "dropped {dropped} of {n}"
     );
     assert_eq!(c.duplicate + c.late, 0);
+    check_interval_loss(&r);
 }
 
 /// What a packet capture on B's interface saw of the test's datagrams.

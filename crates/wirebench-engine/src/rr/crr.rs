@@ -11,8 +11,8 @@ use wirebench_model::spec::CloseMode;
 use wirebench_model::warning::{Cause, FlowError, Step};
 
 use super::io::{
-    orderly_finish, payload, prepare_tcp, read_full, sleep_abortable, write_full, FlowEnd,
-    Repeated, Tally,
+    orderly_finish, payload, prepare_tcp, read_full, sleep_abortable, write_full, Addresses,
+    FlowEnd, Repeated, Tally,
 };
 use super::{ConnectFn, FlowCtx, ERROR_BACKOFF, POLL_TIMEOUT};
 use crate::util::is_timeout;
@@ -34,8 +34,8 @@ pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
                 continue;
             }
         };
-        match transaction(ctx, &s, &req, &mut resp, t0) {
-            Ok(latency) => end.tally.transaction(ctx.in_window(), Some(latency)),
+        match transaction(ctx, &s, &req, &mut resp, t0, &mut end.addresses) {
+            Ok(latency) => ctx.client_transaction(&mut end.tally, latency),
             Err(_) if ctx.aborted() => break,
             Err(e) => {
                 end.tally.count(ctx.in_window(), |c| c.errors += 1);
@@ -52,13 +52,16 @@ pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
     end
 }
 
-/// One CRR transaction on a fresh connection; returns connect-to-response latency.
+/// One CRR transaction on a fresh connection; returns connect-to-response latency. The
+/// connection's addresses go to `addresses` once the response is in (outside the latency,
+/// before the close).
 fn transaction(
     ctx: &FlowCtx,
     s: &TcpStream,
     req: &[u8],
     resp: &mut [u8],
     t0: Instant,
+    addresses: &mut Addresses,
 ) -> Result<Duration, FlowError> {
     prepare_tcp(s).map_err(|e| FlowError::os(Step::SocketOptions, &e))?;
     let limit = ctx.cfg.peer_timeout;
@@ -67,6 +70,7 @@ fn transaction(
     write_full(s, req, &give_up).map_err(|e| e.at(Step::RequestWrite, limit))?;
     read_full(s, resp, &give_up).map_err(|e| e.at(Step::ResponseRead, limit))?;
     let latency = t0.elapsed();
+    addresses.read(s.local_addr(), s.peer_addr());
     match ctx.cfg.close_mode {
         CloseMode::Orderly => {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -93,7 +97,7 @@ pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => break,
         };
-        match serve(ctx, &s, &mut req, &resp) {
+        match serve(ctx, &s, &mut req, &resp, &mut end.addresses) {
             Ok(reset) => {
                 let w = ctx.in_window();
                 end.tally.transaction(w, None);
@@ -122,13 +126,22 @@ pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
 }
 
 /// Serve one CRR connection; `Ok(true)` if the client closed with RST, `Ok(false)` with FIN.
-fn serve(ctx: &FlowCtx, s: &TcpStream, req: &mut [u8], resp: &[u8]) -> Result<bool, FlowError> {
+/// The connection's addresses go to `addresses` once the response is written (off the
+/// client's round trip; a reset that already closed the socket keeps the previous ones).
+fn serve(
+    ctx: &FlowCtx,
+    s: &TcpStream,
+    req: &mut [u8],
+    resp: &[u8],
+    addresses: &mut Addresses,
+) -> Result<bool, FlowError> {
     prepare_tcp(s).map_err(|e| FlowError::os(Step::SocketOptions, &e))?;
     let limit = ctx.cfg.peer_timeout;
     let deadline = Instant::now() + limit;
     let give_up = || ctx.aborted() || Instant::now() > deadline;
     read_full(s, req, &give_up).map_err(|e| e.at(Step::RequestRead, limit))?;
     write_full(s, resp, &give_up).map_err(|e| e.at(Step::ResponseWrite, limit))?;
+    addresses.read(s.local_addr(), s.peer_addr());
     let mut byte = [0u8; 1];
     loop {
         match (&*s).read(&mut byte) {

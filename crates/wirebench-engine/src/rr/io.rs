@@ -2,7 +2,7 @@
 //! abort flags while they wait, the orderly close, bounded sleeps, and the per-flow tally.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -227,6 +227,31 @@ impl Repeated {
     }
 }
 
+/// A data socket's addresses (`ip:port`), from getsockname and getpeername.
+#[derive(Debug, Default)]
+pub(super) struct Addresses {
+    pub(super) local: Option<String>,
+    pub(super) peer: Option<String>,
+}
+
+impl Addresses {
+    pub(super) fn of(local: io::Result<SocketAddr>, peer: io::Result<SocketAddr>) -> Self {
+        let mut a = Addresses::default();
+        a.read(local, peer);
+        a
+    }
+
+    /// Take a newer reading; a call that failed keeps the previous value.
+    pub(super) fn read(&mut self, local: io::Result<SocketAddr>, peer: io::Result<SocketAddr>) {
+        if let Ok(l) = local {
+            self.local = Some(l.to_string());
+        }
+        if let Ok(p) = peer {
+            self.peer = Some(p.to_string());
+        }
+    }
+}
+
 /// What a flow thread hands back.
 pub(super) struct FlowEnd {
     pub(super) tally: Tally,
@@ -236,6 +261,8 @@ pub(super) struct FlowEnd {
     pub(super) congestion: Option<String>,
     /// Open loop: (requests sent, peak outstanding).
     pub(super) open_loop: Option<(u64, u64)>,
+    /// The data socket's addresses (CRR: the last connection's that could be read).
+    pub(super) addresses: Addresses,
 }
 
 impl FlowEnd {
@@ -247,6 +274,7 @@ impl FlowEnd {
             tcp_info: None,
             congestion: None,
             open_loop: None,
+            addresses: Addresses::default(),
         }
     }
 

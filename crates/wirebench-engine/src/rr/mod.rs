@@ -90,25 +90,36 @@
 //! samples intervals and takes the window edges (CPU snapshots) as in [`stream`]. Per
 //! transaction a flow thread touches only its own state, a relaxed load of the shared window
 //! phase (written only at the window edges) and plain stores of its running totals into its
-//! own cache-line-padded counters for the sampler — no lock, no read-modify-write. An
+//! own cache-line-padded counters for the sampler — no read-modify-write, and no lock unless
+//! a client samples intervals: then it records each round trip in its interval histogram
+//! under a mutex that only the sampler also takes, once per interval (see `sample`). An
 //! open-loop flow's two threads share two padded counters (sent, received). Every blocking
 //! call wakes at least every 100 ms to look at the abort flag, and every wait is bounded;
 //! the CRR connect closure must bound its own.
 //!
 //! # Intervals and the rate policy
-//! Each interval is an [`RrInterval`] (transactions and lost per flow), reported live to the
-//! [`Sink`] and kept in [`RrSide::intervals`] (only when [`RrConfig::interval`] is set).
+//! Each interval is an [`RrInterval`] (transactions and lost per flow; on a client the
+//! median and 99th percentile round trip of the transactions completed in the interval, per
+//! flow and all flows merged), reported live to the [`Sink`] and kept in
+//! [`RrSide::intervals`] (only when [`RrConfig::interval`] is set).
 //! Samples tile `[0, end]` exactly, so their transactions add up to each flow's total. The
 //! rate policy ([`RrConfig::policy`]) counts `transactions × (request + response)` bytes.
 //!
+//! # Addresses
+//! Each flow reports its data socket's local and peer address ([`RrFlowSide::local`],
+//! [`RrFlowSide::peer`]), read when the flow starts; a CRR flow those of its last connection
+//! that completed the request and response (read right after the response, outside the
+//! client's round trip).
+//!
 //! # Files
 //! The flows live in `tcp` (TCP RR closed and open loop), `crr` and `udp`; what they share
-//! (full reads and writes, the orderly close, the tally) in `io`.
+//! (full reads and writes, the orderly close, the tally) in `io`; the sampler in `sample`.
 //!
 //! [`stream`]: crate::stream
 
 mod crr;
 mod io;
+mod sample;
 mod tcp;
 mod udp;
 
@@ -136,7 +147,8 @@ use crate::pace::Schedule;
 use crate::threads::{account_thread, started, DataThreads};
 use crate::timeline::{Engine, RatePolicy, Timeline};
 use crate::{EngineOutput, Pinning, Sink};
-use io::{prepare_tcp, FlowEnd, Tally};
+use io::{prepare_tcp, Addresses, FlowEnd, Tally};
+use sample::{RrSampler, RttScratch};
 
 /// How often blocked calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -340,6 +352,9 @@ struct Shared {
     stop: AtomicBool,
     stop_at_ns: AtomicU64,
     counters: Vec<FlowCounters>,
+    /// A client with intervals: each flow's round trips since the last sample (see
+    /// `sample`); empty otherwise.
+    interval_rtt: Vec<Mutex<LatencyHistogram>>,
     /// CPU time each data thread recorded for itself just before exiting (by thread slot:
     /// 2 × flow index, + 1 for an open-loop sender).
     final_cpu: Vec<Mutex<Option<CpuTimes>>>,
@@ -383,6 +398,17 @@ impl FlowCtx<'_> {
             .store(t.total.transactions, Ordering::Relaxed);
         c.lost.store(t.total.lost, Ordering::Relaxed);
     }
+    /// Count a completed client transaction of round trip `rtt` and publish the totals; with
+    /// intervals, record `rtt` in the flow's interval histogram too, under its lock.
+    fn client_transaction(&self, t: &mut Tally, rtt: Duration) {
+        let _interval = self.shared.interval_rtt.get(self.idx).map(|m| {
+            let mut h = sample::lock(m);
+            h.record_duration(rtt);
+            h
+        });
+        t.transaction(self.in_window(), Some(rtt));
+        self.publish(t);
+    }
     /// Server end condition after the stop instant: drain limit passed, or idle for
     /// [`SERVER_IDLE_AFTER_STOP`] since the later of the stop instant and `last_activity`.
     fn server_done(&self, last_activity: Instant) -> bool {
@@ -421,6 +447,12 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
     };
     let final_cpu = &ctx.shared.final_cpu;
     let cpu = ctx.cfg.pin.thread_cpu(slot);
+    // Read while the socket is connected (a CRR flow reads its connections' own).
+    let addresses = match &job {
+        Job::TcpClient(s) | Job::TcpServer(s) => Some(Addresses::of(s.local_addr(), s.peer_addr())),
+        Job::UdpClient(s) | Job::UdpServer(s) => Some(Addresses::of(s.local_addr(), s.peer_addr())),
+        Job::CrrClient(_) | Job::CrrServer(_) => None,
+    };
     let (mut end, pin_err) = account_thread(final_cpu, slot, reg_tx, cpu, move || match job {
         Job::TcpClient(s) => with_tcp(&s, true, |s| match (open_loop, keep_tx) {
             (Some(ol), Some(tx)) => tcp::client_open(ctx, s, &ol, tx),
@@ -435,73 +467,10 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
     if let Some(e) = pin_err {
         end.error.get_or_insert(FlowError::os(Step::Pin, &e));
     }
+    if let Some(a) = addresses {
+        end.addresses = a;
+    }
     end
-}
-
-/// The request/response side of the timeline: transaction and loss counts per interval,
-/// and the phase the flows count their events in.
-struct RrSampler<'a> {
-    shared: &'a Shared,
-    /// Flow id per flow index.
-    ids: &'a [u32],
-    /// (transactions, lost) at the previous interval boundary.
-    prev: Vec<(u64, u64)>,
-    warmup_ns: u64,
-    /// Payload bytes one transaction moves at this end (request + response).
-    bytes_per_transaction: u64,
-    sink: &'a mut dyn Sink<RrInterval>,
-}
-
-impl Engine for RrSampler<'_> {
-    type Sample = RrInterval;
-
-    fn moved_bytes(&self) -> u64 {
-        self.shared
-            .counters
-            .iter()
-            .map(|c| c.transactions.load(Ordering::Relaxed))
-            .fold(0u64, u64::saturating_add)
-            .saturating_mul(self.bytes_per_transaction)
-    }
-
-    fn open_window(&mut self, _now_ns: u64) {
-        self.shared.phase.store(PHASE_WINDOW, Ordering::Relaxed);
-    }
-
-    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> RrInterval {
-        let mut out = Vec::with_capacity(self.ids.len());
-        for (i, &flow) in self.ids.iter().enumerate() {
-            let c = &self.shared.counters[i];
-            let now = (
-                c.transactions.load(Ordering::Relaxed),
-                c.lost.load(Ordering::Relaxed),
-            );
-            out.push(RrFlowInterval {
-                flow,
-                transactions: now.0.saturating_sub(self.prev[i].0),
-                lost: now.1.saturating_sub(self.prev[i].1),
-            });
-            self.prev[i] = now;
-        }
-        let s = RrInterval {
-            index,
-            span: Span { start_ns, end_ns },
-            in_warmup: start_ns < self.warmup_ns,
-            flows: out,
-        };
-        self.sink.interval(&s);
-        s
-    }
-
-    /// The window closes before the CPU snapshot, the clients stop after it.
-    fn close_window(&mut self, _stop_ns: u64) {
-        self.shared.phase.store(PHASE_AFTER, Ordering::Relaxed);
-    }
-
-    fn stop(&mut self, stop_ns: u64) {
-        self.shared.stop_at_ns.store(stop_ns, Ordering::Relaxed);
-        self.shared.stop.store(true, Ordering::Release);
-    }
 }
 
 /// The open-loop counts of a flow that sent `sent` requests with `peak` outstanding, over a
@@ -524,6 +493,55 @@ fn open_loop_counts(
     }
 }
 
+/// The report of one flow from what its thread handed back (`None`: it panicked), with its
+/// window round trips merged into `merged`; `edges` = (start, window start ns, stop ns).
+fn flow_side(
+    flow: u32,
+    res: Option<FlowEnd>,
+    cfg: &RrConfig,
+    edges: (Instant, u64, u64),
+    merged: Option<&mut LatencyHistogram>,
+    warnings: &mut Vec<Warning>,
+) -> RrFlowSide {
+    let Some(mut end) = res else {
+        return RrFlowSide {
+            flow,
+            window: RrCounts::default(),
+            total: RrCounts::default(),
+            latency: None,
+            open_loop: None,
+            tcp_info: None,
+            congestion: None,
+            error: Some(FlowError::panicked()),
+            local: None,
+            peer: None,
+        };
+    };
+    warnings.append(&mut end.warnings);
+    let latency = end.tally.hist.as_ref().map(|h| {
+        if let Some(m) = merged {
+            m.merge(h);
+        }
+        h.summary()
+    });
+    let (start, window_start_ns, stop_ns) = edges;
+    let open_loop = cfg.open_loop.zip(end.open_loop).map(|(ol, (sent, peak))| {
+        open_loop_counts(&ol, start, window_start_ns, stop_ns, sent, peak)
+    });
+    RrFlowSide {
+        flow,
+        window: end.tally.window,
+        total: end.tally.total,
+        latency,
+        open_loop,
+        tcp_info: end.tcp_info,
+        congestion: end.congestion,
+        error: end.error,
+        local: end.addresses.local,
+        peer: end.addresses.peer,
+    }
+}
+
 /// Run a request/response test over `flows` at this end. Blocks until every flow has finished
 /// (or the abort fired and the flows noticed it, within about 100 ms). Everything that goes
 /// wrong while running is in the output (flow errors, warnings, `aborted`).
@@ -538,6 +556,7 @@ pub fn run(
     let jobs = flows.into_jobs();
     let n = jobs.len();
     let ids: Vec<u32> = jobs.iter().map(|j| j.0).collect();
+    let interval = cfg.interval.filter(|i| !i.is_zero());
     let start = Instant::now();
     let shared = Shared {
         start,
@@ -549,6 +568,13 @@ pub fn run(
         stop: AtomicBool::new(false),
         stop_at_ns: AtomicU64::new(u64::MAX),
         counters: (0..n).map(|_| FlowCounters::default()).collect(),
+        interval_rtt: if role == RrRole::Client && interval.is_some() {
+            (0..n)
+                .map(|_| Mutex::new(LatencyHistogram::coarse()))
+                .collect()
+        } else {
+            Vec::new()
+        },
         final_cpu: (0..2 * n).map(|_| Mutex::new(None)).collect(),
     };
     let threads_per_flow = if cfg.open_loop.is_some() && role == RrRole::Client {
@@ -586,13 +612,14 @@ pub fn run(
             prev: vec![(0, 0); n],
             warmup_ns: u64::try_from(cfg.warmup.as_nanos()).unwrap_or(u64::MAX),
             bytes_per_transaction: (cfg.request_size_bytes + cfg.response_size_bytes) as u64,
+            rtt: (!shared.interval_rtt.is_empty()).then(RttScratch::new),
             sink,
         };
         let timeline = Timeline {
             start,
             warmup: cfg.warmup,
             duration: cfg.duration,
-            interval: cfg.interval.filter(|i| !i.is_zero()),
+            interval,
             policy: cfg.policy,
             // Aborted during the warm-up: the window never opened; report it empty at the stop.
             cpus_used: cfg.pin.cpus_used(n * threads_per_flow),
@@ -605,43 +632,13 @@ pub fn run(
         });
         let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
         let mut merged = (role == RrRole::Client).then(LatencyHistogram::new);
-        let mut out_flows = Vec::with_capacity(n);
-        for (i, res) in out.done.into_iter().enumerate() {
-            let flow = ids[i];
-            let Some(mut end) = res else {
-                out_flows.push(RrFlowSide {
-                    flow,
-                    window: RrCounts::default(),
-                    total: RrCounts::default(),
-                    latency: None,
-                    open_loop: None,
-                    tcp_info: None,
-                    congestion: None,
-                    error: Some(FlowError::panicked()),
-                });
-                continue;
-            };
-            warnings.append(&mut end.warnings);
-            let latency = end.tally.hist.as_ref().map(|h| {
-                if let Some(m) = merged.as_mut() {
-                    m.merge(h);
-                }
-                h.summary()
-            });
-            let open_loop = cfg.open_loop.zip(end.open_loop).map(|(ol, (sent, peak))| {
-                open_loop_counts(&ol, start, window_start_ns, stop_ns, sent, peak)
-            });
-            out_flows.push(RrFlowSide {
-                flow,
-                window: end.tally.window,
-                total: end.tally.total,
-                latency,
-                open_loop,
-                tcp_info: end.tcp_info,
-                congestion: end.congestion,
-                error: end.error,
-            });
-        }
+        let edges = (start, window_start_ns, stop_ns);
+        let out_flows: Vec<RrFlowSide> = out
+            .done
+            .into_iter()
+            .zip(&ids)
+            .map(|(res, &flow)| flow_side(flow, res, cfg, edges, merged.as_mut(), &mut warnings))
+            .collect();
         if let Some(m) = &merged {
             if m.clamped_count() > 0 {
                 warnings.push(Warning::LatencyClamped {

@@ -44,9 +44,7 @@ pub(super) fn client_closed(ctx: &FlowCtx, s: &TcpStream) -> FlowEnd {
         }
         let now = Instant::now();
         sent_at.pop_front();
-        end.tally
-            .transaction(ctx.in_window(), Some(now.saturating_duration_since(sent)));
-        ctx.publish(&end.tally);
+        ctx.client_transaction(&mut end.tally, now.saturating_duration_since(sent));
     }
     finish_flow(ctx, s, &mut end);
     end
@@ -197,11 +195,7 @@ fn open_receiver(ctx: &FlowCtx, s: &TcpStream, ol: &OpenLoop, st: &OpenState, en
         let scheduled = schedule.due(j).unwrap_or(now);
         j += 1;
         st.received.0.store(j, Ordering::Release);
-        end.tally.transaction(
-            ctx.in_window(),
-            Some(now.saturating_duration_since(scheduled)),
-        );
-        ctx.publish(&end.tally);
+        ctx.client_transaction(&mut end.tally, now.saturating_duration_since(scheduled));
     }
     st.receiver_done.store(true, Ordering::Release);
 }

@@ -100,7 +100,7 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         };
         let w = ctx.in_window();
         match outcome {
-            Outcome::Answered(l) => end.tally.transaction(w, Some(l)),
+            Outcome::Answered(l) => ctx.client_transaction(&mut end.tally, l),
             Outcome::Lost => end.tally.count(w, |c| c.lost += 1),
             Outcome::Failed => {
                 end.tally.count(w, |c| c.errors += 1);

@@ -47,8 +47,15 @@
 //!
 //! The sink gets a [`UdpInterval`] per interval with each flow's datagrams and bytes
 //! (sender: sent, and failed or refused sends; receiver: distinct datagrams, late and
-//! duplicate ones). Intervals tile `[0, end]`, the last one covering the drain, so their
-//! counts add up to each flow's totals. A period below 1 ms is taken as 1 ms.
+//! duplicate ones, the sequence numbers covered and lost, and the jitter at the interval's
+//! end; [`UdpFlowInterval`] defines them). Intervals tile `[0, end]`, the last one covering
+//! the drain, so their counts add up to each flow's totals. A period below 1 ms is taken as
+//! 1 ms. The sampler is in `sample`.
+//!
+//! # Addresses
+//!
+//! Each report names its socket's addresses: a sender's local and connected peer address, a
+//! receiver's local address and the peer it accepts datagrams from.
 //!
 //! # Send failures
 //!
@@ -92,9 +99,11 @@ use crate::util::{is_timeout, ns_since};
 use crate::{EngineOutput, Pinning, Sink};
 
 mod recv;
+mod sample;
 mod send;
 
 use recv::{run_receiver, RecvDone};
+use sample::{Counters, Counts, UdpSampler};
 use send::{run_sender, SendDone};
 
 /// How often blocked socket calls wake up to look at the stop and abort flags.
@@ -229,53 +238,6 @@ impl UdpConfig {
     }
 }
 
-/// Running totals of one flow, written by its data thread, read by the sampling thread.
-#[repr(align(64))]
-#[derive(Default)]
-struct Counters {
-    datagrams: AtomicU64,
-    bytes: AtomicU64,
-    /// Sender: refused and failed sends together.
-    send_errors: AtomicU64,
-    late: AtomicU64,
-    duplicate: AtomicU64,
-}
-
-/// A reading of one flow's [`Counters`].
-#[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    datagrams: u64,
-    bytes: u64,
-    send_errors: u64,
-    late: u64,
-    duplicate: u64,
-}
-
-impl Counters {
-    fn load(&self) -> Counts {
-        Counts {
-            datagrams: self.datagrams.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-            send_errors: self.send_errors.load(Ordering::Relaxed),
-            late: self.late.load(Ordering::Relaxed),
-            duplicate: self.duplicate.load(Ordering::Relaxed),
-        }
-    }
-}
-
-impl Counts {
-    /// What happened since `prev`.
-    fn since(&self, prev: &Counts) -> Counts {
-        Counts {
-            datagrams: self.datagrams.saturating_sub(prev.datagrams),
-            bytes: self.bytes.saturating_sub(prev.bytes),
-            send_errors: self.send_errors.saturating_sub(prev.send_errors),
-            late: self.late.saturating_sub(prev.late),
-            duplicate: self.duplicate.saturating_sub(prev.duplicate),
-        }
-    }
-}
-
 struct Shared {
     start: Instant,
     stop_at: Instant,
@@ -289,64 +251,6 @@ struct Shared {
 
 fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The UDP side of the timeline: datagram and byte counts per interval.
-struct UdpSampler<'a> {
-    shared: &'a Shared,
-    /// Which flow and role each counter block belongs to.
-    meta: &'a [(u32, Role)],
-    /// Counters at the previous interval boundary.
-    prev: Vec<Counts>,
-    warmup_ns: u64,
-    sink: &'a mut dyn Sink<UdpInterval>,
-}
-
-impl Engine for UdpSampler<'_> {
-    type Sample = UdpInterval;
-
-    fn moved_bytes(&self) -> u64 {
-        self.shared
-            .counters
-            .iter()
-            .map(|c| c.bytes.load(Ordering::Relaxed))
-            .fold(0u64, u64::saturating_add)
-    }
-
-    fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> UdpInterval {
-        let mut flows = Vec::with_capacity(self.meta.len());
-        for ((&(flow, role), c), p) in self
-            .meta
-            .iter()
-            .zip(&self.shared.counters)
-            .zip(self.prev.iter_mut())
-        {
-            let now = c.load();
-            let d = now.since(p);
-            *p = now;
-            flows.push(UdpFlowInterval {
-                flow,
-                role,
-                datagrams: d.datagrams,
-                bytes: d.bytes,
-                send_errors: d.send_errors,
-                late: d.late,
-                duplicate: d.duplicate,
-            });
-        }
-        let s = UdpInterval {
-            index,
-            span: Span { start_ns, end_ns },
-            in_warmup: start_ns < self.warmup_ns,
-            flows,
-        };
-        self.sink.interval(&s);
-        s
-    }
-
-    fn stop(&mut self, _stop_ns: u64) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-    }
 }
 
 fn check_plan(plan: &UdpPlan) -> Result<(), UdpPlanError> {
@@ -403,7 +307,14 @@ fn lost_sender(flow: u32, cfg: &UdpConfig, c: &Counts, window: Span) -> UdpSendR
         send_errors: c.send_errors,
         pacing_resets: 0,
         error: Some(FlowError::panicked()),
+        local: None,
+        peer: None,
     }
+}
+
+/// A socket address as reported (`ip:port`), if the call succeeded.
+fn addr(a: io::Result<SocketAddr>) -> Option<String> {
+    a.ok().map(|a| a.to_string())
 }
 
 /// The senders' reports from their threads' results (a thread that handed back nothing
@@ -428,7 +339,7 @@ fn collect_senders(
                 error: OsError::from(&e),
             });
         }
-        senders.push(match done {
+        let mut report = match done {
             Some(d) => UdpSendReport {
                 flow: s.flow,
                 datagram_bytes: cfg.datagram_bytes as u32,
@@ -445,9 +356,14 @@ fn collect_senders(
                 send_errors: d.send_errors,
                 pacing_resets: d.pacing_resets,
                 error: d.error,
+                local: None,
+                peer: None,
             },
             None => lost_sender(s.flow, cfg, &shared.counters[idx].load(), window),
-        });
+        };
+        report.local = addr(s.socket.local_addr());
+        report.peer = addr(s.socket.peer_addr());
+        senders.push(report);
     }
     senders
 }
@@ -455,14 +371,20 @@ fn collect_senders(
 /// The receivers' reports and their sockets' from their threads' results.
 fn collect_receivers(
     cfg: &UdpConfig,
-    recv_flows: &[Vec<u32>],
+    plan: &UdpPlan,
     results: impl Iterator<Item = Option<ThreadResult>>,
     warnings: &mut Vec<Warning>,
 ) -> (Vec<UdpRecvReport>, Vec<UdpRecvSocketReport>) {
     let window = cfg.sender_window();
     let mut receivers = Vec::new();
-    let mut sockets = Vec::with_capacity(recv_flows.len());
-    for (i, (flows, res)) in recv_flows.iter().zip(results).enumerate() {
+    let mut sockets = Vec::with_capacity(plan.receivers.len());
+    for (i, (r, res)) in plan.receivers.iter().zip(results).enumerate() {
+        let flows = &r.flows;
+        let local = addr(r.socket.local_addr());
+        let peer = r
+            .peer
+            .map(|p| p.to_string())
+            .or_else(|| addr(r.socket.peer_addr()));
         let thread = DataThread::UdpReceiver(i as u32);
         let (done, pin_err) = match res {
             Some((Done::Recv(d), pin_err)) => (Some(d), pin_err),
@@ -497,6 +419,8 @@ fn collect_receivers(
         };
         receivers.extend(demux.reports().into_iter().map(|mut r: UdpRecvReport| {
             r.error.clone_from(&error);
+            r.local.clone_from(&local);
+            r.peer.clone_from(&peer);
             r
         }));
         sockets.push(UdpRecvSocketReport {
@@ -546,7 +470,6 @@ pub fn run(
         final_cpu: (0..n_threads).map(|_| Mutex::new(None)).collect(),
     };
     let mut warnings = Vec::new();
-    let recv_flows: Vec<Vec<u32>> = plan.receivers.iter().map(|r| r.flows.clone()).collect();
 
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
     let at_start = CpuSnapshot::take(0, &[], &|_| None);
@@ -624,7 +547,7 @@ pub fn run(
         });
         let mut results = out.done.into_iter();
         let senders = collect_senders(cfg, &plan, &shared, results.by_ref(), &mut warnings);
-        let (receivers, sockets) = collect_receivers(cfg, &recv_flows, results, &mut warnings);
+        let (receivers, sockets) = collect_receivers(cfg, &plan, results, &mut warnings);
         let cpu = out
             .cpu
             .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))

@@ -10,14 +10,20 @@ pub(super) struct RecvDone {
     pub(super) drain_truncated: bool,
 }
 
+/// Publish a flow's totals after a datagram of `class` (only what it changed).
 pub(super) fn store_recv(c: &Counters, acc: &FlowRecvAccounting, class: SeqClass) {
     let counts = acc.counts();
     match class {
         SeqClass::InOrder | SeqClass::Late => {
             c.datagrams.store(counts.distinct(), Ordering::Relaxed);
             c.bytes.store(acc.bytes_received(), Ordering::Relaxed);
+            c.missing.store(acc.missing(), Ordering::Relaxed);
+            c.jitter_ns
+                .store(acc.jitter_ns().round() as u64, Ordering::Relaxed);
             if class == SeqClass::Late {
                 c.late.store(counts.late, Ordering::Relaxed);
+            } else {
+                c.seq_end.store(acc.seq_end(), Ordering::Relaxed);
             }
         }
         SeqClass::Duplicate => c.duplicate.store(counts.duplicate, Ordering::Relaxed),

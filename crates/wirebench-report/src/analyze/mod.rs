@@ -24,6 +24,7 @@
 //! [`wirebench_stats::ci::interval`]. `target_met` is true when there is a throughput (or
 //! transactions) interval and every available interval's `width_pct` is at most the target.
 
+pub mod addresses;
 pub mod cpu;
 pub mod live;
 pub mod rr;

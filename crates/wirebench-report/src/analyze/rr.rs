@@ -226,7 +226,9 @@ pub(crate) fn summarize(
     })
 }
 
-/// The row of one request/response interval sample measured at `host`, all flows.
+/// The row of one request/response interval sample measured at `host`, all flows; the
+/// round-trip percentiles are the engine's, from the flows' interval histograms merged
+/// (percentiles of flows cannot be combined afterwards).
 pub fn interval_row(host: HostRole, s: &RrInterval) -> RrIntervalRow {
     let transactions: u64 = s.flows.iter().map(|f| f.transactions).sum();
     RrIntervalRow {
@@ -237,5 +239,7 @@ pub fn interval_row(host: HostRole, s: &RrInterval) -> RrIntervalRow {
         transactions_per_s: per_s(transactions, s.span.len_ns()),
         lost: s.flows.iter().map(|f| f.lost).sum(),
         in_warmup: s.in_warmup,
+        rtt_p50_ns: s.rtt_p50_ns,
+        rtt_p99_ns: s.rtt_p99_ns,
     }
 }

@@ -8,6 +8,12 @@
 //!   the sender's minus what was lost).
 //! - Direction figures are sums over the direction's flows; `jitter_max_ns` is the largest
 //!   flow jitter; `invalid_datagrams` sums the receiving end's socket counts.
+//! - Interval rows (at the receiving end): datagrams, the sequence numbers the interval
+//!   covered (`expected`) and those lost in it, summed over the direction's flows as the
+//!   engine counted them per flow (`UdpFlowInterval`: the advance of the highest sequence
+//!   number minus the distinct datagrams received, clamped at 0);
+//!   `loss_pct = lost / expected`; `jitter_max_ns` the largest flow jitter at the
+//!   interval's end.
 //!
 //! # Where the lost datagrams went (per direction, whole test)
 //!
@@ -30,8 +36,8 @@
 //! private namespaces.
 
 use wirebench_model::result::{
-    EndFlowError, IntervalRow, UdpCounts, UdpDirectionSummary, UdpFlowSummary, UdpLossAttribution,
-    UdpSummary,
+    EndFlowError, IntervalRow, UdpCounts, UdpDirectionSummary, UdpFlowSummary, UdpIntervalRow,
+    UdpLossAttribution, UdpSummary,
 };
 use wirebench_model::side::{HostRole, SideReport};
 use wirebench_model::spec::{FlowDir, TestSpec, WorkloadSpec};
@@ -289,13 +295,16 @@ fn direction(
     }
 }
 
-/// The received bytes of `dir` in one UDP interval measured at `host`.
+/// What the receiving end `host` got of `dir` in one UDP interval: bytes and their rate,
+/// datagrams, the sequence numbers covered and lost (summed over the direction's flows, each
+/// flow's loss clamped at 0 by the engine; see `UdpFlowInterval`), late and duplicate
+/// datagrams, and the largest flow jitter at the interval's end.
 pub(crate) fn interval_row(
     host: HostRole,
     dir: FlowDir,
     map: &std::collections::BTreeMap<u32, FlowDir>,
     s: &UdpInterval,
-) -> Option<IntervalRow> {
+) -> Option<UdpIntervalRow> {
     let mine: Vec<&UdpFlowInterval> = s
         .flows
         .iter()
@@ -306,14 +315,30 @@ pub(crate) fn interval_row(
     if mine.is_empty() {
         return None;
     }
-    let bytes = mine.iter().fold(0u64, |a, f| a.saturating_add(f.bytes));
-    Some(IntervalRow {
-        start_s: s.span.start_ns as f64 / 1e9,
-        end_s: s.span.end_ns as f64 / 1e9,
-        host,
-        dir,
-        bytes,
-        throughput_bps: bps(bytes, s.span.len_ns()),
-        in_warmup: s.in_warmup,
+    let sum =
+        |f: fn(&UdpFlowInterval) -> u64| mine.iter().fold(0u64, |a, x| a.saturating_add(f(x)));
+    let bytes = sum(|f| f.bytes);
+    let (expected, lost) = (sum(|f| f.expected), sum(|f| f.lost));
+    Some(UdpIntervalRow {
+        row: IntervalRow {
+            start_s: s.span.start_ns as f64 / 1e9,
+            end_s: s.span.end_ns as f64 / 1e9,
+            host,
+            dir,
+            bytes,
+            throughput_bps: bps(bytes, s.span.len_ns()),
+            in_warmup: s.in_warmup,
+        },
+        datagrams: sum(|f| f.datagrams),
+        expected,
+        lost,
+        loss_pct: if expected == 0 {
+            0.0
+        } else {
+            lost as f64 / expected as f64 * 100.0
+        },
+        late: sum(|f| f.late),
+        duplicate: sum(|f| f.duplicate),
+        jitter_max_ns: mine.iter().filter_map(|f| f.jitter_ns).max(),
     })
 }

@@ -4,11 +4,12 @@
 //! `direction` uses the human names (`forward`, `reverse`; request/response: `forward`). An
 //! empty cell means "not available". Lines end in `\n`; cells are quoted per RFC 4180.
 
-use wirebench_model::result::{RunRecord, RunResult, Summary};
+use wirebench_model::result::{IntervalRow, RunRecord, RunResult, Summary, WorkloadSummary};
 use wirebench_model::side::HostRole;
 use wirebench_model::spec::{TestSpec, WorkloadKind, WorkloadSpec};
 
 use super::{end_cpu, status_name, text};
+use crate::analyze::addresses;
 use crate::label;
 
 /// The columns every family starts with.
@@ -69,7 +70,7 @@ fn run_rows(run: &RunRecord, spec: Option<&TestSpec>) -> Vec<(String, Vec<String
     let s = run.summary.as_ref();
     let dur = opt(spec.map(|s| s.common.duration_ms));
     match s.map(|s| &s.workload) {
-        Some(wirebench_model::result::WorkloadSummary::Stream(st)) if !st.directions.is_empty() => {
+        Some(WorkloadSummary::Stream(st)) if !st.directions.is_empty() => {
             let (snd, rcv) = match spec.map(|s| &s.workload) {
                 Some(WorkloadSpec::Stream(w)) => {
                     (w.send_size_bytes.to_string(), w.recv_size_bytes.to_string())
@@ -107,7 +108,7 @@ fn run_rows(run: &RunRecord, spec: Option<&TestSpec>) -> Vec<(String, Vec<String
                 })
                 .collect()
         }
-        Some(wirebench_model::result::WorkloadSummary::Rr(r)) => {
+        Some(WorkloadSummary::Rr(r)) => {
             let l = r.latency;
             let sd = |h| {
                 opt(s
@@ -139,40 +140,37 @@ fn run_rows(run: &RunRecord, spec: Option<&TestSpec>) -> Vec<(String, Vec<String
                 ],
             )]
         }
-        Some(wirebench_model::result::WorkloadSummary::UdpStream(u))
-            if !u.directions.is_empty() =>
-        {
-            u.directions
-                .iter()
-                .map(|d| {
-                    (
-                        label::dir(d.dir).to_string(),
-                        vec![
-                            d.flows.to_string(),
-                            d.datagram_bytes.to_string(),
-                            d.sender_rate_bps.to_string(),
-                            d.receiver_rate_bps.to_string(),
-                            d.counts.window_sent.to_string(),
-                            d.counts.window_received.to_string(),
-                            d.counts.window_lost.to_string(),
-                            d.counts.window_loss_pct.to_string(),
-                            d.counts.late.to_string(),
-                            d.counts.duplicate.to_string(),
-                            d.jitter_max_ns.to_string(),
-                            d.invalid_datagrams.to_string(),
-                            d.loss.total_lost.to_string(),
-                            d.loss.refused_at_sender.to_string(),
-                            opt(d.loss.dropped_at_receiving_sockets),
-                            opt(d.loss.dropped_by_receiving_host),
-                            d.loss.lost_in_path.to_string(),
-                            cpu_pct(s, HostRole::Client),
-                            cpu_pct(s, HostRole::Server),
-                            dur.clone(),
-                        ],
-                    )
-                })
-                .collect()
-        }
+        Some(WorkloadSummary::UdpStream(u)) if !u.directions.is_empty() => u
+            .directions
+            .iter()
+            .map(|d| {
+                (
+                    label::dir(d.dir).to_string(),
+                    vec![
+                        d.flows.to_string(),
+                        d.datagram_bytes.to_string(),
+                        d.sender_rate_bps.to_string(),
+                        d.receiver_rate_bps.to_string(),
+                        d.counts.window_sent.to_string(),
+                        d.counts.window_received.to_string(),
+                        d.counts.window_lost.to_string(),
+                        d.counts.window_loss_pct.to_string(),
+                        d.counts.late.to_string(),
+                        d.counts.duplicate.to_string(),
+                        d.jitter_max_ns.to_string(),
+                        d.invalid_datagrams.to_string(),
+                        d.loss.total_lost.to_string(),
+                        d.loss.refused_at_sender.to_string(),
+                        opt(d.loss.dropped_at_receiving_sockets),
+                        opt(d.loss.dropped_by_receiving_host),
+                        d.loss.lost_in_path.to_string(),
+                        cpu_pct(s, HostRole::Client),
+                        cpu_pct(s, HostRole::Server),
+                        dur.clone(),
+                    ],
+                )
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -230,31 +228,63 @@ pub fn csv(r: &RunResult) -> String {
 
 /// One row per interval of every run, measured at the receiving end of each direction
 /// (request/response: at the client): `started_utc, run, workload, host, direction, start_s,
-/// end_s, in_warmup`, then bytes and bits per second (stream, UDP) or transactions, per second
-/// and lost (request/response).
+/// end_s, in_warmup`, then bytes and bits per second (stream, UDP), transactions and per
+/// second (request/response), `lost` (request/response: lost transactions; UDP: lost
+/// datagrams), then UDP's `datagrams, expected, loss_pct, late, duplicate, jitter_max_ns`
+/// and request/response's `rtt_p50_ns, rtt_p99_ns` (see `UdpIntervalRow` and
+/// `RrIntervalRow`).
 pub fn csv_intervals(r: &RunResult) -> String {
     let kind = r.spec.as_ref().map(TestSpec::kind);
     let workload = kind.map(|k| k.as_str()).unwrap_or_default();
     let mut out = String::from(
         "started_utc,run,workload,host,direction,start_s,end_s,in_warmup,bytes,throughput_bps,\
-         transactions,transactions_per_s,lost\n",
+         transactions,transactions_per_s,lost,datagrams,expected,loss_pct,late,duplicate,\
+         jitter_max_ns,rtt_p50_ns,rtt_p99_ns\n",
     );
+    let lead = |i: &IntervalRow| {
+        vec![
+            label::host(i.host).to_string(),
+            label::dir(i.dir).to_string(),
+            i.start_s.to_string(),
+            i.end_s.to_string(),
+            i.in_warmup.to_string(),
+            i.bytes.to_string(),
+            i.throughput_bps.to_string(),
+        ]
+    };
     for run in &r.runs {
         let Some(s) = &run.summary else { continue };
         let n = (u64::from(run.index) + 1).to_string();
-        let mut push = |cells: Vec<String>| {
+        let mut push = |mut cells: Vec<String>| {
+            cells.resize(18, String::new());
             let mut row = vec![r.started_utc.clone(), n.clone(), workload.to_string()];
             row.extend(cells);
             let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
             out.push_str(&cells.join(","));
             out.push('\n');
         };
-        let byte_rows = match &s.workload {
-            wirebench_model::result::WorkloadSummary::Stream(st) => st.intervals.as_slice(),
-            wirebench_model::result::WorkloadSummary::UdpStream(u) => u.intervals.as_slice(),
-            wirebench_model::result::WorkloadSummary::Rr(rr) => {
+        match &s.workload {
+            WorkloadSummary::Stream(st) => st.intervals.iter().for_each(|i| push(lead(i))),
+            WorkloadSummary::UdpStream(u) => {
+                for i in &u.intervals {
+                    let mut cells = lead(&i.row);
+                    cells.extend([
+                        String::new(),
+                        String::new(),
+                        i.lost.to_string(),
+                        i.datagrams.to_string(),
+                        i.expected.to_string(),
+                        i.loss_pct.to_string(),
+                        i.late.to_string(),
+                        i.duplicate.to_string(),
+                        opt(i.jitter_max_ns),
+                    ]);
+                    push(cells);
+                }
+            }
+            WorkloadSummary::Rr(rr) => {
                 for i in &rr.intervals {
-                    push(vec![
+                    let mut cells = vec![
                         label::host(i.host).into(),
                         "forward".into(),
                         i.start_s.to_string(),
@@ -265,24 +295,12 @@ pub fn csv_intervals(r: &RunResult) -> String {
                         i.transactions.to_string(),
                         i.transactions_per_s.to_string(),
                         i.lost.to_string(),
-                    ]);
+                    ];
+                    cells.resize(16, String::new());
+                    cells.extend([opt(i.rtt_p50_ns), opt(i.rtt_p99_ns)]);
+                    push(cells);
                 }
-                &[]
             }
-        };
-        for i in byte_rows {
-            push(vec![
-                label::host(i.host).into(),
-                label::dir(i.dir).into(),
-                i.start_s.to_string(),
-                i.end_s.to_string(),
-                i.in_warmup.to_string(),
-                i.bytes.to_string(),
-                i.throughput_bps.to_string(),
-                String::new(),
-                String::new(),
-                String::new(),
-            ]);
         }
     }
     out
@@ -290,24 +308,26 @@ pub fn csv_intervals(r: &RunResult) -> String {
 
 /// One row per flow of every run (stream and UDP streams: both ends joined; request/response:
 /// the client's rows): `started_utc, run, workload, flow, direction`, then the flow's
-/// receiver and sender figures.
+/// receiver and sender figures, then its addresses (`client_local, client_peer,
+/// server_local, server_peer`: each end's own `ip:port` and the other's as it saw it; CRR:
+/// the last connection's).
 pub fn csv_flows(r: &RunResult) -> String {
     let kind = r.spec.as_ref().map(TestSpec::kind);
     let workload = kind.map(|k| k.as_str()).unwrap_or_default();
     let mut out = String::from(
         "started_utc,run,workload,flow,direction,receiver_bytes,receiver_throughput_bps,\
          sender_bytes,sender_throughput_bps,retransmits,transactions,transactions_per_s,\
-         rtt_p50_ns,rtt_p99_ns,lost,errors\n",
+         rtt_p50_ns,rtt_p99_ns,lost,errors,client_local,client_peer,server_local,server_peer\n",
     );
     for run in &r.runs {
         let Some(s) = &run.summary else { continue };
         let n = (u64::from(run.index) + 1).to_string();
-        let rows: Vec<Vec<String>> = match &s.workload {
-            wirebench_model::result::WorkloadSummary::Stream(st) => st
+        let rows: Vec<(u32, Vec<String>)> = match &s.workload {
+            WorkloadSummary::Stream(st) => st
                 .flows
                 .iter()
                 .map(|f| {
-                    vec![
+                    let cells = vec![
                         f.flow.to_string(),
                         label::dir(f.dir).into(),
                         f.receiver_bytes.to_string(),
@@ -321,14 +341,15 @@ pub fn csv_flows(r: &RunResult) -> String {
                         String::new(),
                         String::new(),
                         f.errors.len().to_string(),
-                    ]
+                    ];
+                    (f.flow, cells)
                 })
                 .collect(),
-            wirebench_model::result::WorkloadSummary::UdpStream(u) => u
+            WorkloadSummary::UdpStream(u) => u
                 .flows
                 .iter()
                 .map(|f| {
-                    vec![
+                    let cells = vec![
                         f.flow.to_string(),
                         label::dir(f.dir).into(),
                         String::new(),
@@ -342,14 +363,15 @@ pub fn csv_flows(r: &RunResult) -> String {
                         String::new(),
                         f.counts.window_lost.to_string(),
                         f.errors.len().to_string(),
-                    ]
+                    ];
+                    (f.flow, cells)
                 })
                 .collect(),
-            wirebench_model::result::WorkloadSummary::Rr(rr) => rr
+            WorkloadSummary::Rr(rr) => rr
                 .per_flow
                 .iter()
                 .map(|f| {
-                    vec![
+                    let cells = vec![
                         f.flow.to_string(),
                         "forward".into(),
                         String::new(),
@@ -363,13 +385,19 @@ pub fn csv_flows(r: &RunResult) -> String {
                         opt(f.rtt_p99_ns),
                         f.lost.to_string(),
                         f.errors.to_string(),
-                    ]
+                    ];
+                    (f.flow, cells)
                 })
                 .collect(),
         };
-        for cells in rows {
+        for (flow, cells) in rows {
             let mut row = vec![r.started_utc.clone(), n.clone(), workload.to_string()];
+            let a = addresses::flow_addresses(run, flow);
             row.extend(cells);
+            row.extend(
+                [a.client_local, a.client_peer, a.server_local, a.server_peer]
+                    .map(Option::unwrap_or_default),
+            );
             let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
             out.push_str(&cells.join(","));
             out.push('\n');

@@ -7,7 +7,7 @@ use wirebench_model::result::{RrIntervalRow, RrSummary};
 use wirebench_model::spec::{CloseMode, RrLoop, TestSpec, WorkloadKind, WorkloadSpec};
 use wirebench_stats::latency::LatencySummary;
 
-use super::text;
+use super::{text, units};
 use crate::label;
 
 /// What the request/response figures count (human footer).
@@ -220,16 +220,22 @@ pub(crate) fn block(out: &mut String, r: &RrSummary) {
     }
 }
 
-/// One live request/response interval line, e.g.
-/// `[  1.00-  2.00 s] client    23456.0 trans/s  lost 0`.
+/// One live request/response interval line: the client's transactions per second, the
+/// lost ones (UDP), and the median and 99th percentile round trip of the interval's
+/// transactions, e.g.
+/// `[  1.00-  2.00 s] client    23456.0 trans/s  lost 0  rtt p50 41.20 µs p99 88.00 µs`.
 pub(crate) fn interval_line(row: &RrIntervalRow) -> String {
+    let rtt =
+        |v: Option<u64>| v.map_or_else(|| "n/a".to_string(), |n| units::duration_ns(n as f64));
     format!(
-        "[{:6.2}-{:6.2} s] {} {:10.1} trans/s  lost {}{}",
+        "[{:6.2}-{:6.2} s] {} {:10.1} trans/s  lost {}  rtt p50 {} p99 {}{}",
         row.start_s,
         row.end_s,
         label::host(row.host),
         row.transactions_per_s,
         row.lost,
+        rtt(row.rtt_p50_ns),
+        rtt(row.rtt_p99_ns),
         if row.in_warmup { " (warm-up)" } else { "" }
     )
 }

@@ -3,12 +3,11 @@
 
 use std::fmt::Write as _;
 
-use wirebench_model::result::{UdpCounts, UdpLossAttribution, UdpSummary};
+use wirebench_model::result::{UdpCounts, UdpIntervalRow, UdpLossAttribution, UdpSummary};
 use wirebench_model::spec::{Direction, TestSpec, WorkloadSpec};
 
 use super::units::{self, RateUnit};
 use super::{text, wrap, HumanOptions};
-use crate::analyze::live::UdpLiveRow;
 use crate::label;
 
 /// What the UDP figures count (human footer).
@@ -161,15 +160,30 @@ pub(crate) fn block(out: &mut String, u: &UdpSummary, o: HumanOptions) {
     }
 }
 
-/// One live UDP interval line, e.g.
-/// `[  1.00-  2.00 s] server recv forward   1.000 Mbit/s  122 KiB  89 datagrams, 0 late`.
-pub(crate) fn interval_line(r: &UdpLiveRow, o: HumanOptions) -> String {
-    format!(
-        "{}  {} datagrams, {} late, {} duplicate{}",
-        super::stream::interval_head(&r.row, o),
-        r.datagrams,
-        r.late,
-        r.duplicate,
-        if r.row.in_warmup { " (warm-up)" } else { "" }
-    )
+/// One live UDP interval line of the receiving end (always the receiver's, so without the
+/// stream lines' `recv`): the received rate, the datagrams lost of the sequence numbers the
+/// interval covered, the jitter at its end, and late and duplicate datagrams when there were
+/// any, e.g.
+/// `[  1.00-  2.00 s] server forward 7.920 Mbit/s  lost 3/993 (0.30 %)  jitter 12.30 µs`.
+pub(crate) fn interval_line(r: &UdpIntervalRow, o: HumanOptions) -> String {
+    let mut t = format!(
+        "[{:6.2}-{:6.2} s] {} {:<7} {:>12}  lost {}/{} ({:.2} %)  jitter {}",
+        r.row.start_s,
+        r.row.end_s,
+        label::host(r.row.host),
+        label::dir(r.row.dir),
+        o.rate_unit.rate(r.row.throughput_bps),
+        r.lost,
+        r.expected,
+        r.loss_pct,
+        r.jitter_max_ns
+            .map_or_else(|| "n/a".to_string(), |j| units::duration_ns(j as f64)),
+    );
+    if r.late > 0 || r.duplicate > 0 {
+        let _ = write!(t, "  late {} dup {}", r.late, r.duplicate);
+    }
+    if r.row.in_warmup {
+        t.push_str(" (warm-up)");
+    }
+    t
 }

@@ -384,6 +384,8 @@ pub(crate) fn rr_flow(
         tcp_info: None,
         congestion: None,
         error: None,
+        local: None,
+        peer: None,
     }
 }
 
@@ -456,6 +458,8 @@ pub(crate) fn udp_sender(
         send_errors: 0,
         pacing_resets: 0,
         error: None,
+        local: None,
+        peer: None,
     }
 }
 
@@ -487,6 +491,8 @@ pub(crate) fn udp_receiver(
         jitter_ns: 0.0,
         reorder_window_seqs: 1024,
         error: None,
+        local: None,
+        peer: None,
     }
 }
 
@@ -639,7 +645,9 @@ pub(crate) fn udp_spec(direction: Direction, flows: u32) -> TestSpec {
 /// - Server (receiver): 1950 window datagrams, 2440 over the whole test; 5 late, 3
 ///   duplicates, 1 too old; jitter 12 345 ns. Its one socket overflowed 20 times and saw 10
 ///   invalid datagrams (1 too short, 2 bad magic, 3 foreign flow, 4 foreign source); the
-///   host's `InErrors` grew by 35, `RcvbufErrors` by 20. It sampled one interval.
+///   host's `InErrors` grew by 35, `RcvbufErrors` by 20. It sampled one interval [1 s,
+///   2 s]: 990 datagrams (2 late, 1 duplicate) of the 1000 sequence numbers covered, 10
+///   lost, jitter 12 000 ns at its end.
 /// - CPU: client 4 CPUs 10 % busy, threads 0.1 s; server 12 %, threads 0.2 s; both over
 ///   2 s.
 pub(crate) fn udp_forward_one() -> (TestSpec, SideReport, SideReport) {
@@ -697,6 +705,9 @@ pub(crate) fn udp_forward_one() -> (TestSpec, SideReport, SideReport) {
                     send_errors: 0,
                     late: 2,
                     duplicate: 1,
+                    expected: 1000,
+                    lost: 10,
+                    jitter_ns: Some(12_000),
                 }],
             }],
             host_drops: Some(UdpHostDrops {

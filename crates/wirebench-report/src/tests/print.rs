@@ -218,6 +218,110 @@ fn csv_of_udp_runs_and_the_error_column() {
     assert_eq!(cells[col("client_cpu_busy_pct")], "10");
 }
 
+/// `--csv --intervals`: one row per interval; UDP rows carry the datagrams, the sequence
+/// numbers covered, the lost ones and the jitter (and `lost` in the column request/response
+/// uses for its lost transactions), request/response rows the round-trip percentiles; every
+/// row has every column.
+#[test]
+fn csv_interval_rows_of_udp_and_request_response() {
+    use wirebench_model::rr::{RrFlowInterval, RrInterval};
+    use wirebench_model::side::Span;
+    let (spec, client, server) = udp_forward_one();
+    let s = summarize(&spec, &client, Some(&server), false);
+    let text = print::csv_intervals(&result_for(spec, vec![record(0, s)]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(header.len(), 21);
+    // 990 000 B in [1 s, 2 s]; 10 lost of 1000 (1 %); 990 datagrams, 2 late, 1 duplicate;
+    // jitter 12 000 ns.
+    assert_eq!(
+        lines[1],
+        "2023-11-14T22:13:20.000Z,1,udp_stream,server,forward,1,2,false,990000,7920000,,,10,990,\
+         1000,1,2,1,12000,,"
+    );
+
+    let (spec, mut client, server) = tcp_rr_two();
+    let flows = vec![
+        RrFlowInterval {
+            flow: 0,
+            transactions: 15_000,
+            lost: 0,
+            rtt_p50_ns: Some(24_000),
+            rtt_p99_ns: Some(61_000),
+        },
+        RrFlowInterval {
+            flow: 1,
+            transactions: 0,
+            lost: 0,
+            rtt_p50_ns: None,
+            rtt_p99_ns: None,
+        },
+    ];
+    rr_mut(&mut client).intervals = vec![RrInterval {
+        index: 0,
+        span: Span {
+            start_ns: S,
+            end_ns: 2 * S,
+        },
+        in_warmup: false,
+        flows,
+        rtt_p50_ns: Some(24_000),
+        rtt_p99_ns: Some(61_000),
+    }];
+    let s = summarize(&spec, &client, Some(&server), false);
+    let text = print::csv_intervals(&result_for(spec, vec![record(0, s)]));
+    assert_eq!(
+        text.lines().nth(1).unwrap(),
+        "2023-11-14T22:13:20.000Z,1,rr,client,forward,1,2,false,,,15000,15000,0,,,,,,,24000,61000"
+    );
+    for l in text.lines() {
+        assert_eq!(l.split(',').count(), 21, "{l}");
+    }
+}
+
+/// `--csv --per-flow`: each flow's addresses, as both ends reported them, whatever the
+/// workload (a missing report leaves its cells empty).
+#[test]
+fn csv_flow_rows_carry_both_ends_addresses() {
+    let (spec, mut client, mut server) = tcp_rr_two();
+    let a = |s: &str| Some(s.to_string());
+    for (i, f) in rr_mut(&mut client).flows.iter_mut().enumerate() {
+        (f.local, f.peer) = (a(&format!("10.0.0.1:{}", 40_000 + i)), a("10.0.0.2:5201"));
+    }
+    let f = &mut rr_mut(&mut server).flows[1];
+    (f.local, f.peer) = (a("10.0.0.2:5201"), a("10.0.0.1:40001"));
+    let s = summarize(&spec, &client, Some(&server), false);
+    let mut run = record(0, s);
+    (run.client, run.server) = (Some(client), Some(server));
+    let text = print::csv_flows(&result_for(spec, vec![run]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].ends_with(",client_local,client_peer,server_local,server_peer"));
+    let tail = |l: &str| l.split(',').skip(16).collect::<Vec<_>>().join(",");
+    assert_eq!(tail(lines[1]), "10.0.0.1:40000,10.0.0.2:5201,,");
+    assert_eq!(
+        tail(lines[2]),
+        "10.0.0.1:40001,10.0.0.2:5201,10.0.0.2:5201,10.0.0.1:40001"
+    );
+
+    // UDP: the sender's report at the client, the receiver's at the server.
+    let (spec, mut client, mut server) = udp_forward_one();
+    let snd = &mut udp_mut(&mut client).senders[0];
+    (snd.local, snd.peer) = (a("[fd00::1]:33000"), a("[fd00::2]:34000"));
+    let rcv = &mut udp_mut(&mut server).receivers[0];
+    (rcv.local, rcv.peer) = (a("[fd00::2]:34000"), a("[fd00::1]:33000"));
+    let s = summarize(&spec, &client, Some(&server), false);
+    let mut run = record(0, s);
+    (run.client, run.server) = (Some(client), Some(server));
+    let text = print::csv_flows(&result_for(spec, vec![run]));
+    let row = text.lines().nth(1).unwrap();
+    assert_eq!(row.split(',').count(), 20, "{row}");
+    assert!(
+        row.ends_with(",[fd00::1]:33000,[fd00::2]:34000,[fd00::2]:34000,[fd00::1]:33000"),
+        "{row}"
+    );
+}
+
 // ───── JSON ─────
 
 #[test]

@@ -522,13 +522,20 @@ fn client_interval_rows_and_live_rows() {
                 flow: 0,
                 transactions: 5000,
                 lost: 2,
+                rtt_p50_ns: Some(40_000),
+                rtt_p99_ns: Some(90_000),
             },
             RrFlowInterval {
                 flow: 1,
                 transactions: 3000,
                 lost: 1,
+                rtt_p50_ns: Some(60_000),
+                rtt_p99_ns: Some(70_000),
             },
         ],
+        // The engine's merge of the two flows' histograms (not an average of theirs).
+        rtt_p50_ns: Some(45_000),
+        rtt_p99_ns: Some(88_000),
     };
     rr_mut(&mut client).intervals = vec![sample(0, S / 2, S, true), sample(1, S, S + S / 2, false)];
     let s = summarize(&spec, &client, Some(&server), false);
@@ -542,6 +549,8 @@ fn client_interval_rows_and_live_rows() {
         (r.transactions, r.transactions_per_s, r.lost),
         (8000, 16_000.0, 3)
     );
+    // The all-flows percentiles are the merged ones the engine computed.
+    assert_eq!((r.rtt_p50_ns, r.rtt_p99_ns), (Some(45_000), Some(88_000)));
     assert!(rows[0].in_warmup && !r.in_warmup);
 
     let live_sample = IntervalData::Rr(sample(1, S, S + S / 2, false));
@@ -559,32 +568,50 @@ fn client_interval_rows_and_live_rows() {
 #[test]
 fn live_interval_line_is_printed_at_the_client() {
     let (spec, _, _) = tcp_rr_two();
-    let sample = IntervalData::Rr(RrInterval {
-        index: 1,
-        span: Span {
-            start_ns: S,
-            end_ns: 2 * S,
-        },
-        in_warmup: false,
-        flows: vec![
-            RrFlowInterval {
-                flow: 0,
-                transactions: 15_000,
-                lost: 0,
+    let flow = |flow, transactions, p50: Option<u64>| RrFlowInterval {
+        flow,
+        transactions,
+        lost: 0,
+        rtt_p50_ns: p50,
+        rtt_p99_ns: p50.map(|p| 2 * p),
+    };
+    let interval = |flows, rtt_p50_ns, rtt_p99_ns, in_warmup| {
+        IntervalData::Rr(RrInterval {
+            index: 1,
+            span: Span {
+                start_ns: S,
+                end_ns: 2 * S,
             },
-            RrFlowInterval {
-                flow: 1,
-                transactions: 8_456,
-                lost: 0,
-            },
-        ],
-    });
-    // 23 456 in 1 s.
+            in_warmup,
+            flows,
+            rtt_p50_ns,
+            rtt_p99_ns,
+        })
+    };
+    // 23 456 in 1 s; round trips: median 41.2 µs, 99th percentile 1.25 ms.
+    let sample = interval(
+        vec![flow(0, 15_000, Some(40_000)), flow(1, 8_456, Some(43_000))],
+        Some(41_200),
+        Some(1_250_000),
+        false,
+    );
     assert_eq!(
         print::interval_lines(HostRole::Client, &spec, &sample),
-        vec!["[  1.00-  2.00 s] client    23456.0 trans/s  lost 0".to_string()]
+        vec![
+            "[  1.00-  2.00 s] client    23456.0 trans/s  lost 0  rtt p50 41.20 µs p99 1.250 ms"
+                .to_string()
+        ]
     );
     assert!(print::interval_lines(HostRole::Server, &spec, &sample).is_empty());
+    // No transaction completed: no round trip to show.
+    let idle = interval(vec![flow(0, 0, None), flow(1, 0, None)], None, None, true);
+    assert_eq!(
+        print::interval_lines(HostRole::Client, &spec, &idle),
+        vec![
+            "[  1.00-  2.00 s] client        0.0 trans/s  lost 0  rtt p50 n/a p99 n/a (warm-up)"
+                .to_string()
+        ]
+    );
 }
 
 /// The sanity checks on request/response: a server claiming to have answered fewer

@@ -7,7 +7,7 @@ use wirebench_model::udp::{UdpHostDrops, UdpInvalidCounts, UdpRecvSocketReport, 
 use wirebench_model::warning::{Cause, FlowError, Impossibility, OsError, Step, Warning};
 
 use super::*;
-use crate::analyze::live::{self, LiveRows, UdpLiveRow};
+use crate::analyze::live::{self, LiveRows};
 use crate::analyze::summarize;
 use crate::analyze::udp::{add, attribute_loss, counts};
 use crate::print;
@@ -102,17 +102,23 @@ fn forward_one_flow_arithmetic() {
     assert_eq!(f.jitter_ns, 12_345.0);
     assert!(f.errors.is_empty());
 
-    // The receiving end's interval: 990 000 bytes in [1 s, 2 s] = 7.92 Mbit/s.
+    // The receiving end's interval: 990 000 bytes in [1 s, 2 s] = 7.92 Mbit/s; 10 lost of
+    // the 1000 sequence numbers it covered = 1 %.
     assert_eq!(u.intervals.len(), 1);
     let i = &u.intervals[0];
     assert_eq!(
-        (i.host, i.dir, i.bytes),
+        (i.row.host, i.row.dir, i.row.bytes),
         (HostRole::Server, FlowDir::ClientToServer, 990_000)
     );
     assert_eq!(
-        (i.start_s, i.end_s, i.throughput_bps),
+        (i.row.start_s, i.row.end_s, i.row.throughput_bps),
         (1.0, 2.0, 7_920_000.0)
     );
+    assert_eq!(
+        (i.datagrams, i.expected, i.lost, i.loss_pct),
+        (990, 1000, 10, 1.0)
+    );
+    assert_eq!((i.late, i.duplicate, i.jitter_max_ns), (2, 1, Some(12_000)));
 
     // UDP has no congestion control; both ends measured CPU; nothing to warn about.
     assert!(s.congestion.is_empty());
@@ -561,20 +567,23 @@ fn live_rows_of_the_receiving_end() {
     let LiveRows::UdpStream(rows) = live::rows(HostRole::Server, &spec, &sample) else {
         panic!("UDP rows")
     };
-    // 990 datagrams, 990 000 bytes in 1 s: 7.92 Mbit/s; 2 late, 1 duplicate.
+    // 990 datagrams, 990 000 bytes in 1 s: 7.92 Mbit/s; 2 late, 1 duplicate; 10 lost of
+    // 1000. The live row is the summary's row.
     assert_eq!(rows.len(), 1);
-    let UdpLiveRow {
-        row,
-        datagrams,
-        late,
-        duplicate,
-    } = &rows[0];
-    assert_eq!((*datagrams, *late, *duplicate), (990, 2, 1));
+    let r = &rows[0];
+    assert_eq!((r.datagrams, r.late, r.duplicate), (990, 2, 1));
     assert_eq!(
-        (row.host, row.dir, row.bytes),
+        (r.expected, r.lost, r.jitter_max_ns),
+        (1000, 10, Some(12_000))
+    );
+    assert_eq!(
+        (r.row.host, r.row.dir, r.row.bytes),
         (HostRole::Server, FlowDir::ClientToServer, 990_000)
     );
-    assert_eq!(row.throughput_bps, 7_920_000.0);
+    assert_eq!(r.row.throughput_bps, 7_920_000.0);
+    let client = udp_forward_one().1;
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert_eq!(&udp_of(&s).intervals[0], r);
     // The client receives nothing in a forward test.
     assert_eq!(
         live::rows(HostRole::Client, &spec, &sample),
@@ -582,18 +591,98 @@ fn live_rows_of_the_receiving_end() {
     );
 }
 
+/// Two flows in one direction: the direction's interval sums their datagrams, sequence
+/// numbers and losses (each flow's loss clamped on its own, so a flow whose late datagrams
+/// filled earlier gaps does not cancel another flow's loss) and takes the larger jitter; a
+/// flow that has received nothing yet has no jitter.
+#[test]
+fn interval_rows_sum_flows_and_take_the_largest_jitter() {
+    use wirebench_model::udp::{UdpFlowInterval, UdpInterval};
+    let spec = udp_spec(Direction::Forward, 2);
+    let flow = |flow, datagrams, expected, lost, jitter_ns| UdpFlowInterval {
+        flow,
+        role: Role::Receiver,
+        datagrams,
+        bytes: datagrams * 1000,
+        send_errors: 0,
+        late: 0,
+        duplicate: 0,
+        expected,
+        lost,
+        jitter_ns,
+    };
+    let sample = |flows| {
+        IntervalData::UdpStream(UdpInterval {
+            index: 0,
+            span: Span {
+                start_ns: 0,
+                end_ns: S / 2,
+            },
+            in_warmup: true,
+            flows,
+        })
+    };
+    let rows = |s: &IntervalData| match live::rows(HostRole::Server, &spec, s) {
+        LiveRows::UdpStream(r) => r,
+        other => panic!("{other:?}"),
+    };
+    // Flow 0: 480 of 500 (20 lost), jitter 3 µs; flow 1: 5 late ones filling earlier gaps
+    // and nothing new (the engine reports 0 lost, not −5), jitter 9 µs.
+    let mut f1 = flow(1, 5, 0, 0, Some(9_000));
+    f1.late = 5;
+    let r = rows(&sample(vec![flow(0, 480, 500, 20, Some(3_000)), f1]));
+    assert_eq!(r.len(), 1);
+    let r = &r[0];
+    assert_eq!((r.datagrams, r.expected, r.lost, r.late), (485, 500, 20, 5));
+    assert_eq!(r.loss_pct, 4.0);
+    assert_eq!(r.jitter_max_ns, Some(9_000));
+    assert_eq!(r.row.throughput_bps, 485_000.0 * 8.0 * 2.0);
+    assert!(r.row.in_warmup);
+    // Nothing received yet: no jitter, no loss, 0 % (not NaN).
+    let r = rows(&sample(vec![
+        flow(0, 0, 0, 0, None),
+        flow(1, 0, 0, 0, None),
+    ]));
+    assert_eq!(
+        (r[0].expected, r[0].lost, r[0].loss_pct, r[0].jitter_max_ns),
+        (0, 0, 0.0, None)
+    );
+    // A sender's entries of the same flows are not the receiver's figures.
+    let mut tx = flow(0, 7, 0, 0, None);
+    tx.role = Role::Sender;
+    let r = rows(&sample(vec![tx, flow(1, 3, 4, 1, Some(1))]));
+    assert_eq!((r[0].datagrams, r[0].expected, r[0].lost), (3, 4, 1));
+}
+
 #[test]
 fn live_interval_line_is_printed_at_the_receiver() {
     let (spec, _, server) = udp_forward_one();
     let sample = IntervalData::UdpStream(server.udp().unwrap().intervals[0].clone());
-    // 990 000 B in 1 s: 7.92 Mbit/s, 966.8 KiB.
+    // 990 000 B in 1 s: 7.92 Mbit/s; 10 lost of 1000 = 1 %; jitter 12 000 ns; 2 late and
+    // 1 duplicate shown because there were some.
+    let lines = print::interval_lines(HostRole::Server, &spec, &sample);
     assert_eq!(
-        print::interval_lines(HostRole::Server, &spec, &sample),
+        lines,
         vec![
-            "[  1.00-  2.00 s] server recv forward   7.920 Mbit/s  966.8 KiB  990 datagrams, 2 \
-             late, 1 duplicate"
+            "[  1.00-  2.00 s] server forward 7.920 Mbit/s  lost 10/1000 (1.00 %)  jitter \
+             12.00 µs  late 2 dup 1"
                 .to_string()
         ]
     );
+    assert!(lines[0].chars().count() <= print::MAX_COLUMNS);
     assert!(print::interval_lines(HostRole::Client, &spec, &sample).is_empty());
+    // Without reordering the line says nothing of it; a warm-up interval says so; a line at
+    // 10 Gbit/s with large counts still fits.
+    let mut quiet = server.udp().unwrap().intervals[0].clone();
+    let f = &mut quiet.flows[0];
+    (f.late, f.duplicate, f.bytes, f.datagrams) = (0, 0, 1_250_000_000, 1_041_000);
+    (f.expected, f.lost, f.jitter_ns) = (1_041_667, 667, None);
+    quiet.in_warmup = true;
+    let line = &print::interval_lines(HostRole::Server, &spec, &IntervalData::UdpStream(quiet))[0];
+    assert_eq!(
+        line,
+        "[  1.00-  2.00 s] server forward 10.00 Gbit/s  lost 667/1041667 (0.06 %)  jitter n/a \
+         (warm-up)"
+    );
+    assert!(line.chars().count() <= print::MAX_COLUMNS);
 }
