@@ -161,8 +161,9 @@ pub(super) fn control_session(
 }
 
 /// Take a test slot (the server's cap, then the peer's), or say which cap is full: `(tests
-/// running, cap, scope)`. A slot held by a finishing test (results exchanged) is waited for,
-/// up to [`FINISHING_GRACE`]; a slot held by a running test is not.
+/// running, cap, scope)`. A slot held by a finishing test (results exchanged), or by the
+/// same peer, is waited for up to [`FINISHING_GRACE`]; a slot another peer's running test
+/// holds is not.
 fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
     let cap = state.cfg.limits.max_concurrent_tests;
     let peer_cap = state.cfg.max_tests_per_peer.max(1);
@@ -201,7 +202,11 @@ fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
             return Ok(());
         };
         state.running.fetch_sub(1, Ordering::AcqRel);
-        if finishing_now == 0 || Instant::now() >= deadline {
+        // The peer's own slot is waited for even when not yet marked finishing: a client
+        // that starts its next test as soon as it has the results can be here before its
+        // previous session has read the client's results and marked itself finishing.
+        let wait = finishing_now > 0 || scope == BusyScope::Peer;
+        if !wait || Instant::now() >= deadline {
             return Err((prev, cap, scope));
         }
         std::thread::sleep(Duration::from_millis(5));
