@@ -89,7 +89,10 @@ fn assert_exact(run: &Value, n: u64, flows_per_dir: u64) {
 /// (a run of a few ms may have no CPU window: /proc/stat counts 10 ms ticks).
 fn window_s(run: &Value) -> f64 {
     let d = &run["summary"]["workload"]["stream"]["directions"][0];
-    d["receiver_window_ns"].as_u64().expect("receiver_window_ns") as f64 / 1e9
+    d["receiver_window_ns"]
+        .as_u64()
+        .expect("receiver_window_ns") as f64
+        / 1e9
 }
 
 #[test]
