@@ -21,6 +21,7 @@ pub mod result;
 pub mod rr;
 pub mod side;
 pub mod spec;
+pub mod sweep;
 pub mod text;
 pub mod udp;
 pub mod validate;

@@ -58,6 +58,55 @@ pub struct RunResult {
     /// Why the invocation failed, when `status` is `failed` (or it was interrupted before
     /// measuring).
     pub error: Option<ErrorInfo>,
+    /// `rr --under-load N`: this result is the request/response test measured beside N
+    /// stream flows; here are the idle measurement, the load and the latency the load
+    /// induced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<Box<UnderLoad>>,
+}
+
+/// Latency under load (flent's RRUL idea): the same request/response test measured first
+/// alone (idle), then beside stream flows on the same path (loaded, the enclosing result).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct UnderLoad {
+    /// Stream flows of the load, per direction.
+    pub load_flows: u32,
+    /// The load's direction.
+    pub load_direction: crate::spec::Direction,
+    /// When the request/response test started after the load, milliseconds (the load's
+    /// ramp-up is excluded).
+    pub lead_ms: u64,
+    /// The request/response test alone, measured first.
+    pub idle: RunResult,
+    /// The stream test of the load, over its whole run (it starts `lead_ms` before the
+    /// loaded request/response test and ends after it).
+    pub load: RunResult,
+    /// What the analysis derived: idle and loaded round trips, the induced latency.
+    pub summary: Option<UnderLoadSummary>,
+}
+
+/// Idle and loaded round trips of an [`UnderLoad`] test, client side, and their difference.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq)]
+pub struct UnderLoadSummary {
+    /// Idle round-trip median, ns.
+    pub idle_rtt_p50_ns: u64,
+    /// Idle round-trip 99th percentile, ns.
+    pub idle_rtt_p99_ns: u64,
+    /// Loaded round-trip median, ns.
+    pub loaded_rtt_p50_ns: u64,
+    /// Loaded round-trip 99th percentile, ns.
+    pub loaded_rtt_p99_ns: u64,
+    /// Induced latency at the median: loaded p50 − idle p50, ns (negative when the load
+    /// made it faster, e.g. by keeping CPUs awake).
+    pub induced_p50_ns: i64,
+    /// Induced latency at the 99th percentile: loaded p99 − idle p99, ns.
+    pub induced_p99_ns: i64,
+    /// Idle transactions per second.
+    pub idle_transactions_per_s: f64,
+    /// Loaded transactions per second.
+    pub loaded_transactions_per_s: f64,
+    /// The load's payload rate at its receivers, all directions, bits per second.
+    pub load_throughput_bps: f64,
 }
 
 /// How a run (or the whole invocation) ended.

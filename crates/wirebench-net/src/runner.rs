@@ -158,6 +158,7 @@ pub fn failed_result(
         aggregate: None,
         warnings: Vec::new(),
         error: Some(error),
+        under_load: None,
     }
 }
 

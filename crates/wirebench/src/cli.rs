@@ -33,7 +33,46 @@ pub enum Command {
     /// A named testbed of network namespaces (client and server hosts joined by a veth pair,
     /// optionally through the link emulator): up, show, exec, down.
     Lab(crate::lab::LabArgs),
+    /// A test over a grid of factor values, each point a complete result, the curves
+    /// analysed (saturation, n½, dips, Hockney fit, load knee).
+    Sweep(SweepArgs),
 }
+
+/// `wirebench sweep`.
+#[derive(Debug, Args)]
+#[command(after_help = SWEEP_HELP)]
+pub struct SweepArgs {
+    /// The test every point runs.
+    #[arg(value_parser = ["stream", "rr", "crr", "udp"])]
+    pub test: String,
+    /// The test's own flags (as for the single test), the factors and the sweep's options.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
+}
+
+/// The factors and options of `wirebench sweep`, for its --help.
+const SWEEP_HELP: &str = "\
+Factors (a range LO..HI, geometric with --points-per-octave per doubling, or a list A,B,C;
+several factors make a full grid, the last varying fastest):
+  --msg-size (stream, udp)   --request-size, --response-size (rr, crr)   --window
+  --flows   --send-path, --recv-path (stream)   --rate (stream, udp, open-loop rr)
+  --congestion (stream, rr, crr)   --burst (rr)   --under-load N stream flows beside rr (0 = idle)
+Sweep options:
+  --points-per-octave N   points per doubling of a range (default 4)
+  --perturb D             also measure message sizes at -D and +D bytes (NetPIPE; default 3, 0 off)
+  --point-time S          first length of a point (default 0.5 s); -t fixes every point's length
+  --min-count N           a point runs longer (up to --max-point-time, default 4 s) until it
+                          counts N calls, datagrams or transactions (default 2000)
+  --no-remeasure          do not re-measure dip candidates
+  --yes                   run a grid of more than 10000 points
+  --json | --csv          one SweepResult document, or a CSV row per point, on stdout
+  -o DIR                  write DIR/sweep.json, DIR/points.csv, DIR/points/NNNN.json as points complete
+  --resume DIR            continue an interrupted sweep written with -o DIR
+Example: wirebench sweep stream -H server --msg-size 1..4M --flows 1,4";
 
 /// `wirebench keygen`.
 #[derive(Debug, Args)]
@@ -180,6 +219,17 @@ pub struct StreamArgs {
     pub pin_threads: bool,
 }
 
+/// `--load-direction` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadDirArg {
+    /// Client to server (the requests' direction).
+    Forward,
+    /// Server to client (the responses' direction).
+    Reverse,
+    /// Both at once (RRUL).
+    Bidir,
+}
+
 /// `--send-path` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SendPathArg {
@@ -243,6 +293,17 @@ pub struct RrArgs {
     /// UDP: wait this many milliseconds for a response before counting it lost.
     #[arg(long, default_value_t = 100, requires = "udp")]
     pub udp_timeout: u64,
+    /// Latency under load (flent's RRUL idea): measure the test alone first, then again
+    /// beside N stream flows per direction on the same path, and report the latency the
+    /// load induced (0 = no load).
+    #[arg(long, value_name = "N")]
+    pub under_load: Option<u32>,
+    /// The load's direction.
+    #[arg(long, value_enum, default_value_t = LoadDirArg::Bidir, requires = "under_load")]
+    pub load_direction: LoadDirArg,
+    /// Pace each load flow to RATE bits/s (K/M/G = 10^3/10^6/10^9); default unpaced.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, requires = "under_load")]
+    pub load_rate: Option<u64>,
 }
 
 /// `wirebench crr`.

@@ -11,6 +11,7 @@ use wirebench_report::print;
 use crate::cli::{Cli, Command, KeygenArgs};
 use crate::specs::{crr_spec, rr_spec, stream_spec, udp_spec};
 use crate::test_cmd::run_client;
+use crate::under_load::LoadPlan;
 use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 /// Entry point; returns the process exit code.
@@ -51,11 +52,12 @@ pub fn main() -> i32 {
                 EXIT_FAILED
             }
         },
-        Command::Stream(a) => run_client(&a.c, stream_spec(&a)),
-        Command::Rr(a) => run_client(&a.c, rr_spec(&a)),
-        Command::Crr(a) => run_client(&a.c, crr_spec(&a)),
-        Command::Udp(a) => run_client(&a.c, udp_spec(&a)),
+        Command::Stream(a) => run_client(&a.c, stream_spec(&a), None),
+        Command::Rr(a) => run_client(&a.c, rr_spec(&a), LoadPlan::of(&a)),
+        Command::Crr(a) => run_client(&a.c, crr_spec(&a), None),
+        Command::Udp(a) => run_client(&a.c, udp_spec(&a), None),
         Command::Lab(a) => crate::lab::run(a),
+        Command::Sweep(a) => crate::sweep::run(&a.test, &a.args),
         Command::Keygen(a) => match keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {
@@ -69,7 +71,7 @@ pub fn main() -> i32 {
 /// clap's error as one line: its first line, joined with the lines that name the arguments
 /// when it lists them ("the following required arguments were not provided: <IDENTITY>"),
 /// without the usage and help lines.
-fn first_line(s: &str) -> String {
+pub(crate) fn first_line(s: &str) -> String {
     let mut lines = s
         .lines()
         .map(str::trim)

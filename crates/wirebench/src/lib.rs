@@ -18,7 +18,9 @@ pub mod cmd;
 pub mod lab;
 pub mod serve;
 pub mod specs;
+pub mod sweep;
 pub mod test_cmd;
+pub mod under_load;
 
 /// Milliseconds of `s` seconds, if `s` is a usable positive number.
 pub fn secs_to_ms(s: f64) -> Option<u64> {

@@ -21,6 +21,7 @@ use wirebench_stats::ci::ConfidenceLevel;
 
 use crate::cli::ClientArgs;
 use crate::specs::{client_limits, SpecResult};
+use crate::under_load::LoadPlan;
 use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
 /// Output format of a client command.
@@ -132,10 +133,21 @@ fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> Result<SocketAddr> {
 }
 
 /// Prints the live lines of a run: human lines, or JSON objects with --json-stream.
-struct Live {
+pub(crate) struct Live {
     format: Format,
     human: HumanOptions,
     timestamps: bool,
+}
+
+impl Live {
+    /// Live lines as the client flags ask.
+    pub(crate) fn of(a: &ClientArgs) -> Live {
+        Live {
+            format: Format::of(a),
+            human: human_options(a),
+            timestamps: a.timestamps,
+        }
+    }
 }
 
 impl Observer for Live {
@@ -196,7 +208,7 @@ pub fn exit_code(r: &RunResult) -> i32 {
 
 /// The live interval when the user gave none: every second on a terminal with human output
 /// and with --json-stream (as long as the test is), none otherwise; `-i 0` turns it off.
-fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) {
+pub(crate) fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) {
     if a.interval.is_some() {
         return;
     }
@@ -214,7 +226,7 @@ fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) {
 }
 
 /// Check before the test that `-o FILE` can be written (its directory takes a new file).
-fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
+pub(crate) fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
     let Sink::File(path) = sink else {
         return Ok(());
     };
@@ -226,38 +238,15 @@ fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
     })
 }
 
-/// Run a client command: `spec` built from its flags, `a` its common flags.
-pub fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
-    let format = Format::of(a);
-    let out = Out {
-        format,
-        sink: Sink::of(a),
-        human: human_options(a),
-        title: a.title.clone(),
-        csv_intervals: a.intervals,
-        csv_flows: a.per_flow,
-    };
-    let mut spec = match spec {
-        Ok(s) => s,
-        Err((msg, field)) => {
-            let mut info = ErrorInfo::new(ErrorKind::Usage, msg);
-            info.field = field;
-            return out.finish(failed_result(None, None, false, info));
-        }
-    };
-    if let Err(info) = check_output(&out.sink) {
-        return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
-    }
-    live_interval(a, format, &mut spec);
+/// The runner's configuration from the client flags: the target (resolved, or the embedded
+/// server), credentials, connection options and the repetition policy.
+pub fn runner_config(a: &ClientArgs) -> Result<RunnerConfig, ErrorInfo> {
     let port = a.port.unwrap_or(wirebench_net::DEFAULT_PORT);
     let target = match &a.host {
-        Some(h) => match resolve(h, port, a.ipv4, a.ipv6) {
-            Ok(addr) => Target::Remote(addr),
-            Err(e) => {
-                let info = ErrorInfo::new(ErrorKind::Resolve, format!("{e:#}"));
-                return out.finish(failed_result(Some(spec), Some(h.clone()), false, info));
-            }
-        },
+        Some(h) => Target::Remote(
+            resolve(h, port, a.ipv4, a.ipv6)
+                .map_err(|e| ErrorInfo::new(ErrorKind::Resolve, format!("{e:#}")))?,
+        ),
         None => Target::Embedded(if a.ipv6 {
             IpAddr::V6(Ipv6Addr::LOCALHOST)
         } else {
@@ -271,13 +260,7 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
     if let Some(t) = crate::secs_to_ms(a.connect_timeout) {
         cfg.connect_timeout = Duration::from_millis(t);
     }
-    match client_credentials(a) {
-        Ok(c) => cfg.credentials = c,
-        Err(msg) => {
-            let info = ErrorInfo::new(ErrorKind::Usage, msg);
-            return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
-        }
-    }
+    cfg.credentials = client_credentials(a).map_err(|msg| ErrorInfo::new(ErrorKind::Usage, msg))?;
     let (min_runs, max_runs) = a.iterations.unwrap_or((1, 1));
     let (level, width) = a.confidence.unwrap_or((99, 5.0));
     cfg.repetition = Repetition {
@@ -286,17 +269,41 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult) -> i32 {
         level: ConfidenceLevel::from_pct(level).unwrap_or(ConfidenceLevel::P99),
         target_width_pct: width,
     };
+    Ok(cfg)
+}
+
+/// Run a client command: `spec` built from its flags, `a` its common flags.
+pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i32 {
+    let format = Format::of(a);
+    let out = Out::of(a);
+    let mut spec = match spec {
+        Ok(s) => s,
+        Err((msg, field)) => {
+            let mut info = ErrorInfo::new(ErrorKind::Usage, msg);
+            info.field = field;
+            return out.finish(failed_result(None, None, false, info));
+        }
+    };
+    if let Err(info) = check_output(&out.sink) {
+        return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
+    }
+    live_interval(a, format, &mut spec);
+    let cfg = match runner_config(a) {
+        Ok(c) => c,
+        Err(info) => {
+            let embedded = a.host.is_none();
+            return out.finish(failed_result(Some(spec), a.host.clone(), embedded, info));
+        }
+    };
     let interrupt = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
-    let mut runner = Runner::new(cfg, interrupt);
-    let mut live = Live {
-        format,
-        human: out.human,
-        timestamps: a.timestamps,
+    let mut live = Live::of(a);
+    let result = match load {
+        Some(l) => crate::under_load::measure(&cfg, &interrupt, &spec, l, &mut live),
+        None => Runner::new(cfg, interrupt).run(&spec, &mut live),
     };
-    let result = runner.run(&spec, &mut live);
     out.finish(result)
 }
 
@@ -317,6 +324,18 @@ pub struct Out {
 }
 
 impl Out {
+    /// The output the client flags ask for.
+    pub fn of(a: &ClientArgs) -> Out {
+        Out {
+            format: Format::of(a),
+            sink: Sink::of(a),
+            human: human_options(a),
+            title: a.title.clone(),
+            csv_intervals: a.intervals,
+            csv_flows: a.per_flow,
+        }
+    }
+
     /// The CSV view asked for: per interval, per flow, or per run and direction.
     fn csv(&self, r: &RunResult) -> String {
         if self.csv_intervals {

@@ -541,45 +541,6 @@ fn rr_latency_over_a_1ms_each_way_path() {
     assert!((1..=1000).contains(&l.count), "count {}", l.count);
 }
 
-/// The median round trip of `n` 1-byte TCP ping-pongs from side A to an echo server on side
-/// B of `path`, nanoseconds.
-fn ping_pong_p50_ns(path: &EmulatedPath, n: usize) -> u64 {
-    use std::io::{Read, Write};
-    use std::net::{TcpListener, TcpStream};
-    let listener = path
-        .run_in(Side::B, || TcpListener::bind((ADDR_B, 0)).unwrap())
-        .unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.set_nodelay(true).unwrap();
-        let mut b = [0u8; 1];
-        while s.read_exact(&mut b).is_ok() {
-            if s.write_all(&b).is_err() {
-                break;
-            }
-        }
-    });
-    let mut rtts = path
-        .run_in(Side::A, move || {
-            let mut c = TcpStream::connect((ADDR_B, port)).unwrap();
-            c.set_nodelay(true).unwrap();
-            let mut b = [0u8; 1];
-            (0..n)
-                .map(|_| {
-                    let t = Instant::now();
-                    c.write_all(&b).unwrap();
-                    c.read_exact(&mut b).unwrap();
-                    t.elapsed().as_nanos() as u64
-                })
-                .collect::<Vec<u64>>()
-        })
-        .unwrap();
-    server.join().unwrap();
-    rtts.sort_unstable();
-    rtts[rtts.len() / 2]
-}
-
 fn nft(tb: &Testbed, side: Side, script: &str) -> String {
     let out = tb
         .command(side, "nft")

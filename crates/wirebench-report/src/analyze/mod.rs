@@ -30,7 +30,9 @@ pub mod live;
 pub mod rr;
 pub mod sanity;
 pub mod stream;
+pub mod sweep;
 pub mod udp;
+pub mod under_load;
 
 use wirebench_model::result::{Aggregate, RunRecord, RunStatus, Summary, WorkloadSummary};
 use wirebench_model::side::{HostRole, SideReport, SideStatus};

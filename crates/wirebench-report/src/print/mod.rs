@@ -14,6 +14,7 @@
 mod csv;
 mod rr;
 mod stream;
+pub mod sweep;
 pub mod text;
 mod udp;
 pub mod units;
@@ -448,6 +449,10 @@ pub fn human_with(r: &RunResult, o: HumanOptions) -> String {
     if let Some(a) = &r.aggregate {
         out.push('\n');
         aggregate_block(&mut out, a);
+    }
+    if let Some(u) = &r.under_load {
+        out.push('\n');
+        wrap(&mut out, "", "  ", &rr::under_load_text(u));
     }
     if !r.warnings.is_empty() {
         out.push('\n');

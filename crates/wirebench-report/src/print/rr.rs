@@ -239,3 +239,48 @@ pub(crate) fn interval_line(row: &RrIntervalRow) -> String {
         if row.in_warmup { " (warm-up)" } else { "" }
     )
 }
+
+/// The latency-under-load block: idle, loaded, induced, and the load.
+pub(crate) fn under_load_text(u: &wirebench_model::result::UnderLoad) -> String {
+    use super::units::duration_ns;
+    let dir = match u.load_direction {
+        wirebench_model::spec::Direction::Forward => "forward",
+        wirebench_model::spec::Direction::Reverse => "reverse",
+        wirebench_model::spec::Direction::Bidir => "bidirectional",
+    };
+    let head = format!(
+        "latency under load: {} stream flow{} per direction, {dir}, started {} before the loaded \
+         test",
+        u.load_flows,
+        if u.load_flows == 1 { "" } else { "s" },
+        duration_ns(u.lead_ms as f64 * 1e6)
+    );
+    let Some(s) = &u.summary else {
+        return format!(
+            "{head}; no figures (a part did not complete: idle {}, load {})",
+            super::status_name(u.idle.status),
+            super::status_name(u.load.status)
+        );
+    };
+    let signed = |ns: i64| {
+        let t = duration_ns(ns.unsigned_abs() as f64);
+        if ns < 0 {
+            format!("-{t}")
+        } else {
+            format!("+{t}")
+        }
+    };
+    format!(
+        "{head}; load {} at its receivers. Round trip idle p50 {} p99 {} ({} tx/s); loaded p50 {} \
+         p99 {} ({} tx/s); induced p50 {} p99 {}",
+        super::units::RateUnit::AutoBits.rate(s.load_throughput_bps),
+        duration_ns(s.idle_rtt_p50_ns as f64),
+        duration_ns(s.idle_rtt_p99_ns as f64),
+        super::units::number(s.idle_transactions_per_s),
+        duration_ns(s.loaded_rtt_p50_ns as f64),
+        duration_ns(s.loaded_rtt_p99_ns as f64),
+        super::units::number(s.loaded_transactions_per_s),
+        signed(s.induced_p50_ns),
+        signed(s.induced_p99_ns),
+    )
+}

@@ -543,6 +543,7 @@ pub(crate) fn result_for(spec: TestSpec, runs: Vec<RunRecord>) -> RunResult {
         aggregate: None,
         warnings: Vec::new(),
         error: None,
+        under_load: None,
     }
 }
 

@@ -877,6 +877,29 @@ fn human_udp_many_flows_pacing_and_errors() {
 
 // ───── the schema ─────
 
+/// `docs/sweep.schema.json` must be what the sweep types generate.
+/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
+#[test]
+fn sweep_schema_file_is_current() {
+    let generated = wirebench_model::sweep::sweep_schema_json();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/sweep.schema.json");
+    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(path, &generated).expect("writing docs/sweep.schema.json");
+        return;
+    }
+    let checked_in = std::fs::read_to_string(path).expect("reading docs/sweep.schema.json");
+    assert!(
+        checked_in == generated,
+        "docs/sweep.schema.json is out of date with the SweepResult types; regenerate it with \
+         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff \
+         (bump SWEEP_SCHEMA_VERSION for incompatible changes)"
+    );
+    let v: serde_json::Value = serde_json::from_str(&generated).unwrap();
+    for field in ["schema_version", "factors", "points", "analysis", "status"] {
+        assert!(v["properties"].get(field).is_some(), "{field}");
+    }
+}
+
 /// `docs/results.schema.json` must be what the types generate.
 /// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
 #[test]

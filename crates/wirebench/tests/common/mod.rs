@@ -247,3 +247,43 @@ impl Drop for Guarded {
         }
     }
 }
+
+/// An independent observer of an emulated path's round trip: a plain TCP ping-pong of
+/// 1-byte messages written here (no wirebench code), `n` round trips, their median (ns).
+pub fn ping_pong_p50_ns(path: &wirebench_lab::emu::EmulatedPath, n: usize) -> u64 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use wirebench_lab::ADDR_B;
+    let listener = path
+        .run_in(Side::B, || TcpListener::bind((ADDR_B, 0)).unwrap())
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut b = [0u8; 1];
+        while s.read_exact(&mut b).is_ok() {
+            if s.write_all(&b).is_err() {
+                break;
+            }
+        }
+    });
+    let mut rtts = path
+        .run_in(Side::A, move || {
+            let mut c = TcpStream::connect((ADDR_B, port)).unwrap();
+            c.set_nodelay(true).unwrap();
+            let mut b = [0u8; 1];
+            (0..n)
+                .map(|_| {
+                    let t = Instant::now();
+                    c.write_all(&b).unwrap();
+                    c.read_exact(&mut b).unwrap();
+                    t.elapsed().as_nanos() as u64
+                })
+                .collect::<Vec<u64>>()
+        })
+        .unwrap();
+    server.join().unwrap();
+    rtts.sort_unstable();
+    rtts[rtts.len() / 2]
+}

@@ -1,0 +1,460 @@
+//! `wirebench sweep TEST [TEST flags] FACTOR...`: a test measured over a grid of factor
+//! values, each point a complete RunResult, the curves analysed.
+//!
+//! The plan ([`plan`]) checks every point before anything runs. Points run one after the
+//! other through one [`Runner`] (so an embedded server is started once). Each point's
+//! length adapts: it runs `--point-time` (0.5 s) and, while it counted fewer than
+//! `--min-count` calls, datagrams or transactions, runs again longer, up to
+//! `--max-point-time` (4 s); `-t` fixes the length instead. After the grid, stream and UDP
+//! message-size curves have their dip candidates re-measured once (with their two
+//! neighbours), and every curve is analysed (`wirebench-report`'s sweep analysis).
+//!
+//! With `-o DIR` the sweep writes, as each point completes, `DIR/points/NNNN.json` (the
+//! point), `DIR/sweep.json` (the whole SweepResult so far, status `running` until the end)
+//! and `DIR/points.csv`, each atomically. Ctrl-C ends the point under way (it is not kept)
+//! and the sweep, keeping every completed point; `--resume DIR` runs the points missing
+//! from `DIR/sweep.json` with the command line recorded there.
+
+pub mod plan;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use wirebench_model::error::{ErrorInfo, ErrorKind};
+use wirebench_model::result::{iso8601_utc, RunStatus};
+use wirebench_model::sweep::{
+    PointRole, Setting, SweepPoint, SweepResult, SweepStatus, SWEEP_SCHEMA_VERSION,
+};
+use wirebench_net::runner::{failed_result, unix_ms, Quiet, Runner, RunnerConfig};
+use wirebench_report::analyze::sweep::{analyze, point_count, point_figure};
+use wirebench_report::print::sweep as show;
+
+use crate::test_cmd::{runner_config, write_atomically};
+use crate::under_load;
+use crate::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
+use plan::{point_argv, point_spec, Plan, SweepOptions};
+
+/// Where a sweep's output and progress go.
+struct Progress {
+    bar: Option<ProgressBar>,
+    human: bool,
+}
+
+impl Progress {
+    fn new(o: &SweepOptions, total: usize) -> Progress {
+        let human = !o.json && !o.csv;
+        let bar = (human && std::io::stdout().is_terminal()).then(|| {
+            let b = ProgressBar::new(total as u64);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} points, {elapsed} elapsed, ETA {eta}",
+            ) {
+                b.set_style(style);
+            }
+            b
+        });
+        Progress { bar, human }
+    }
+
+    fn grow(&self, by: usize) {
+        if let Some(b) = &self.bar {
+            b.inc_length(by as u64);
+        }
+    }
+
+    fn point(&self, line: &str) {
+        match &self.bar {
+            Some(b) => {
+                b.println(line);
+                b.inc(1);
+            }
+            None if self.human => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            None => {}
+        }
+    }
+
+    fn done(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// A sweep under way.
+struct Sweeper {
+    plan: Plan,
+    /// The runner's configuration (under-load points start their own runners).
+    cfg: RunnerConfig,
+    runner: Runner,
+    interrupt: Arc<AtomicBool>,
+    result: SweepResult,
+    progress: Progress,
+    /// Re-measurements planned after the grid.
+    extra: usize,
+}
+
+impl Sweeper {
+    /// Measure one point: adaptive length unless `-t` fixed it. `None` if interrupted.
+    fn measure(&mut self, settings: &[Setting], role: PointRole) -> Option<SweepPoint> {
+        let o = &self.plan.options;
+        let argv = point_argv(&self.plan.test_cmd, &self.plan.test_args, settings);
+        let mut secs = o.point_time_s;
+        loop {
+            let mut args = argv.clone();
+            if !o.fixed_time {
+                args.extend(["-t".to_string(), format!("{secs}")]);
+            }
+            let result = match point_spec(&args) {
+                Ok((spec, _, None)) => self.runner.run(&spec, &mut Quiet),
+                Ok((spec, _, Some(load))) => {
+                    under_load::measure(&self.cfg, &self.interrupt, &spec, load, &mut Quiet)
+                }
+                Err(msg) => failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, msg)),
+            };
+            if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {
+                return None;
+            }
+            let completed = result.status == RunStatus::Completed;
+            let count = point_count(&result).unwrap_or(0);
+            let duration_ms = result.spec.as_ref().map_or(0, |s| s.common.duration_ms);
+            if completed && !o.fixed_time && count < o.min_count && secs < o.max_point_time_s {
+                let factor = (o.min_count as f64 / count.max(1) as f64).ceil().max(2.0);
+                secs = (secs * factor).min(o.max_point_time_s);
+                continue;
+            }
+            return Some(SweepPoint {
+                index: self.result.points.len() as u32,
+                role,
+                settings: settings.to_vec(),
+                duration_ms,
+                figure: if completed {
+                    point_figure(&result)
+                } else {
+                    None
+                },
+                result,
+            });
+        }
+    }
+
+    /// Record a measured point: progress line, files.
+    fn record(&mut self, p: SweepPoint) {
+        let total = self.plan.points.len() + self.extra;
+        self.progress.point(&show::point_line(&p, total));
+        self.result.points.push(p);
+        self.write_dir();
+    }
+
+    /// Write the output directory, if any (each file atomically).
+    fn write_dir(&self) {
+        let Some(dir) = &self.plan.options.out_dir else {
+            return;
+        };
+        let mut problems = Vec::new();
+        if let Some(p) = self.result.points.last() {
+            let path = dir.join("points").join(format!("{:04}.json", p.index));
+            let json = serde_json::to_string_pretty(p).unwrap_or_default();
+            if let Err(e) = write_atomically(&path, json.as_bytes()) {
+                problems.push(format!("{e:#}"));
+            }
+        }
+        let json = serde_json::to_string_pretty(&self.result).unwrap_or_default();
+        if let Err(e) = write_atomically(&dir.join("sweep.json"), json.as_bytes()) {
+            problems.push(format!("{e:#}"));
+        }
+        if let Err(e) =
+            write_atomically(&dir.join("points.csv"), show::csv(&self.result).as_bytes())
+        {
+            problems.push(format!("{e:#}"));
+        }
+        for p in problems {
+            eprintln!("wirebench sweep: cannot write {}: {p}", dir.display());
+        }
+    }
+
+    /// Is a grid point with these settings already measured (resume)?
+    fn done(&self, settings: &[Setting]) -> bool {
+        self.result
+            .points
+            .iter()
+            .any(|p| p.role == PointRole::Grid && p.settings == settings)
+    }
+
+    /// The grid; false if interrupted.
+    fn run_grid(&mut self) -> bool {
+        let planned: Vec<Vec<Setting>> = self
+            .plan
+            .points
+            .iter()
+            .map(|p| p.settings.clone())
+            .collect();
+        for s in planned {
+            if self.done(&s) {
+                continue;
+            }
+            match self.measure(&s, PointRole::Grid) {
+                Some(p) => self.record(p),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Re-measure each dip candidate and its two neighbours once; false if interrupted.
+    fn remeasure_dips(&mut self) -> bool {
+        if !self.plan.options.remeasure
+            || self
+                .result
+                .points
+                .iter()
+                .any(|p| p.role == PointRole::Remeasure)
+        {
+            return true;
+        }
+        let curves = analyze(&self.result);
+        let mut todo: Vec<Vec<Setting>> = Vec::new();
+        for c in &curves {
+            let Some(t) = &c.throughput else { continue };
+            for d in &t.dips.dips {
+                for size in [d.left_size_bytes, d.size_bytes, d.right_size_bytes] {
+                    let mut s: Vec<Setting> = self
+                        .plan
+                        .factors
+                        .iter()
+                        .map(|f| Setting {
+                            factor: f.name,
+                            value: if f.name == c.along {
+                                wirebench_model::sweep::FactorValue::Number(size)
+                            } else {
+                                c.variant
+                                    .iter()
+                                    .find(|v| v.factor == f.name)
+                                    .map(|v| v.value.clone())
+                                    .unwrap_or(wirebench_model::sweep::FactorValue::Number(0))
+                            },
+                        })
+                        .collect();
+                    s.dedup();
+                    if !todo.contains(&s) {
+                        todo.push(s);
+                    }
+                }
+            }
+        }
+        self.progress.grow(todo.len());
+        self.extra = todo.len();
+        for s in todo {
+            match self.measure(&s, PointRole::Remeasure) {
+                Some(p) => self.record(p),
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+/// Read a previous sweep's document from `DIR/sweep.json`.
+fn load_previous(dir: &Path) -> Result<SweepResult, String> {
+    let path = dir.join("sweep.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "--resume {}: cannot read {}: {e}",
+            dir.display(),
+            path.display()
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--resume {}: {} is not a sweep document: {e}",
+            dir.display(),
+            path.display()
+        )
+    })
+}
+
+/// The resume directory named by `--resume DIR`, and the other arguments.
+fn take_resume(args: &[String]) -> Result<(Option<PathBuf>, Vec<String>), String> {
+    let mut rest = Vec::new();
+    let mut dir = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--resume" {
+            dir = Some(it.next().ok_or("--resume needs a directory")?.into());
+        } else if let Some(d) = a.strip_prefix("--resume=") {
+            dir = Some(d.into());
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok((dir, rest))
+}
+
+/// Print an error before anything ran; `--json` gets an invalid SweepResult.
+fn refuse(json: bool, test: &str, command: Vec<String>, msg: &str) -> i32 {
+    if json {
+        let now = unix_ms();
+        let r = SweepResult {
+            schema_version: SWEEP_SCHEMA_VERSION,
+            kind: "sweep".into(),
+            software: wirebench_net::software(),
+            test: plan::kind_of_cmd(test),
+            command,
+            factors: Vec::new(),
+            started_unix_ms: now,
+            started_utc: iso8601_utc(now),
+            ended_unix_ms: now,
+            status: SweepStatus::Invalid,
+            error: Some(msg.to_string()),
+            points: Vec::new(),
+            analysis: Vec::new(),
+        };
+        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+    } else {
+        eprintln!("wirebench sweep: {msg}");
+    }
+    EXIT_USAGE
+}
+
+/// `wirebench sweep TEST ARGS...`; returns the exit code.
+pub fn run(test: &str, args: &[String]) -> i32 {
+    let json = args.iter().any(|a| a == "--json");
+    let mut command = vec!["wirebench".to_string(), "sweep".into(), test.to_string()];
+    command.extend(args.iter().cloned());
+    let (resume, args) = match take_resume(args) {
+        Ok(x) => x,
+        Err(e) => return refuse(json, test, command, &e),
+    };
+    let previous = match &resume {
+        Some(dir) => match load_previous(dir) {
+            Ok(p) => Some(p),
+            Err(e) => return refuse(json, test, command, &e),
+        },
+        None => None,
+    };
+    // A resumed sweep runs the command it recorded, writing to the same directory.
+    let (test, args, command) = match &previous {
+        Some(p) if p.command.len() >= 3 => {
+            let mut a: Vec<String> = p.command[3..].to_vec();
+            // This invocation's output format applies to the resumed sweep.
+            a.retain(|x| x != "--json" && x != "--csv");
+            a.extend(
+                args.iter()
+                    .filter(|x| *x == "--json" || *x == "--csv")
+                    .cloned(),
+            );
+            if let Some(dir) = &resume {
+                a.extend(["-o".to_string(), dir.display().to_string()]);
+            }
+            (p.command[2].clone(), a, p.command.clone())
+        }
+        _ => (test.to_string(), args, command),
+    };
+    let plan = match plan::plan(&test, &args) {
+        Ok(p) => p,
+        Err(e) => return refuse(json, &test, command, &e),
+    };
+    if let Some(dir) = &plan.options.out_dir {
+        if let Err(e) = std::fs::create_dir_all(dir.join("points")) {
+            return refuse(json, &test, command, &format!("-o {}: {e}", dir.display()));
+        }
+    }
+    let first = plan
+        .points
+        .first()
+        .map(|p| p.argv.clone())
+        .unwrap_or_default();
+    let cfg =
+        match point_spec(&first).and_then(|(_, c, _)| runner_config(&c).map_err(|e| e.message)) {
+            Ok(c) => c,
+            Err(e) => return refuse(json, &test, command, &e),
+        };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
+    }
+    let now = unix_ms();
+    let mut result = previous.unwrap_or_else(|| SweepResult {
+        schema_version: SWEEP_SCHEMA_VERSION,
+        kind: "sweep".into(),
+        software: wirebench_net::software(),
+        test: plan.kind,
+        command,
+        factors: plan.factors.clone(),
+        started_unix_ms: now,
+        started_utc: iso8601_utc(now),
+        ended_unix_ms: now,
+        status: SweepStatus::Running,
+        error: None,
+        points: Vec::new(),
+        analysis: Vec::new(),
+    });
+    // Points interrupted last time are measured again.
+    result
+        .points
+        .retain(|p| p.result.status != RunStatus::Interrupted);
+    result.status = SweepStatus::Running;
+    let progress = Progress::new(&plan.options, plan.points.len());
+    let mut sw = Sweeper {
+        runner: Runner::new(cfg.clone(), Arc::clone(&interrupt)),
+        cfg,
+        plan,
+        interrupt,
+        result,
+        progress,
+        extra: 0,
+    };
+    let finished = sw.run_grid() && sw.remeasure_dips();
+    sw.progress.done();
+    sw.result.status = if finished {
+        SweepStatus::Completed
+    } else {
+        SweepStatus::Interrupted
+    };
+    sw.result.ended_unix_ms = unix_ms();
+    sw.result.analysis = analyze(&sw.result);
+    sw.write_dir();
+    finish(&sw)
+}
+
+/// Print the outcome; the exit code.
+fn finish(sw: &Sweeper) -> i32 {
+    let r = &sw.result;
+    let o = &sw.plan.options;
+    let text = if o.json {
+        format!("{}\n", serde_json::to_string_pretty(r).unwrap_or_default())
+    } else if o.csv {
+        show::csv(r)
+    } else {
+        let mut t = show::summary(r);
+        if r.status == SweepStatus::Interrupted {
+            t.push_str(&match &o.out_dir {
+                Some(d) => format!(
+                    "interrupted: {} point(s) kept in {}; `wirebench sweep {} --resume {}` continues\n",
+                    r.points.len(),
+                    d.display(),
+                    sw.plan.test_cmd,
+                    d.display()
+                ),
+                None => format!(
+                    "interrupted: {} point(s) kept (give -o DIR to be able to resume)\n",
+                    r.points.len()
+                ),
+            });
+        }
+        t
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    match r.status {
+        SweepStatus::Interrupted => EXIT_INTERRUPTED,
+        _ if !r.points.is_empty() && r.points.iter().all(|p| p.figure.is_none()) => EXIT_FAILED,
+        _ => EXIT_OK,
+    }
+}

@@ -1,0 +1,402 @@
+//! `wirebench sweep`, end to end with the real binary, against ground truth: a tbf rate
+//! limit (the saturation the analysis finds), the link emulator's fixed delay (the Hockney
+//! t0 of a request-size sweep), the single test's own byte reconciliation at every point,
+//! and a resumed sweep after the client was killed.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::daemon::LocalDaemon;
+use common::*;
+use wirebench_lab::emu::{EmuConfig, EmulatedPath};
+use wirebench_lab::{Side, Testbed, ADDR_B, IF_A};
+use wirebench_model::result::WorkloadSummary;
+use wirebench_model::sweep::{PointRole, SweepResult, SweepStatus};
+
+fn sweep_json(stdout: &str, stderr: &str) -> SweepResult {
+    serde_json::from_str(stdout)
+        .unwrap_or_else(|e| panic!("not a SweepResult ({e}):\n{stdout}\nstderr:\n{stderr}"))
+}
+
+/// Through a 100 Mbit/s tbf limit, the saturation of a message-size sweep is the limit's
+/// payload rate (tbf meters link-layer bytes: MSS + 66 header bytes per segment).
+#[test]
+fn saturation_equals_a_tbf_rate_limit() {
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    tb.rate_limit(Side::A, 100_000_000).unwrap();
+    let _d = daemon_in(&tb, Side::B, &[]);
+    let r = wb_in(
+        &tb,
+        Side::A,
+        &[
+            "sweep",
+            "stream",
+            "-H",
+            ADDR_B,
+            "-t",
+            "1.5",
+            "--warmup",
+            "0.5",
+            "--msg-size",
+            "8K..512K",
+            "--points-per-octave",
+            "1",
+            "--perturb",
+            "0",
+            "--no-remeasure",
+            "--json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = sweep_json(&r.stdout, &r.stderr);
+    assert_eq!(s.status, SweepStatus::Completed);
+    assert_eq!(s.points.len(), 7);
+    let a = s.analysis[0]
+        .throughput
+        .as_ref()
+        .expect("throughput analysis");
+    assert!(a.saturated, "{a:?}");
+    let mss = 1448.0;
+    let expect = 100e6 * mss / (mss + 66.0);
+    let dev = (a.saturation_bps - expect) / expect;
+    assert!(
+        dev.abs() < 0.03,
+        "saturation {:.0} bit/s, limit allows {expect:.0} ({:+.2}%)",
+        a.saturation_bps,
+        dev * 100.0
+    );
+}
+
+/// Through the emulator with 1 ms each way, a request-size sweep's Hockney t0 (the
+/// round trip of a zero-byte message) is the path's round trip within 10 %: the 2 ms the
+/// emulator adds plus its forwarding, as an independent ping-pong on the same path sees it.
+#[test]
+fn hockney_t0_is_the_emulated_round_trip() {
+    require_netns();
+    let _g = serial();
+    let delay = EmuConfig::default().with_delay(Duration::from_millis(1));
+    let path = EmulatedPath::new(1500, delay.clone(), delay).unwrap();
+    let mut c = path.command(Side::B, BIN);
+    c.args(["serve", "--bind", ADDR_B, "--allow-unauthenticated"]);
+    let d = LocalDaemon::start_cmd(c, &["--port", "0"]);
+    let port = d.addr.port().to_string();
+    let mut c = path.command(Side::A, BIN);
+    c.args([
+        "sweep",
+        "rr",
+        "-H",
+        ADDR_B,
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "--request-size",
+        "1,256,1K,4K",
+        "--perturb",
+        "0",
+        "--json",
+    ]);
+    let out = c.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let s = sweep_json(&stdout, &stderr);
+    for p in &s.points {
+        assert!(
+            p.figure.is_some(),
+            "point {}: {:?}",
+            p.index,
+            p.result.error
+        );
+    }
+    assert_eq!(s.points.len(), 4, "{:?}", s.error);
+    let h = s.analysis[0].hockney.as_ref().expect("Hockney fit");
+    // The path's real zero-size round trip: the 2 emulated ms plus the forwarder's own
+    // work, seen by an independent ping-pong on the same path.
+    let probe_ns = ping_pong_p50_ns(&path, 300) as f64;
+    eprintln!(
+        "t0 {:.0} ns, slope {:.3} ns/B; independent ping-pong p50 {probe_ns:.0} ns",
+        h.t0_ns, h.slope_ns_per_byte
+    );
+    assert!(probe_ns >= 2e6, "probe {probe_ns} ns");
+    assert!(
+        h.t0_ns >= 0.95 * 2e6 && (h.t0_ns - probe_ns).abs() <= 0.1 * probe_ns,
+        "t0 {:.0} ns: expected the path's round trip {probe_ns:.0} ns ± 10 % (and >= 1.9 ms)",
+        h.t0_ns
+    );
+}
+
+/// Every point of a loopback sweep reconciles its bytes as a single test does: what the
+/// senders wrote, the receivers read; and its figure is the single test's.
+#[test]
+fn every_point_reconciles_its_bytes() {
+    let _g = serial();
+    let r = wb(&[
+        "sweep",
+        "stream",
+        "--msg-size",
+        "1K,64K,1M",
+        "--perturb",
+        "0",
+        "--flows",
+        "1,2",
+        "--point-time",
+        "0.3",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = sweep_json(&r.stdout, &r.stderr);
+    let grid: Vec<_> = s
+        .points
+        .iter()
+        .filter(|p| p.role == PointRole::Grid)
+        .collect();
+    assert_eq!(grid.len(), 6);
+    for p in grid {
+        let run = &p.result.runs[0];
+        let Some(WorkloadSummary::Stream(st)) = run.summary.as_ref().map(|s| &s.workload) else {
+            panic!("point {} has no stream summary", p.index);
+        };
+        for d in &st.directions {
+            assert_eq!(d.unaccounted_bytes, 0, "point {}: {d:?}", p.index);
+            assert!(d.receiver_total_bytes > 0);
+        }
+        let total: f64 = st
+            .directions
+            .iter()
+            .map(|d| d.receiver_throughput_bps)
+            .sum();
+        match p.figure {
+            Some(wirebench_model::sweep::PointFigure::Throughput { throughput_bps, .. }) => {
+                assert_eq!(throughput_bps, total)
+            }
+            ref f => panic!("{f:?}"),
+        }
+    }
+}
+
+/// A sweep killed with SIGKILL and resumed measures every planned point exactly once.
+#[test]
+fn resume_after_sigkill_completes_the_same_point_set() {
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("wb-sweep-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let args = [
+        "sweep",
+        "stream",
+        "--msg-size",
+        "1K..64K",
+        "--points-per-octave",
+        "1",
+        "--perturb",
+        "0",
+        "--no-remeasure",
+        "-t",
+        "0.3",
+        "-o",
+        &d,
+    ];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once sweep.json holds at least two points (or after 60 s, whatever it has).
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        let n = std::fs::read_to_string(dir.join("sweep.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<SweepResult>(&t).ok())
+            .map_or(0, |s| s.points.len());
+        if n >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(child.id(), "-KILL");
+    let _ = child.wait();
+    let before: SweepResult =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(before.status, SweepStatus::Running);
+    assert!(
+        before.points.len() >= 2 && before.points.len() < 7,
+        "{}",
+        before.points.len()
+    );
+    let r = wb(&["sweep", "stream", "--resume", &d, "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let after = sweep_json(&r.stdout, &r.stderr);
+    assert_eq!(after.status, SweepStatus::Completed);
+    let sizes: Vec<u64> = after
+        .points
+        .iter()
+        .map(|p| p.settings[0].value.number().unwrap())
+        .collect();
+    let set: BTreeSet<u64> = sizes.iter().copied().collect();
+    assert_eq!(sizes.len(), set.len(), "a point measured twice: {sizes:?}");
+    assert_eq!(
+        set,
+        [1024, 2048, 4096, 8192, 16384, 32768, 65536]
+            .into_iter()
+            .collect()
+    );
+    // The points measured before the kill were kept, not measured again.
+    for p in &before.points {
+        assert!(after.points.contains(p));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Bad input is refused before anything runs, naming the factor; `--json` gets a document.
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let r = wb(&["sweep", "stream", "--msg-size", "4K..1K"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("--msg-size 4K..1K: empty range"),
+        "{}",
+        r.stderr
+    );
+    let r = wb(&["sweep", "crr", "--burst", "1,2", "--json"]);
+    assert_eq!(r.code, 2);
+    let s = sweep_json(&r.stdout, &r.stderr);
+    assert_eq!(s.status, SweepStatus::Invalid);
+    assert_eq!(s.error.as_deref(), Some("--burst is not a factor of `crr`"));
+}
+
+/// The backlog of side A's root qdisc, bytes (`tc -s qdisc show`).
+fn backlog_bytes(tb: &Testbed) -> Option<u64> {
+    let out = tb
+        .command(Side::A, "tc")
+        .args(["-s", "qdisc", "show", "dev", IF_A])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("backlog ")? + "backlog ".len();
+    let num: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    // tc writes large backlogs with a unit: "612Kb", "1.2Mb".
+    let rest = &text[at + num.len()..];
+    let mult = match rest.chars().next() {
+        Some('K') => 1000,
+        Some('M') => 1_000_000,
+        _ => 1,
+    };
+    if mult != 1 || rest.starts_with('.') {
+        // A unit or a fraction: take the whole token.
+        let tok: String = text[at..]
+            .chars()
+            .take_while(|c| !c.is_whitespace())
+            .collect();
+        let v: f64 = tok.trim_end_matches(['b', 'K', 'M']).parse().ok()?;
+        let m = if tok.contains('M') {
+            1e6
+        } else if tok.contains('K') {
+            1e3
+        } else {
+            1.0
+        };
+        return Some((v * m) as u64);
+    }
+    num.parse().ok()
+}
+
+/// `rr --under-load` through a 50 Mbit/s tbf with a deep queue: the induced latency is the
+/// queue's drain time (the backlog tc reports while the load runs, over the rate) within
+/// 20 %, and the idle round trip is far below it.
+#[test]
+fn induced_latency_is_the_queue_drain_time() {
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let ok = tb
+        .command(Side::A, "tc")
+        .args([
+            "qdisc", "replace", "dev", IF_A, "root", "tbf", "rate", "50mbit", "burst", "64kb",
+            "limit", "500000",
+        ])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "tc tbf");
+    let _d = daemon_in(&tb, Side::B, &["--max-tests-per-peer", "2"]);
+    let stop = AtomicBool::new(false);
+    let (r, samples) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut v = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(b) = backlog_bytes(&tb) {
+                    v.push(b);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            v
+        });
+        let r = wb_in(
+            &tb,
+            Side::A,
+            &[
+                "rr",
+                "-H",
+                ADDR_B,
+                "-t",
+                "3",
+                "--under-load",
+                "2",
+                "--load-direction",
+                "forward",
+                "-C",
+                "cubic",
+                "--json",
+            ],
+        );
+        stop.store(true, Ordering::Relaxed);
+        (r, sampler.join().unwrap())
+    });
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let res = r.json();
+    let u = res.under_load.as_ref().expect("under_load");
+    let s = u.summary.expect("summary");
+    // The queue while loaded: the samples where the load keeps it above 10 % of its limit.
+    let mut busy: Vec<u64> = samples.into_iter().filter(|&b| b > 50_000).collect();
+    assert!(busy.len() >= 20, "{} loaded samples", busy.len());
+    busy.sort_unstable();
+    let backlog = busy[busy.len() / 2] as f64;
+    let drain_ns = backlog * 8.0 / 50e6 * 1e9;
+    eprintln!(
+        "median backlog {backlog:.0} B = {:.1} ms at 50 Mbit/s; induced p50 {:.1} ms; idle p50 {:.1} µs",
+        drain_ns / 1e6,
+        s.induced_p50_ns as f64 / 1e6,
+        s.idle_rtt_p50_ns as f64 / 1e3
+    );
+    let dev = (s.induced_p50_ns as f64 - drain_ns) / drain_ns;
+    assert!(
+        dev.abs() <= 0.2,
+        "induced {} ns vs drain {drain_ns:.0} ns ({:+.1} %)",
+        s.induced_p50_ns,
+        dev * 100.0
+    );
+    // Without load the queue is empty: the idle round trip is a small fraction of it.
+    assert!(
+        (s.idle_rtt_p50_ns as f64) < 0.1 * drain_ns,
+        "idle p50 {}",
+        s.idle_rtt_p50_ns
+    );
+    // The load ran at the link's payload rate, near 50 Mbit/s.
+    assert!(
+        (40e6..50e6).contains(&s.load_throughput_bps),
+        "{}",
+        s.load_throughput_bps
+    );
+}
