@@ -643,8 +643,8 @@ pub struct Aggregate {
     pub level_pct: u32,
     /// Requested maximum full width of each interval, percent of its mean.
     pub target_width_pct: f64,
-    /// Every interval is at most `target_width_pct` wide (false without a throughput
-    /// interval).
+    /// Every interval is at most `target_width_pct` wide (false when there is neither a
+    /// throughput nor a transactions-per-second interval).
     pub target_met: bool,
     /// Runs in the invocation.
     pub runs: u32,

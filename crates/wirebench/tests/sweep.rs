@@ -400,3 +400,37 @@ fn induced_latency_is_the_queue_drain_time() {
         s.load_throughput_bps
     );
 }
+
+/// A point the server refuses (above its `--max-flows`) is recorded as failed with the
+/// server's reason, and the sweep goes on to the next point.
+#[test]
+fn a_refused_point_is_recorded_and_the_sweep_goes_on() {
+    let _g = serial();
+    let d = LocalDaemon::start(&["--max-flows", "2"]);
+    let port = d.addr.port().to_string();
+    let r = wb(&[
+        "sweep",
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.3",
+        "--flows",
+        "1,4,2",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = sweep_json(&r.stdout, &r.stderr);
+    assert_eq!(s.status, SweepStatus::Completed);
+    let by_flows: Vec<(u64, bool)> = s
+        .points
+        .iter()
+        .map(|p| (p.settings[0].value.number().unwrap(), p.figure.is_some()))
+        .collect();
+    assert_eq!(by_flows, vec![(1, true), (2, true), (4, false)]);
+    let failed = s.points.iter().find(|p| p.figure.is_none()).unwrap();
+    let e = failed.result.error.as_ref().expect("the refusal");
+    assert!(e.message.contains("--max-flows"), "{}", e.message);
+}
