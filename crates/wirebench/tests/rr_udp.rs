@@ -500,11 +500,7 @@ fn garbage_datagrams_at_the_receiver_are_counted_as_invalid() {
 fn rr_latency_over_a_1ms_each_way_path() {
     require_netns();
     let _s = serial();
-    let delay = EmuConfig::default().with_delay(Duration::from_millis(1));
-    let path = EmulatedPath::new(1500, delay.clone(), delay).unwrap();
-    let mut c = path.command(Side::B, BIN);
-    c.args(["serve", "--bind", ADDR_B, "--allow-unauthenticated"]);
-    let d = LocalDaemon::start_cmd(c, &["--port", "0"]);
+    let (path, d) = delayed_path_with_daemon(Duration::from_millis(1));
     let port = d.addr.port().to_string();
     let mut c = path.command(Side::A, BIN);
     c.args(["rr", "-H", ADDR_B, "-p", &port, "-t", "2", "--json"]);

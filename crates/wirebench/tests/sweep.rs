@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use common::daemon::LocalDaemon;
 use common::*;
-use wirebench_lab::emu::{EmuConfig, EmulatedPath};
 use wirebench_lab::{Side, Testbed, ADDR_B, IF_A};
 use wirebench_model::result::WorkloadSummary;
 use wirebench_model::sweep::{PointRole, SweepResult, SweepStatus};
@@ -80,11 +79,7 @@ fn saturation_equals_a_tbf_rate_limit() {
 fn hockney_t0_is_the_emulated_round_trip() {
     require_netns();
     let _g = serial();
-    let delay = EmuConfig::default().with_delay(Duration::from_millis(1));
-    let path = EmulatedPath::new(1500, delay.clone(), delay).unwrap();
-    let mut c = path.command(Side::B, BIN);
-    c.args(["serve", "--bind", ADDR_B, "--allow-unauthenticated"]);
-    let d = LocalDaemon::start_cmd(c, &["--port", "0"]);
+    let (path, d) = delayed_path_with_daemon(Duration::from_millis(1));
     let port = d.addr.port().to_string();
     let mut c = path.command(Side::A, BIN);
     c.args([

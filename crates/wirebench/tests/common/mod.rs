@@ -287,3 +287,22 @@ pub fn ping_pong_p50_ns(path: &wirebench_lab::emu::EmulatedPath, n: usize) -> u6
     rtts.sort_unstable();
     rtts[rtts.len() / 2]
 }
+
+/// A path through the link emulator with `each_way` of delay in both directions, and a
+/// daemon listening on its side B (any port).
+pub fn delayed_path_with_daemon(
+    each_way: Duration,
+) -> (wirebench_lab::emu::EmulatedPath, daemon::LocalDaemon) {
+    use wirebench_lab::emu::{EmuConfig, EmulatedPath};
+    let delay = EmuConfig::default().with_delay(each_way);
+    let path = EmulatedPath::new(1500, delay.clone(), delay).unwrap();
+    let mut c = path.command(Side::B, BIN);
+    c.args([
+        "serve",
+        "--bind",
+        wirebench_lab::ADDR_B,
+        "--allow-unauthenticated",
+    ]);
+    let d = daemon::LocalDaemon::start_cmd(c, &["--port", "0"]);
+    (path, d)
+}
