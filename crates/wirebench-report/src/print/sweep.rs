@@ -4,20 +4,23 @@
 use std::fmt::Write as _;
 
 use wirebench_model::result::RunStatus;
+use wirebench_model::spec::WorkloadKind;
 use wirebench_model::sweep::{
     CurveAnalysis, FactorName, FactorValue, PointFigure, PointRole, Setting, SweepPoint,
     SweepResult, SweepStatus,
 };
+use wirebench_stats::curve::load::ViolationCause;
 use wirebench_stats::curve::Crossing;
 
 use super::units::{self, RateUnit};
 use super::{csv_cell, status_name};
 
 /// A factor's value as the user would write it: sizes in K/M where exact, rates in
-/// bit/s units, names as they are.
-pub fn value_text(factor: FactorName, v: &FactorValue) -> String {
+/// bit/s units (transactions per second for request/response), names as they are.
+pub fn value_text(test: WorkloadKind, factor: FactorName, v: &FactorValue) -> String {
     match (factor, v) {
         (_, FactorValue::Name(s)) => wirebench_model::text::escape(s),
+        (FactorName::Rate, FactorValue::Number(n)) if test.is_rr() => format!("{n}/s"),
         (FactorName::Rate, FactorValue::Number(n)) => RateUnit::AutoBits.rate(*n as f64),
         (FactorName::Flows | FactorName::Burst | FactorName::UnderLoad, FactorValue::Number(n)) => {
             n.to_string()
@@ -27,10 +30,16 @@ pub fn value_text(factor: FactorName, v: &FactorValue) -> String {
 }
 
 /// `--msg-size 4 K, --flows 2`.
-pub fn settings_text(settings: &[Setting]) -> String {
+pub fn settings_text(test: WorkloadKind, settings: &[Setting]) -> String {
     settings
         .iter()
-        .map(|s| format!("{} {}", s.factor.flag(), value_text(s.factor, &s.value)))
+        .map(|s| {
+            format!(
+                "{} {}",
+                s.factor.flag(),
+                value_text(test, s.factor, &s.value)
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -107,18 +116,25 @@ pub fn point_line(p: &SweepPoint, total: usize) -> String {
     format!(
         "[{:>width$}/{total}] {}{again}: {what} ({:.1} s)",
         p.index + 1,
-        settings_text(&p.settings),
+        settings_text(
+            p.result
+                .spec
+                .as_ref()
+                .map_or(WorkloadKind::Stream, |s| s.kind()),
+            &p.settings
+        ),
         p.duration_ms as f64 / 1000.0,
         width = total.to_string().len()
     )
 }
 
 /// One curve's analysis in a sentence or two.
-pub fn curve_text(c: &CurveAnalysis) -> String {
+pub fn curve_text(test: WorkloadKind, c: &CurveAnalysis) -> String {
     let mut t = String::new();
     if !c.variant.is_empty() {
-        let _ = write!(t, "{}: ", settings_text(&c.variant));
+        let _ = write!(t, "{}: ", settings_text(test, &c.variant));
     }
+    let offered = |x: f64| value_text(test, FactorName::Rate, &FactorValue::Number(x as u64));
     let size = size_f;
     if let Some(a) = &c.throughput {
         if a.saturated {
@@ -193,16 +209,20 @@ pub fn curve_text(c: &CurveAnalysis) -> String {
     if let Some(k) = &c.load {
         match &k.knee {
             Some(p) => {
-                let _ = write!(t, "load knee at {} offered", units::number(p.offered_per_s));
+                let _ = write!(t, "load knee at {} offered", offered(p.offered_per_s));
             }
             None => t.push_str("the lowest offered load already violates"),
         }
         if let Some(v) = &k.first_violation {
             let _ = write!(
                 t,
-                "; first violation at {} ({:?})",
-                units::number(v.point.offered_per_s),
-                v.cause
+                "; first violation at {} ({})",
+                offered(v.point.offered_per_s),
+                match v.cause {
+                    ViolationCause::Latency => "p99 above twice the lowest rate's",
+                    ViolationCause::Loss => "loss",
+                    ViolationCause::LatencyAndLoss => "p99 and loss",
+                }
             );
         }
     }
@@ -251,7 +271,7 @@ pub fn summary(s: &SweepResult) -> String {
         }
     );
     for c in &s.analysis {
-        let _ = writeln!(t, "  {}", curve_text(c));
+        let _ = writeln!(t, "  {}", curve_text(s.test, c));
     }
     t
 }
