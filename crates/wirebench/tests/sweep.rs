@@ -429,3 +429,68 @@ fn a_refused_point_is_recorded_and_the_sweep_goes_on() {
     let e = failed.result.error.as_ref().expect("the refusal");
     assert!(e.message.contains("--max-flows"), "{}", e.message);
 }
+
+/// Ctrl-C (SIGINT) ends the sweep after the point under way: every completed point is kept
+/// and written, the sweep says so and how to resume, and exits 130.
+#[test]
+fn sigint_keeps_the_completed_points_and_says_so() {
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("wb-sweep-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let child = Command::new(BIN)
+        .args([
+            "sweep",
+            "stream",
+            "--msg-size",
+            "1K..64K",
+            "--points-per-octave",
+            "1",
+            "--perturb",
+            "0",
+            "-t",
+            "0.3",
+            "-o",
+            &d,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        let n = std::fs::read_to_string(dir.join("sweep.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<SweepResult>(&t).ok())
+            .map_or(0, |s| s.points.len());
+        if n >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(child.id(), "-INT");
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    assert!(
+        stdout.contains("interrupted:") && stdout.contains("--resume"),
+        "{stdout}"
+    );
+    let s: SweepResult =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(s.status, SweepStatus::Interrupted);
+    assert!(
+        s.points.len() >= 2 && s.points.len() < 7,
+        "{}",
+        s.points.len()
+    );
+    // Every kept point completed, and each has its own file.
+    for p in &s.points {
+        assert!(p.figure.is_some(), "point {}", p.index);
+        assert!(dir
+            .join("points")
+            .join(format!("{:04}.json", p.index))
+            .exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
