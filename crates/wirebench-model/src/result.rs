@@ -36,6 +36,10 @@ pub struct RunResult {
     /// The user's title for this invocation (`-T`), if any.
     #[serde(default)]
     pub title: Option<String>,
+    /// The command line that ran it (`wirebench stream -t 5 ...`), to reproduce it; empty
+    /// when not run from a command line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
     /// Wall-clock start of the invocation, milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
     /// The same instant in ISO 8601, UTC (`2026-11-24T11:38:10.123Z`).

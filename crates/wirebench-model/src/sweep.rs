@@ -150,7 +150,9 @@ pub struct Factor {
 }
 
 /// One factor's value at a point.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub struct Setting {
     /// The factor.
     pub factor: FactorName,

@@ -145,6 +145,7 @@ pub fn failed_result(
         schema_version: SCHEMA_VERSION,
         tool: crate::software(),
         title: None,
+        command: Vec::new(),
         started_unix_ms: started,
         started_utc: wirebench_model::result::iso8601_utc(started),
         status: match error.kind {

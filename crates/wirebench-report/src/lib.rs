@@ -10,7 +10,9 @@
 //! The result document itself (`RunResult`) lives in `wirebench-model`.
 
 pub mod analyze;
+pub mod figures;
 pub mod label;
+pub mod page;
 pub mod print;
 
 #[cfg(test)]

@@ -36,6 +36,34 @@ pub enum Command {
     /// A test over a grid of factor values, each point a complete result, the curves
     /// analysed (saturation, n½, dips, Hockney fit, load knee).
     Sweep(SweepArgs),
+    /// Draw a result (a test's or a sweep's JSON, or a sweep's -o directory) as SVG.
+    Plot(PlotArgs),
+    /// Write a result as one self-contained HTML page (inline SVG and CSS, opens offline).
+    Report(ReportArgs),
+}
+
+/// `wirebench plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// A RunResult or SweepResult JSON file (`--json` output), or a sweep's `-o` directory.
+    pub input: std::path::PathBuf,
+    /// Which figure: timeseries, tail (request/response), curve, curve-latency (sweeps of
+    /// request/response); default the first that applies.
+    #[arg(long, value_parser = ["timeseries", "tail", "curve", "curve-latency"])]
+    pub kind: Option<String>,
+    /// Write the SVG here (atomically) instead of to stdout.
+    #[arg(short, long, value_name = "FILE.svg")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+/// `wirebench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A RunResult or SweepResult JSON file (`--json` output), or a sweep's `-o` directory.
+    pub input: std::path::PathBuf,
+    /// The HTML file to write (atomically).
+    #[arg(short, long, value_name = "FILE.html")]
+    pub output: std::path::PathBuf,
 }
 
 /// `wirebench sweep`.

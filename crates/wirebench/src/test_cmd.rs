@@ -351,6 +351,9 @@ impl Out {
     /// stderr, once.
     pub fn finish(&self, mut r: RunResult) -> i32 {
         r.title.clone_from(&self.title);
+        if r.command.is_empty() {
+            r.command = std::env::args().collect();
+        }
         // A refused spec field (here or by the server) in the user's terms: flag and unit.
         if let Some(e) = r.error.as_mut() {
             if let (Some(f), Some(p)) = (e.field, &e.problem) {

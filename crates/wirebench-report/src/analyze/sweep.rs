@@ -324,6 +324,7 @@ mod tests {
             schema_version: 3,
             tool: "t".into(),
             title: None,
+            command: Vec::new(),
             started_unix_ms: 0,
             started_utc: String::new(),
             status: wirebench_model::result::RunStatus::Completed,

@@ -533,6 +533,7 @@ pub(crate) fn result_for(spec: TestSpec, runs: Vec<RunRecord>) -> RunResult {
         schema_version: SCHEMA_VERSION,
         tool: "wirebench 0.1.0".into(),
         title: None,
+        command: Vec::new(),
         started_unix_ms: STARTED_UNIX_MS,
         started_utc: iso8601_utc(STARTED_UNIX_MS),
         status: RunStatus::Completed,

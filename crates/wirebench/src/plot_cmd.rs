@@ -1,0 +1,149 @@
+//! `wirebench plot INPUT` and `wirebench report INPUT`: a result (a RunResult JSON file, a
+//! SweepResult JSON file, or a sweep's `-o` directory) drawn as SVG, or written as one
+//! self-contained HTML page.
+
+use std::path::{Path, PathBuf};
+
+use wirebench_model::result::RunResult;
+use wirebench_model::sweep::SweepResult;
+use wirebench_report::figures::{run_figures, sweep_figures, Named};
+use wirebench_report::page::{run_page, sweep_page};
+
+use crate::cli::{PlotArgs, ReportArgs};
+use crate::test_cmd::write_atomically;
+use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+
+/// A result read from disk.
+enum Input {
+    /// One test.
+    Run(Box<RunResult>),
+    /// A sweep.
+    Sweep(Box<SweepResult>),
+}
+
+/// Read `path`: a sweep directory (its `sweep.json`), or a JSON document of either kind (a
+/// SweepResult has `"kind": "sweep"`).
+fn load(path: &Path) -> Result<Input, String> {
+    let file: PathBuf = if path.is_dir() {
+        path.join("sweep.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
+    if v.get("kind").and_then(|k| k.as_str()) == Some("sweep") {
+        serde_json::from_value(v)
+            .map(|s| Input::Sweep(Box::new(s)))
+            .map_err(|e| format!("{} is not a wirebench sweep result: {e}", file.display()))
+    } else {
+        serde_json::from_value(v)
+            .map(|r| Input::Run(Box::new(r)))
+            .map_err(|e| format!("{} is not a wirebench result: {e}", file.display()))
+    }
+}
+
+/// The figures of an input.
+fn figures(input: &Input) -> Vec<Named> {
+    match input {
+        Input::Run(r) => run_figures(r),
+        Input::Sweep(s) => sweep_figures(s),
+    }
+}
+
+/// `wirebench plot`; the exit code.
+pub fn plot(a: &PlotArgs) -> i32 {
+    let fail = |msg: String, code: i32| {
+        eprintln!("wirebench plot: {msg}");
+        code
+    };
+    if let Some(o) = &a.output {
+        if o.extension().is_some_and(|e| e != "svg") {
+            return fail(
+                format!(
+                    "-o {}: wirebench draws SVG only (any browser shows it; convert it with a tool \
+                     of your choice)",
+                    o.display()
+                ),
+                EXIT_USAGE,
+            );
+        }
+    }
+    let input = match load(&a.input) {
+        Ok(i) => i,
+        Err(e) => return fail(e, EXIT_USAGE),
+    };
+    let all = figures(&input);
+    let available: Vec<&str> = all.iter().map(|n| n.kind.name()).collect();
+    let chosen = match &a.kind {
+        Some(k) => all.iter().find(|n| n.kind.name() == k),
+        None => all.first(),
+    };
+    let Some(fig) = chosen else {
+        return fail(
+            if all.is_empty() {
+                format!(
+                    "{}: no figure applies (no completed run or point)",
+                    a.input.display()
+                )
+            } else {
+                format!(
+                    "--kind {}: not a figure of {} (it has: {})",
+                    a.kind.as_deref().unwrap_or(""),
+                    a.input.display(),
+                    available.join(", ")
+                )
+            },
+            EXIT_USAGE,
+        );
+    };
+    let svg = match fig.svg() {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(
+                format!("cannot draw the {} figure: {e}", fig.kind.name()),
+                EXIT_FAILED,
+            )
+        }
+    };
+    match &a.output {
+        Some(path) => match write_atomically(path, svg.as_str().as_bytes()) {
+            Ok(()) => EXIT_OK,
+            Err(e) => fail(
+                format!("cannot write {}: {e:#}", path.display()),
+                EXIT_FAILED,
+            ),
+        },
+        None => {
+            print!("{}", svg.as_str());
+            EXIT_OK
+        }
+    }
+}
+
+/// `wirebench report`; the exit code.
+pub fn report(a: &ReportArgs) -> i32 {
+    let input = match load(&a.input) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("wirebench report: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let page = match &input {
+        Input::Run(r) => run_page(r),
+        Input::Sweep(s) => sweep_page(s),
+    }
+    .to_html();
+    match write_atomically(&a.output, page.as_bytes()) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!(
+                "wirebench report: cannot write {}: {e:#}",
+                a.output.display()
+            );
+            EXIT_FAILED
+        }
+    }
+}
