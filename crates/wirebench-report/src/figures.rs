@@ -12,10 +12,14 @@
 
 use std::collections::BTreeMap;
 
-use wirebench_model::result::{RunResult, WorkloadSummary};
+use wirebench_model::result::{
+    RrSummary, RunRecord, RunResult, StreamSummary, UdpSummary, WorkloadSummary,
+};
 use wirebench_model::side::{Role, SideData};
 use wirebench_model::spec::{FlowDir, WorkloadKind};
-use wirebench_model::sweep::{FactorName, PointFigure, PointRole, Setting, SweepResult};
+use wirebench_model::sweep::{
+    CurveAnalysis, FactorName, PointFigure, PointRole, Setting, SweepResult,
+};
 use wirebench_plot::{
     Annotation, Axis, Figure, Heading, Overlay, Point, Render, Series, SeriesKind, Svg, Unit, YAxis,
 };
@@ -91,6 +95,195 @@ fn dir_name(d: FlowDir) -> &'static str {
     }
 }
 
+/// A stream test's figures: throughput per flow and per direction against time.
+fn stream_figures(run: &RunRecord, s: &StreamSummary, sub: &str) -> Vec<Named> {
+    let mut out = Vec::new();
+    let mut series = Vec::new();
+    for side in [run.client.as_ref(), run.server.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        let Some(SideData::Stream(st)) = side.data.as_ref() else {
+            continue;
+        };
+        let receivers: Vec<u32> = st
+            .flows
+            .iter()
+            .filter(|f| f.role == Role::Receiver)
+            .map(|f| f.flow)
+            .collect();
+        if receivers.len() > MAX_FLOW_SERIES {
+            continue;
+        }
+        for flow in receivers {
+            let pts: Vec<(f64, f64)> = st
+                .intervals
+                .iter()
+                .filter_map(|i| {
+                    let b = i
+                        .flows
+                        .iter()
+                        .find(|f| f.flow == flow && f.role == Role::Receiver)?;
+                    let secs = i.span.end_ns.saturating_sub(i.span.start_ns) as f64 / 1e9;
+                    (secs > 0.0).then(|| (i.span.end_ns as f64 / 1e9, b.bytes as f64 * 8.0 / secs))
+                })
+                .collect();
+            series.push(Series::new(format!("flow {flow}"), SeriesKind::Step, &pts));
+        }
+    }
+    for d in [FlowDir::ClientToServer, FlowDir::ServerToClient] {
+        let pts: Vec<(f64, f64)> = s
+            .intervals
+            .iter()
+            .filter(|i| i.dir == d)
+            .map(|i| (i.end_s, i.throughput_bps))
+            .collect();
+        if !pts.is_empty() {
+            series.push(Series::new(
+                format!("total {}", dir_name(d)),
+                SeriesKind::LineWithPoints,
+                &pts,
+            ));
+        }
+    }
+    if !series.is_empty() {
+        out.push(Named {
+                kind: FigureKind::Timeseries,
+                figure: Figure {
+                    heading: Heading::new("TCP stream throughput per interval", sub.to_string()),
+                    x: Axis::linear("time since the end's start", Unit::Seconds),
+                    y: Axis::linear("payload throughput at the receiver", Unit::BitsPerSecond),
+                    series,
+                    ..Figure::default()
+                },
+                caption: format!(
+                    "Bytes read by the receiving application per interval × 8 / interval \
+                     length, drawn at each interval's end; flows drawn one by one up to {MAX_FLOW_SERIES} \
+                     per end."
+                ),
+            });
+    }
+    out
+}
+
+/// A UDP test's figures: received throughput and loss against time.
+fn udp_figures(u: &UdpSummary, sub: &str) -> Vec<Named> {
+    let mut out = Vec::new();
+    let mut series = Vec::new();
+    for d in [FlowDir::ClientToServer, FlowDir::ServerToClient] {
+        let rows: Vec<_> = u.intervals.iter().filter(|i| i.row.dir == d).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let bps: Vec<(f64, f64)> = rows
+            .iter()
+            .map(|i| (i.row.end_s, i.row.throughput_bps))
+            .collect();
+        let loss: Vec<(f64, f64)> = rows.iter().map(|i| (i.row.end_s, i.loss_pct)).collect();
+        series.push(Series::new(
+            format!("received {}", dir_name(d)),
+            SeriesKind::LineWithPoints,
+            &bps,
+        ));
+        series.push(
+            Series::new(
+                format!("lost {} (right axis)", dir_name(d)),
+                SeriesKind::Step,
+                &loss,
+            )
+            .on_y2(),
+        );
+    }
+    if !series.is_empty() {
+        out.push(Named {
+            kind: FigureKind::Timeseries,
+            figure: Figure {
+                heading: Heading::new("UDP throughput and loss per interval", sub.to_string()),
+                x: Axis::linear("time since the end's start", Unit::Seconds),
+                y: Axis::linear("payload received", Unit::BitsPerSecond),
+                y2: Some(Axis::linear("lost in the interval", Unit::Percent)),
+                series,
+                ..Figure::default()
+            },
+            caption: "Receiver: payload bytes of distinct datagrams per interval, and the \
+                          datagrams lost in it (sequence numbers covered − received), percent."
+                .into(),
+        });
+    }
+    out
+}
+
+/// A request/response test's figures: the round trip per interval and its tail.
+fn rr_figures(s: &RrSummary, sub: &str) -> Vec<Named> {
+    let mut out = Vec::new();
+    let p50: Vec<(f64, f64)> = s
+        .intervals
+        .iter()
+        .filter_map(|i| Some((i.end_s, i.rtt_p50_ns? as f64)))
+        .collect();
+    let p99: Vec<(f64, f64)> = s
+        .intervals
+        .iter()
+        .filter_map(|i| Some((i.end_s, i.rtt_p99_ns? as f64)))
+        .collect();
+    if !p50.is_empty() {
+        out.push(Named {
+            kind: FigureKind::Timeseries,
+            figure: Figure {
+                heading: Heading::new("Round trip per interval", sub.to_string()),
+                x: Axis::linear("time since the client's start", Unit::Seconds),
+                y: Axis::log10("round trip", Unit::Nanoseconds),
+                series: vec![
+                    Series::new("p50", SeriesKind::LineWithPoints, &p50),
+                    Series::new("p99", SeriesKind::LineWithPoints, &p99),
+                ],
+                ..Figure::default()
+            },
+            caption: "Client: percentiles of the round trips completed in each interval \
+                          (all flows merged)."
+                .into(),
+        });
+    }
+    if let Some(l) = &s.latency {
+        let tail = [
+            (0.5, l.p50_ns),
+            (0.1, l.p90_ns),
+            (0.01, l.p99_ns),
+            (0.001, l.p999_ns),
+            (0.0001, l.p9999_ns),
+        ];
+        let pts: Vec<(f64, f64)> = tail.iter().map(|&(f, v)| (f, v as f64)).collect();
+        out.push(Named {
+            kind: FigureKind::Tail,
+            figure: Figure {
+                heading: Heading::new("Round-trip tail", sub.to_string()),
+                x: Axis::log10("share of round trips slower", Unit::None),
+                y: Axis::log10("round trip", Unit::Nanoseconds),
+                series: vec![Series::new("window", SeriesKind::LineWithPoints, &pts)],
+                annotations: vec![
+                    Annotation::HLine {
+                        y: l.min_ns as f64,
+                        label: "min".into(),
+                        axis: YAxis::Y,
+                    },
+                    Annotation::HLine {
+                        y: l.max_ns as f64,
+                        label: "max".into(),
+                        axis: YAxis::Y,
+                    },
+                ],
+                ..Figure::default()
+            },
+            caption: format!(
+                "The window's p50, p90, p99, p99.9 and p99.99 round trips ({} \
+                     transactions, HDR histogram), min and max marked.",
+                l.count
+            ),
+        });
+    }
+    out
+}
+
 /// The figures of a test result (its first run).
 pub fn run_figures(r: &RunResult) -> Vec<Named> {
     let Some(run) = r.runs.first() else {
@@ -98,190 +291,12 @@ pub fn run_figures(r: &RunResult) -> Vec<Named> {
     };
     let kind = r.spec.as_ref().map(|s| s.kind());
     let sub = subtitle(kind, r.server_address.as_deref(), &r.started_utc);
-    let mut out = Vec::new();
     match run.summary.as_ref().map(|s| &s.workload) {
-        Some(WorkloadSummary::Stream(s)) => {
-            let mut series = Vec::new();
-            for side in [run.client.as_ref(), run.server.as_ref()]
-                .into_iter()
-                .flatten()
-            {
-                let Some(SideData::Stream(st)) = side.data.as_ref() else {
-                    continue;
-                };
-                let receivers: Vec<u32> = st
-                    .flows
-                    .iter()
-                    .filter(|f| f.role == Role::Receiver)
-                    .map(|f| f.flow)
-                    .collect();
-                if receivers.len() > MAX_FLOW_SERIES {
-                    continue;
-                }
-                for flow in receivers {
-                    let pts: Vec<(f64, f64)> = st
-                        .intervals
-                        .iter()
-                        .filter_map(|i| {
-                            let b = i
-                                .flows
-                                .iter()
-                                .find(|f| f.flow == flow && f.role == Role::Receiver)?;
-                            let secs = i.span.end_ns.saturating_sub(i.span.start_ns) as f64 / 1e9;
-                            (secs > 0.0)
-                                .then(|| (i.span.end_ns as f64 / 1e9, b.bytes as f64 * 8.0 / secs))
-                        })
-                        .collect();
-                    series.push(Series::new(format!("flow {flow}"), SeriesKind::Step, &pts));
-                }
-            }
-            for d in [FlowDir::ClientToServer, FlowDir::ServerToClient] {
-                let pts: Vec<(f64, f64)> = s
-                    .intervals
-                    .iter()
-                    .filter(|i| i.dir == d)
-                    .map(|i| (i.end_s, i.throughput_bps))
-                    .collect();
-                if !pts.is_empty() {
-                    series.push(Series::new(
-                        format!("total {}", dir_name(d)),
-                        SeriesKind::LineWithPoints,
-                        &pts,
-                    ));
-                }
-            }
-            if !series.is_empty() {
-                out.push(Named {
-                    kind: FigureKind::Timeseries,
-                    figure: Figure {
-                        heading: Heading::new("TCP stream throughput per interval", sub.clone()),
-                        x: Axis::linear("time since the end's start", Unit::Seconds),
-                        y: Axis::linear("payload throughput at the receiver", Unit::BitsPerSecond),
-                        series,
-                        ..Figure::default()
-                    },
-                    caption: format!(
-                        "Bytes read by the receiving application per interval × 8 / interval \
-                         length, drawn at each interval's end; flows drawn one by one up to {MAX_FLOW_SERIES} \
-                         per end."
-                    ),
-                });
-            }
-        }
-        Some(WorkloadSummary::UdpStream(u)) => {
-            let mut series = Vec::new();
-            for d in [FlowDir::ClientToServer, FlowDir::ServerToClient] {
-                let rows: Vec<_> = u.intervals.iter().filter(|i| i.row.dir == d).collect();
-                if rows.is_empty() {
-                    continue;
-                }
-                let bps: Vec<(f64, f64)> = rows
-                    .iter()
-                    .map(|i| (i.row.end_s, i.row.throughput_bps))
-                    .collect();
-                let loss: Vec<(f64, f64)> =
-                    rows.iter().map(|i| (i.row.end_s, i.loss_pct)).collect();
-                series.push(Series::new(
-                    format!("received {}", dir_name(d)),
-                    SeriesKind::LineWithPoints,
-                    &bps,
-                ));
-                series.push(
-                    Series::new(
-                        format!("lost {} (right axis)", dir_name(d)),
-                        SeriesKind::Step,
-                        &loss,
-                    )
-                    .on_y2(),
-                );
-            }
-            if !series.is_empty() {
-                out.push(Named {
-                    kind: FigureKind::Timeseries,
-                    figure: Figure {
-                        heading: Heading::new("UDP throughput and loss per interval", sub.clone()),
-                        x: Axis::linear("time since the end's start", Unit::Seconds),
-                        y: Axis::linear("payload received", Unit::BitsPerSecond),
-                        y2: Some(Axis::linear("lost in the interval", Unit::Percent)),
-                        series,
-                        ..Figure::default()
-                    },
-                    caption: "Receiver: payload bytes of distinct datagrams per interval, and the \
-                              datagrams lost in it (sequence numbers covered − received), percent."
-                        .into(),
-                });
-            }
-        }
-        Some(WorkloadSummary::Rr(s)) => {
-            let p50: Vec<(f64, f64)> = s
-                .intervals
-                .iter()
-                .filter_map(|i| Some((i.end_s, i.rtt_p50_ns? as f64)))
-                .collect();
-            let p99: Vec<(f64, f64)> = s
-                .intervals
-                .iter()
-                .filter_map(|i| Some((i.end_s, i.rtt_p99_ns? as f64)))
-                .collect();
-            if !p50.is_empty() {
-                out.push(Named {
-                    kind: FigureKind::Timeseries,
-                    figure: Figure {
-                        heading: Heading::new("Round trip per interval", sub.clone()),
-                        x: Axis::linear("time since the client's start", Unit::Seconds),
-                        y: Axis::log10("round trip", Unit::Nanoseconds),
-                        series: vec![
-                            Series::new("p50", SeriesKind::LineWithPoints, &p50),
-                            Series::new("p99", SeriesKind::LineWithPoints, &p99),
-                        ],
-                        ..Figure::default()
-                    },
-                    caption: "Client: percentiles of the round trips completed in each interval \
-                              (all flows merged)."
-                        .into(),
-                });
-            }
-            if let Some(l) = &s.latency {
-                let tail = [
-                    (0.5, l.p50_ns),
-                    (0.1, l.p90_ns),
-                    (0.01, l.p99_ns),
-                    (0.001, l.p999_ns),
-                    (0.0001, l.p9999_ns),
-                ];
-                let pts: Vec<(f64, f64)> = tail.iter().map(|&(f, v)| (f, v as f64)).collect();
-                out.push(Named {
-                    kind: FigureKind::Tail,
-                    figure: Figure {
-                        heading: Heading::new("Round-trip tail", sub.clone()),
-                        x: Axis::log10("share of round trips slower", Unit::None),
-                        y: Axis::log10("round trip", Unit::Nanoseconds),
-                        series: vec![Series::new("window", SeriesKind::LineWithPoints, &pts)],
-                        annotations: vec![
-                            Annotation::HLine {
-                                y: l.min_ns as f64,
-                                label: "min".into(),
-                                axis: YAxis::Y,
-                            },
-                            Annotation::HLine {
-                                y: l.max_ns as f64,
-                                label: "max".into(),
-                                axis: YAxis::Y,
-                            },
-                        ],
-                        ..Figure::default()
-                    },
-                    caption: format!(
-                        "The window's p50, p90, p99, p99.9 and p99.99 round trips ({} \
-                         transactions, HDR histogram), min and max marked.",
-                        l.count
-                    ),
-                });
-            }
-        }
-        None => {}
+        Some(WorkloadSummary::Stream(s)) => stream_figures(run, s, &sub),
+        Some(WorkloadSummary::UdpStream(u)) => udp_figures(u, &sub),
+        Some(WorkloadSummary::Rr(s)) => rr_figures(s, &sub),
+        None => Vec::new(),
     }
-    out
 }
 
 /// The factor a sweep's figures run along (the analysis's choice).
@@ -333,6 +348,54 @@ fn curves(s: &SweepResult, along: FactorName) -> BTreeMap<Vec<Setting>, Vec<(f64
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     m
+}
+
+/// The marks of a curve's analysis: n½ and saturation lines, confirmed dips, the Hockney fit
+/// over `xs`; `tag` names the variant when there are several.
+fn analysis_marks(
+    c: &CurveAnalysis,
+    tag: &str,
+    xs: &[f64],
+    annotations: &mut Vec<Annotation>,
+    overlays: &mut Vec<Overlay>,
+) {
+    if let Some(a) = &c.throughput {
+        annotations.push(Annotation::VLine {
+            x: a.n_half.size_bytes(),
+            label: format!("n½{tag}"),
+        });
+        if a.saturated {
+            annotations.push(Annotation::HLine {
+                y: a.saturation_bps,
+                label: format!("saturation{tag}"),
+                axis: YAxis::Y,
+            });
+        }
+    }
+    if let Some(d) = &c.dips {
+        for x in &d.confirmed {
+            annotations.push(Annotation::Marker {
+                x: x.original.size_bytes as f64,
+                y: x.original.throughput_bps,
+                label: format!("dip {} B", x.original.size_bytes),
+                axis: YAxis::Y,
+            });
+        }
+    }
+    if let Some(h) = &c.hockney {
+        overlays.push(Overlay {
+            name: format!(
+                "Hockney fit of the mean{tag}: t0 {:.1} µs",
+                h.t0_ns / 1000.0
+            ),
+            points: xs
+                .iter()
+                .map(|&x| (x, h.t0_ns + h.slope_ns_per_byte * x))
+                .collect(),
+            axis: YAxis::Y,
+            style: None,
+        });
+    }
 }
 
 /// The figures of a sweep.
@@ -411,44 +474,8 @@ pub fn sweep_figures(s: &SweepResult) -> Vec<Named> {
         } else {
             String::new()
         };
-        if let Some(a) = &c.throughput {
-            annotations.push(Annotation::VLine {
-                x: a.n_half.size_bytes(),
-                label: format!("n½{tag}"),
-            });
-            if a.saturated {
-                annotations.push(Annotation::HLine {
-                    y: a.saturation_bps,
-                    label: format!("saturation{tag}"),
-                    axis: YAxis::Y,
-                });
-            }
-        }
-        if let Some(d) = &c.dips {
-            for x in &d.confirmed {
-                annotations.push(Annotation::Marker {
-                    x: x.original.size_bytes as f64,
-                    y: x.original.throughput_bps,
-                    label: format!("dip {} B", x.original.size_bytes),
-                    axis: YAxis::Y,
-                });
-            }
-        }
-        if let Some(h) = &c.hockney {
-            let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
-            overlays.push(Overlay {
-                name: format!(
-                    "Hockney fit of the mean{tag}: t0 {:.1} µs",
-                    h.t0_ns / 1000.0
-                ),
-                points: xs
-                    .iter()
-                    .map(|&x| (x, h.t0_ns + h.slope_ns_per_byte * x))
-                    .collect(),
-                axis: YAxis::Y,
-                style: None,
-            });
-        }
+        let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        analysis_marks(c, &tag, &xs, &mut annotations, &mut overlays);
     }
     let (title, y) = match s.test {
         t if t.is_rr() => (
@@ -469,7 +496,7 @@ pub fn sweep_figures(s: &SweepResult) -> Vec<Named> {
         vec![Named {
             kind: FigureKind::Curve,
             figure: Figure {
-                heading: Heading::new(format!("{title} vs {flag}"), sub.clone()),
+                heading: Heading::new(format!("{title} vs {flag}"), sub.to_string()),
                 x: factor_axis(along),
                 y,
                 series,
