@@ -281,7 +281,7 @@ pub struct CurveAnalysis {
     /// The dip candidates after their re-measurement.
     pub dips: Option<DipConfirmation>,
     /// Latency vs message size (rr/crr/udp rr sizes): the Hockney fit `t(n) = t0 + n/r_inf`
-    /// of the mean round trip; for stream, of the time per call `8·n / throughput`.
+    /// of the median round trip (robust to a loaded host's scheduling tail).
     pub hockney: Option<HockneyFit>,
     /// Latency and loss vs offered load (`--rate` on UDP or open-loop RR): the highest
     /// offered rate whose p99 stays within 2× the lowest rate's p99 with no loss.

@@ -385,7 +385,7 @@ fn analysis_marks(
     if let Some(h) = &c.hockney {
         overlays.push(Overlay {
             name: format!(
-                "Hockney fit of the mean{tag}: t0 {:.1} µs",
+                "Hockney fit of the median{tag}: t0 {:.1} µs",
                 h.t0_ns / 1000.0
             ),
             points: xs
@@ -523,7 +523,7 @@ pub fn sweep_figures(s: &SweepResult) -> Vec<Named> {
                 ..Figure::default()
             },
             caption: "Client round-trip p50 and p99 of each point's window; the Hockney fit is of \
-                      the mean round trip."
+                      the median round trip."
                 .into(),
         });
     }

@@ -12,7 +12,8 @@
 //!   combination of the other factors' values. Message-size curves of stream and UDP get the
 //!   throughput analysis (`wirebench-stats`' curve module) and their dip candidates are
 //!   confirmed against the re-measured points; request/response size curves get the Hockney
-//!   fit of the mean round trip; rate curves of open-loop RR and UDP get the load knee
+//!   fit of the median round trip (the median, not the mean: a loaded host's scheduling
+//!   tail would lift the mean and with it t0); rate curves of open-loop RR and UDP get the load knee
 //!   (p99 within twice the lowest rate's, no loss; for UDP, which has no latency figure,
 //!   loss alone).
 
@@ -270,11 +271,11 @@ fn analyze_curve(
             .iter()
             .filter_map(|p| match *p.figure {
                 PointFigure::Transactions {
-                    rtt_mean_ns: Some(m),
+                    rtt_p50_ns: Some(m),
                     ..
                 } => Some(LatencyPoint {
                     size_bytes: p.x,
-                    latency_ns: m,
+                    latency_ns: m as f64,
                 }),
                 _ => None,
             })
@@ -426,7 +427,8 @@ mod tests {
                 transactions_per_s: 1e9 / mean,
                 rtt_p50_ns: Some(mean as u64),
                 rtt_p99_ns: Some(mean as u64),
-                rtt_mean_ns: Some(mean),
+                // A scheduling tail lifts the mean; the fit is of the median.
+                rtt_mean_ns: Some(mean * 1.5),
             });
             pts.push(p);
         }

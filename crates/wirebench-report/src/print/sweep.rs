@@ -198,7 +198,7 @@ pub fn curve_text(test: WorkloadKind, c: &CurveAnalysis) -> String {
     if let Some(h) = &c.hockney {
         let _ = write!(
             t,
-            "Hockney fit of the mean round trip: t0 = {:.1} µs",
+            "Hockney fit of the median round trip: t0 = {:.1} µs",
             h.t0_ns / 1000.0
         );
         if let Some(r) = h.r_inf_bps {
