@@ -177,14 +177,11 @@ fn every_point_reconciles_its_bytes() {
     }
 }
 
-/// A sweep killed with SIGKILL and resumed measures every planned point exactly once.
-#[test]
-fn resume_after_sigkill_completes_the_same_point_set() {
-    let _g = serial();
-    let dir = std::env::temp_dir().join(format!("wb-sweep-resume-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// Start `wirebench sweep stream` over 7 message sizes (1K..64K) writing to `dir`, and return
+/// once `dir/sweep.json` holds at least two points (or after 60 s, whatever it has).
+fn sweep_until_two_points(dir: &std::path::Path, extra: &[&str]) -> std::process::Child {
     let d = dir.display().to_string();
-    let args = [
+    let mut args = vec![
         "sweep",
         "stream",
         "--msg-size",
@@ -193,19 +190,18 @@ fn resume_after_sigkill_completes_the_same_point_set() {
         "1",
         "--perturb",
         "0",
-        "--no-remeasure",
         "-t",
         "0.3",
         "-o",
         &d,
     ];
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdout(Stdio::null())
+    args.extend_from_slice(extra);
+    let child = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Kill it once sweep.json holds at least two points (or after 60 s, whatever it has).
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
         let n = std::fs::read_to_string(dir.join("sweep.json"))
@@ -217,6 +213,17 @@ fn resume_after_sigkill_completes_the_same_point_set() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    child
+}
+
+/// A sweep killed with SIGKILL and resumed measures every planned point exactly once.
+#[test]
+fn resume_after_sigkill_completes_the_same_point_set() {
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("wb-sweep-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let mut child = sweep_until_two_points(&dir, &["--no-remeasure"]);
     kill(child.id(), "-KILL");
     let _ = child.wait();
     let before: SweepResult =
@@ -437,37 +444,7 @@ fn sigint_keeps_the_completed_points_and_says_so() {
     let _g = serial();
     let dir = std::env::temp_dir().join(format!("wb-sweep-int-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let d = dir.display().to_string();
-    let child = Command::new(BIN)
-        .args([
-            "sweep",
-            "stream",
-            "--msg-size",
-            "1K..64K",
-            "--points-per-octave",
-            "1",
-            "--perturb",
-            "0",
-            "-t",
-            "0.3",
-            "-o",
-            &d,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        let n = std::fs::read_to_string(dir.join("sweep.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<SweepResult>(&t).ok())
-            .map_or(0, |s| s.points.len());
-        if n >= 2 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = sweep_until_two_points(&dir, &[]);
     kill(child.id(), "-INT");
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
