@@ -17,6 +17,7 @@ pub mod cli;
 pub mod cmd;
 pub mod lab;
 pub mod plot_cmd;
+pub mod progress;
 pub mod serve;
 pub mod specs;
 pub mod sweep;

@@ -300,10 +300,17 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
     let mut live = Live::of(a);
+    // No live lines: a bar over the expected time instead (terminal, human output only).
+    let bar = spec.common.interval_ms.is_none().then(|| {
+        let one = Duration::from_millis(spec.common.warmup_ms + spec.common.duration_ms);
+        let runs = cfg.repetition.max_runs.max(1) * if load.is_some() { 2 } else { 1 };
+        crate::progress::TimeBar::start(one * runs, format == Format::Human, "measuring")
+    });
     let result = match load {
         Some(l) => crate::under_load::measure(&cfg, &interrupt, &spec, l, &mut live),
         None => Runner::new(cfg, interrupt).run(&spec, &mut live),
     };
+    drop(bar);
     out.finish(result)
 }
 

@@ -165,3 +165,33 @@ fn csv_time_series_and_flows() {
         "{csv}"
     );
 }
+
+/// On a terminal (a pseudo-terminal from util-linux's `script`), a command without live
+/// lines shows a progress bar (a test with `-i 0`, a sweep); piped, it shows none.
+#[test]
+fn progress_bars_on_a_terminal_only() {
+    let _g = serial();
+    let tty = |cmd: &str| -> String {
+        let log = std::env::temp_dir().join(format!("wb-tty-{}.log", std::process::id()));
+        let st = std::process::Command::new("script")
+            .args(["-qfc", &format!("{BIN} {cmd}"), &log.display().to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("util-linux script");
+        assert!(st.success(), "{cmd}");
+        let out = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+        let _ = std::fs::remove_file(&log);
+        out
+    };
+    let out = tty("stream -t 3.5 -i 0");
+    assert!(
+        out.contains("measuring: ") && out.contains("of about 4 s"),
+        "{out}"
+    );
+    let out = tty("sweep stream --msg-size 1K,2K,4K --perturb 0 --no-remeasure -t 1.2");
+    assert!(out.contains("points,") && out.contains("ETA"), "{out}");
+    let piped = wb(&["stream", "-t", "3.5", "-i", "0"]);
+    assert_eq!(piped.code, 0);
+    assert!(!piped.stdout.contains("measuring") && !piped.stderr.contains("measuring"));
+}
