@@ -208,7 +208,7 @@ pub fn exit_code(r: &RunResult) -> i32 {
 
 /// The live interval when the user gave none: every second on a terminal with human output
 /// and with --json-stream (as long as the test is), none otherwise; `-i 0` turns it off.
-pub(crate) fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) {
+fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) {
     if a.interval.is_some() {
         return;
     }
@@ -226,7 +226,7 @@ pub(crate) fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec)
 }
 
 /// Check before the test that `-o FILE` can be written (its directory takes a new file).
-pub(crate) fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
+fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
     let Sink::File(path) = sink else {
         return Ok(());
     };
