@@ -10,6 +10,7 @@
 //! a comment next to it.
 
 mod aggregate;
+mod figures;
 mod print;
 mod rr;
 mod stream;
