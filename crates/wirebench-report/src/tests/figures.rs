@@ -6,7 +6,7 @@ use wirebench_model::sweep::{
     Factor, FactorName, FactorValue, PointFigure, PointRole, Setting, SweepPoint, SweepResult,
     SweepStatus,
 };
-use wirebench_plot::{Annotation, Render};
+use wirebench_plot::Annotation;
 
 use super::result_for;
 use crate::analyze::sweep::analyze;
