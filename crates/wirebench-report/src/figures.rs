@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use wirebench_model::result::{
     RrSummary, RunRecord, RunResult, StreamSummary, UdpSummary, WorkloadSummary,
 };
-use wirebench_model::side::{Role, SideData};
+use wirebench_model::side::SideData;
 use wirebench_model::spec::{FlowDir, WorkloadKind};
 use wirebench_model::sweep::{
     CurveAnalysis, FactorName, PointFigure, PointRole, Setting, SweepResult,
@@ -106,28 +106,11 @@ fn stream_figures(run: &RunRecord, s: &StreamSummary, sub: &str) -> Vec<Named> {
         let Some(SideData::Stream(st)) = side.data.as_ref() else {
             continue;
         };
-        let receivers: Vec<u32> = st
-            .flows
-            .iter()
-            .filter(|f| f.role == Role::Receiver)
-            .map(|f| f.flow)
-            .collect();
-        if receivers.len() > MAX_FLOW_SERIES {
+        let flows = crate::analyze::stream::receiver_flow_intervals(st);
+        if flows.len() > MAX_FLOW_SERIES {
             continue;
         }
-        for flow in receivers {
-            let pts: Vec<(f64, f64)> = st
-                .intervals
-                .iter()
-                .filter_map(|i| {
-                    let b = i
-                        .flows
-                        .iter()
-                        .find(|f| f.flow == flow && f.role == Role::Receiver)?;
-                    let secs = i.span.end_ns.saturating_sub(i.span.start_ns) as f64 / 1e9;
-                    (secs > 0.0).then(|| (i.span.end_ns as f64 / 1e9, b.bytes as f64 * 8.0 / secs))
-                })
-                .collect();
+        for (flow, pts) in flows {
             series.push(Series::new(format!("flow {flow}"), SeriesKind::Step, &pts));
         }
     }

@@ -507,3 +507,30 @@ pub(crate) fn interval_row(
         in_warmup: sample.in_warmup,
     })
 }
+
+/// One receiving flow's throughput per interval, as measured at its receiving end: `(end of
+/// the interval in seconds after that end's start, bytes read × 8 / interval length)`, in
+/// bit/s; intervals of zero length are left out.
+pub fn receiver_flow_intervals(
+    side: &wirebench_model::side::StreamSide,
+) -> Vec<(u32, Vec<(f64, f64)>)> {
+    side.flows
+        .iter()
+        .filter(|f| f.role == Role::Receiver)
+        .map(|f| {
+            let pts = side
+                .intervals
+                .iter()
+                .filter_map(|i| {
+                    let b = i
+                        .flows
+                        .iter()
+                        .find(|x| x.flow == f.flow && x.role == Role::Receiver)?;
+                    let len = i.span.end_ns.saturating_sub(i.span.start_ns);
+                    Some((i.span.end_ns as f64 / 1e9, rate_bps(b.bytes, len)?))
+                })
+                .collect();
+            (f.flow, pts)
+        })
+        .collect()
+}

@@ -681,3 +681,18 @@ fn window_above_the_kernel_maximum_is_reported_per_end() {
         Warning::WindowCapped { .. }
     )));
 }
+
+/// Each receiving flow's interval rate is its bytes × 8 over the interval, at the interval's
+/// end: the server of `forward_two` read 75 MB and then 625 MB per flow in two 1 s intervals.
+#[test]
+fn receiver_flow_intervals_are_bytes_over_the_interval() {
+    let (_, client, mut server) = forward_two();
+    let rates = crate::analyze::stream::receiver_flow_intervals(stream_mut(&mut server));
+    assert_eq!(rates.len(), 2);
+    for (flow, pts) in &rates {
+        assert_eq!(pts, &vec![(1.0, 600e6), (2.0, 5e9)], "flow {flow}");
+    }
+    // The client sends only: no receiving flow.
+    let mut c = client;
+    assert!(crate::analyze::stream::receiver_flow_intervals(stream_mut(&mut c)).is_empty());
+}
