@@ -80,19 +80,6 @@ pub fn figure_text(f: &PointFigure) -> String {
     }
 }
 
-/// A size in bytes that may be fractional (an interpolated crossing): `812 B`, `6.20 KiB`.
-fn size_f(b: f64) -> String {
-    const UNITS: [(f64, &str); 3] = [
-        (1_073_741_824.0, "GiB"),
-        (1_048_576.0, "MiB"),
-        (1024.0, "KiB"),
-    ];
-    match UNITS.iter().find(|(d, _)| b >= *d) {
-        Some((d, unit)) => format!("{} {unit}", units::number(b / d)),
-        None => format!("{b:.0} B"),
-    }
-}
-
 /// The line printed when point `p` (of `total`) completes.
 pub fn point_line(p: &SweepPoint, total: usize) -> String {
     let what = match (&p.figure, p.result.status) {
@@ -135,7 +122,7 @@ pub fn curve_text(test: WorkloadKind, c: &CurveAnalysis) -> String {
         let _ = write!(t, "{}: ", settings_text(test, &c.variant));
     }
     let offered = |x: f64| value_text(test, FactorName::Rate, &FactorValue::Number(x as u64));
-    let size = size_f;
+    let size = units::bytes_f;
     if let Some(a) = &c.throughput {
         if a.saturated {
             let _ = write!(

@@ -130,15 +130,21 @@ pub fn number(x: f64) -> String {
 
 /// `bytes` in the binary unit that fits: `512 B`, `1.50 KiB`, `12.3 MiB`, `1.25 GiB`.
 pub fn bytes(n: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
+    bytes_f(n as f64)
+}
+
+/// [`bytes`] for a size that may be fractional (an interpolated crossing): below 1 KiB it is
+/// rounded to whole bytes.
+pub fn bytes_f(b: f64) -> String {
+    const UNITS: [(f64, &str); 4] = [
+        (1_099_511_627_776.0, "TiB"),
+        (1_073_741_824.0, "GiB"),
+        (1_048_576.0, "MiB"),
+        (1024.0, "KiB"),
     ];
-    match UNITS.iter().find(|(d, _)| n >= *d) {
-        Some((d, unit)) => format!("{} {unit}", number(n as f64 / *d as f64)),
-        None => format!("{n} B"),
+    match UNITS.iter().find(|(d, _)| b >= *d) {
+        Some((d, unit)) => format!("{} {unit}", number(b / d)),
+        None => format!("{b:.0} B"),
     }
 }
 
