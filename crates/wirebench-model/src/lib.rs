@@ -11,6 +11,8 @@
 //! - [`warning`], [`abort`], [`error`]: typed warnings (`code` + `params`), flow errors, abort
 //!   reasons, engine kinds and error classes. The printers (`wirebench-report`) turn them
 //!   into sentences; nothing else does.
+//! - [`sweep`], [`study`]: sweeps (a test over a grid of factor values) and studies (sweeps
+//!   over testbed cells), their documents and expectations.
 //! - [`text`]: escaping text a peer sent before it reaches a log or a terminal.
 //!
 //! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
@@ -21,6 +23,7 @@ pub mod result;
 pub mod rr;
 pub mod side;
 pub mod spec;
+pub mod study;
 pub mod sweep;
 pub mod text;
 pub mod udp;

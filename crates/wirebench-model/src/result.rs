@@ -67,6 +67,9 @@ pub struct RunResult {
     /// induced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<Box<UnderLoad>>,
+    /// The namespace testbed the test ran on (a study's cell), as read back from the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<Box<crate::study::Testbed>>,
 }
 
 /// Latency under load (flent's RRUL idea): the same request/response test measured first

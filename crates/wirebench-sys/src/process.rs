@@ -133,6 +133,32 @@ pub fn raise_nofile_limit(want: u64) -> io::Result<u64> {
     Ok(get_nofile()?.0)
 }
 
+/// Makes the child that `cmd` spawns receive SIGKILL when the thread that spawns it exits
+/// (`PR_SET_PDEATHSIG`), so a helper process (a study's daemon) cannot outlive a killed
+/// parent. The setting survives `execve` of ordinary programs (also through `ip netns
+/// exec`, which execs in place). Spawn from a thread that lives as long as the child
+/// should: the signal follows the spawning *thread*.
+pub fn kill_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `getpid` is async-signal-safe.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child before exec and only calls `prctl`,
+    // `getppid` and `_exit`, which are async-signal-safe; it allocates nothing and takes no
+    // locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then nobody would signal us.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

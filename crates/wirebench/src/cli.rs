@@ -36,6 +36,9 @@ pub enum Command {
     /// A test over a grid of factor values, each point a complete result, the curves
     /// analysed (saturation, n½, dips, Hockney fit, load knee).
     Sweep(SweepArgs),
+    /// Tests over testbed cells (MTU, offloads, rate, delay/loss, congestion control,
+    /// sysctls, CPU placement) built on this machine from a study file: run, show.
+    Study(crate::study::StudyArgs),
     /// Draw a result (a test's or a sweep's JSON, or a sweep's -o directory) as SVG.
     Plot(PlotArgs),
     /// Write a result as one self-contained HTML page (inline SVG and CSS, opens offline).

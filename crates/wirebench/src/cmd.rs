@@ -58,6 +58,7 @@ pub fn main() -> i32 {
         Command::Udp(a) => run_client(&a.c, udp_spec(&a), None),
         Command::Lab(a) => crate::lab::run(a),
         Command::Sweep(a) => crate::sweep::run(&a.test, &a.args),
+        Command::Study(a) => crate::study::run(a),
         Command::Plot(a) => crate::plot_cmd::plot(&a),
         Command::Report(a) => crate::plot_cmd::report(&a),
         Command::Keygen(a) => match keygen(&a) {

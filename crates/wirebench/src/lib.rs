@@ -11,6 +11,7 @@
 //! - 2: invalid command line or test parameters;
 //! - 3: the test started but was aborted (partial results are printed);
 //! - 4: the results cannot be true (e.g. a receiver read more than its sender wrote);
+//! - 5: a study ran and one of its expectations does not hold;
 //! - 130: interrupted by SIGINT/SIGTERM (partial results are printed).
 
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod plot_cmd;
 pub mod progress;
 pub mod serve;
 pub mod specs;
+pub mod study;
 pub mod sweep;
 pub mod test_cmd;
 pub mod under_load;

@@ -30,6 +30,7 @@ pub mod live;
 pub mod rr;
 pub mod sanity;
 pub mod stream;
+pub mod study;
 pub mod sweep;
 pub mod udp;
 pub mod under_load;

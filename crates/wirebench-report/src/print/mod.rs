@@ -14,6 +14,7 @@
 mod csv;
 mod rr;
 mod stream;
+pub mod study;
 pub mod sweep;
 pub mod text;
 mod udp;

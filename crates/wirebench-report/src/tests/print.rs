@@ -934,3 +934,26 @@ fn schema_file_is_current() {
         assert!(props.contains_key(field), "{field}");
     }
 }
+
+/// `docs/study.schema.json` must be what the study types generate.
+/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
+#[test]
+fn study_schema_file_is_current() {
+    let generated = wirebench_model::study::study_schema_json();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/study.schema.json");
+    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(path, &generated).expect("writing docs/study.schema.json");
+        return;
+    }
+    let checked_in = std::fs::read_to_string(path).expect("reading docs/study.schema.json");
+    assert!(
+        checked_in == generated,
+        "docs/study.schema.json is out of date with the study types; regenerate it with \
+         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff \
+         (bump STUDY_SCHEMA_VERSION for incompatible changes)"
+    );
+    let v: serde_json::Value = serde_json::from_str(&generated).unwrap();
+    for field in ["manifest", "point"] {
+        assert!(v["properties"].get(field).is_some(), "{field}");
+    }
+}

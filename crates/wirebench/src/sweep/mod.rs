@@ -25,6 +25,7 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressStyle};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{iso8601_utc, RunStatus};
+use wirebench_model::study::Testbed;
 use wirebench_model::sweep::{
     PointRole, Setting, SweepPoint, SweepResult, SweepStatus, SWEEP_SCHEMA_VERSION,
 };
@@ -37,7 +38,17 @@ use crate::under_load;
 use crate::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use plan::{point_argv, point_spec, Plan, SweepOptions};
 
-/// Where a sweep's output and progress go.
+/// What a sweep reports as it goes: the points it measured and the re-measurements it adds
+/// to the plan. The command prints lines and draws a bar; a study feeds its own bar and
+/// files.
+pub trait Observer {
+    /// `by` more points than planned will be measured (re-measurements).
+    fn grow(&mut self, by: usize);
+    /// A point was measured and recorded; `total` is the number of points planned so far.
+    fn point(&mut self, p: &SweepPoint, total: usize);
+}
+
+/// The sweep command's observer: a line per point, under a bar on a terminal.
 struct Progress {
     bar: Option<ProgressBar>,
     human: bool,
@@ -58,13 +69,22 @@ impl Progress {
         Progress { bar, human }
     }
 
-    fn grow(&self, by: usize) {
+    fn done(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn grow(&mut self, by: usize) {
         if let Some(b) = &self.bar {
             b.inc_length(by as u64);
         }
     }
 
-    fn point(&self, line: &str) {
+    fn point(&mut self, p: &SweepPoint, total: usize) {
+        let line = show::point_line(p, total);
         match &self.bar {
             Some(b) => {
                 b.println(line);
@@ -78,28 +98,24 @@ impl Progress {
             None => {}
         }
     }
-
-    fn done(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
-    }
 }
 
 /// A sweep under way.
-struct Sweeper {
+struct Sweeper<'a> {
     plan: Plan,
     /// The runner's configuration (under-load points start their own runners).
     cfg: RunnerConfig,
     runner: Runner,
     interrupt: Arc<AtomicBool>,
     result: SweepResult,
-    progress: Progress,
+    observer: &'a mut dyn Observer,
+    /// Recorded in every point's result (a study's testbed as read back).
+    testbed: Option<Testbed>,
     /// Re-measurements planned after the grid.
     extra: usize,
 }
 
-impl Sweeper {
+impl Sweeper<'_> {
     /// Measure one point: adaptive length unless `-t` fixed it. `None` if interrupted.
     fn measure(&mut self, settings: &[Setting], role: PointRole) -> Option<SweepPoint> {
         let o = &self.plan.options;
@@ -110,13 +126,14 @@ impl Sweeper {
             if !o.fixed_time {
                 args.extend(["-t".to_string(), format!("{secs}")]);
             }
-            let result = match point_spec(&args) {
+            let mut result = match point_spec(&args) {
                 Ok((spec, _, None)) => self.runner.run(&spec, &mut Quiet),
                 Ok((spec, _, Some(load))) => {
                     under_load::measure(&self.cfg, &self.interrupt, &spec, load, &mut Quiet)
                 }
                 Err(msg) => failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, msg)),
             };
+            result.testbed = self.testbed.clone().map(Box::new);
             if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {
                 return None;
             }
@@ -146,9 +163,11 @@ impl Sweeper {
     /// Record a measured point: progress line, files.
     fn record(&mut self, p: SweepPoint) {
         let total = self.plan.points.len() + self.extra;
-        self.progress.point(&show::point_line(&p, total));
         self.result.points.push(p);
         self.write_dir();
+        if let Some(p) = self.result.points.last() {
+            self.observer.point(p, total);
+        }
     }
 
     /// Write the output directory, if any (each file atomically).
@@ -247,7 +266,7 @@ impl Sweeper {
                 }
             }
         }
-        self.progress.grow(todo.len());
+        self.observer.grow(todo.len());
         self.extra = todo.len();
         for s in todo {
             match self.measure(&s, PointRole::Remeasure) {
@@ -260,7 +279,7 @@ impl Sweeper {
 }
 
 /// Read a previous sweep's document from `DIR/sweep.json`.
-fn load_previous(dir: &Path) -> Result<SweepResult, String> {
+pub fn load_previous(dir: &Path) -> Result<SweepResult, String> {
     let path = dir.join("sweep.json");
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
@@ -364,28 +383,68 @@ pub fn run(test: &str, args: &[String]) -> i32 {
             return refuse(json, &test, command, &format!("-o {}: {e}", dir.display()));
         }
     }
+    let cfg = match runner_config_of(&plan) {
+        Ok(c) => c,
+        Err(e) => return refuse(json, &test, command, &e),
+    };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
+    }
+    let mut progress = Progress::new(&plan.options, plan.points.len());
+    let (test_cmd, options) = (plan.test_cmd.clone(), plan.options.clone());
+    let result = execute(
+        Execution {
+            plan,
+            cfg,
+            interrupt,
+            previous,
+            command,
+            testbed: None,
+        },
+        &mut progress,
+    );
+    progress.done();
+    finish(&result, &test_cmd, &options)
+}
+
+/// The runner configuration of a plan's points (from its first point's flags).
+pub fn runner_config_of(plan: &Plan) -> Result<RunnerConfig, String> {
     let first = plan
         .points
         .first()
         .map(|p| p.argv.clone())
         .unwrap_or_default();
-    let cfg =
-        match point_spec(&first).and_then(|(_, c, _)| runner_config(&c).map_err(|e| e.message)) {
-            Ok(c) => c,
-            Err(e) => return refuse(json, &test, command, &e),
-        };
-    let interrupt = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
-    }
+    point_spec(&first).and_then(|(_, c, _)| runner_config(&c).map_err(|e| e.message))
+}
+
+/// A sweep to run: the checked plan and what it runs with.
+pub struct Execution {
+    /// The plan.
+    pub plan: Plan,
+    /// The runner's configuration (see [`runner_config_of`]).
+    pub cfg: RunnerConfig,
+    /// Set to end the sweep after the point under way (which is not kept).
+    pub interrupt: Arc<AtomicBool>,
+    /// A previous run of the same plan (resume): its grid points are not measured again.
+    pub previous: Option<SweepResult>,
+    /// The command line recorded in the result.
+    pub command: Vec<String>,
+    /// The testbed recorded in every point's result.
+    pub testbed: Option<Testbed>,
+}
+
+/// Runs a sweep: the grid, then the dip re-measurements; writes `-o DIR` as points complete
+/// and returns the SweepResult, analysed, with its status (`completed` or `interrupted`).
+pub fn execute(x: Execution, observer: &mut dyn Observer) -> SweepResult {
     let now = unix_ms();
-    let mut result = previous.unwrap_or_else(|| SweepResult {
+    let mut result = x.previous.unwrap_or_else(|| SweepResult {
         schema_version: SWEEP_SCHEMA_VERSION,
         kind: "sweep".into(),
         software: wirebench_net::software(),
-        test: plan.kind,
-        command,
-        factors: plan.factors.clone(),
+        test: x.plan.kind,
+        command: x.command,
+        factors: x.plan.factors.clone(),
         started_unix_ms: now,
         started_utc: iso8601_utc(now),
         ended_unix_ms: now,
@@ -399,18 +458,17 @@ pub fn run(test: &str, args: &[String]) -> i32 {
         .points
         .retain(|p| p.result.status != RunStatus::Interrupted);
     result.status = SweepStatus::Running;
-    let progress = Progress::new(&plan.options, plan.points.len());
     let mut sw = Sweeper {
-        runner: Runner::new(cfg.clone(), Arc::clone(&interrupt)),
-        cfg,
-        plan,
-        interrupt,
+        runner: Runner::new(x.cfg.clone(), Arc::clone(&x.interrupt)),
+        cfg: x.cfg,
+        plan: x.plan,
+        interrupt: x.interrupt,
         result,
-        progress,
+        observer,
+        testbed: x.testbed,
         extra: 0,
     };
     let finished = sw.run_grid() && sw.remeasure_dips();
-    sw.progress.done();
     sw.result.status = if finished {
         SweepStatus::Completed
     } else {
@@ -419,13 +477,11 @@ pub fn run(test: &str, args: &[String]) -> i32 {
     sw.result.ended_unix_ms = unix_ms();
     sw.result.analysis = analyze(&sw.result);
     sw.write_dir();
-    finish(&sw)
+    sw.result
 }
 
 /// Print the outcome; the exit code.
-fn finish(sw: &Sweeper) -> i32 {
-    let r = &sw.result;
-    let o = &sw.plan.options;
+fn finish(r: &SweepResult, test_cmd: &str, o: &SweepOptions) -> i32 {
     let text = if o.json {
         format!("{}\n", serde_json::to_string_pretty(r).unwrap_or_default())
     } else if o.csv {
@@ -438,7 +494,7 @@ fn finish(sw: &Sweeper) -> i32 {
                     "interrupted: {} point(s) kept in {}; `wirebench sweep {} --resume {}` continues\n",
                     r.points.len(),
                     d.display(),
-                    sw.plan.test_cmd,
+                    test_cmd,
                     d.display()
                 ),
                 None => format!(

@@ -52,6 +52,9 @@ pub struct SweepOptions {
     pub csv: bool,
     /// Directory the sweep writes as points complete.
     pub out_dir: Option<std::path::PathBuf>,
+    /// Allow a grid without factors (one point): a study's test that varies only the
+    /// testbed (`--single-point`, not in the help).
+    pub single_point: bool,
 }
 
 impl Default for SweepOptions {
@@ -68,6 +71,7 @@ impl Default for SweepOptions {
             json: false,
             csv: false,
             out_dir: None,
+            single_point: false,
         }
     }
 }
@@ -178,6 +182,7 @@ fn split_args(args: &[String]) -> Result<Split, String> {
             "--max-point-time" => o.max_point_time_s = num(flag, &value(flag)?)?,
             "--min-count" => o.min_count = num(flag, &value(flag)?)? as u64,
             "--no-remeasure" => o.remeasure = false,
+            "--single-point" => o.single_point = true,
             "--yes" => o.yes = true,
             "--json" => o.json = true,
             "--csv" => o.csv = true,
@@ -337,7 +342,7 @@ pub fn point_argv(test_cmd: &str, test_args: &[String], settings: &[Setting]) ->
 /// the user's terms.
 pub fn plan(test_cmd: &str, args: &[String]) -> Result<Plan, String> {
     let (options, given, test_args) = split_args(args)?;
-    if given.is_empty() {
+    if given.is_empty() && !options.single_point {
         return Err(format!(
             "no factor to sweep: give at least one of {} (a range LO..HI or a list A,B,C)",
             FactorName::ALL.map(FactorName::flag).join(", ")

@@ -1,0 +1,537 @@
+//! A study (`wirebench study run FILE.toml`): tests measured over a grid of testbed cells
+//! (MTU, offloads, link rate, impairments, congestion control, sysctls, CPU placement),
+//! each cell a namespace testbed built, read back and torn down, each test in a cell a
+//! sweep over its own factors.
+//!
+//! The output directory holds `manifest.json` ([`StudyManifest`]), `results.jsonl` (a
+//! [`StudyPoint`] per line, appended as points complete), `points.csv`, and each cell's
+//! sweeps under `cells/`. Every point's [`RunResult`] carries the testbed as read back from
+//! the kernel ([`Testbed`]). The JSON Schema of both documents is checked in at
+//! `docs/study.schema.json` ([`study_schema_json`]).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::result::RunResult;
+use crate::side::Environment;
+use crate::sweep::{FactorName, FactorValue, Setting};
+
+/// Version of the [`StudyManifest`] and [`StudyPoint`] layouts.
+pub const STUDY_SCHEMA_VERSION: u32 = 1;
+
+/// A setting of the testbed a study varies or fixes.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TestbedFactor {
+    /// MTU of every veth end, bytes.
+    Mtu,
+    /// Offload switches of both endpoints (`tx-checksum=off,tso=off`).
+    Offload,
+    /// tbf rate limit of the client→server direction, bits/s.
+    Rate,
+    /// One-way delay added by the link emulator in each direction.
+    Delay,
+    /// Delay variation (emulator).
+    Jitter,
+    /// Frames dropped in each direction, percent (emulator).
+    Loss,
+    /// Frames reordered, percent (emulator).
+    Reorder,
+    /// Frames duplicated, percent (emulator).
+    Duplicate,
+    /// TCP congestion control of the testbed's routes and namespaces.
+    Cc,
+    /// A `net.*` sysctl of both endpoint namespaces (`net.ipv4.tcp_rmem=4096 131072 6291456`).
+    Sysctl,
+    /// Where the two ends (and the receive softirq) run: see [`Placement`].
+    Placement,
+}
+
+impl TestbedFactor {
+    /// Every testbed factor.
+    pub const ALL: [TestbedFactor; 11] = [
+        TestbedFactor::Mtu,
+        TestbedFactor::Offload,
+        TestbedFactor::Rate,
+        TestbedFactor::Delay,
+        TestbedFactor::Jitter,
+        TestbedFactor::Loss,
+        TestbedFactor::Reorder,
+        TestbedFactor::Duplicate,
+        TestbedFactor::Cc,
+        TestbedFactor::Sysctl,
+        TestbedFactor::Placement,
+    ];
+
+    /// The key that names it in a study file and in JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            TestbedFactor::Mtu => "mtu",
+            TestbedFactor::Offload => "offload",
+            TestbedFactor::Rate => "rate",
+            TestbedFactor::Delay => "delay",
+            TestbedFactor::Jitter => "jitter",
+            TestbedFactor::Loss => "loss",
+            TestbedFactor::Reorder => "reorder",
+            TestbedFactor::Duplicate => "duplicate",
+            TestbedFactor::Cc => "cc",
+            TestbedFactor::Sysctl => "sysctl",
+            TestbedFactor::Placement => "placement",
+        }
+    }
+}
+
+/// CPU placement of a testbed cell's two ends (this machine has one kernel: "same CPU"
+/// means both ends' threads pinned to one CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// No pinning: the scheduler places both ends.
+    Unpinned,
+    /// Client and server threads pinned to the same CPU (CPU 0).
+    SameCpu,
+    /// Client on CPU 0, server on CPU 1.
+    DifferentCpus,
+    /// "Uniprocessor-like": both ends on CPU 0 and the receive processing steered there
+    /// too (RPS and XPS masks of both veth ends = CPU 0).
+    Uniprocessor,
+}
+
+impl Placement {
+    /// Every placement.
+    pub const ALL: [Placement; 4] = [
+        Placement::Unpinned,
+        Placement::SameCpu,
+        Placement::DifferentCpus,
+        Placement::Uniprocessor,
+    ];
+
+    /// Its name in a study file.
+    pub fn key(self) -> &'static str {
+        match self {
+            Placement::Unpinned => "unpinned",
+            Placement::SameCpu => "same_cpu",
+            Placement::DifferentCpus => "different_cpus",
+            Placement::Uniprocessor => "uniprocessor",
+        }
+    }
+}
+
+/// A factor of a study: a testbed setting or a test's sweep factor.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(untagged)]
+pub enum StudyFactor {
+    /// A testbed setting.
+    Testbed(TestbedFactor),
+    /// A sweep factor of the test.
+    Test(FactorName),
+}
+
+/// One factor's level at a point or cell.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct Level {
+    /// The factor.
+    pub factor: StudyFactor,
+    /// Its value: a number (bytes, bits/s) or the text as the study file gave it.
+    pub value: FactorValue,
+}
+
+/// An offload feature as `ethtool -k` reported it in the testbed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OffloadState {
+    /// The `ethtool -k` feature name.
+    pub feature: String,
+    /// `on`, `off` or `mixed`.
+    pub state: String,
+}
+
+/// A qdisc of a testbed interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QdiscState {
+    /// `tbf`, `noqueue`, ...
+    pub kind: String,
+    /// tbf rate, bits/s.
+    pub rate_bps: Option<u64>,
+}
+
+/// A sysctl as read back in a namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SysctlValue {
+    /// Dotted key.
+    pub key: String,
+    /// Value as the kernel prints it.
+    pub value: String,
+}
+
+/// One end of a testbed as read back from the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TestbedEnd {
+    /// Network namespace.
+    pub namespace: String,
+    /// Interface.
+    pub ifname: String,
+    /// MTU, bytes.
+    pub mtu_bytes: u32,
+    /// The main offloads and every one the study set.
+    pub offloads: Vec<OffloadState>,
+    /// Qdiscs on the interface.
+    pub qdiscs: Vec<QdiscState>,
+    /// The namespace's `net.ipv4.tcp_congestion_control`.
+    pub congestion_default: String,
+    /// `congctl` of the route to the other end, if set.
+    pub route_congestion: Option<String>,
+    /// The sysctls the study set, as read back.
+    pub sysctls: Vec<SysctlValue>,
+    /// RPS mask of `rx-0`, if set.
+    pub rps_cpus: Option<String>,
+    /// XPS mask of `tx-0`, if set.
+    pub xps_cpus: Option<String>,
+}
+
+/// The link emulator's settings as it reported them (each direction).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EmulatorSettings {
+    /// One-way delay, nanoseconds.
+    pub delay_ns: u64,
+    /// Delay variation, nanoseconds.
+    pub jitter_ns: u64,
+    /// Frames dropped, percent.
+    pub loss_pct: f64,
+    /// Frames reordered, percent.
+    pub reorder_pct: f64,
+    /// Frames duplicated, percent.
+    pub duplicate_pct: f64,
+}
+
+/// The testbed a result was measured on, as read back from the kernel after it was built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Testbed {
+    /// The lab's name.
+    pub lab: String,
+    /// The cell's testbed levels, as the study asked for them.
+    pub levels: Vec<Level>,
+    /// CPU placement of the two ends.
+    pub placement: Placement,
+    /// The client end.
+    pub client: Option<TestbedEnd>,
+    /// The server end.
+    pub server: Option<TestbedEnd>,
+    /// The emulator, when the link runs through it.
+    pub emulator: Option<EmulatorSettings>,
+}
+
+/// A figure of a study point, as expectations and tables name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureName {
+    /// Payload bits per second at the receivers (stream, udp).
+    ThroughputBps,
+    /// Transactions per second (rr, crr, udp rr).
+    TransactionsPerS,
+    /// Round-trip p50, nanoseconds (rr, crr, udp rr).
+    RttP50Ns,
+    /// Round-trip p99, nanoseconds.
+    RttP99Ns,
+    /// UDP datagrams lost in the window, percent of those sent.
+    LossPct,
+    /// The client process's threads' CPU time, percent of one CPU.
+    ClientCpuPct,
+    /// The server process's threads' CPU time, percent of one CPU.
+    ServerCpuPct,
+    /// Busy time of all CPUs (`/proc/stat`, client end), percent.
+    SystemBusyPct,
+    /// The client threads' CPU per KB of payload, microseconds.
+    ClientDemandUsPerKb,
+    /// The server threads' CPU per KB of payload, microseconds.
+    ServerDemandUsPerKb,
+}
+
+impl FigureName {
+    /// Every figure.
+    pub const ALL: [FigureName; 10] = [
+        FigureName::ThroughputBps,
+        FigureName::TransactionsPerS,
+        FigureName::RttP50Ns,
+        FigureName::RttP99Ns,
+        FigureName::LossPct,
+        FigureName::ClientCpuPct,
+        FigureName::ServerCpuPct,
+        FigureName::SystemBusyPct,
+        FigureName::ClientDemandUsPerKb,
+        FigureName::ServerDemandUsPerKb,
+    ];
+
+    /// Its name in a study file and in JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            FigureName::ThroughputBps => "throughput_bps",
+            FigureName::TransactionsPerS => "transactions_per_s",
+            FigureName::RttP50Ns => "rtt_p50_ns",
+            FigureName::RttP99Ns => "rtt_p99_ns",
+            FigureName::LossPct => "loss_pct",
+            FigureName::ClientCpuPct => "client_cpu_pct",
+            FigureName::ServerCpuPct => "server_cpu_pct",
+            FigureName::SystemBusyPct => "system_busy_pct",
+            FigureName::ClientDemandUsPerKb => "client_demand_us_per_kb",
+            FigureName::ServerDemandUsPerKb => "server_demand_us_per_kb",
+        }
+    }
+}
+
+/// A figure's value at a point.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FigureValue {
+    /// The figure.
+    pub figure: FigureName,
+    /// Its value, in the unit its name says.
+    pub value: f64,
+}
+
+/// One measured point of a study: a line of `results.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StudyPoint {
+    /// Layout version ([`STUDY_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The cell's index.
+    pub cell: u32,
+    /// The test's label in the study file.
+    pub test: String,
+    /// Every level of the point: the cell's testbed levels, then the test's factors.
+    pub levels: Vec<Level>,
+    /// The test factors' settings (as in the cell's sweep).
+    pub settings: Vec<Setting>,
+    /// The point's figures (those its workload has).
+    pub figures: Vec<FigureValue>,
+    /// The complete result (its `testbed` is the cell as read back).
+    pub result: RunResult,
+}
+
+/// A comparison operator of an expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareOp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl CompareOp {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CompareOp::Lt => "<",
+            CompareOp::Le => "<=",
+            CompareOp::Gt => ">",
+            CompareOp::Ge => ">=",
+            CompareOp::Eq => "==",
+            CompareOp::Ne => "!=",
+        }
+    }
+
+    /// Parses `<`, `<=`, `>`, `>=`, `==`, `!=`.
+    pub fn parse(s: &str) -> Option<CompareOp> {
+        Some(match s {
+            "<" => CompareOp::Lt,
+            "<=" => CompareOp::Le,
+            ">" => CompareOp::Gt,
+            ">=" => CompareOp::Ge,
+            "==" | "=" => CompareOp::Eq,
+            "!=" => CompareOp::Ne,
+            _ => return None,
+        })
+    }
+}
+
+/// A condition on a level: `mtu >= 9000`, `send_path == sendfile`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Condition {
+    /// The factor.
+    pub factor: StudyFactor,
+    /// The comparison (`<`, `>`... compare numbers; `==`, `!=` also names).
+    pub op: CompareOp,
+    /// The value compared with.
+    pub value: FactorValue,
+}
+
+/// A hypothesis a study states about its results: `figure(numerator) / figure(denominator)
+/// OP value` (or `figure(numerator) OP value` without a denominator) for every group of
+/// points that share all other levels and meet the conditions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Expectation {
+    /// The user's name for it.
+    pub name: String,
+    /// The test it is about (its label); `None`: every test that has the figure.
+    pub test: Option<String>,
+    /// The figure compared.
+    pub figure: FigureName,
+    /// The levels that pick the numerator's point in each group.
+    pub numerator: Vec<Level>,
+    /// The levels that pick the denominator's point; `None`: no ratio.
+    pub denominator: Option<Vec<Level>>,
+    /// Only points that meet every condition.
+    pub conditions: Vec<Condition>,
+    /// The comparison.
+    pub op: CompareOp,
+    /// The bound.
+    pub value: f64,
+}
+
+/// An expectation's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every group's figure meets the bound.
+    Holds,
+    /// At least one group's does not.
+    DoesNotHold,
+    /// No group had the points to evaluate it (not measured, or failed).
+    NoData,
+}
+
+/// One group's evaluation of an expectation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExpectationCase {
+    /// The levels the group's points share (the factors not named by the selectors).
+    pub group: Vec<Level>,
+    /// The numerator's figure.
+    pub numerator: f64,
+    /// The denominator's figure, if the expectation is a ratio.
+    pub denominator: Option<f64>,
+    /// The value compared: the ratio, or the numerator.
+    pub value: f64,
+    /// Whether it meets the bound.
+    pub holds: bool,
+}
+
+/// An expectation evaluated on a study's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExpectationOutcome {
+    /// The expectation.
+    pub expectation: Expectation,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// Every group evaluated.
+    pub cases: Vec<ExpectationCase>,
+}
+
+/// How a study or one of its cells ended (so far).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StudyStatus {
+    /// Not started, or under way.
+    Running,
+    /// Every point measured.
+    Completed,
+    /// Stopped by the user; completed points kept.
+    Interrupted,
+    /// Stopped by an error (testbed or daemon); completed points kept.
+    Failed,
+}
+
+/// A test run in a cell: the cell's sweep of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CellTest {
+    /// The test's label.
+    pub test: String,
+    /// The sweep's directory, relative to the study directory.
+    pub dir: String,
+    /// Points measured.
+    pub points: u32,
+    /// How the sweep ended.
+    pub status: StudyStatus,
+}
+
+/// One testbed cell of a study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CellRecord {
+    /// Position in the plan.
+    pub index: u32,
+    /// The cell's label (explicit cells), if any.
+    pub label: Option<String>,
+    /// The testbed levels.
+    pub levels: Vec<Level>,
+    /// How the cell ended.
+    pub status: StudyStatus,
+    /// Time to build, configure and read back the testbed and start the daemon, ms.
+    pub build_ms: Option<f64>,
+    /// Time to stop the daemon and remove the testbed, ms.
+    pub teardown_ms: Option<f64>,
+    /// Time spent measuring (sum of the points' measured windows), ms.
+    pub measured_ms: Option<f64>,
+    /// Wall time of the cell from build to teardown, ms.
+    pub wall_ms: Option<f64>,
+    /// The testbed as read back.
+    pub testbed: Option<Testbed>,
+    /// The cell's tests.
+    pub tests: Vec<CellTest>,
+    /// Why the cell failed.
+    pub error: Option<String>,
+}
+
+/// The study's manifest (`manifest.json`), rewritten as cells complete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StudyManifest {
+    /// Layout version ([`STUDY_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Always `"study"`.
+    pub kind: String,
+    /// Tool name and version.
+    pub software: String,
+    /// The study's title.
+    pub title: String,
+    /// The seed figure it mirrors, as the file says.
+    pub seed: Option<String>,
+    /// The study file's path as given.
+    pub file: String,
+    /// The study file's text.
+    pub file_text: String,
+    /// The command line.
+    pub command: Vec<String>,
+    /// The host (the machine both namespaces run on).
+    pub host: Option<Environment>,
+    /// Start, ms since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// Start, ISO 8601 UTC.
+    pub started_utc: String,
+    /// End (or last update), ms since the Unix epoch.
+    pub ended_unix_ms: u64,
+    /// How it ended.
+    pub status: StudyStatus,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The cells.
+    pub cells: Vec<CellRecord>,
+    /// The expectations, evaluated at the end.
+    pub expectations: Vec<ExpectationOutcome>,
+}
+
+/// The JSON Schema of the manifest and of a results line, pretty-printed.
+pub fn study_schema_json() -> String {
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    /// The two documents of a study directory.
+    struct StudyDocuments {
+        /// `manifest.json`.
+        manifest: StudyManifest,
+        /// A line of `results.jsonl`.
+        point: StudyPoint,
+    }
+    let schema = schemars::schema_for!(StudyDocuments);
+    let mut s =
+        serde_json::to_string_pretty(&schema).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}

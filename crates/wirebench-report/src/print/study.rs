@@ -1,0 +1,350 @@
+//! Study output: a point's progress line, the pivot tables, the expectations, the cells'
+//! testbed timings and the CSV of `points.csv`.
+
+use std::fmt::Write as _;
+
+use wirebench_model::study::{
+    CellRecord, ExpectationOutcome, FigureName, FigureValue, Level, StudyFactor, StudyManifest,
+    StudyPoint, StudyStatus, TestbedFactor, Verdict,
+};
+use wirebench_model::sweep::FactorValue;
+use wirebench_model::text::escape;
+
+use super::units::{self, RateUnit};
+use crate::analyze::study::{evaluate, figure_of, Pivot};
+
+/// A factor's name as the study file writes it.
+pub fn factor_key(f: StudyFactor) -> String {
+    match f {
+        StudyFactor::Testbed(t) => t.key().to_string(),
+        StudyFactor::Test(t) => t.flag().trim_start_matches("--").replace('-', "_"),
+    }
+}
+
+/// A level's value in words (`9000`, `100 Mbit/s`, `5.0 ms`, `64 K`, `sendfile`).
+pub fn value_text(f: StudyFactor, v: &FactorValue) -> String {
+    match (f, v) {
+        (_, FactorValue::Name(s)) => escape(s),
+        (StudyFactor::Testbed(TestbedFactor::Rate), FactorValue::Number(n)) => {
+            RateUnit::AutoBits.rate(*n as f64)
+        }
+        (
+            StudyFactor::Testbed(TestbedFactor::Delay | TestbedFactor::Jitter),
+            FactorValue::Number(n),
+        ) => units::duration_ns(*n as f64),
+        (StudyFactor::Testbed(_), FactorValue::Number(n)) => n.to_string(),
+        (StudyFactor::Test(t), v) => super::sweep::value_text(t.tests()[0], t, v),
+    }
+}
+
+/// `mtu=9000 send_path=sendfile`.
+pub fn levels_text(levels: &[Level]) -> String {
+    levels
+        .iter()
+        .map(|l| {
+            format!(
+                "{}={}",
+                factor_key(l.factor),
+                value_text(l.factor, &l.value)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A figure's value in its unit, for a table.
+pub fn figure_value_text(f: FigureName, v: f64) -> String {
+    match f {
+        FigureName::ThroughputBps => RateUnit::AutoBits.rate(v),
+        FigureName::TransactionsPerS => format!("{}/s", units::number(v)),
+        FigureName::RttP50Ns | FigureName::RttP99Ns => format!("{:.1} µs", v / 1000.0),
+        FigureName::LossPct
+        | FigureName::ClientCpuPct
+        | FigureName::ServerCpuPct
+        | FigureName::SystemBusyPct => format!("{v:.1} %"),
+        FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
+            format!("{v:.3} µs/KB")
+        }
+    }
+}
+
+/// A figure's heading: what it counts and where.
+pub fn figure_title(f: FigureName) -> &'static str {
+    match f {
+        FigureName::ThroughputBps => "payload throughput at the receivers",
+        FigureName::TransactionsPerS => "transactions per second (client)",
+        FigureName::RttP50Ns => "round trip p50 (client)",
+        FigureName::RttP99Ns => "round trip p99 (client)",
+        FigureName::LossPct => "datagrams lost, % of sent",
+        FigureName::ClientCpuPct => "client threads' CPU, % of one CPU",
+        FigureName::ServerCpuPct => "server threads' CPU, % of one CPU",
+        FigureName::SystemBusyPct => "all CPUs busy, %",
+        FigureName::ClientDemandUsPerKb => "client service demand",
+        FigureName::ServerDemandUsPerKb => "server service demand",
+    }
+}
+
+/// The line printed as a point completes.
+pub fn point_line(p: &StudyPoint, done: u64, total: u64) -> String {
+    let figs: Vec<String> = p
+        .figures
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.figure,
+                FigureName::ThroughputBps | FigureName::TransactionsPerS | FigureName::RttP50Ns
+            )
+        })
+        .map(|f: &FigureValue| figure_value_text(f.figure, f.value))
+        .collect();
+    let figs = if figs.is_empty() {
+        format!("no figure ({:?})", p.result.status).to_lowercase()
+    } else {
+        figs.join(", ")
+    };
+    format!(
+        "[{done}/{total}] cell {} {} {}: {figs}",
+        p.cell,
+        escape(&p.test),
+        levels_text(&p.levels)
+    )
+}
+
+/// A pivot as a text table under `title`.
+pub fn pivot_text(title: &str, p: &Pivot) -> String {
+    let mut head = vec![factor_key(p.x)];
+    head.extend(p.columns.iter().map(|c| {
+        if c.is_empty() {
+            "value".to_string()
+        } else {
+            levels_text(c)
+        }
+    }));
+    let rows: Vec<Vec<String>> = p
+        .rows
+        .iter()
+        .zip(&p.cells)
+        .map(|(r, cells)| {
+            let mut row = vec![value_text(p.x, r)];
+            row.extend(cells.iter().map(|c| match c {
+                Some(v) => figure_value_text(p.y, *v),
+                None => "-".into(),
+            }));
+            row
+        })
+        .collect();
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                let _ = write!(s, "{c:<w$}");
+            } else {
+                let _ = write!(s, "  {c:>w$}");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = format!("{title}: {}\n", figure_title(p.y));
+    out.push_str(&line(&head));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+/// An expectation's outcome in words, with the measured figures.
+pub fn expectation_text(o: &ExpectationOutcome) -> String {
+    let e = &o.expectation;
+    let verdict = match o.verdict {
+        Verdict::Holds => "holds",
+        Verdict::DoesNotHold => "DOES NOT HOLD",
+        Verdict::NoData => "no data",
+    };
+    let what = match &e.denominator {
+        Some(d) => format!(
+            "{}({}) / {}({})",
+            e.figure.key(),
+            levels_text(&e.numerator),
+            e.figure.key(),
+            levels_text(d)
+        ),
+        None if e.numerator.is_empty() => e.figure.key().to_string(),
+        None => format!("{}({})", e.figure.key(), levels_text(&e.numerator)),
+    };
+    let cond: Vec<String> = e
+        .conditions
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                factor_key(c.factor),
+                c.op.symbol(),
+                value_text(c.factor, &c.value)
+            )
+        })
+        .collect();
+    let mut out = format!(
+        "{verdict}: {} — {what} {} {}{}\n",
+        escape(&e.name),
+        e.op.symbol(),
+        e.value,
+        if cond.is_empty() {
+            String::new()
+        } else {
+            format!(" where {}", cond.join(" and "))
+        }
+    );
+    for c in &o.cases {
+        let fig = match c.denominator {
+            Some(d) => format!(
+                "{:.3} = {} / {}",
+                c.value,
+                figure_value_text(e.figure, c.numerator),
+                figure_value_text(e.figure, d)
+            ),
+            None => figure_value_text(e.figure, c.value),
+        };
+        let _ = writeln!(
+            out,
+            "    {} {fig}  ({})",
+            if c.holds { "ok  " } else { "FAIL" },
+            levels_text(&c.group)
+        );
+    }
+    out
+}
+
+/// The cells' testbed timings: build, teardown, measured and wall time.
+pub fn cells_text(cells: &[CellRecord]) -> String {
+    let mut out = String::new();
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} ms"));
+    for c in cells {
+        let status = status_text(c.status);
+        let _ = writeln!(
+            out,
+            "cell {:>3} {:<11} build {:>7}  teardown {:>7}  measured {:>8}  wall {:>8}  {}{}",
+            c.index,
+            status,
+            ms(c.build_ms),
+            ms(c.teardown_ms),
+            ms(c.measured_ms),
+            ms(c.wall_ms),
+            c.label
+                .as_deref()
+                .map(|l| format!("{}: ", escape(l)))
+                .unwrap_or_default(),
+            levels_text(&c.levels)
+        );
+        if let Some(e) = &c.error {
+            let _ = writeln!(out, "         error: {}", escape(e));
+        }
+    }
+    out
+}
+
+/// The study's header: title, seed, host, status.
+pub fn header(m: &StudyManifest) -> String {
+    let mut out = format!("study: {}\n", escape(&m.title));
+    if let Some(s) = &m.seed {
+        let _ = writeln!(out, "mirrors: {}", escape(s));
+    }
+    if let Some(h) = &m.host {
+        let _ = writeln!(
+            out,
+            "host: {} CPUs, {}, Linux {}, default congestion control {}",
+            h.cpus_online.map_or("?".into(), |n| n.to_string()),
+            h.cpu_model.as_deref().map_or("unknown CPU".into(), escape),
+            h.kernel_release.as_deref().map_or("?".into(), escape),
+            h.default_congestion.as_deref().map_or("?".into(), escape),
+        );
+    }
+    let done = m
+        .cells
+        .iter()
+        .filter(|c| c.status == StudyStatus::Completed)
+        .count();
+    let _ = writeln!(
+        out,
+        "started {}, {} of {} cells completed, status {}",
+        m.started_utc,
+        done,
+        m.cells.len(),
+        status_text(m.status)
+    );
+    if let Some(e) = &m.error {
+        let _ = writeln!(out, "error: {}", escape(e));
+    }
+    out
+}
+
+/// A status in words.
+pub fn status_text(s: StudyStatus) -> &'static str {
+    match s {
+        StudyStatus::Completed => "completed",
+        StudyStatus::Running => "not run",
+        StudyStatus::Interrupted => "interrupted",
+        StudyStatus::Failed => "FAILED",
+    }
+}
+
+/// `points.csv`: a row per point: cell, test, a column per factor, a column per figure,
+/// the point's status.
+pub fn csv(points: &[StudyPoint]) -> String {
+    let mut factors: Vec<StudyFactor> = Vec::new();
+    for p in points {
+        for l in &p.levels {
+            if !factors.contains(&l.factor) {
+                factors.push(l.factor);
+            }
+        }
+    }
+    let mut out = String::from("cell,test");
+    for f in &factors {
+        let _ = write!(out, ",{}", factor_key(*f));
+    }
+    for f in FigureName::ALL {
+        let _ = write!(out, ",{}", f.key());
+    }
+    out.push_str(",status\n");
+    let field = |s: &str| -> String {
+        if s.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    for p in points {
+        let _ = write!(out, "{},{}", p.cell, field(&escape(&p.test)));
+        for f in &factors {
+            let v = crate::analyze::study::level_of(&p.levels, *f)
+                .map(|v| field(&escape(&v.arg())))
+                .unwrap_or_default();
+            let _ = write!(out, ",{v}");
+        }
+        for f in FigureName::ALL {
+            let v = figure_of(p, f).map(|v| format!("{v}")).unwrap_or_default();
+            let _ = write!(out, ",{v}");
+        }
+        let status = serde_json::to_value(p.result.status)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let _ = writeln!(out, ",{status}");
+    }
+    out
+}
+
+/// Expectations of a manifest re-evaluated on `points` (what `study show` prints).
+pub fn expectations_text(m: &StudyManifest, points: &[StudyPoint]) -> String {
+    let mut out = String::new();
+    for o in &m.expectations {
+        out.push_str(&expectation_text(&evaluate(&o.expectation, points)));
+    }
+    out
+}

@@ -1,0 +1,473 @@
+//! `wirebench study`, end to end with the real binary on real namespace testbeds: a 2×2
+//! study (MTU × send path) whose cells are checked against the kernel's own evidence (each
+//! connection's MSS follows the cell's MTU), whose points reconcile their bytes and whose
+//! expectation is recomputed from `results.jsonl`; a study killed with SIGKILL and resumed;
+//! Ctrl-C; bad input refused before anything is built. After each, no namespace, veth or
+//! process of the study is left.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use wirebench_model::result::WorkloadSummary;
+use wirebench_model::study::{
+    FigureName, StudyFactor, StudyManifest, StudyPoint, StudyStatus, TestbedFactor, Verdict,
+};
+use wirebench_model::sweep::FactorValue;
+
+/// A study directory under the temp dir, removed on drop; a study process it started is
+/// killed, and its labs' namespaces removed, even when the test fails.
+struct Scratch {
+    dir: PathBuf,
+    child: Option<Child>,
+    pids: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("wb-study-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch {
+            dir,
+            child: None,
+            pids: Vec::new(),
+        }
+    }
+
+    fn file(&self, text: &str) -> String {
+        let p = self.dir.join("study.toml");
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+
+    fn out(&self) -> String {
+        self.dir.join("out").display().to_string()
+    }
+
+    fn spawn(&mut self, args: &[&str]) {
+        let c = Command::new(BIN)
+            .args(args)
+            .env("WIREBENCH_LAB_DIR", self.dir.join("labs"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.pids.push(c.id());
+        self.child = Some(c);
+    }
+
+    fn run(&mut self, args: &[&str]) -> Ran {
+        let out = Command::new(BIN)
+            .args(args)
+            .env("WIREBENCH_LAB_DIR", self.dir.join("labs"))
+            .output()
+            .unwrap();
+        Ran {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for pid in &self.pids {
+            for ns in lab_namespaces(*pid) {
+                let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Namespaces of the labs a study process `pid` builds (`wbl-st-PID-c/-s/-m`).
+fn lab_namespaces(pid: u32) -> Vec<String> {
+    let prefix = format!("wbl-st-{pid}-");
+    std::fs::read_dir("/var/run/netns")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Processes whose environment holds `needle` (the study marks its daemons with
+/// `WIREBENCH_STUDY=<lab>`).
+fn processes_with_env(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|c| c.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Nothing of study process `pid` is left: its labs' namespaces (and with them their veths
+/// and addresses), the daemons it started, host interfaces named like a lab's.
+fn assert_nothing_left(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ns = lab_namespaces(pid);
+        let daemons = processes_with_env(&format!("WIREBENCH_STUDY=st-{pid}"));
+        let links = String::from_utf8_lossy(
+            &Command::new("ip")
+                .args(["-o", "link"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned();
+        let host_veths: Vec<&str> = links
+            .lines()
+            .filter(|l| l.contains(": wbc") || l.contains(": wbs") || l.contains(": wbm"))
+            .collect();
+        if ns.is_empty() && daemons.is_empty() && host_veths.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "left behind by study {pid}: namespaces {ns:?}, daemons {daemons:?}, host links {host_veths:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn manifest(dir: &Path) -> StudyManifest {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+fn points(dir: &Path) -> Vec<StudyPoint> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("half a record? {e}: {l}")))
+        .collect()
+}
+
+fn level(p: &StudyPoint, f: StudyFactor) -> FactorValue {
+    p.levels
+        .iter()
+        .find(|l| l.factor == f)
+        .map(|l| l.value.clone())
+        .unwrap_or_else(|| panic!("point without {f:?}: {:?}", p.levels))
+}
+
+const MTU: StudyFactor = StudyFactor::Testbed(TestbedFactor::Mtu);
+
+const TWO_BY_TWO: &str = r#"
+title = "2x2: MTU x send path"
+
+[options]
+time = 0.5
+
+[testbed]
+cc = "cubic"
+
+[factors]
+mtu = [1500, 9000]
+
+[[test]]
+command = "stream"
+args = ["-l", "128K"]
+[test.factors]
+send_path = ["copy", "sendfile"]
+
+[[expect]]
+name = "sendfile is at least a fifth of copy"
+figure = "throughput_bps"
+numerator = { send_path = "sendfile" }
+denominator = { send_path = "copy" }
+op = ">"
+value = 0.2
+"#;
+
+/// A 2×2 study end to end: every cell and point present, the testbed applied (the kernel's
+/// MSS of every connection is the cell's MTU minus 52 header bytes), every point's bytes
+/// reconciled, the expectation evaluated on the figures in `results.jsonl`.
+#[test]
+fn two_by_two_study_end_to_end() {
+    require_netns();
+    let _g = serial();
+    let mut s = Scratch::new("2x2");
+    let file = s.file(TWO_BY_TWO);
+    let out = s.out();
+    s.spawn(&["study", "run", &file, "-o", &out]);
+    let status = s.child.as_mut().unwrap().wait().unwrap();
+    s.child = None;
+    assert_eq!(status.code(), Some(0));
+    let dir = PathBuf::from(&out);
+    let m = manifest(&dir);
+    assert_eq!(m.status, StudyStatus::Completed);
+    assert_eq!(m.cells.len(), 2);
+    for c in &m.cells {
+        assert_eq!(c.status, StudyStatus::Completed, "{c:?}");
+        let tb = c.testbed.as_ref().expect("testbed read back");
+        let mtu = c
+            .levels
+            .iter()
+            .find(|l| l.factor == MTU)
+            .and_then(|l| l.value.number())
+            .unwrap() as u32;
+        for end in [&tb.client, &tb.server] {
+            let end = end.as_ref().expect("both ends read back");
+            assert_eq!(end.mtu_bytes, mtu);
+            assert_eq!(end.route_congestion.as_deref(), Some("cubic"));
+        }
+        assert!(c.build_ms.unwrap() > 0.0 && c.teardown_ms.unwrap() > 0.0);
+    }
+    let pts = points(&dir);
+    let seen: BTreeSet<(u64, String)> = pts
+        .iter()
+        .map(|p| {
+            let FactorValue::Name(path) = level(
+                p,
+                StudyFactor::Test(wirebench_model::sweep::FactorName::SendPath),
+            ) else {
+                panic!()
+            };
+            (level(p, MTU).number().unwrap(), path)
+        })
+        .collect();
+    assert_eq!(pts.len(), 4, "{seen:?}");
+    assert_eq!(seen.len(), 4);
+    for p in &pts {
+        let mtu = level(p, MTU).number().unwrap() as u32;
+        // Every point records the testbed its cell read back.
+        assert_eq!(
+            p.result.testbed.as_deref(),
+            m.cells[p.cell as usize].testbed.as_ref()
+        );
+        let run = &p.result.runs[0];
+        let Some(WorkloadSummary::Stream(st)) = run.summary.as_ref().map(|s| &s.workload) else {
+            panic!("no stream summary: {:?}", p.result.error);
+        };
+        for d in &st.directions {
+            assert_eq!(d.unaccounted_bytes, 0, "{d:?}");
+            assert!(d.receiver_total_bytes > 0);
+        }
+        // The kernel's evidence that the cell's MTU was in force: each data socket's MSS
+        // (IPv4 20 + TCP 20 + timestamps 12 bytes of headers).
+        for side in [&run.client, &run.server] {
+            let side = side.as_ref().unwrap();
+            for f in &side.stream().unwrap().flows {
+                let ti = f.socket.tcp_info.as_ref().expect("TCP_INFO");
+                let mss = ti.snd_mss_bytes.max(ti.rcv_mss_bytes);
+                assert_eq!(mss, mtu - 52, "mtu {mtu}: {ti:?}");
+            }
+        }
+    }
+    // The expectation, recomputed from the figures in results.jsonl.
+    let e = &m.expectations[0];
+    assert_ne!(e.verdict, Verdict::NoData);
+    assert_eq!(e.cases.len(), 2);
+    for c in &e.cases {
+        let mtu = c
+            .group
+            .iter()
+            .find(|l| l.factor == MTU)
+            .unwrap()
+            .value
+            .clone();
+        let bps = |path: &str| {
+            pts.iter()
+                .find(|p| {
+                    level(p, MTU) == mtu
+                        && level(
+                            p,
+                            StudyFactor::Test(wirebench_model::sweep::FactorName::SendPath),
+                        ) == FactorValue::Name(path.into())
+                })
+                .and_then(|p| {
+                    p.figures
+                        .iter()
+                        .find(|f| f.figure == FigureName::ThroughputBps)
+                })
+                .unwrap()
+                .value
+        };
+        let ratio = bps("sendfile") / bps("copy");
+        assert!(
+            (c.value - ratio).abs() < 1e-9 * ratio.max(1.0),
+            "{} vs {ratio}",
+            c.value
+        );
+        assert_eq!(c.holds, ratio > 0.2);
+    }
+    // points.csv has a row per point.
+    let csv = std::fs::read_to_string(dir.join("points.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    // `study show` prints the pivot and the expectation from the directory.
+    let show = s.run(&["study", "show", &out]);
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(
+        show.stdout.contains("payload throughput at the receivers"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.contains("send_path=sendfile"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.contains("sendfile is at least a fifth of copy"),
+        "{}",
+        show.stdout
+    );
+    assert_nothing_left(s.pids[0]);
+}
+
+const FOUR_CELLS: &str = r#"
+title = "resume: 4 cells"
+[options]
+time = 0.4
+[factors]
+mtu = [1500, 3000, 9000, 16000]
+[[test]]
+command = "stream"
+"#;
+
+/// Wait (up to 90 s) until `dir/results.jsonl` has at least `n` lines.
+fn wait_points(dir: &Path, n: usize) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(90) {
+        let have = std::fs::read_to_string(dir.join("results.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if have >= n {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("fewer than {n} points after 90 s");
+}
+
+/// A study killed with SIGKILL leaves no daemon; resumed, it measures every missing point
+/// once, keeps the ones measured before, and leaves nothing behind.
+#[test]
+fn resume_after_sigkill() {
+    require_netns();
+    let _g = serial();
+    let mut s = Scratch::new("resume");
+    let file = s.file(FOUR_CELLS);
+    let out = s.out();
+    s.spawn(&["study", "run", &file, "-o", &out]);
+    let dir = PathBuf::from(&out);
+    wait_points(&dir, 2);
+    let pid = s.pids[0];
+    kill(pid, "-KILL");
+    if let Some(c) = &mut s.child {
+        let _ = c.wait();
+    }
+    s.child = None;
+    let before = points(&dir);
+    assert!((2..4).contains(&before.len()), "{}", before.len());
+    // The daemon died with its parent (PR_SET_PDEATHSIG); the namespaces stay until the
+    // next study removes the stale lab.
+    let r = s.run(&["study", "run", "--resume", &out]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_nothing_left(pid);
+    let after = points(&dir);
+    let mtus: Vec<u64> = after
+        .iter()
+        .map(|p| level(p, MTU).number().unwrap())
+        .collect();
+    let set: BTreeSet<u64> = mtus.iter().copied().collect();
+    assert_eq!(mtus.len(), set.len(), "a point measured twice: {mtus:?}");
+    assert_eq!(set, [1500, 3000, 9000, 16000].into_iter().collect());
+    for p in &before {
+        assert!(
+            after.contains(p),
+            "a point measured before the kill was lost"
+        );
+    }
+    assert_eq!(manifest(&dir).status, StudyStatus::Completed);
+}
+
+/// Ctrl-C ends the study after the point under way: completed points are kept, the
+/// manifest says interrupted, exit code 130, nothing is left behind.
+#[test]
+fn sigint_keeps_points_and_tears_down() {
+    require_netns();
+    let _g = serial();
+    let mut s = Scratch::new("sigint");
+    let file = s.file(FOUR_CELLS);
+    let out = s.out();
+    s.spawn(&["study", "run", &file, "-o", &out]);
+    let dir = PathBuf::from(&out);
+    wait_points(&dir, 1);
+    let pid = s.pids[0];
+    kill(pid, "-INT");
+    let code = s.child.as_mut().unwrap().wait().unwrap().code();
+    s.child = None;
+    assert_eq!(code, Some(130));
+    assert_nothing_left(pid);
+    let m = manifest(&dir);
+    assert_eq!(m.status, StudyStatus::Interrupted);
+    let pts = points(&dir);
+    assert!(!pts.is_empty() && pts.len() < 4, "{}", pts.len());
+}
+
+/// Bad input is refused before anything is built, naming the file, line and key.
+#[test]
+fn bad_input_is_refused_before_anything_is_built() {
+    let mut s = Scratch::new("bad");
+    let cases: [(&str, &[&str]); 5] = [
+        (
+            "title = \"x\"\n[factors]\nmtu = [1500, 70000]\n[[test]]\ncommand = \"stream\"\n",
+            &[":3:", "factors.mtu", "70000"],
+        ),
+        (
+            "title = \"x\"\n[factors]\nwarp = [1]\n[[test]]\ncommand = \"stream\"\n",
+            &[":3:", "factors.warp", "unknown testbed factor"],
+        ),
+        ("this is not toml", &["not a valid study file", ":1"]),
+        (
+            "title = \"x\"\n[[test]]\ncommand = \"stream\"\n[[expect]]\nname = \"n\"\nfigure = \"speed\"\nop = \">\"\nvalue = 1\n",
+            &[":6:", "expect.figure", "no figure \"speed\""],
+        ),
+        (
+            "title = \"x\"\n[[test]]\ncommand = \"stream\"\n[test.factors]\nmsg_size = \"4K..1K\"\n",
+            &["msg-size", "test \"stream\""],
+        ),
+    ];
+    for (text, needles) in cases {
+        let file = s.file(text);
+        let out = s.out();
+        let r = s.run(&["study", "run", &file, "-o", &out]);
+        assert_eq!(r.code, 2, "{text}\n{}", r.stderr);
+        for n in needles {
+            assert!(r.stderr.contains(n), "{text}: {n:?} not in {}", r.stderr);
+        }
+        assert!(r.stderr.contains(&file), "{}", r.stderr);
+        assert!(
+            !Path::new(&out).exists(),
+            "something was written for {text}"
+        );
+        assert!(lab_namespaces(s.pids.last().copied().unwrap_or(0)).is_empty());
+    }
+    // The dry run prints the plan and builds nothing.
+    let file = s.file(TWO_BY_TWO);
+    let r = s.run(&["study", "run", "--dry-run", &file, "-o", &s.out()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("2 cell(s), 1 test(s), 4 point(s)"),
+        "{}",
+        r.stdout
+    );
+    assert!(!Path::new(&s.out()).exists());
+}
