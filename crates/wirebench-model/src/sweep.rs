@@ -25,7 +25,8 @@ pub const SWEEP_SCHEMA_VERSION: u32 = 1;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum FactorName {
-    /// Bytes per send/receive call (stream), bytes per datagram (udp): `--msg-size`.
+    /// Bytes per send/receive call (stream), bytes per datagram (udp), bytes per request
+    /// and per response (rr: a ping-pong of equal messages): `--msg-size`.
     MsgSize,
     /// Bytes per request (rr, crr): `--request-size`.
     RequestSize,
@@ -95,7 +96,7 @@ impl FactorName {
     pub fn tests(self) -> &'static [WorkloadKind] {
         use WorkloadKind::*;
         match self {
-            FactorName::MsgSize => &[Stream, UdpStream],
+            FactorName::MsgSize => &[Stream, UdpStream, Rr, UdpRr],
             FactorName::RequestSize | FactorName::ResponseSize => &[Rr, Crr, UdpRr],
             FactorName::Window | FactorName::Flows => &[Stream, Rr, Crr, UdpRr, UdpStream],
             FactorName::SendPath | FactorName::RecvPath => &[Stream],

@@ -377,7 +377,11 @@ fn drive(
         if sess.phase() == Phase::Done {
             return Ok(());
         }
-        let mut until = now + Duration::from_millis(50);
+        let step = match run.engine.as_ref() {
+            Some(e) if run.client.is_none() => e.wait_step(now),
+            _ => crate::end::CONTROL_WAIT,
+        };
+        let mut until = now + step;
         if let Some(w) = sess.next_wakeup() {
             until = until.min(w.max(now + Duration::from_millis(1)));
         }

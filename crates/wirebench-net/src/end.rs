@@ -83,7 +83,17 @@ pub(crate) struct EngineRun {
     pub(crate) abort: Arc<Abort>,
     pub(crate) intervals: mpsc::Receiver<IntervalData>,
     handle: Option<JoinHandle<SideReport>>,
+    /// When its nominal length (warm-up + duration) is over; it finishes soon after.
+    nominal_end: Instant,
 }
+
+/// How long a control loop may wait for a frame while nothing else is due.
+pub(crate) const CONTROL_WAIT: Duration = Duration::from_millis(50);
+
+/// How long it may wait while a state change that sends no frame is imminent (an engine
+/// past its nominal end, data connections being collected): short, so that a test's
+/// set-up and wind-down do not add tens of milliseconds to every point of a sweep.
+pub(crate) const SHORT_WAIT: Duration = Duration::from_millis(1);
 
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
@@ -293,6 +303,7 @@ impl EngineRun {
         let (tx, rx) = mpsc::channel();
         let ab = Arc::clone(&abort);
         let spec = spec.clone();
+        let nominal_end = Instant::now() + ms(spec.common.warmup_ms + spec.common.duration_ms);
         let handle = thread::Builder::new()
             .name("wb-engine".into())
             .spawn(move || run_plan(&end, &spec, data, &mut ChannelSink(tx), &ab))?;
@@ -300,7 +311,18 @@ impl EngineRun {
             abort,
             intervals: rx,
             handle: Some(handle),
+            nominal_end,
         })
+    }
+
+    /// How long the control loop may wait before polling the engine again: until its
+    /// nominal end, then [`SHORT_WAIT`].
+    pub(crate) fn wait_step(&self, now: Instant) -> Duration {
+        if now >= self.nominal_end {
+            SHORT_WAIT
+        } else {
+            (self.nominal_end - now).clamp(SHORT_WAIT, CONTROL_WAIT)
+        }
     }
 
     /// The report, if the engine has finished.

@@ -300,6 +300,10 @@ pub struct RrArgs {
     /// Options of every client command.
     #[command(flatten)]
     pub c: ClientArgs,
+    /// Bytes per request and per response: a ping-pong of equal messages (NetPIPE's, the
+    /// Trapeze latency figure); --request-size/--response-size override either.
+    #[arg(short = 'l', long, value_parser = parse_size)]
+    pub msg_size: Option<u64>,
     /// Bytes per request (K/M = 1024^n); default 1, with --udp 8 (the sequence number).
     #[arg(long, value_parser = parse_size)]
     pub request_size: Option<u64>,

@@ -329,8 +329,14 @@ pub fn rr_spec(a: &RrArgs) -> SpecResult {
     } else {
         1
     };
-    let req = to_u32(a.request_size.unwrap_or(min), SpecField::RequestSizeBytes)?;
-    let resp = to_u32(a.response_size.unwrap_or(min), SpecField::ResponseSizeBytes)?;
+    let req = to_u32(
+        a.request_size.or(a.msg_size).unwrap_or(min),
+        SpecField::RequestSizeBytes,
+    )?;
+    let resp = to_u32(
+        a.response_size.or(a.msg_size).unwrap_or(min),
+        SpecField::ResponseSizeBytes,
+    )?;
     if a.udp {
         refuse_congestion_on_udp(&a.c)?;
     }

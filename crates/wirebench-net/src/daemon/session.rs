@@ -270,7 +270,15 @@ fn drive<'a>(
         if execute(conn, sess, ts, state, acts)? {
             return Ok(());
         }
-        let mut until = now + Duration::from_millis(50);
+        let step = if sess.phase() == Phase::AwaitData {
+            crate::end::SHORT_WAIT
+        } else {
+            match ts.engine.as_ref() {
+                Some(e) if ts.server_report.is_none() => e.wait_step(now),
+                _ => crate::end::CONTROL_WAIT,
+            }
+        };
+        let mut until = now + step;
         if let Some(w) = sess.next_wakeup() {
             until = until.min(w.max(now + Duration::from_millis(1)));
         }

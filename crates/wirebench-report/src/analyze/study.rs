@@ -173,6 +173,19 @@ fn median_of<'a>(points: impl Iterator<Item = &'a StudyPoint>, figure: FigureNam
     })
 }
 
+/// The median of `figure` over the points of `test` in cell `cell`.
+pub fn cell_figure(
+    points: &[StudyPoint],
+    cell: u32,
+    test: &str,
+    figure: FigureName,
+) -> Option<f64> {
+    median_of(
+        points.iter().filter(|p| p.cell == cell && p.test == test),
+        figure,
+    )
+}
+
 /// Evaluates an expectation on a study's points.
 pub fn evaluate(e: &Expectation, points: &[StudyPoint]) -> ExpectationOutcome {
     let named: Vec<StudyFactor> = e

@@ -133,29 +133,7 @@ pub fn pivot_text(title: &str, p: &Pivot) -> String {
             row
         })
         .collect();
-    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| -> String {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i == 0 {
-                let _ = write!(s, "{c:<w$}");
-            } else {
-                let _ = write!(s, "  {c:>w$}");
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = format!("{title}: {}\n", figure_title(p.y));
-    out.push_str(&line(&head));
-    for r in &rows {
-        out.push_str(&line(r));
-    }
-    out
+    format!("{title}: {}\n{}", figure_title(p.y), table(&head, &rows))
 }
 
 /// An expectation's outcome in words, with the measured figures.
@@ -216,6 +194,63 @@ pub fn expectation_text(o: &ExpectationOutcome) -> String {
             if c.holds { "ok  " } else { "FAIL" },
             levels_text(&c.group)
         );
+    }
+    out
+}
+
+/// A table with a row per cell (its label) and a column per (test, figure): the tuning
+/// ladder of the 10GbE slides, each rung one cell.
+pub fn ladder_text(
+    cells: &[CellRecord],
+    points: &[StudyPoint],
+    columns: &[(String, FigureName)],
+) -> String {
+    let mut head = vec!["cell".to_string()];
+    head.extend(
+        columns
+            .iter()
+            .map(|(t, f)| format!("{} {}", escape(t), f.key())),
+    );
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|c| {
+            let mut row = vec![c
+                .label
+                .as_deref()
+                .map(escape)
+                .unwrap_or_else(|| levels_text(&c.levels))];
+            row.extend(columns.iter().map(|(t, f)| {
+                crate::analyze::study::cell_figure(points, c.index, t, *f)
+                    .map_or("-".to_string(), |v| figure_value_text(*f, v))
+            }));
+            row
+        })
+        .collect();
+    table(&head, &rows)
+}
+
+/// Left-aligned first column, right-aligned others.
+fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                let _ = write!(s, "{c:<w$}");
+            } else {
+                let _ = write!(s, "  {c:>w$}");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(head);
+    for r in rows {
+        out.push_str(&line(r));
     }
     out
 }

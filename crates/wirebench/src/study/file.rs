@@ -76,6 +76,8 @@ pub struct TestEntry {
     pub factors: Vec<(FactorName, String)>,
     /// Line of its `[[test]]` table.
     pub line: usize,
+    /// Only in the explicit cells with these labels (`None`: every cell).
+    pub cells: Option<Vec<String>>,
 }
 
 /// Test flags added in the cells whose testbed meets the conditions.
@@ -188,6 +190,7 @@ struct RawTest {
     args: Vec<String>,
     #[serde(default)]
     factors: Table,
+    cells: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -277,7 +280,7 @@ pub fn parse(path: &str, text: &str) -> Result<StudyFile, FileError> {
     let options = options(&cx, raw.options.take())?;
     let fixed = testbed_levels(&cx, "testbed", &raw.testbed, false)?;
     let (cells, varying) = cells(&cx, &raw, &fixed)?;
-    let tests = tests(&cx, &raw.test)?;
+    let tests = tests(&cx, &raw.test, &cells)?;
     let labels: Vec<&str> = tests.iter().map(|t| t.label.as_str()).collect();
     let check_test =
         |t: &Option<Spanned<String>>, key: &str| -> Result<Option<String>, FileError> {
@@ -689,7 +692,11 @@ fn string_list(cx: &Ctx<'_>, v: &Spanned<Value>, key: &str) -> Result<Vec<String
     }
 }
 
-fn tests(cx: &Ctx<'_>, raw: &[Spanned<RawTest>]) -> Result<Vec<TestEntry>, FileError> {
+fn tests(
+    cx: &Ctx<'_>,
+    raw: &[Spanned<RawTest>],
+    cells: &[CellSpec],
+) -> Result<Vec<TestEntry>, FileError> {
     if raw.is_empty() {
         return Err(cx.err(0..0, "test", "a study runs at least one [[test]]"));
     }
@@ -743,12 +750,24 @@ fn tests(cx: &Ctx<'_>, raw: &[Spanned<RawTest>]) -> Result<Vec<TestEntry>, FileE
             };
             factors.push((f, text));
         }
+        if let Some(only) = &t.cells {
+            for l in only.get_ref() {
+                if !cells.iter().any(|c| c.label.as_deref() == Some(l.as_str())) {
+                    return Err(cx.err(
+                        only.span(),
+                        "test.cells",
+                        format!("no [[cell]] labelled {l:?}"),
+                    ));
+                }
+            }
+        }
         out.push(TestEntry {
             label,
             command,
             args: t.args.clone(),
             factors,
             line,
+            cells: t.cells.as_ref().map(|c| c.get_ref().clone()),
         });
     }
     Ok(out)

@@ -21,6 +21,7 @@ use wirebench_lab::named::LabManager;
 use wirebench_model::study::{
     FigureName, StudyFactor, StudyManifest, StudyPoint, StudyStatus, Verdict,
 };
+use wirebench_model::sweep::FactorName;
 use wirebench_report::analyze::study::{evaluate, pivot};
 use wirebench_report::print::study as show;
 
@@ -300,6 +301,19 @@ fn exit_code(m: &StudyManifest) -> i32 {
     }
 }
 
+/// The figures a test's tables show by default.
+fn headline(command: &str) -> &'static [FigureName] {
+    match command {
+        "stream" => &[
+            FigureName::ThroughputBps,
+            FigureName::ClientCpuPct,
+            FigureName::ServerCpuPct,
+        ],
+        "udp" => &[FigureName::ThroughputBps, FigureName::LossPct],
+        _ => &[FigureName::TransactionsPerS, FigureName::RttP50Ns],
+    }
+}
+
 /// The tables a study shows: the file's `[[figure]]`s, or per test the headline figures
 /// against the first factor that varies (a testbed factor first).
 fn tables(
@@ -319,12 +333,25 @@ fn tables(
             })
             .collect();
     }
+    let labelled = file.cells.iter().any(|c| c.label.is_some());
     let mut out = Vec::new();
-    for t in &file.tests {
-        let x = file
-            .varying
-            .first()
-            .map(|f| StudyFactor::Testbed(*f))
+    // A ladder's factor-less tests are in the ladder table.
+    for t in file
+        .tests
+        .iter()
+        .filter(|t| !(labelled && t.factors.is_empty()))
+    {
+        // A numeric test factor (size, window, rate, flows...) is a curve's x; else the
+        // first testbed factor that varies, else the test's first factor.
+        let numeric = t.factors.iter().find(|(f, _)| {
+            !matches!(
+                f,
+                FactorName::SendPath | FactorName::RecvPath | FactorName::Congestion
+            )
+        });
+        let x = numeric
+            .map(|(f, _)| StudyFactor::Test(*f))
+            .or_else(|| file.varying.first().map(|f| StudyFactor::Testbed(*f)))
             .or_else(|| t.factors.first().map(|(f, _)| StudyFactor::Test(*f)));
         let Some(x) = x else { continue };
         let ys: &[FigureName] = match t.command.as_str() {
@@ -353,6 +380,20 @@ pub fn summary_text(m: &StudyManifest, file: &StudyFile, points: &[StudyPoint]) 
     let mut out = show::header(m);
     out.push('\n');
     out.push_str(&show::cells_text(&m.cells));
+    if m.cells.iter().any(|c| c.label.is_some()) {
+        // Explicit cells (a ladder): a row per cell, the headline figures of each test
+        // that has no factor of its own.
+        let mut cols = Vec::new();
+        for t in file.tests.iter().filter(|t| t.factors.is_empty()) {
+            for y in headline(&t.command) {
+                cols.push((t.label.clone(), *y));
+            }
+        }
+        if !cols.is_empty() {
+            out.push('\n');
+            out.push_str(&show::ladder_text(&m.cells, points, &cols));
+        }
+    }
     for (title, test, x, y) in tables(file, points) {
         let p = pivot(points, &test, x, y);
         if !p.rows.is_empty() {

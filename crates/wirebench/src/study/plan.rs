@@ -159,7 +159,10 @@ pub fn sweep_argv(file: &StudyFile, cell: &CellSpec, t: &TestEntry, dir: &Path) 
     a.extend(placement_args(placement_of(&cell.levels)));
     a.extend(["-H".into(), Endpoint::Server.ipv4().to_string()]);
     let o = &file.options;
-    if let Some(t) = o.time_s {
+    let own_time = a
+        .iter()
+        .any(|x| x == "-t" || x == "--duration" || x.starts_with("--duration="));
+    if let (Some(t), false) = (o.time_s, own_time) {
         a.extend(["-t".into(), t.to_string()]);
     }
     if let Some(v) = o.point_time_s {
@@ -222,6 +225,11 @@ pub fn plan(file: StudyFile, out: &Path, cpus: u32) -> Result<StudyPlan, FileErr
         lab.validate().map_err(|e| err(e.to_string()))?;
         let mut tests = Vec::new();
         for (ti, t) in file.tests.iter().enumerate() {
+            if let Some(only) = &t.cells {
+                if !c.label.as_ref().is_some_and(|l| only.contains(l)) {
+                    continue;
+                }
+            }
             let dir = test_dir(i, t);
             let argv = sweep_argv(&file, c, t, &out.join(&dir));
             let plan = sweep_plan(&t.command, &argv).map_err(|m| FileError {
