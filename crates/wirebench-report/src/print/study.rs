@@ -112,13 +112,28 @@ pub fn point_line(p: &StudyPoint, done: u64, total: u64) -> String {
 
 /// A pivot as a text table under `title`.
 pub fn pivot_text(title: &str, p: &Pivot) -> String {
+    // A factor some columns have and others lack (an explicit cell without a rate limit)
+    // is shown as `factor=none` in the latter.
+    let mut all: Vec<StudyFactor> = Vec::new();
+    for c in &p.columns {
+        for l in c {
+            if !all.contains(&l.factor) {
+                all.push(l.factor);
+            }
+        }
+    }
     let mut head = vec![factor_key(p.x)];
     head.extend(p.columns.iter().map(|c| {
-        if c.is_empty() {
-            "value".to_string()
-        } else {
-            levels_text(c)
+        if all.is_empty() {
+            return "value".to_string();
         }
+        all.iter()
+            .map(|f| match c.iter().find(|l| l.factor == *f) {
+                Some(l) => format!("{}={}", factor_key(*f), value_text(*f, &l.value)),
+                None => format!("{}=none", factor_key(*f)),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
     }));
     let rows: Vec<Vec<String>> = p
         .rows
