@@ -293,7 +293,8 @@ fn along(s: &SweepResult) -> Option<FactorName> {
 }
 
 /// The x axis of a factor.
-fn factor_axis(f: FactorName) -> Axis {
+/// The x axis of a sweep factor (sizes on a log2 byte axis, rates on log10).
+pub(crate) fn factor_axis(f: FactorName) -> Axis {
     let label = f.flag().trim_start_matches('-').replace('-', " ");
     match f {
         FactorName::MsgSize

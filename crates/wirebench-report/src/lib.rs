@@ -14,6 +14,7 @@ pub mod figures;
 pub mod label;
 pub mod page;
 pub mod print;
+pub mod study_page;
 
 #[cfg(test)]
 mod tests;

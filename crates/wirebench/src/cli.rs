@@ -48,11 +48,12 @@ pub enum Command {
 /// `wirebench plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// A RunResult or SweepResult JSON file (`--json` output), or a sweep's `-o` directory.
+    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, or
+    /// a study's output directory.
     pub input: std::path::PathBuf,
     /// Which figure: timeseries, tail (request/response), curve, curve-latency (sweeps of
-    /// request/response); default the first that applies.
-    #[arg(long, value_parser = ["timeseries", "tail", "curve", "curve-latency"])]
+    /// request/response), table, ladder (studies); default the first that applies.
+    #[arg(long, value_parser = ["timeseries", "tail", "curve", "curve-latency", "table", "ladder"])]
     pub kind: Option<String>,
     /// Write the SVG here (atomically) instead of to stdout.
     #[arg(short, long, value_name = "FILE.svg")]
@@ -62,7 +63,8 @@ pub struct PlotArgs {
 /// `wirebench report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A RunResult or SweepResult JSON file (`--json` output), or a sweep's `-o` directory.
+    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, or
+    /// a study's output directory.
     pub input: std::path::PathBuf,
     /// The HTML file to write (atomically).
     #[arg(short, long, value_name = "FILE.html")]

@@ -8,6 +8,7 @@ use wirebench_model::result::RunResult;
 use wirebench_model::sweep::SweepResult;
 use wirebench_report::figures::{run_figures, sweep_figures, Named};
 use wirebench_report::page::{run_page, sweep_page};
+use wirebench_report::study_page;
 
 use crate::cli::{PlotArgs, ReportArgs};
 use crate::test_cmd::write_atomically;
@@ -70,6 +71,9 @@ pub fn plot(a: &PlotArgs) -> i32 {
             );
         }
     }
+    if a.input.join("manifest.json").exists() {
+        return plot_study(a);
+    }
     let input = match load(&a.input) {
         Ok(i) => i,
         Err(e) => return fail(e, EXIT_USAGE),
@@ -122,8 +126,97 @@ pub fn plot(a: &PlotArgs) -> i32 {
     }
 }
 
+/// Writes `svg` to `-o FILE` (atomically) or stdout.
+fn emit(output: Option<&Path>, svg: &str, cmd: &str) -> i32 {
+    match output {
+        Some(path) => match write_atomically(path, svg.as_bytes()) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!("wirebench {cmd}: cannot write {}: {e:#}", path.display());
+                EXIT_FAILED
+            }
+        },
+        None => {
+            print!("{svg}");
+            EXIT_OK
+        }
+    }
+}
+
+/// `wirebench plot STUDY-DIR`: the ladder (`--kind ladder`) or the first table's figure
+/// (`--kind table`, the default).
+fn plot_study(a: &PlotArgs) -> i32 {
+    let st = match crate::study::load(&a.input) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("wirebench plot: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let ladder = study_page::ladder_figures(
+        &st.manifest,
+        &st.points,
+        &crate::study::ladder_columns(&st.file),
+    );
+    let tables: Vec<_> = crate::study::tables(&st.file, &st.points)
+        .iter()
+        .filter_map(|t| study_page::table_figure(&st.manifest, &st.points, t))
+        .collect();
+    let fig = match a.kind.as_deref() {
+        Some("ladder") => ladder.into_iter().next(),
+        Some("table") | None => tables.into_iter().next(),
+        Some(k) => {
+            eprintln!("wirebench plot: --kind {k}: a study has the kinds table and ladder");
+            return EXIT_USAGE;
+        }
+    };
+    let Some(fig) = fig else {
+        eprintln!(
+            "wirebench plot: {}: no figure applies (no completed point)",
+            a.input.display()
+        );
+        return EXIT_USAGE;
+    };
+    match fig.svg {
+        Ok(svg) => emit(a.output.as_deref(), svg.as_str(), "plot"),
+        Err(e) => {
+            eprintln!("wirebench plot: cannot draw: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
 /// `wirebench report`; the exit code.
 pub fn report(a: &ReportArgs) -> i32 {
+    if a.input.join("manifest.json").exists() {
+        let st = match crate::study::load(&a.input) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("wirebench report: {e}");
+                return EXIT_USAGE;
+            }
+        };
+        let tables = crate::study::tables(&st.file, &st.points);
+        let summary = crate::study::summary_text(&st.manifest, &st.file, &st.points);
+        let page = study_page::study_page(
+            &st.manifest,
+            &st.points,
+            &tables,
+            &crate::study::ladder_columns(&st.file),
+            &summary,
+        )
+        .to_html();
+        return match write_atomically(&a.output, page.as_bytes()) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!(
+                    "wirebench report: cannot write {}: {e:#}",
+                    a.output.display()
+                );
+                EXIT_FAILED
+            }
+        };
+    }
     let input = match load(&a.input) {
         Ok(i) => i,
         Err(e) => {

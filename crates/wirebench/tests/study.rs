@@ -328,6 +328,42 @@ fn two_by_two_study_end_to_end() {
         "{}",
         show.stdout
     );
+    // The figure and the page: the seed's figure as SVG (a line per send path against the
+    // MTU), and a self-contained page a real browser draws without complaint.
+    let svg = s.dir.join("fig.svg").display().to_string();
+    let r = s.run(&["plot", &out, "-o", &svg]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("the SVG parses as XML");
+    let series = doc
+        .descendants()
+        .filter(|n| {
+            n.has_tag_name("g")
+                && n.attribute("class")
+                    .is_some_and(|c| c.split_whitespace().next() == Some("series"))
+        })
+        .count();
+    assert_eq!(series, 2, "a line per send path");
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(texts.contains(&"MTU"), "{texts:?}");
+    let page = s.dir.join("study.html");
+    let r = s.run(&["report", &out, "-o", &page.display().to_string()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("2x2: MTU x send path") && html.contains("Expectations"));
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http") && !html.contains("href=\"http")
+    );
+    let chromium = wirebench_plot::browser::Chromium::find()
+        .unwrap_or_else(|e| panic!("capability missing: {e}"));
+    let check = wirebench_plot::browser::check_page(&chromium, &page, &s.dir.join("study.png"))
+        .expect("chromium run");
+    let problems = check.problems(0.03);
+    assert!(problems.is_empty(), "{problems:#?}");
     assert_nothing_left(s.pids[0]);
 }
 

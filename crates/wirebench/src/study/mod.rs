@@ -24,6 +24,7 @@ use wirebench_model::study::{
 use wirebench_model::sweep::FactorName;
 use wirebench_report::analyze::study::{evaluate, pivot};
 use wirebench_report::print::study as show;
+use wirebench_report::study_page::StudyTable;
 
 use crate::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use exec::{new_manifest, study_point, Runner, Shared};
@@ -316,20 +317,19 @@ fn headline(command: &str) -> &'static [FigureName] {
 
 /// The tables a study shows: the file's `[[figure]]`s, or per test the headline figures
 /// against the first factor that varies (a testbed factor first).
-fn tables(
-    file: &StudyFile,
-    points: &[StudyPoint],
-) -> Vec<(String, String, StudyFactor, FigureName)> {
+pub fn tables(file: &StudyFile, points: &[StudyPoint]) -> Vec<StudyTable> {
     if !file.figures.is_empty() {
         return file
             .figures
             .iter()
-            .map(|f| {
-                let test = f
+            .map(|f| StudyTable {
+                title: f.title.clone(),
+                test: f
                     .test
                     .clone()
-                    .unwrap_or_else(|| file.tests[0].label.clone());
-                (f.title.clone(), test, f.x, f.y)
+                    .unwrap_or_else(|| file.tests[0].label.clone()),
+                x: f.x,
+                y: f.y,
             })
             .collect();
     }
@@ -368,11 +368,61 @@ fn tables(
                 .iter()
                 .any(|p| p.test == t.label && p.figures.iter().any(|f| f.figure == *y))
             {
-                out.push((t.label.clone(), t.label.clone(), x, *y));
+                out.push(StudyTable {
+                    title: t.label.clone(),
+                    test: t.label.clone(),
+                    x,
+                    y: *y,
+                });
             }
         }
     }
     out
+}
+
+/// A ladder's columns (explicit labelled cells): the headline figures of each test that has
+/// no factor of its own; empty for a crossed study.
+pub fn ladder_columns(file: &StudyFile) -> Vec<(String, FigureName)> {
+    let mut cols = Vec::new();
+    if file.cells.iter().any(|c| c.label.is_some()) {
+        for t in file.tests.iter().filter(|t| t.factors.is_empty()) {
+            for y in headline(&t.command) {
+                cols.push((t.label.clone(), *y));
+            }
+        }
+    }
+    cols
+}
+
+/// A study directory: its manifest, its file and its points (expectations evaluated).
+pub struct LoadedStudy {
+    /// The manifest.
+    pub manifest: StudyManifest,
+    /// The study file it ran.
+    pub file: StudyFile,
+    /// Its points.
+    pub points: Vec<StudyPoint>,
+    /// Lines of results.jsonl that could not be read.
+    pub unreadable_lines: usize,
+}
+
+/// Reads a study directory.
+pub fn load(dir: &Path) -> Result<LoadedStudy, String> {
+    let mut manifest = read_manifest(dir)?;
+    let file = file::parse(&manifest.file, &manifest.file_text)
+        .map_err(|e| format!("the manifest's study file: {e}"))?;
+    let (points, unreadable_lines) = read_points(dir)?;
+    manifest.expectations = file
+        .expectations
+        .iter()
+        .map(|e| evaluate(e, &points))
+        .collect();
+    Ok(LoadedStudy {
+        manifest,
+        file,
+        points,
+        unreadable_lines,
+    })
 }
 
 /// The study in words: header, cells, tables, expectations.
@@ -380,25 +430,16 @@ pub fn summary_text(m: &StudyManifest, file: &StudyFile, points: &[StudyPoint]) 
     let mut out = show::header(m);
     out.push('\n');
     out.push_str(&show::cells_text(&m.cells));
-    if m.cells.iter().any(|c| c.label.is_some()) {
-        // Explicit cells (a ladder): a row per cell, the headline figures of each test
-        // that has no factor of its own.
-        let mut cols = Vec::new();
-        for t in file.tests.iter().filter(|t| t.factors.is_empty()) {
-            for y in headline(&t.command) {
-                cols.push((t.label.clone(), *y));
-            }
-        }
-        if !cols.is_empty() {
-            out.push('\n');
-            out.push_str(&show::ladder_text(&m.cells, points, &cols));
-        }
+    let cols = ladder_columns(file);
+    if !cols.is_empty() {
+        out.push('\n');
+        out.push_str(&show::ladder_text(&m.cells, points, &cols));
     }
-    for (title, test, x, y) in tables(file, points) {
-        let p = pivot(points, &test, x, y);
+    for t in tables(file, points) {
+        let p = pivot(points, &t.test, t.x, t.y);
         if !p.rows.is_empty() {
             out.push('\n');
-            out.push_str(&show::pivot_text(&title, &p));
+            out.push_str(&show::pivot_text(&t.title, &p));
         }
     }
     if !file.expectations.is_empty() {
@@ -432,30 +473,21 @@ fn read_points(dir: &Path) -> Result<(Vec<StudyPoint>, usize), String> {
 }
 
 fn show_study(a: &ShowArgs) -> i32 {
-    let mut m = match read_manifest(&a.dir) {
-        Ok(m) => m,
+    let st = match load(&a.dir) {
+        Ok(s) => s,
         Err(e) => return usage(&e),
     };
-    let file = match file::parse(&m.file, &m.file_text) {
-        Ok(f) => f,
-        Err(e) => return usage(&format!("the manifest's study file: {e}")),
-    };
-    let (points, bad) = match read_points(&a.dir) {
-        Ok(x) => x,
-        Err(e) => return usage(&e),
-    };
-    m.expectations = file
-        .expectations
-        .iter()
-        .map(|e| evaluate(e, &points))
-        .collect();
     let text = if a.json {
-        format!("{}\n", serde_json::to_string_pretty(&m).unwrap_or_default())
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&st.manifest).unwrap_or_default()
+        )
     } else {
-        let mut t = summary_text(&m, &file, &points);
-        if bad > 0 {
+        let mut t = summary_text(&st.manifest, &st.file, &st.points);
+        if st.unreadable_lines > 0 {
             t.push_str(&format!(
-                "{bad} line(s) of results.jsonl could not be read and were skipped\n"
+                "{} line(s) of results.jsonl could not be read and were skipped\n",
+                st.unreadable_lines
             ));
         }
         t

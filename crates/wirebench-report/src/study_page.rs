@@ -1,0 +1,392 @@
+//! A study as figures and as one HTML page: each table of the study drawn the way the
+//! seeds drew it (a line per variant against a numeric factor such as the MTU or the
+//! message size; grouped bars against a named one), a ladder of explicit cells as
+//! horizontal bars, the expectations with their measured figures, the cells and the file.
+//! Every value drawn is a median of the study's points ([`crate::analyze::study`]).
+
+use wirebench_model::study::{
+    FigureName, StudyFactor, StudyManifest, StudyPoint, StudyStatus, TestbedFactor, Verdict,
+};
+use wirebench_model::sweep::FactorValue;
+use wirebench_model::text::escape;
+use wirebench_plot::html::{Block, Column, DataTable, Expectation, Outcome, Report, Section};
+use wirebench_plot::{
+    Axis, BarFigure, Figure, Heading, Orientation, Point, Render, Series, SeriesKind, Svg, Unit,
+};
+
+use crate::analyze::study::{cell_figure, evaluate, pivot};
+use crate::print::study::{expectation_text, factor_key, levels_text, status_text, value_text};
+
+/// A table of a study: the figure `y` against factor `x` among test `test`'s points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudyTable {
+    /// Title (the seed's figure).
+    pub title: String,
+    /// The test's label.
+    pub test: String,
+    /// Rows / x axis.
+    pub x: StudyFactor,
+    /// The figure.
+    pub y: FigureName,
+}
+
+/// A drawn figure and its caption.
+pub struct StudyFigure {
+    /// The SVG, or why it could not be drawn.
+    pub svg: Result<Svg, wirebench_plot::PlotError>,
+    /// What it shows.
+    pub caption: String,
+}
+
+fn y_axis(f: FigureName) -> Axis {
+    let label = crate::print::study::figure_title(f);
+    match f {
+        FigureName::ThroughputBps => Axis::linear(label, Unit::BitsPerSecond),
+        FigureName::TransactionsPerS => Axis::linear(label, Unit::PerSecond),
+        FigureName::RttP50Ns | FigureName::RttP99Ns => Axis::linear(label, Unit::Nanoseconds),
+        FigureName::LossPct
+        | FigureName::ClientCpuPct
+        | FigureName::ServerCpuPct
+        | FigureName::SystemBusyPct => Axis::linear(label, Unit::Percent),
+        FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
+            Axis::linear(label, Unit::Other("µs/KB".into()))
+        }
+    }
+}
+
+fn x_axis(f: StudyFactor) -> Axis {
+    let label = factor_key(f).replace('_', " ");
+    match f {
+        StudyFactor::Testbed(TestbedFactor::Mtu) => Axis::log2("MTU", Unit::Bytes),
+        StudyFactor::Testbed(TestbedFactor::Rate) => Axis::log10(label, Unit::BitsPerSecond),
+        StudyFactor::Testbed(TestbedFactor::Delay | TestbedFactor::Jitter) => {
+            Axis::log10(label, Unit::Nanoseconds)
+        }
+        StudyFactor::Testbed(_) => Axis::linear(label, Unit::None),
+        StudyFactor::Test(t) => crate::figures::factor_axis(t),
+    }
+}
+
+/// The value as a number on an axis, if it is one.
+fn x_of(v: &FactorValue) -> Option<f64> {
+    match v {
+        FactorValue::Number(n) => Some(*n as f64),
+        FactorValue::Name(s) => s.trim().parse().ok(),
+    }
+}
+
+/// The figure of one table.
+pub fn table_figure(
+    m: &StudyManifest,
+    points: &[StudyPoint],
+    t: &StudyTable,
+) -> Option<StudyFigure> {
+    let p = pivot(points, &t.test, t.x, t.y);
+    if p.rows.is_empty() {
+        return None;
+    }
+    let sub = format!(
+        "{} · {} · {}",
+        escape(&t.test),
+        escape(&m.title),
+        m.started_utc
+    );
+    let heading = Heading::new(
+        format!(
+            "{}: {}",
+            escape(&t.title),
+            crate::print::study::figure_title(t.y)
+        ),
+        sub,
+    );
+    let names: Vec<String> = p
+        .columns
+        .iter()
+        .map(|c| {
+            if c.is_empty() {
+                "measured".into()
+            } else {
+                levels_text(c)
+            }
+        })
+        .collect();
+    let numeric = p.rows.iter().all(|r| x_of(r).is_some_and(|x| x > 0.0));
+    let caption = format!(
+        "Each point is the median of the study's points at that level ({} testbed cell(s)); \
+         measured where the figure's name says.",
+        m.cells.len()
+    );
+    let svg = if numeric {
+        let series = names
+            .iter()
+            .enumerate()
+            .map(|(ci, name)| Series {
+                name: name.clone(),
+                kind: SeriesKind::LineWithPoints,
+                points: p
+                    .rows
+                    .iter()
+                    .zip(&p.cells)
+                    .filter_map(|(r, cells)| Some(Point::new(x_of(r)?, cells[ci]?)))
+                    .collect(),
+                axis: wirebench_plot::YAxis::Y,
+                style: Some(ci),
+            })
+            .collect();
+        Figure {
+            heading,
+            x: x_axis(t.x),
+            y: y_axis(t.y),
+            series,
+            ..Figure::default()
+        }
+        .render_svg()
+    } else {
+        BarFigure {
+            heading,
+            categories: p.rows.iter().map(|r| value_text(t.x, r)).collect(),
+            category_label: factor_key(t.x),
+            groups: names,
+            stacks: vec![String::new()],
+            values: p
+                .cells
+                .iter()
+                .map(|row| row.iter().map(|c| vec![c.unwrap_or(f64::NAN)]).collect())
+                .collect(),
+            value_axis: y_axis(t.y),
+            orientation: Orientation::Vertical,
+            show_totals: false,
+        }
+        .render_svg()
+    };
+    Some(StudyFigure { svg, caption })
+}
+
+/// A ladder of labelled cells as horizontal bars, one figure per (test, figure).
+pub fn ladder_figures(
+    m: &StudyManifest,
+    points: &[StudyPoint],
+    columns: &[(String, FigureName)],
+) -> Vec<StudyFigure> {
+    let cells: Vec<_> = m.cells.iter().filter(|c| c.label.is_some()).collect();
+    if cells.is_empty() {
+        return Vec::new();
+    }
+    columns
+        .iter()
+        .filter(|(_, f)| {
+            matches!(
+                f,
+                FigureName::ThroughputBps | FigureName::TransactionsPerS | FigureName::RttP50Ns
+            )
+        })
+        .map(|(test, f)| {
+            let fig = BarFigure {
+                heading: Heading::new(
+                    format!("Tuning ladder: {}", crate::print::study::figure_title(*f)),
+                    format!("{} · {} · each cell one rung", escape(test), m.started_utc),
+                ),
+                categories: cells
+                    .iter()
+                    .map(|c| escape(c.label.as_deref().unwrap_or("")))
+                    .collect(),
+                category_label: String::new(),
+                groups: vec![String::new()],
+                stacks: vec![crate::print::study::figure_title(*f).to_string()],
+                values: cells
+                    .iter()
+                    .map(|c| {
+                        vec![vec![
+                            cell_figure(points, c.index, test, *f).unwrap_or(f64::NAN)
+                        ]]
+                    })
+                    .collect(),
+                value_axis: y_axis(*f),
+                orientation: Orientation::Horizontal,
+                show_totals: true,
+            };
+            StudyFigure {
+                svg: fig.render_svg(),
+                caption: "Each bar is one testbed cell (a rung), the median of its points.".into(),
+            }
+        })
+        .collect()
+}
+
+fn blocks(figs: Vec<StudyFigure>) -> Vec<Block> {
+    figs.into_iter()
+        .map(|f| match f.svg {
+            Ok(svg) => Block::Figure {
+                svg,
+                caption: f.caption,
+            },
+            Err(e) => Block::Warnings(vec![format!("a figure could not be drawn: {e}")]),
+        })
+        .collect()
+}
+
+/// The page of a study. `summary` is the study as `study show` prints it.
+pub fn study_page(
+    m: &StudyManifest,
+    points: &[StudyPoint],
+    tables: &[StudyTable],
+    ladder: &[(String, FigureName)],
+    summary: &str,
+) -> Report {
+    let mut report = Report::new(
+        format!("wirebench study: {}", escape(&m.title)),
+        format!(
+            "{}{} · started {}",
+            m.seed
+                .as_deref()
+                .map(|s| format!("mirrors {} · ", escape(s)))
+                .unwrap_or_default(),
+            escape(&m.software),
+            m.started_utc
+        ),
+    );
+    let mut head = Section::new("Figures");
+    head.blocks
+        .extend(blocks(ladder_figures(m, points, ladder)));
+    head.blocks.extend(blocks(
+        tables
+            .iter()
+            .filter_map(|t| table_figure(m, points, t))
+            .collect(),
+    ));
+    report.sections.push(head);
+    let outcomes: Vec<Expectation> = m
+        .expectations
+        .iter()
+        .map(|o| {
+            let o = evaluate(&o.expectation, points);
+            let text = expectation_text(&o);
+            let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            Expectation {
+                statement: first.split_once(": ").map_or(first, |x| x.1).to_string(),
+                outcome: match o.verdict {
+                    Verdict::Holds => Outcome::Holds,
+                    Verdict::DoesNotHold => Outcome::DoesNotHold,
+                    Verdict::NoData => Outcome::Inconclusive,
+                },
+                evidence: rest
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            }
+        })
+        .collect();
+    if !outcomes.is_empty() {
+        let mut s = Section::new("Expectations");
+        s.push(Block::Expectations(outcomes));
+        report.sections.push(s);
+    }
+    let mut res = Section::new("Tables");
+    for t in tables {
+        let p = pivot(points, &t.test, t.x, t.y);
+        if p.rows.is_empty() {
+            continue;
+        }
+        let mut columns = vec![Column::text(factor_key(t.x))];
+        columns.extend(p.columns.iter().map(|c| {
+            Column::text(if c.is_empty() {
+                "measured".to_string()
+            } else {
+                levels_text(c)
+            })
+        }));
+        let rows = p
+            .rows
+            .iter()
+            .zip(&p.cells)
+            .map(|(r, cells)| {
+                let mut row = vec![value_text(t.x, r)];
+                row.extend(cells.iter().map(|c| {
+                    c.map_or("-".to_string(), |v| {
+                        crate::print::study::figure_value_text(t.y, v)
+                    })
+                }));
+                row
+            })
+            .collect();
+        res.push(Block::Table(DataTable {
+            caption: format!(
+                "{}: {} (median of the points at each level)",
+                escape(&t.title),
+                crate::print::study::figure_title(t.y)
+            ),
+            columns,
+            rows,
+        }));
+    }
+    res.push(Block::Code {
+        caption: "wirebench study show".into(),
+        code: summary.to_string(),
+    });
+    report.sections.push(res);
+    let ms = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.0}"));
+    let rows = m
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.index.to_string(),
+                c.label.as_deref().map(escape).unwrap_or_default(),
+                levels_text(&c.levels),
+                status_text(c.status).to_string(),
+                ms(c.build_ms),
+                ms(c.teardown_ms),
+                ms(c.measured_ms),
+                ms(c.wall_ms),
+                c.error.as_deref().map(escape).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut cells = Section::new("Testbed cells");
+    cells.push(Block::Table(DataTable {
+        caption: format!(
+            "{} of {} cells completed; each testbed built, read back from the kernel and torn down",
+            m.cells
+                .iter()
+                .filter(|c| c.status == StudyStatus::Completed)
+                .count(),
+            m.cells.len()
+        ),
+        columns: vec![
+            Column::text("cell"),
+            Column::text("label"),
+            Column::text("testbed"),
+            Column::text("status"),
+            Column::num("build", "ms"),
+            Column::num("teardown", "ms"),
+            Column::num("measured", "ms"),
+            Column::num("wall", "ms"),
+            Column::text("error"),
+        ],
+        rows,
+    }));
+    report.sections.push(cells);
+    let mut s = Section::new("Study file and command");
+    s.push(Block::Code {
+        caption: "command".into(),
+        code: m
+            .command
+            .iter()
+            .map(|a| escape(a))
+            .collect::<Vec<_>>()
+            .join(" "),
+    });
+    s.push(Block::Code {
+        caption: escape(&m.file),
+        code: m
+            .file_text
+            .lines()
+            .map(escape)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    });
+    report.sections.push(s);
+    report
+}
