@@ -160,6 +160,7 @@ pub fn failed_result(
         warnings: Vec::new(),
         error: Some(error),
         under_load: None,
+        physical: None,
     }
 }
 

@@ -337,6 +337,7 @@ mod tests {
             warnings: vec![],
             error: None,
             under_load: None,
+            physical: None,
         }
     }
 

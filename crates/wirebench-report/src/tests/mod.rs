@@ -546,6 +546,7 @@ pub(crate) fn result_for(spec: TestSpec, runs: Vec<RunRecord>) -> RunResult {
         warnings: Vec::new(),
         error: None,
         under_load: None,
+        physical: None,
     }
 }
 
