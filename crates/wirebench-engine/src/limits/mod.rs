@@ -33,9 +33,9 @@ pub struct LimitsPlan {
 
 impl LimitsPlan {
     /// The standard plan on `cpus` (the CPUs this process may run on): buffer sizes from
-    /// [`MIN_BUFFER_BYTES`] to [`MAX_BUFFER_BYTES`] in ×2 steps (×4 with `quick`), 5
-    /// batches of 4 ms per memory figure and 7 of 20 ms per probe (3, 2 ms, 5 and 10 ms with
-    /// `quick`).
+    /// [`MIN_BUFFER_BYTES`] to [`MAX_BUFFER_BYTES`] in ×2 steps (×4 down from the largest
+    /// with `quick`), 5 batches of 4 ms per memory figure and 7 of 20 ms per probe (3, 2 ms,
+    /// 5 and 10 ms with `quick`).
     pub fn standard(quick: bool, cpus: Vec<usize>, available_bytes: Option<u64>) -> LimitsPlan {
         let step = if quick { 4 } else { 2 };
         LimitsPlan {
@@ -52,15 +52,17 @@ impl LimitsPlan {
     }
 }
 
-/// `lo, lo×step, lo×step², …` up to `hi`, and `hi` itself if the steps miss it.
+/// `hi, hi/step, hi/step², …` down to above `lo`, and `lo` itself, ascending: both ends and
+/// every power-of-`step` fraction of `hi` (with ×4 from 256 MiB: 1 MiB is one of them).
 pub fn geometric(lo: u64, hi: u64, step: u64) -> Vec<u64> {
     let mut v = Vec::new();
-    let mut x = lo.max(1);
-    while x < hi {
+    let mut x = hi.max(lo);
+    while x > lo {
         v.push(x);
-        x = x.saturating_mul(step.max(2));
+        x /= step.max(2);
     }
-    v.push(hi);
+    v.push(lo);
+    v.reverse();
     v
 }
 
@@ -138,20 +140,13 @@ mod tests {
         assert!(v.contains(&(1 << 20)));
         assert_eq!(*v.last().unwrap(), 256 << 20);
         let q = geometric(MIN_BUFFER_BYTES, MAX_BUFFER_BYTES, 4);
+        let (k, m) = (1 << 10, 1 << 20);
         assert_eq!(
             q,
-            vec![
-                32 << 10,
-                128 << 10,
-                512 << 10,
-                2 << 20,
-                8 << 20,
-                32 << 20,
-                128 << 20,
-                256 << 20
-            ]
+            [32 * k, 64 * k, 256 * k, m, 4 * m, 16 * m, 64 * m, 256 * m]
         );
         assert_eq!(geometric(4, 4, 2), vec![4]);
+        assert_eq!(geometric(3, 10, 2), vec![3, 5, 10]);
     }
 
     #[test]
