@@ -310,3 +310,32 @@ fn stream_results_are_put_against_the_cached_limits() {
     std::fs::write(&file, serde_json::to_string(&other).unwrap()).unwrap();
     assert_eq!(stream(&dir.0, true).json().physical, None);
 }
+
+/// On a terminal (a pseudo-terminal from util-linux's `script`) a measurement shows a
+/// progress bar; with `--json` it shows none.
+#[test]
+fn a_progress_bar_on_a_terminal_only() {
+    let _g = serial();
+    let dir = StateDir::new("tty");
+    let tty = |args: &str| -> String {
+        let log = dir.0.join("tty.log");
+        let cmd = format!("env WIREBENCH_STATE_DIR={} {BIN} {args}", dir.0.display());
+        let st = Command::new("script")
+            .args(["-qfc", &cmd, &log.display().to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .expect("util-linux script");
+        assert!(st.success(), "{args}");
+        String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned()
+    };
+    let out = tty("limits --refresh");
+    assert!(
+        out.contains("measuring this machine's limits: ") && out.contains("of about 8 s"),
+        "{out}"
+    );
+    assert!(out.contains("measured now"), "{out}");
+    let out = tty("limits --refresh --quick --json");
+    assert!(!out.contains("measuring"), "{out}");
+    assert!(out.contains("\"kind\": \"limits\""), "{out}");
+}
