@@ -55,6 +55,9 @@ pub struct LimitsResult {
     pub cpus_used: Vec<u32>,
     /// Kernel release (`uname -r`).
     pub kernel: Option<String>,
+    /// The 1-minute load average when the measurement started (`/proc/loadavg`): other
+    /// work competing for the CPUs lowers the figures and widens their spreads.
+    pub load_average_1m: Option<f64>,
     /// Measured with `--quick` (fewer sizes, fewer and shorter batches).
     pub quick: bool,
     /// Copy and checksum bandwidth per buffer size, ascending.

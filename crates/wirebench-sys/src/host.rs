@@ -1,4 +1,5 @@
-//! Host information: kernel release, sysctls, CPU model, available memory and `/proc/stat`.
+//! Host information: kernel release, sysctls, CPU model, available memory, load average and
+//! `/proc/stat`.
 
 use std::io;
 
@@ -126,6 +127,13 @@ fn parse_mem_available(meminfo: &str) -> Option<u64> {
     })
 }
 
+/// Returns the 1-minute load average of `/proc/loadavg` (runnable and uninterruptible
+/// tasks, averaged), or `None` if it cannot be read.
+pub fn load_average_1m() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Returns the text of `/proc/stat` (parsed elsewhere).
 ///
 /// # Errors
@@ -145,6 +153,7 @@ mod tests {
         assert_eq!(parse_mem_available(text), Some(2048 * 1024));
         assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
         assert!(mem_available_bytes().is_some_and(|b| b > 0));
+        assert!(load_average_1m().is_some_and(|l| l >= 0.0));
     }
 
     #[test]

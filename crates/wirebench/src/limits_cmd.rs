@@ -89,6 +89,7 @@ fn loopback(duration: Duration, warmup: Duration) -> Result<LoopbackCeiling, Str
 fn measure(quick: bool, json: bool) -> LimitsResult {
     let started = unix_ms();
     let t0 = Instant::now();
+    let load_average_1m = wirebench_sys::host::load_average_1m();
     let cpus = wirebench_sys::thread::current_thread_affinity()
         .ok()
         .filter(|c| !c.is_empty())
@@ -111,6 +112,7 @@ fn measure(quick: bool, json: bool) -> LimitsResult {
         started_unix_ms: started,
         duration_ms: t0.elapsed().as_millis() as u64,
         quick,
+        load_average_1m,
         env: &env,
     };
     limits_result(&run, &samples, ceiling)

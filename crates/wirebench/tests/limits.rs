@@ -269,6 +269,7 @@ fn stream_results_are_put_against_the_cached_limits() {
         cpus: 2,
         cpus_used: vec![0, 1],
         kernel: None,
+        load_average_1m: None,
         quick: true,
         memory: vec![row(32 << 10, 10e9), row(1 << 20, 100e9)],
         syscall: None,

@@ -134,6 +134,8 @@ pub struct LimitsRun<'a> {
     pub duration_ms: u64,
     /// `--quick`.
     pub quick: bool,
+    /// The 1-minute load average at the start.
+    pub load_average_1m: Option<f64>,
     /// The host (boot id, CPU model, kernel, CPUs).
     pub env: &'a Environment,
 }
@@ -173,6 +175,7 @@ pub fn limits_result(
             .unwrap_or(samples.cpus_used.len() as u32),
         cpus_used: samples.cpus_used.clone(),
         kernel: run.env.kernel_release.clone(),
+        load_average_1m: run.load_average_1m,
         quick: run.quick,
         memory: samples.memory.iter().map(memory_row).collect(),
         syscall: syscall_cost(samples),

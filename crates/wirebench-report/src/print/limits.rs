@@ -124,6 +124,23 @@ fn header(out: &mut String, l: &LimitsResult, from: &Provenance) {
         ),
     };
     wrap(out, "", "  ", &line);
+    if let Some(load) = l
+        .load_average_1m
+        .filter(|&x| x >= 0.5 * f64::from(l.cpus.max(1)))
+    {
+        wrap(
+            out,
+            "note: ",
+            "      ",
+            &format!(
+                "the machine was busy when the measurement started (load average {load:.2} on \
+                 {} CPU{}): other work competed for the CPUs, which lowers these figures and \
+                 widens their spreads",
+                l.cpus,
+                if l.cpus == 1 { "" } else { "s" }
+            ),
+        );
+    }
 }
 
 /// The bandwidth table.

@@ -57,6 +57,7 @@ fn limits() -> LimitsResult {
         cpus: 2,
         cpus_used: vec![0, 1],
         kernel: Some("6.1.0".into()),
+        load_average_1m: Some(0.2),
         quick: false,
         memory: vec![
             row(128 << 10, 40e9, Some(60e9)),
@@ -158,6 +159,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         started_unix_ms: STARTED_UNIX_MS,
         duration_ms: 6_500,
         quick: true,
+        load_average_1m: Some(1.5),
         env: &env,
     };
     let l = limits_result(&run, &samples, Err("refused".into()));
@@ -167,6 +169,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
     );
     assert_eq!(l.started_utc, "2023-11-14T22:13:20.000Z");
     assert_eq!((l.cpus, l.quick, l.duration_ms), (2, true, 6_500));
+    assert_eq!(l.load_average_1m, Some(1.5));
     assert_eq!(l.memory.len(), 1);
     let sc = l.syscall.as_ref().unwrap();
     assert_eq!(sc.syscall, "getppid");
@@ -403,6 +406,13 @@ fn the_human_text_has_the_table_the_probes_and_where_it_came_from() {
     assert_contains(
         &unwrapped(&measured),
         &["measured now (2023-11-14 22:13 UTC, 7.0 s); not cached: cannot create"],
+    );
+    assert!(!measured.contains("busy"));
+    l.load_average_1m = Some(3.2);
+    let busy = unwrapped(&human(&l, &Provenance::Cached { path: "p".into() }));
+    assert_contains(
+        &busy,
+        &["note: the machine was busy when the measurement started (load average 3.20 on 2 CPUs)"],
     );
 }
 
