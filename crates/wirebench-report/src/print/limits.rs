@@ -249,7 +249,7 @@ fn probes(out: &mut String, l: &LimitsResult) {
             "  ",
             &format!(
                 "loopback TCP ceiling: {} received ({} flow, {} calls, {} after {} warm-up, \
-                 congestion control {}, {} retransmits)",
+                 congestion control {}, {} retransmit{})",
                 RateUnit::AutoBits.rate(lo.throughput_bps),
                 lo.flows,
                 binary_size(u64::from(lo.msg_bytes)),
@@ -258,7 +258,8 @@ fn probes(out: &mut String, l: &LimitsResult) {
                 lo.congestion
                     .as_deref()
                     .map_or("not reported".into(), wirebench_model::text::escape),
-                lo.retransmits
+                lo.retransmits,
+                if lo.retransmits == 1 { "" } else { "s" }
             ),
         ),
         None => out.push_str("loopback TCP ceiling: not measured\n"),
