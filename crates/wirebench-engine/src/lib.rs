@@ -25,10 +25,13 @@
 //! - [`env`](mod@env): what the host and stack look like.
 //! - [`cpu`]: CPU snapshots (`/proc/stat` and the engine's own threads).
 //! - [`paths`]: the send and receive paths of the stream workload and the payload they carry.
+//! - [`limits`]: the machine-limit probes (memory copy and checksum bandwidth, system call
+//!   cost, wake-up latency) of `wirebench limits`.
 
 pub mod abort;
 pub mod cpu;
 pub mod env;
+pub mod limits;
 mod pace;
 pub mod paths;
 pub mod rr;

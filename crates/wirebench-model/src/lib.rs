@@ -13,12 +13,15 @@
 //!   into sentences; nothing else does.
 //! - [`sweep`], [`study`]: sweeps (a test over a grid of factor values) and studies (sweeps
 //!   over testbed cells), their documents and expectations.
+//! - [`limits`]: this machine's physical limits ([`limits::LimitsResult`], `wirebench
+//!   limits`) and the [`limits::PhysicalContext`] a stream result gets from them.
 //! - [`text`]: escaping text a peer sent before it reaches a log or a terminal.
 //!
 //! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
 
 pub mod abort;
 pub mod error;
+pub mod limits;
 pub mod result;
 pub mod rr;
 pub mod side;

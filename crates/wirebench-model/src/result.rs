@@ -18,6 +18,7 @@ use wirebench_stats::latency::LatencySummary;
 use wirebench_stats::summary::Spread;
 
 use crate::error::ErrorInfo;
+use crate::limits::PhysicalContext;
 use crate::rr::RrCounts;
 use crate::side::{HostRole, SideReport, ZeroCopyStats};
 use crate::spec::{CloseMode, FlowDir, RecvPath, SendPath, TestSpec, WorkloadKind};
@@ -70,6 +71,10 @@ pub struct RunResult {
     /// The namespace testbed the test ran on (a study's cell), as read back from the kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub testbed: Option<Box<crate::study::Testbed>>,
+    /// Stream tests, when `wirebench limits` cached this machine's limits for this boot:
+    /// the throughput against this machine's copy bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical: Option<PhysicalContext>,
 }
 
 /// Latency under load (flent's RRUL idea): the same request/response test measured first

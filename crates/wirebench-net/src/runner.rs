@@ -161,6 +161,7 @@ pub fn failed_result(
         error: Some(error),
         under_load: None,
         testbed: None,
+        physical: None,
     }
 }
 

@@ -1,4 +1,5 @@
-//! Host information: kernel release, sysctls, CPU model and `/proc/stat`.
+//! Host information: kernel release, sysctls, CPU model, available memory, load average and
+//! `/proc/stat`.
 
 use std::io;
 
@@ -110,6 +111,29 @@ pub fn cpu_model() -> Option<String> {
     parse_cpu_model(&text)
 }
 
+/// Returns `MemAvailable` of `/proc/meminfo` in bytes (the kernel's estimate of the memory
+/// a new workload can use without swapping), or `None` if it cannot be read.
+pub fn mem_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_available(&text)
+}
+
+/// Finds `MemAvailable:  N kB` in the text of `/proc/meminfo`, in bytes.
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|line| {
+        let rest = line.strip_prefix("MemAvailable:")?;
+        let kb: u64 = rest.trim().strip_suffix("kB")?.trim().parse().ok()?;
+        kb.checked_mul(1024)
+    })
+}
+
+/// Returns the 1-minute load average of `/proc/loadavg` (runnable and uninterruptible
+/// tasks, averaged), or `None` if it cannot be read.
+pub fn load_average_1m() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Returns the text of `/proc/stat` (parsed elsewhere).
 ///
 /// # Errors
@@ -122,6 +146,15 @@ pub fn read_proc_stat() -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn meminfo() {
+        let text = "MemTotal:       24684012 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n";
+        assert_eq!(parse_mem_available(text), Some(2048 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+        assert!(mem_available_bytes().is_some_and(|b| b > 0));
+        assert!(load_average_1m().is_some_and(|l| l >= 0.0));
+    }
 
     #[test]
     fn release() {

@@ -17,6 +17,7 @@
 //! * [`ipopt`]: `SO_MAX_PACING_RATE` and Don't Fragment.
 //! * [`udp`]: UDP drop counters (`SO_RXQ_OVFL`, `/proc/net/udp` drops, `/proc/net/snmp`).
 //! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
+//! * [`probe`]: the machine-limit probes' primitives (a trivial system call, futex wait/wake).
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("wirebench-sys supports Linux only");
@@ -27,6 +28,7 @@ pub mod ipopt;
 pub mod netif;
 pub mod netns;
 pub mod packet;
+pub mod probe;
 pub mod process;
 pub mod require;
 pub mod tcp;

@@ -43,6 +43,24 @@ pub enum Command {
     Plot(PlotArgs),
     /// Write a result as one self-contained HTML page (inline SVG and CSS, opens offline).
     Report(ReportArgs),
+    /// This machine's physical limits in a few seconds: memory copy and checksum bandwidth
+    /// per buffer size, system call cost, wake-up latency, the loopback TCP ceiling. Cached
+    /// per boot; stream results are compared with them.
+    Limits(LimitsArgs),
+}
+
+/// `wirebench limits`.
+#[derive(Debug, Args)]
+pub struct LimitsArgs {
+    /// Print the LimitsResult document as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Measure again even if this boot's limits are cached.
+    #[arg(long)]
+    pub refresh: bool,
+    /// Fewer buffer sizes, fewer and shorter batches (about 3 s instead of about 8).
+    #[arg(long)]
+    pub quick: bool,
 }
 
 /// `wirebench plot`.

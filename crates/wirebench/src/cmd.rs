@@ -61,6 +61,7 @@ pub fn main() -> i32 {
         Command::Study(a) => crate::study::run(a),
         Command::Plot(a) => crate::plot_cmd::plot(&a),
         Command::Report(a) => crate::plot_cmd::report(&a),
+        Command::Limits(a) => crate::limits_cmd::run(&a),
         Command::Keygen(a) => match keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {

@@ -1,6 +1,7 @@
 //! The `wirebench` command line: argument parsing ([`cli`]), the dispatch ([`cmd`]), the
 //! client commands ([`specs`] builds the spec, [`test_cmd`] runs it through the runner and
-//! prints the result) and the daemon's command line ([`serve`]).
+//! prints the result), the daemon's command line ([`serve`]) and this machine's limits
+//! ([`limits_cmd`]).
 //!
 //! Kept as a library so tests can reach the parsing helpers; the binary is `main.rs`.
 //!
@@ -17,6 +18,7 @@
 pub mod cli;
 pub mod cmd;
 pub mod lab;
+pub mod limits_cmd;
 pub mod plot_cmd;
 pub mod progress;
 pub mod serve;

@@ -16,6 +16,7 @@ use wirebench_model::spec::MAX_INTERVAL_SAMPLES;
 use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerConfig, Target};
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
+use wirebench_report::analyze::limits::physical_context;
 use wirebench_report::print::{self, units::RateUnit, HumanOptions};
 use wirebench_stats::ci::ConfidenceLevel;
 
@@ -306,11 +307,18 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
         let runs = cfg.repetition.max_runs.max(1) * if load.is_some() { 2 } else { 1 };
         crate::progress::TimeBar::start(one * runs, format == Format::Human, "measuring")
     });
-    let result = match load {
+    let mut result = match load {
         Some(l) => crate::under_load::measure(&cfg, &interrupt, &spec, l, &mut live),
         None => Runner::new(cfg, interrupt).run(&spec, &mut live),
     };
     drop(bar);
+    // A stream result against this machine's limits, when they are cached for this boot
+    // (never measured here).
+    if spec.kind() == wirebench_model::spec::WorkloadKind::Stream {
+        if let Some((_, limits)) = crate::limits_cmd::cached_for_this_boot() {
+            result.physical = physical_context(&result, &limits);
+        }
+    }
     out.finish(result)
 }
 

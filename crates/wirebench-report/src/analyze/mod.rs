@@ -26,6 +26,7 @@
 
 pub mod addresses;
 pub mod cpu;
+pub mod limits;
 pub mod live;
 pub mod rr;
 pub mod sanity;

@@ -338,6 +338,7 @@ mod tests {
             error: None,
             under_load: None,
             testbed: None,
+            physical: None,
         }
     }
 

@@ -9,9 +9,11 @@
 //! - [`text`]: the sentences of warnings, abort reasons, flow errors, engines and errors;
 //! - [`units`]: rates, byte counts, sizes and durations in human units;
 //! - `stream`, `rr`, `udp`: the per-workload human blocks and CSV rows;
-//! - `csv`: the CSV document.
+//! - `csv`: the CSV document;
+//! - [`limits`]: `wirebench limits` and the line a stream result gets from it.
 
 mod csv;
+pub mod limits;
 mod rr;
 mod stream;
 pub mod study;
@@ -454,6 +456,10 @@ pub fn human_with(r: &RunResult, o: HumanOptions) -> String {
     if let Some(u) = &r.under_load {
         out.push('\n');
         wrap(&mut out, "", "  ", &rr::under_load_text(u));
+    }
+    if let Some(p) = &r.physical {
+        out.push('\n');
+        wrap(&mut out, "", "  ", &limits::physical_line(p));
     }
     if !r.warnings.is_empty() {
         out.push('\n');

@@ -4,6 +4,7 @@
 //! - [`rr`]: TCP RR, TCP CRR and UDP RR;
 //! - [`udp`]: the UDP stream analysis and its loss attribution;
 //! - [`aggregate`]: confidence intervals over runs;
+//! - [`limits`]: `wirebench limits` figures, a stream result's physical context, their text;
 //! - [`print`]: JSON, CSV, human text, live lines and the checked-in schema.
 //!
 //! This module holds the shared builders. Every figure a test expects is computed by hand in
@@ -11,6 +12,7 @@
 
 mod aggregate;
 mod figures;
+mod limits;
 mod print;
 mod rr;
 mod stream;
@@ -547,6 +549,7 @@ pub(crate) fn result_for(spec: TestSpec, runs: Vec<RunRecord>) -> RunResult {
         error: None,
         under_load: None,
         testbed: None,
+        physical: None,
     }
 }
 

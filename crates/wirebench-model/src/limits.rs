@@ -1,0 +1,323 @@
+//! This machine's physical limits (`wirebench limits`): memory copy and Internet-checksum
+//! bandwidth per buffer size, the cost of a system call, the cross-CPU wake-up latency and
+//! the loopback TCP ceiling; and the [`PhysicalContext`] a stream result gets from them.
+//!
+//! The document is [`LimitsResult`]; its JSON Schema is checked in at
+//! `docs/limits.schema.json` ([`limits_schema_json`]). It is cached per boot (the figures of
+//! one boot of one machine do not change much), so the document names the boot it was
+//! measured in.
+//!
+//! Every figure is the [`Spread`] of repeated timed batches (the median is the figure; min
+//! and max show the noise). The engine's raw batches ([`Batch`], [`MemorySamples`]) are
+//! turned into figures by `wirebench-report`'s analysis.
+//!
+//! Definitions:
+//! - **copy bandwidth = bytes copied per second**: a copy of `n` bytes counts `n` (it reads
+//!   `n` bytes once and writes `n` bytes once; it is not counted as `2n` of memory traffic);
+//! - **checksum bandwidth**: bytes summed per second by wirebench's user-space RFC 1071
+//!   implementation (64-bit accumulation), a proxy for the kernel's `csum_partial`;
+//! - **buffer size**: bytes per copy (or checksum) call; a copy's working set is twice that
+//!   (source and destination).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use wirebench_stats::summary::Spread;
+
+/// Version of the [`LimitsResult`] layout; bumped on incompatible changes.
+pub const LIMITS_SCHEMA_VERSION: u32 = 1;
+
+/// The complete document of `wirebench limits`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LimitsResult {
+    /// [`LIMITS_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `"limits"`.
+    pub kind: String,
+    /// Tool name and version, e.g. `"wirebench 0.1.0"`.
+    pub tool: String,
+    /// Unix milliseconds when the measurement started.
+    pub started_unix_ms: u64,
+    /// The same instant in ISO 8601, UTC.
+    pub started_utc: String,
+    /// How long the whole measurement took, milliseconds.
+    pub duration_ms: u64,
+    /// The boot it was measured in (`/proc/sys/kernel/random/boot_id`); the cache is per
+    /// boot. `None` when it could not be read (then nothing is cached).
+    pub boot_id: Option<String>,
+    /// The host name.
+    pub hostname: Option<String>,
+    /// The CPU model (`/proc/cpuinfo`).
+    pub cpu_model: Option<String>,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// The CPUs the all-threads figures ran on, one pinned thread each (the CPUs this
+    /// process may run on); the one-thread figures ran on the first of them.
+    pub cpus_used: Vec<u32>,
+    /// Kernel release (`uname -r`).
+    pub kernel: Option<String>,
+    /// The 1-minute load average when the measurement started (`/proc/loadavg`): other
+    /// work competing for the CPUs lowers the figures and widens their spreads.
+    pub load_average_1m: Option<f64>,
+    /// Measured with `--quick` (fewer sizes, fewer and shorter batches).
+    pub quick: bool,
+    /// Copy and checksum bandwidth per buffer size, ascending.
+    pub memory: Vec<MemoryRow>,
+    /// The cost of a trivial system call.
+    pub syscall: Option<SyscallCost>,
+    /// The wake-up latency between two threads.
+    pub wakeup: Option<WakeupLatency>,
+    /// The loopback TCP ceiling.
+    pub loopback: Option<LoopbackCeiling>,
+    /// What could not be measured, and why.
+    pub notes: Vec<LimitsNote>,
+}
+
+/// Bandwidth figures at one buffer size; a figure is `None` when it was not measured (a
+/// note says why).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryRow {
+    /// Bytes per copy (checksum) call.
+    pub buffer_bytes: u64,
+    /// One pinned thread: bytes copied per second (`copy_from_slice`, the C library's
+    /// `memcpy`), over the batches.
+    pub copy_one_thread_bytes_per_s: Option<Spread>,
+    /// One pinned thread on each CPU of `cpus_used`, each copying its own buffers: all
+    /// threads' bytes copied per second together (a batch's bytes over the time until its
+    /// slowest thread finished), over the batches.
+    pub copy_all_threads_bytes_per_s: Option<Spread>,
+    /// One pinned thread: bytes summed per second by the user-space RFC 1071 Internet
+    /// checksum (a proxy for the kernel's `csum_partial`), over the batches.
+    pub checksum_bytes_per_s: Option<Spread>,
+}
+
+/// The cost of a trivial system call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SyscallCost {
+    /// The call timed (`getppid`).
+    pub syscall: String,
+    /// Nanoseconds per call (a batch's time over its calls), over the batches.
+    pub syscall_ns: Spread,
+    /// Calls per batch.
+    pub calls_per_batch: u64,
+}
+
+/// Wake-up latency between two threads ping-ponging through a futex, each blocking in
+/// `FUTEX_WAIT` until the other wakes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WakeupLatency {
+    /// How the threads wake each other (`futex`).
+    pub mechanism: String,
+    /// Both threads pinned to the same CPU: one-way nanoseconds (half a round trip: a
+    /// batch's time over twice its round trips), over the batches.
+    pub wakeup_same_cpu_ns: Spread,
+    /// The threads pinned to two different CPUs: one-way nanoseconds, as above; `None` on
+    /// a single CPU.
+    pub wakeup_cross_cpu_ns: Option<Spread>,
+    /// The CPUs used: the same-CPU test ran on the first, the cross-CPU test on both.
+    pub cpus: Vec<u32>,
+}
+
+/// The loopback TCP ceiling: a short stream test against the embedded server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoopbackCeiling {
+    /// Payload bits per second read by the receiver (the test's
+    /// `receiver_throughput_bps`).
+    pub throughput_bps: f64,
+    /// The congestion control the data connection ran.
+    pub congestion: Option<String>,
+    /// Flows.
+    pub flows: u32,
+    /// Bytes per send and receive call.
+    pub msg_bytes: u32,
+    /// Measured window asked for, milliseconds.
+    pub duration_ms: u64,
+    /// Warm-up before it, milliseconds.
+    pub warmup_ms: u64,
+    /// Segments retransmitted.
+    pub retransmits: u64,
+}
+
+/// Something `wirebench limits` could not measure (`code` + `params` in JSON; the printer
+/// says it in words).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "code", content = "params", rename_all = "snake_case")]
+pub enum LimitsNote {
+    /// A buffer size was skipped: its buffers would need more than half the available
+    /// memory.
+    MemoryTooLarge {
+        /// The buffer size.
+        buffer_bytes: u64,
+        /// The threads it would have run on.
+        threads: u32,
+        /// Bytes the buffers need (source and destination per thread).
+        needed_bytes: u64,
+        /// `MemAvailable`, bytes.
+        available_bytes: u64,
+    },
+    /// A thread could not be pinned to its CPU.
+    PinFailed {
+        /// The CPU.
+        cpu: u32,
+        /// The error.
+        error: String,
+    },
+    /// A single CPU: there is no cross-CPU wake-up to measure.
+    SingleCpu,
+    /// A probe failed.
+    ProbeFailed {
+        /// Which probe (`memory`, `syscall`, `wakeup`, `loopback`).
+        probe: String,
+        /// Why.
+        error: String,
+    },
+    /// The boot id could not be read, so the result cannot be cached.
+    NoBootId,
+}
+
+/// One timed batch of a probe: `count` units (bytes, calls, round trips) in `elapsed_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Batch {
+    /// Units done.
+    pub count: u64,
+    /// Time they took, nanoseconds.
+    pub elapsed_ns: u64,
+}
+
+/// The raw memory batches at one buffer size (engine output, analysis input).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemorySamples {
+    /// Bytes per call.
+    pub buffer_bytes: u64,
+    /// One thread copying: bytes copied per batch.
+    pub copy_one: Vec<Batch>,
+    /// All threads copying: bytes copied by all threads, and the time until the slowest
+    /// thread finished.
+    pub copy_all: Vec<Batch>,
+    /// One thread checksumming: bytes summed per batch.
+    pub checksum: Vec<Batch>,
+}
+
+/// Everything the probes counted and timed (engine output, analysis input).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LimitsSamples {
+    /// Memory batches per buffer size, ascending (sizes skipped entirely are absent).
+    pub memory: Vec<MemorySamples>,
+    /// The CPUs the all-threads memory batches ran on.
+    pub cpus_used: Vec<u32>,
+    /// The system call timed.
+    pub syscall_name: String,
+    /// System call batches: `count` calls.
+    pub syscall: Vec<Batch>,
+    /// Calls per system call batch.
+    pub syscall_calls_per_batch: u64,
+    /// How the ping-pong threads wake each other.
+    pub wakeup_mechanism: String,
+    /// Same-CPU ping-pong batches: `count` round trips.
+    pub wakeup_same_cpu: Vec<Batch>,
+    /// Cross-CPU ping-pong batches: `count` round trips (empty on one CPU).
+    pub wakeup_cross_cpu: Vec<Batch>,
+    /// The CPUs of the ping-pong: the same-CPU test ran on the first.
+    pub wakeup_cpus: Vec<u32>,
+    /// What could not be measured.
+    pub notes: Vec<LimitsNote>,
+}
+
+/// A stream result's throughput against this machine's copy bandwidth, from the limits
+/// cached for this boot (a stream test never measures limits itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhysicalContext {
+    /// When the limits were measured, Unix milliseconds.
+    pub limits_started_unix_ms: u64,
+    /// The same as ISO 8601 UTC.
+    pub limits_started_utc: String,
+    /// The boot they were measured in (this test's client boot).
+    pub boot_id: String,
+    /// The test's message size: bytes per send call.
+    pub msg_bytes: u64,
+    /// The measured buffer size nearest it (on a log scale).
+    pub buffer_bytes: u64,
+    /// Threads of the copy bandwidth used: 1 for one flow in one direction, else the
+    /// all-threads figure's thread count.
+    pub copy_threads: u32,
+    /// That copy bandwidth (median), bytes copied per second.
+    pub copy_bytes_per_s: f64,
+    /// Payload bytes read per second by the receivers, all directions (the mean over the
+    /// completed runs).
+    pub payload_bytes_per_s: f64,
+    /// Copies of a payload byte made on this machine: 1 at a sending end that copies
+    /// (`copy`, `uring`, or a zero-copy send the kernel copied after all), 1 at a receiving
+    /// end that copies (`copy`, `uring`, or a zero-copy receive that mostly copied), 0 at
+    /// the other ends and at ends on another machine; averaged over the directions by
+    /// payload.
+    pub copies_per_byte: f64,
+    /// `payload_bytes_per_s × copies_per_byte`.
+    pub copied_bytes_per_s: f64,
+    /// `copied_bytes_per_s / copy_bytes_per_s × 100`.
+    pub copy_bandwidth_pct: f64,
+}
+
+/// The JSON Schema of [`LimitsResult`], pretty-printed with a final newline: the content of
+/// `docs/limits.schema.json`.
+pub fn limits_schema_json() -> String {
+    let schema = schemars::schema_for!(LimitsResult);
+    let mut s =
+        serde_json::to_string_pretty(&schema).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// Why a JSON document could not be read as a [`LimitsResult`].
+#[derive(Debug, thiserror::Error)]
+pub enum LimitsError {
+    /// Not JSON, or not a `LimitsResult`.
+    #[error("not a wirebench limits result: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A `schema_version` (or `kind`) this build does not read.
+    #[error(
+        "limits schema version {found:?} is not supported (this build reads version {supported})"
+    )]
+    UnsupportedVersion {
+        /// The version found (`None` if missing or not a limits document).
+        found: Option<u64>,
+        /// The version this build reads.
+        supported: u32,
+    },
+}
+
+impl LimitsResult {
+    /// Parse a JSON [`LimitsResult`], checking its `kind` and `schema_version` first.
+    ///
+    /// # Errors
+    ///
+    /// [`LimitsError::Json`] if the text is not JSON or not a `LimitsResult`;
+    /// [`LimitsError::UnsupportedVersion`] if it is not a limits document of
+    /// [`LIMITS_SCHEMA_VERSION`].
+    pub fn from_json(text: &str) -> Result<LimitsResult, LimitsError> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        let found = value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+            .filter(|_| value.get("kind").and_then(serde_json::Value::as_str) == Some("limits"));
+        if found != Some(u64::from(LIMITS_SCHEMA_VERSION)) {
+            return Err(LimitsError::UnsupportedVersion {
+                found,
+                supported: LIMITS_SCHEMA_VERSION,
+            });
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+
+    /// The memory row whose buffer size is nearest `bytes` on a log scale (the smaller on a
+    /// tie), among the rows with a copy figure.
+    pub fn nearest_row(&self, bytes: u64) -> Option<&MemoryRow> {
+        let target = (bytes.max(1) as f64).log2();
+        self.memory
+            .iter()
+            .filter(|r| r.copy_one_thread_bytes_per_s.is_some())
+            .min_by(|a, b| {
+                let da = ((a.buffer_bytes.max(1) as f64).log2() - target).abs();
+                let db = ((b.buffer_bytes.max(1) as f64).log2() - target).abs();
+                da.total_cmp(&db).then(a.buffer_bytes.cmp(&b.buffer_bytes))
+            })
+    }
+}

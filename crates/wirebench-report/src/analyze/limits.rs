@@ -1,0 +1,300 @@
+//! The analysis of `wirebench limits`: the probes' batches turned into figures, the loopback
+//! ceiling read from its stream test, and a stream result's [`PhysicalContext`].
+//!
+//! # Figures
+//!
+//! Every figure is the [`Spread`] (min, median, mean, max over the batches; the median is
+//! the figure) of one value per batch:
+//! - bandwidth: `count / elapsed`, bytes per second (a copy batch counts the bytes copied,
+//!   read once and written once; a checksum batch the bytes summed);
+//! - system call: `elapsed / calls`, ns per call;
+//! - wake-up: `elapsed / (2 × round trips)`, ns one way (half a round trip).
+//!
+//! # Physical context of a stream result
+//!
+//! With the limits of this boot, a completed stream result is compared with this machine's
+//! copy bandwidth: payload = the receivers' bytes per second (each direction's
+//! `receiver_throughput_bps / 8`, the mean over the completed runs); copies = per direction,
+//! one for each end *on this machine* whose path copies the payload (send: `copy`, `uring`,
+//! and `zerocopy`/`uring_zc` when most of their sends completed as copies, as over loopback;
+//! receive: `copy`, `uring`, and `zerocopy` when it copied more bytes than it mapped; an end
+//! that used several paths counts as copying if any of them does), weighted by the
+//! directions' payloads. The client is on this machine; the server too when it is embedded
+//! or shares the client's boot. The copy bandwidth is the limits' figure at the buffer size
+//! nearest the message size (log scale): one thread for one flow in one direction, all
+//! threads otherwise.
+
+use wirebench_model::limits::{
+    Batch, LimitsNote, LimitsResult, LimitsSamples, LoopbackCeiling, MemoryRow, MemorySamples,
+    PhysicalContext, SyscallCost, WakeupLatency, LIMITS_SCHEMA_VERSION,
+};
+use wirebench_model::result::{iso8601_utc, RunResult, RunStatus};
+use wirebench_model::side::{Environment, HostRole, ZeroCopyStats};
+use wirebench_model::spec::{Direction, FlowDir, RecvPath, SendPath, WorkloadSpec};
+use wirebench_stats::summary::{spread, Spread};
+
+use super::{receiver_of, sender_of};
+
+/// The spread of `per_batch(batch)` over the batches with time and count.
+fn spread_of(batches: &[Batch], per_batch: impl Fn(&Batch) -> f64) -> Option<Spread> {
+    let v: Vec<f64> = batches
+        .iter()
+        .filter(|b| b.elapsed_ns > 0 && b.count > 0)
+        .map(per_batch)
+        .collect();
+    spread(&v)
+}
+
+/// Units per second of each batch.
+pub fn per_second(batches: &[Batch]) -> Option<Spread> {
+    spread_of(batches, |b| b.count as f64 / (b.elapsed_ns as f64 / 1e9))
+}
+
+/// Nanoseconds per unit of each batch, each unit being `parts` events.
+pub fn ns_per(batches: &[Batch], parts: u64) -> Option<Spread> {
+    spread_of(batches, |b| {
+        b.elapsed_ns as f64 / (b.count as f64 * parts.max(1) as f64)
+    })
+}
+
+/// The bandwidth row of one buffer size.
+pub fn memory_row(m: &MemorySamples) -> MemoryRow {
+    MemoryRow {
+        buffer_bytes: m.buffer_bytes,
+        copy_one_thread_bytes_per_s: per_second(&m.copy_one),
+        copy_all_threads_bytes_per_s: per_second(&m.copy_all),
+        checksum_bytes_per_s: per_second(&m.checksum),
+    }
+}
+
+/// The system call cost, if it was measured.
+pub fn syscall_cost(s: &LimitsSamples) -> Option<SyscallCost> {
+    Some(SyscallCost {
+        syscall: s.syscall_name.clone(),
+        syscall_ns: ns_per(&s.syscall, 1)?,
+        calls_per_batch: s.syscall_calls_per_batch,
+    })
+}
+
+/// The wake-up latency, if the same-CPU ping-pong was measured.
+pub fn wakeup(s: &LimitsSamples) -> Option<WakeupLatency> {
+    Some(WakeupLatency {
+        mechanism: s.wakeup_mechanism.clone(),
+        wakeup_same_cpu_ns: ns_per(&s.wakeup_same_cpu, 2)?,
+        wakeup_cross_cpu_ns: ns_per(&s.wakeup_cross_cpu, 2),
+        cpus: s.wakeup_cpus.clone(),
+    })
+}
+
+/// The loopback ceiling from its stream test's result, or why there is none.
+///
+/// # Errors
+///
+/// The test did not complete (its error, or its status), or has no stream figures.
+pub fn loopback_ceiling(r: &RunResult) -> Result<LoopbackCeiling, String> {
+    if r.status != RunStatus::Completed {
+        return Err(r.error.as_ref().map_or_else(
+            || format!("the stream test ended {:?}", r.status).to_lowercase(),
+            |e| e.message.clone(),
+        ));
+    }
+    let spec = r.spec.as_ref().ok_or("the stream test has no spec")?;
+    let WorkloadSpec::Stream(st) = &spec.workload else {
+        return Err("not a stream test".into());
+    };
+    let summary = r
+        .runs
+        .last()
+        .and_then(|run| run.summary.as_ref())
+        .ok_or("the stream test has no summary")?;
+    let stream = summary
+        .stream()
+        .ok_or("the stream test has no stream figures")?;
+    let d = stream
+        .directions
+        .first()
+        .ok_or("the stream test has no direction")?;
+    Ok(LoopbackCeiling {
+        throughput_bps: d.receiver_throughput_bps,
+        congestion: summary.congestion.first().cloned(),
+        flows: spec.common.flows,
+        msg_bytes: st.send_size_bytes,
+        duration_ms: spec.common.duration_ms,
+        warmup_ms: spec.common.warmup_ms,
+        retransmits: d.retransmits,
+    })
+}
+
+/// When and how a limits measurement ran.
+#[derive(Debug, Clone)]
+pub struct LimitsRun<'a> {
+    /// Start, Unix milliseconds.
+    pub started_unix_ms: u64,
+    /// Length, milliseconds.
+    pub duration_ms: u64,
+    /// `--quick`.
+    pub quick: bool,
+    /// The 1-minute load average at the start.
+    pub load_average_1m: Option<f64>,
+    /// The host (boot id, CPU model, kernel, CPUs).
+    pub env: &'a Environment,
+}
+
+/// The [`LimitsResult`] of a measurement: its probes' figures and the loopback ceiling (or
+/// the reason it has none, as a note).
+pub fn limits_result(
+    run: &LimitsRun<'_>,
+    samples: &LimitsSamples,
+    loopback: Result<LoopbackCeiling, String>,
+) -> LimitsResult {
+    let mut notes = samples.notes.clone();
+    let loopback = loopback
+        .map_err(|error| {
+            notes.push(LimitsNote::ProbeFailed {
+                probe: "loopback".into(),
+                error,
+            })
+        })
+        .ok();
+    if run.env.boot_id.is_none() {
+        notes.push(LimitsNote::NoBootId);
+    }
+    LimitsResult {
+        schema_version: LIMITS_SCHEMA_VERSION,
+        kind: "limits".into(),
+        tool: run.env.software.clone(),
+        started_unix_ms: run.started_unix_ms,
+        started_utc: iso8601_utc(run.started_unix_ms),
+        duration_ms: run.duration_ms,
+        boot_id: run.env.boot_id.clone(),
+        hostname: run.env.hostname.clone(),
+        cpu_model: run.env.cpu_model.clone(),
+        cpus: run
+            .env
+            .cpus_online
+            .unwrap_or(samples.cpus_used.len() as u32),
+        cpus_used: samples.cpus_used.clone(),
+        kernel: run.env.kernel_release.clone(),
+        load_average_1m: run.load_average_1m,
+        quick: run.quick,
+        memory: samples.memory.iter().map(memory_row).collect(),
+        syscall: syscall_cost(samples),
+        wakeup: wakeup(samples),
+        loopback,
+        notes,
+    }
+}
+
+/// Copies a sending end on `path` makes of each payload byte (`zc`: the direction's
+/// zero-copy accounting).
+fn send_copies(path: SendPath, zc: Option<&ZeroCopyStats>) -> u32 {
+    match path {
+        SendPath::Copy | SendPath::Uring => 1,
+        SendPath::Sendfile | SendPath::Splice => 0,
+        SendPath::Zerocopy | SendPath::UringZc => {
+            u32::from(zc.is_some_and(|z| z.sends_completed_copied > z.sends_completed_zerocopy))
+        }
+    }
+}
+
+/// Copies a receiving end on `path` makes of each payload byte.
+fn recv_copies(path: RecvPath, zc: Option<&ZeroCopyStats>) -> u32 {
+    match path {
+        RecvPath::Copy | RecvPath::Uring => 1,
+        RecvPath::Discard | RecvPath::Splice => 0,
+        RecvPath::Zerocopy => u32::from(zc.is_some_and(|z| z.bytes_copied > z.bytes_mapped)),
+    }
+}
+
+/// The mean over the completed runs of each direction's receiver payload, bytes per second,
+/// and the copies on this machine per payload byte of that direction.
+fn directions(r: &RunResult, spec: (SendPath, RecvPath)) -> Vec<(f64, u32)> {
+    let server_here = r.embedded_server
+        || r.runs
+            .iter()
+            .filter_map(|run| run.summary.as_ref())
+            .any(|s| s.same_host);
+    let here = |h: HostRole| h == HostRole::Client || server_here;
+    let completed: Vec<_> = r
+        .runs
+        .iter()
+        .filter(|run| run.status == RunStatus::Completed)
+        .filter_map(|run| run.summary.as_ref()?.stream())
+        .collect();
+    let mut out = Vec::new();
+    for dir in [FlowDir::ClientToServer, FlowDir::ServerToClient] {
+        let rows: Vec<_> = completed
+            .iter()
+            .filter_map(|s| s.directions.iter().find(|d| d.dir == dir))
+            .collect();
+        let Some(last) = rows.last() else { continue };
+        let payload = rows
+            .iter()
+            .map(|d| d.receiver_throughput_bps / 8.0)
+            .sum::<f64>()
+            / rows.len() as f64;
+        let zc = last.zerocopy.as_ref();
+        let send = if last.send_paths.is_empty() {
+            send_copies(spec.0, zc)
+        } else {
+            last.send_paths
+                .iter()
+                .map(|&p| send_copies(p, zc))
+                .max()
+                .unwrap_or(0)
+        };
+        let recv = if last.recv_paths.is_empty() {
+            recv_copies(spec.1, zc)
+        } else {
+            last.recv_paths
+                .iter()
+                .map(|&p| recv_copies(p, zc))
+                .max()
+                .unwrap_or(0)
+        };
+        let copies =
+            u32::from(here(sender_of(dir))) * send + u32::from(here(receiver_of(dir))) * recv;
+        out.push((payload, copies));
+    }
+    out
+}
+
+/// The physical context of a stream result against `limits` (see the module docs); `None`
+/// for another workload, a result without a completed run, limits without a boot id or
+/// without a copy figure.
+pub fn physical_context(r: &RunResult, limits: &LimitsResult) -> Option<PhysicalContext> {
+    let boot_id = limits.boot_id.clone()?;
+    let spec = r.spec.as_ref()?;
+    let WorkloadSpec::Stream(st) = &spec.workload else {
+        return None;
+    };
+    let dirs = directions(r, (st.send_path, st.recv_path));
+    let payload: f64 = dirs.iter().map(|d| d.0).sum();
+    if dirs.is_empty() || !payload.is_finite() {
+        return None;
+    }
+    let copied: f64 = dirs.iter().map(|&(p, c)| p * f64::from(c)).sum();
+    let msg_bytes = u64::from(st.send_size_bytes);
+    let row = limits.nearest_row(msg_bytes)?;
+    let one_flow = spec.common.flows == 1 && st.direction != Direction::Bidir;
+    let (copy_threads, copy) = match (&row.copy_all_threads_bytes_per_s, one_flow) {
+        (Some(all), false) => (limits.cpus_used.len().max(1) as u32, all.median),
+        _ => (1, row.copy_one_thread_bytes_per_s.as_ref()?.median),
+    };
+    if copy <= 0.0 {
+        return None;
+    }
+    Some(PhysicalContext {
+        limits_started_unix_ms: limits.started_unix_ms,
+        limits_started_utc: limits.started_utc.clone(),
+        boot_id,
+        msg_bytes,
+        buffer_bytes: row.buffer_bytes,
+        copy_threads,
+        copy_bytes_per_s: copy,
+        payload_bytes_per_s: payload,
+        copies_per_byte: if payload > 0.0 { copied / payload } else { 0.0 },
+        copied_bytes_per_s: copied,
+        copy_bandwidth_pct: copied / copy * 100.0,
+    })
+}

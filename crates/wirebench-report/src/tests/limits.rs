@@ -1,0 +1,449 @@
+//! `wirebench limits`: the batches' figures, the loopback ceiling, a stream result's physical
+//! context and their text.
+
+use wirebench_model::limits::{
+    Batch, LimitsNote, LimitsResult, LimitsSamples, MemoryRow, MemorySamples, PhysicalContext,
+    LIMITS_SCHEMA_VERSION,
+};
+use wirebench_model::result::{RunResult, WorkloadSummary};
+use wirebench_model::side::{Environment, ZeroCopyStats};
+use wirebench_model::spec::{Direction, RecvPath, SendPath, TestSpec, WorkloadSpec};
+use wirebench_stats::summary::Spread;
+
+use super::*;
+use crate::analyze::limits::{
+    limits_result, loopback_ceiling, memory_row, ns_per, per_second, physical_context, LimitsRun,
+};
+use crate::print::limits::{binary_size, human, minute_utc, physical_line, Provenance};
+
+/// A batch of `count` units in `ms` milliseconds.
+fn b(count: u64, ms: u64) -> Batch {
+    Batch {
+        count,
+        elapsed_ns: ms * 1_000_000,
+    }
+}
+
+/// A spread whose every statistic is `x`.
+fn flat(x: f64) -> Spread {
+    Spread {
+        n: 5,
+        min: x,
+        median: x,
+        mean: x,
+        max: x,
+    }
+}
+
+/// Limits of boot "b00t" on 2 CPUs: copy 40 GB/s (1 thread) and 60 GB/s (2 threads) at
+/// 128 KiB, 32 and 50 at 1 MiB; 256 MiB measured on one thread only.
+fn limits() -> LimitsResult {
+    let row = |bytes: u64, one: f64, all: Option<f64>| MemoryRow {
+        buffer_bytes: bytes,
+        copy_one_thread_bytes_per_s: Some(flat(one)),
+        copy_all_threads_bytes_per_s: all.map(flat),
+        checksum_bytes_per_s: Some(flat(20e9)),
+    };
+    LimitsResult {
+        schema_version: LIMITS_SCHEMA_VERSION,
+        kind: "limits".into(),
+        tool: "wirebench 0.1.0".into(),
+        started_unix_ms: STARTED_UNIX_MS,
+        started_utc: iso8601_utc(STARTED_UNIX_MS),
+        duration_ms: 7_000,
+        boot_id: Some("b00t".into()),
+        hostname: Some("h".into()),
+        cpu_model: Some("Some CPU".into()),
+        cpus: 2,
+        cpus_used: vec![0, 1],
+        kernel: Some("6.1.0".into()),
+        load_average_1m: Some(0.2),
+        quick: false,
+        memory: vec![
+            row(128 << 10, 40e9, Some(60e9)),
+            row(1 << 20, 32e9, Some(50e9)),
+            row(256 << 20, 8e9, None),
+        ],
+        syscall: None,
+        wakeup: None,
+        loopback: None,
+        notes: vec![],
+    }
+}
+
+/// A completed result of `spec` whose one direction received `bps`, from [`runs_with`].
+fn stream_result(spec: TestSpec, bps: f64) -> RunResult {
+    let mut r = result_for(spec, runs_with(&[bps]));
+    let WorkloadSummary::Stream(s) = &mut r.runs[0].summary.as_mut().unwrap().workload else {
+        unreachable!()
+    };
+    s.directions[0].send_paths = vec![SendPath::Copy];
+    s.directions[0].recv_paths = vec![RecvPath::Copy];
+    r
+}
+
+fn one_flow() -> TestSpec {
+    stream_spec(Direction::Forward, 1)
+}
+
+#[test]
+fn batches_become_rates_and_times() {
+    // 2 GB in 100 ms = 20 GB/s; 3 GB in 100 ms = 30 GB/s; 1 GB in 100 ms = 10 GB/s.
+    let s = per_second(&[
+        b(2_000_000_000, 100),
+        b(3_000_000_000, 100),
+        b(1_000_000_000, 100),
+    ])
+    .unwrap();
+    assert!(close(s.median, 20e9) && close(s.min, 10e9) && close(s.max, 30e9));
+    assert_eq!(s.n, 3);
+    // 100 000 calls in 10 ms: 100 ns each; 1000 round trips in 10 ms: 5 µs one way.
+    assert!(close(ns_per(&[b(100_000, 10)], 1).unwrap().median, 100.0));
+    assert!(close(ns_per(&[b(1000, 10)], 2).unwrap().median, 5000.0));
+    // Empty batches are left out; none at all is no figure.
+    assert_eq!(per_second(&[b(0, 10), b(5, 0)]), None);
+    assert_eq!(per_second(&[]), None);
+}
+
+#[test]
+fn a_size_measured_on_one_thread_has_no_all_threads_figure() {
+    let m = MemorySamples {
+        buffer_bytes: 1 << 20,
+        copy_one: vec![b(1 << 30, 50)],
+        copy_all: vec![],
+        checksum: vec![b(1 << 30, 25)],
+    };
+    let r = memory_row(&m);
+    assert_eq!(r.buffer_bytes, 1 << 20);
+    // 2^30 bytes in 50 ms.
+    assert!(close(
+        r.copy_one_thread_bytes_per_s.unwrap().median,
+        1073741824.0 / 0.05
+    ));
+    assert!(close(
+        r.checksum_bytes_per_s.unwrap().median,
+        1073741824.0 / 0.025
+    ));
+    assert_eq!(r.copy_all_threads_bytes_per_s, None);
+}
+
+#[test]
+fn the_document_carries_the_host_the_figures_and_the_notes() {
+    let env = Environment {
+        software: "wirebench 0.1.0".into(),
+        hostname: Some("h".into()),
+        boot_id: None,
+        kernel_release: Some("6.1.0".into()),
+        cpu_model: Some("Some CPU".into()),
+        cpus_online: Some(2),
+        ..Environment::default()
+    };
+    let samples = LimitsSamples {
+        memory: vec![MemorySamples {
+            buffer_bytes: 32 << 10,
+            copy_one: vec![b(1 << 30, 100)],
+            copy_all: vec![b(1 << 31, 100)],
+            checksum: vec![b(1 << 29, 100)],
+        }],
+        cpus_used: vec![0, 1],
+        syscall_name: "getppid".into(),
+        syscall: vec![b(100_000, 10), b(100_000, 12), b(100_000, 11)],
+        syscall_calls_per_batch: 100_000,
+        wakeup_mechanism: "futex".into(),
+        wakeup_same_cpu: vec![b(1000, 4)],
+        wakeup_cross_cpu: vec![],
+        wakeup_cpus: vec![0],
+        notes: vec![LimitsNote::SingleCpu],
+    };
+    let run = LimitsRun {
+        started_unix_ms: STARTED_UNIX_MS,
+        duration_ms: 6_500,
+        quick: true,
+        load_average_1m: Some(1.5),
+        env: &env,
+    };
+    let l = limits_result(&run, &samples, Err("refused".into()));
+    assert_eq!(
+        (l.kind.as_str(), l.schema_version),
+        ("limits", LIMITS_SCHEMA_VERSION)
+    );
+    assert_eq!(l.started_utc, "2023-11-14T22:13:20.000Z");
+    assert_eq!((l.cpus, l.quick, l.duration_ms), (2, true, 6_500));
+    assert_eq!(l.load_average_1m, Some(1.5));
+    assert_eq!(l.memory.len(), 1);
+    let sc = l.syscall.as_ref().unwrap();
+    assert_eq!(sc.syscall, "getppid");
+    assert!(close(sc.syscall_ns.median, 110.0));
+    let w = l.wakeup.as_ref().unwrap();
+    // 1000 round trips in 4 ms: 2 µs one way.
+    assert!(close(w.wakeup_same_cpu_ns.median, 2000.0));
+    assert_eq!(w.wakeup_cross_cpu_ns, None);
+    assert_eq!(l.loopback, None);
+    assert_eq!(
+        l.notes,
+        vec![
+            LimitsNote::SingleCpu,
+            LimitsNote::ProbeFailed {
+                probe: "loopback".into(),
+                error: "refused".into()
+            },
+            LimitsNote::NoBootId
+        ]
+    );
+    // It reads back.
+    let text = serde_json::to_string(&l).unwrap();
+    assert_eq!(LimitsResult::from_json(&text).unwrap(), l);
+    assert!(LimitsResult::from_json(&text.replace("\"limits\"", "\"sweep\"")).is_err());
+}
+
+#[test]
+fn the_loopback_ceiling_is_the_receivers_rate_and_congestion_control() {
+    let mut r = stream_result(one_flow(), 25e9);
+    r.runs[0].summary.as_mut().unwrap().congestion = vec!["cubic".into()];
+    let c = loopback_ceiling(&r).unwrap();
+    assert!(close(c.throughput_bps, 25e9));
+    assert_eq!(c.congestion.as_deref(), Some("cubic"));
+    assert_eq!(
+        (c.flows, c.msg_bytes, c.duration_ms),
+        (1, 128 * 1024, 10_000)
+    );
+    r.status = wirebench_model::result::RunStatus::Aborted;
+    assert!(loopback_ceiling(&r).is_err());
+}
+
+#[test]
+fn a_loopback_copy_stream_makes_two_copies_at_the_nearest_size() {
+    // 16 Gbit/s = 2 GB/s of payload, copied twice on this machine = 4 GB/s, against 40 GB/s
+    // at 128 KiB (the message size) on one thread: 10 %.
+    let r = stream_result(one_flow(), 16e9);
+    let p = physical_context(&r, &limits()).unwrap();
+    assert_eq!(
+        (p.msg_bytes, p.buffer_bytes, p.copy_threads),
+        (128 << 10, 128 << 10, 1)
+    );
+    assert!(close(p.payload_bytes_per_s, 2e9));
+    assert!(close(p.copies_per_byte, 2.0));
+    assert!(close(p.copied_bytes_per_s, 4e9));
+    assert!(close(p.copy_bandwidth_pct, 10.0));
+    assert_eq!(p.boot_id, "b00t");
+    assert_eq!(p.limits_started_utc, "2023-11-14T22:13:20.000Z");
+}
+
+#[test]
+fn only_copying_ends_on_this_machine_count() {
+    let copies = |send: SendPath, recv: RecvPath, embedded: bool, zc: Option<ZeroCopyStats>| {
+        let mut r = stream_result(one_flow(), 16e9);
+        r.embedded_server = embedded;
+        let s = r.runs[0].summary.as_mut().unwrap();
+        s.same_host = embedded;
+        let WorkloadSummary::Stream(st) = &mut s.workload else {
+            unreachable!()
+        };
+        st.directions[0].send_paths = vec![send];
+        st.directions[0].recv_paths = vec![recv];
+        st.directions[0].zerocopy = zc;
+        physical_context(&r, &limits()).unwrap().copies_per_byte
+    };
+    assert_eq!(copies(SendPath::Copy, RecvPath::Copy, true, None), 2.0);
+    assert_eq!(copies(SendPath::Sendfile, RecvPath::Copy, true, None), 1.0);
+    assert_eq!(copies(SendPath::Copy, RecvPath::Discard, true, None), 1.0);
+    assert_eq!(
+        copies(SendPath::Sendfile, RecvPath::Discard, true, None),
+        0.0
+    );
+    assert_eq!(copies(SendPath::Uring, RecvPath::Uring, true, None), 2.0);
+    // A remote server: only the client's (sending) end is here.
+    assert_eq!(copies(SendPath::Copy, RecvPath::Copy, false, None), 1.0);
+    assert_eq!(copies(SendPath::Sendfile, RecvPath::Copy, false, None), 0.0);
+    // MSG_ZEROCOPY over loopback: the kernel copied every send after all.
+    let copied = ZeroCopyStats {
+        sends: 10,
+        sends_completed_copied: 10,
+        ..ZeroCopyStats::default()
+    };
+    assert_eq!(
+        copies(SendPath::Zerocopy, RecvPath::Copy, true, Some(copied)),
+        2.0
+    );
+    let mapped = ZeroCopyStats {
+        sends: 10,
+        sends_completed_zerocopy: 10,
+        bytes_mapped: 1000,
+        bytes_copied: 10,
+        ..ZeroCopyStats::default()
+    };
+    assert_eq!(
+        copies(SendPath::Zerocopy, RecvPath::Zerocopy, true, Some(mapped)),
+        0.0
+    );
+}
+
+#[test]
+fn several_flows_use_the_all_threads_figure_where_there_is_one() {
+    // Two flows (forward_two's spec) at 128 KiB: 60 GB/s on 2 threads.
+    let p = physical_context(
+        &stream_result(stream_spec(Direction::Forward, 2), 16e9),
+        &limits(),
+    )
+    .unwrap();
+    assert_eq!(p.copy_threads, 2);
+    assert!(close(p.copy_bytes_per_s, 60e9));
+    // 256 MiB messages: the nearest size has no all-threads figure, so one thread's.
+    let mut spec = stream_spec(Direction::Forward, 2);
+    stream_spec_mut(&mut spec).send_size_bytes = 200 << 20;
+    let p = physical_context(&stream_result(spec, 16e9), &limits()).unwrap();
+    assert_eq!((p.buffer_bytes, p.copy_threads), (256 << 20, 1));
+    assert!(close(p.copy_bytes_per_s, 8e9));
+}
+
+#[test]
+fn the_nearest_size_is_nearest_on_a_log_scale() {
+    let l = limits();
+    let near = |n: u64| l.nearest_row(n).unwrap().buffer_bytes;
+    assert_eq!(near(1), 128 << 10);
+    assert_eq!(near(300 << 10), 128 << 10);
+    // 362 KiB is about the geometric mean of 128 KiB and 1 MiB; 400 KiB is nearer 1 MiB.
+    assert_eq!(near(400 << 10), 1 << 20);
+    assert_eq!(near(8 << 20), 1 << 20);
+    assert_eq!(near(32 << 20), 256 << 20);
+}
+
+#[test]
+fn no_context_without_a_stream_a_boot_or_a_completed_run() {
+    let mut l = limits();
+    let r = stream_result(one_flow(), 16e9);
+    let rr = result_for(TestSpec::new(WorkloadSpec::Rr(Default::default())), vec![]);
+    assert_eq!(physical_context(&rr, &l), None);
+    let mut failed = r.clone();
+    failed.runs[0].status = wirebench_model::result::RunStatus::Failed;
+    assert_eq!(physical_context(&failed, &l), None);
+    l.boot_id = None;
+    assert_eq!(physical_context(&r, &l), None);
+}
+
+#[test]
+fn the_line_says_the_arithmetic() {
+    let mut p = PhysicalContext {
+        limits_started_unix_ms: 0,
+        limits_started_utc: "2026-11-25T01:40:12.345Z".into(),
+        boot_id: "b".into(),
+        msg_bytes: 1 << 20,
+        buffer_bytes: 1 << 20,
+        copy_threads: 1,
+        copy_bytes_per_s: 46.6e9,
+        payload_bytes_per_s: 14.2e9,
+        copies_per_byte: 2.0,
+        copied_bytes_per_s: 28.4e9,
+        copy_bandwidth_pct: 60.9,
+    };
+    assert_eq!(
+        physical_line(&p),
+        "payload 14.2 GB/s × 2 copies = 28.4 GB/s = 61 % of this machine's copy bandwidth at \
+         1 MiB (1 thread, measured 2026-11-25 01:40 UTC)"
+    );
+    p.msg_bytes = 1024;
+    p.buffer_bytes = 32 << 10;
+    p.copy_threads = 2;
+    p.copies_per_byte = 1.0;
+    let t = physical_line(&p);
+    assert!(t.contains("× 1 copy = "), "{t}");
+    assert!(t.contains("at 32 KiB (the measured size nearest the 1 KiB messages, 2 threads,"));
+    p.copies_per_byte = 0.0;
+    assert!(physical_line(&p).contains("not copied on this machine"));
+}
+
+#[test]
+fn sizes_and_times_in_words() {
+    assert_eq!(binary_size(32 << 10), "32 KiB");
+    assert_eq!(binary_size(256 << 20), "256 MiB");
+    assert_eq!(binary_size(1500), "1.465 KiB");
+    assert_eq!(
+        minute_utc("2026-11-25T01:40:12.345Z"),
+        "2026-11-25 01:40 UTC"
+    );
+    assert_eq!(minute_utc("garbage"), "garbage");
+}
+
+#[test]
+fn the_human_text_has_the_table_the_probes_and_where_it_came_from() {
+    let mut l = limits();
+    l.notes = vec![LimitsNote::MemoryTooLarge {
+        buffer_bytes: 256 << 20,
+        threads: 2,
+        needed_bytes: 1 << 30,
+        available_bytes: 1 << 30,
+    }];
+    let cached = human(
+        &l,
+        &Provenance::Cached {
+            path: "/var/lib/wirebench/limits-b00t.json".into(),
+        },
+    );
+    assert_narrow(&cached);
+    let flat_text = unwrapped(&cached);
+    assert_contains(
+        &flat_text,
+        &[
+            "limits of h (Some CPU, 2 CPUs, kernel 6.1.0)",
+            "cached: measured 2023-11-14 22:13 UTC in this boot (7.0 s)",
+            "--refresh measures again",
+            "copy 2 threads",
+            "128 KiB  40.00 [40.00–40.00]     60.00 [60.00–60.00]     20.00 [20.00–20.00]",
+            "256 MiB  8.000 [8.000–8.000]     -",
+            "system call: not measured",
+            "loopback TCP ceiling: not measured",
+            "note: 256 MiB buffers on 2 threads not measured: they need 1.000 GiB",
+            "Copy bandwidth = bytes copied per second",
+            "user-space RFC 1071",
+        ],
+    );
+    let measured = human(
+        &l,
+        &Provenance::Measured {
+            stored: Err("cannot create /var/lib/wirebench: denied".into()),
+        },
+    );
+    assert_contains(
+        &unwrapped(&measured),
+        &["measured now (2023-11-14 22:13 UTC, 7.0 s); not cached: cannot create"],
+    );
+    assert!(!measured.contains("busy"));
+    l.load_average_1m = Some(3.2);
+    let busy = unwrapped(&human(&l, &Provenance::Cached { path: "p".into() }));
+    assert_contains(
+        &busy,
+        &["note: the machine was busy when the measurement started (load average 3.20 on 2 CPUs)"],
+    );
+}
+
+// ───── the schema ─────
+
+/// `docs/limits.schema.json` must be what the limits types generate.
+/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
+#[test]
+fn limits_schema_file_is_current() {
+    let generated = wirebench_model::limits::limits_schema_json();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/limits.schema.json");
+    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(path, &generated).expect("writing docs/limits.schema.json");
+        return;
+    }
+    let checked_in = std::fs::read_to_string(path).expect("reading docs/limits.schema.json");
+    assert!(
+        checked_in == generated,
+        "docs/limits.schema.json is out of date with the LimitsResult types; regenerate it with \
+         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff \
+         (bump LIMITS_SCHEMA_VERSION for incompatible changes)"
+    );
+    let v: serde_json::Value = serde_json::from_str(&generated).unwrap();
+    for field in [
+        "schema_version",
+        "boot_id",
+        "memory",
+        "syscall",
+        "wakeup",
+        "loopback",
+    ] {
+        assert!(v["properties"].get(field).is_some(), "{field}");
+    }
+}

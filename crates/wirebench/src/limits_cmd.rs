@@ -1,0 +1,172 @@
+//! `wirebench limits [--json] [--refresh] [--quick]`: this machine's physical limits, cached
+//! per boot.
+//!
+//! The probes run in `wirebench-engine` (memory copy and checksum per buffer size, system
+//! call, wake-ups), the loopback ceiling is a short stream test through the [`Runner`]
+//! against the embedded server, and `wirebench-report` turns the batches into the
+//! [`LimitsResult`]. The result is cached in the state directory (`$WIREBENCH_STATE_DIR`,
+//! else [`DEFAULT_STATE_DIR`]) as `limits-<boot id>.json`, written atomically; the next
+//! `wirebench limits` of the same boot prints it instead of measuring, unless `--refresh`.
+//! Stream tests read it (never measure it) to put their throughput in context
+//! ([`cached_for_this_boot`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wirebench_model::limits::{LimitsResult, LoopbackCeiling};
+use wirebench_model::spec::{TestSpec, WorkloadSpec};
+use wirebench_net::runner::{unix_ms, Quiet, Runner, RunnerConfig, Target};
+use wirebench_report::analyze::limits::{limits_result, loopback_ceiling, LimitsRun};
+use wirebench_report::print::limits::{human, Provenance};
+
+use crate::cli::LimitsArgs;
+use crate::test_cmd::write_atomically;
+use crate::{EXIT_FAILED, EXIT_OK};
+
+/// Where the cache goes without [`STATE_DIR_ENV`].
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/wirebench";
+/// Environment variable that overrides [`DEFAULT_STATE_DIR`].
+pub const STATE_DIR_ENV: &str = "WIREBENCH_STATE_DIR";
+
+/// The state directory: `$WIREBENCH_STATE_DIR`, else [`DEFAULT_STATE_DIR`].
+pub fn state_dir_from_env() -> PathBuf {
+    std::env::var_os(STATE_DIR_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR))
+}
+
+/// This boot's id, if it can be read and is a plain id (hex digits and dashes, as the
+/// kernel writes it; so it can name a file).
+pub fn this_boot_id() -> Option<String> {
+    let id = wirebench_sys::host::read_sysctl("kernel.random.boot_id").ok()?;
+    let plain =
+        !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    plain.then_some(id)
+}
+
+/// The cache file of boot `boot_id` in `dir`.
+pub fn cache_path(dir: &Path, boot_id: &str) -> PathBuf {
+    dir.join(format!("limits-{boot_id}.json"))
+}
+
+/// The limits cached for this boot, with their file: `None` when there is no such file, or
+/// it is not a limits document this build reads, or it names another boot.
+pub fn cached_for_this_boot() -> Option<(PathBuf, LimitsResult)> {
+    let boot = this_boot_id()?;
+    let path = cache_path(&state_dir_from_env(), &boot);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match LimitsResult::from_json(&text) {
+        Ok(l) if l.boot_id.as_deref() == Some(boot.as_str()) => Some((path, l)),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!("ignoring {}: {e}", path.display());
+            None
+        }
+    }
+}
+
+/// The loopback ceiling: a stream test of `duration` after `warmup` against the embedded
+/// server, with `wirebench stream`'s defaults otherwise (one flow, 1 MiB calls, copy paths,
+/// the host's congestion control).
+fn loopback(duration: Duration, warmup: Duration) -> Result<LoopbackCeiling, String> {
+    let mut spec = TestSpec::stream_default();
+    spec.common.duration_ms = duration.as_millis() as u64;
+    spec.common.warmup_ms = warmup.as_millis() as u64;
+    if let WorkloadSpec::Stream(st) = &mut spec.workload {
+        let msg = crate::specs::default_stream_msg_size(1, false) as u32;
+        (st.send_size_bytes, st.recv_size_bytes) = (msg, msg);
+    }
+    let mut cfg = RunnerConfig::new(Target::Embedded(std::net::Ipv4Addr::LOCALHOST.into()));
+    cfg.embedded_limits = crate::specs::client_limits();
+    let mut runner = Runner::new(cfg, Arc::new(AtomicBool::new(false)));
+    loopback_ceiling(&runner.run(&spec, &mut Quiet))
+}
+
+/// Measure everything (with a progress bar on a terminal unless `json`).
+fn measure(quick: bool, json: bool) -> LimitsResult {
+    let started = unix_ms();
+    let t0 = Instant::now();
+    let load_average_1m = wirebench_sys::host::load_average_1m();
+    let cpus = wirebench_sys::thread::current_thread_affinity()
+        .ok()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| (0..wirebench_sys::thread::online_cpus() as usize).collect());
+    let plan = wirebench_engine::limits::LimitsPlan::standard(
+        quick,
+        cpus,
+        wirebench_sys::host::mem_available_bytes(),
+    );
+    let expected = Duration::from_secs(if quick { 3 } else { 8 });
+    let bar = crate::progress::TimeBar::start(expected, !json, "measuring this machine's limits");
+    let samples = wirebench_engine::limits::measure(&plan, &mut |p| {
+        tracing::debug!("limits: {p} probe");
+    });
+    let (secs, warm) = if quick { (500, 100) } else { (1000, 250) };
+    let ceiling = loopback(Duration::from_millis(secs), Duration::from_millis(warm));
+    drop(bar);
+    let env = wirebench_engine::env::probe(None);
+    let run = LimitsRun {
+        started_unix_ms: started,
+        duration_ms: t0.elapsed().as_millis() as u64,
+        quick,
+        load_average_1m,
+        env: &env,
+    };
+    limits_result(&run, &samples, ceiling)
+}
+
+/// Store `l` in this boot's cache file: its path, or why it was not stored.
+fn store(l: &LimitsResult) -> Result<String, String> {
+    let boot = l
+        .boot_id
+        .as_deref()
+        .filter(|b| this_boot_id().as_deref() == Some(*b))
+        .ok_or("this boot's id could not be read")?;
+    let dir = state_dir_from_env();
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "cannot create {}: {e} (set {STATE_DIR_ENV} to a writable directory)",
+            dir.display()
+        )
+    })?;
+    let path = cache_path(&dir, boot);
+    let doc = serde_json::to_string_pretty(l).map_err(|e| e.to_string())? + "\n";
+    write_atomically(&path, doc.as_bytes())
+        .map_err(|e| format!("{e:#} (set {STATE_DIR_ENV} to a writable directory)"))?;
+    Ok(path.display().to_string())
+}
+
+/// `wirebench limits`; the exit code.
+pub fn run(a: &LimitsArgs) -> i32 {
+    let (limits, from) = match cached_for_this_boot().filter(|_| !a.refresh) {
+        Some((path, l)) => (
+            l,
+            Provenance::Cached {
+                path: path.display().to_string(),
+            },
+        ),
+        None => {
+            let l = measure(a.quick, a.json);
+            let stored = store(&l);
+            (l, Provenance::Measured { stored })
+        }
+    };
+    if a.json {
+        if let Provenance::Measured { stored: Err(e) } = &from {
+            eprintln!("wirebench limits: not cached: {e}");
+        }
+        match serde_json::to_string_pretty(&limits) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("wirebench limits: cannot encode the result: {e}");
+                return EXIT_FAILED;
+            }
+        }
+    } else {
+        print!("{}", human(&limits, &from));
+    }
+    EXIT_OK
+}
