@@ -31,6 +31,7 @@ pub mod sweep;
 pub mod text;
 pub mod udp;
 pub mod validate;
+pub mod verdict;
 pub mod warning;
 
 #[cfg(test)]

@@ -168,6 +168,9 @@ pub struct Summary {
     pub same_host: bool,
     /// Measurement problems and notes for this run.
     pub warnings: Vec<Noted>,
+    /// What limited the run (stream and request/response), with its evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::verdict::Verdict>,
 }
 
 impl Summary {

@@ -56,6 +56,8 @@ pub enum Outcome {
     DoesNotHold,
     /// The data cannot tell (?).
     Inconclusive,
+    /// A finding, neither good nor bad: what limited a test (→).
+    Finding,
 }
 
 impl Outcome {
@@ -65,6 +67,7 @@ impl Outcome {
             Outcome::Holds => "✓",
             Outcome::DoesNotHold => "✗",
             Outcome::Inconclusive => "?",
+            Outcome::Finding => "→",
         }
     }
 
@@ -74,6 +77,7 @@ impl Outcome {
             Outcome::Holds => "holds",
             Outcome::DoesNotHold => "does not hold",
             Outcome::Inconclusive => "inconclusive",
+            Outcome::Finding => "verdict",
         }
     }
 
@@ -81,7 +85,7 @@ impl Outcome {
         match self {
             Outcome::Holds => "holds",
             Outcome::DoesNotHold => "fails",
-            Outcome::Inconclusive => "unsure",
+            Outcome::Inconclusive | Outcome::Finding => "unsure",
         }
     }
 }

@@ -111,6 +111,27 @@ pub fn run_page(r: &RunResult) -> Report {
             detail: print::error_text(e),
         }));
     }
+    if let Some(v) = r
+        .runs
+        .last()
+        .and_then(|run| run.summary.as_ref())
+        .and_then(|s| s.verdict.as_ref())
+    {
+        let lines = print::verdict::lines(v);
+        head.push(Block::Verdict(Verdict {
+            outcome: match v.limiter {
+                wirebench_model::verdict::Limiter::Undetermined => Outcome::Inconclusive,
+                _ => Outcome::Finding,
+            },
+            headline: format!("limited by {}", print::verdict::limiter_text(&v.limiter)),
+            detail: lines
+                .iter()
+                .skip(1)
+                .map(|(h, t)| format!("{h}{t}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }));
+    }
     head.push(Block::Code {
         caption: "as `wirebench` printed it".into(),
         code: print::human(r),

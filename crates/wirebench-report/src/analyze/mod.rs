@@ -35,6 +35,7 @@ pub mod study;
 pub mod sweep;
 pub mod udp;
 pub mod under_load;
+pub mod verdict;
 
 use wirebench_model::result::{Aggregate, RunRecord, RunStatus, Summary, WorkloadSummary};
 use wirebench_model::side::{HostRole, SideReport, SideStatus};
@@ -254,12 +255,18 @@ pub fn summarize(
     }
     let cpu = cpu::ends(&reports, delivered, transactions, same_host, &mut warnings);
     let congestion = congestion(spec, &reports, &mut warnings);
+    let verdict = match &workload {
+        WorkloadSummary::Stream(s) => verdict::stream(spec, s, &reports, &cpu, false),
+        WorkloadSummary::Rr(r) => verdict::rr(r, &cpu, server.is_some(), false),
+        WorkloadSummary::UdpStream(_) => None,
+    };
     Summary {
         workload,
         cpu,
         congestion,
         same_host,
         warnings: warnings.0,
+        verdict,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod sweep;
 pub mod text;
 mod udp;
 pub mod units;
+pub mod verdict;
 
 use std::fmt::Write as _;
 
@@ -328,6 +329,11 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
             "  ",
             &format!("congestion control in use: {cc} (requested: {requested})"),
         );
+    }
+    if let Some(v) = &s.verdict {
+        for (head, text) in verdict::lines(v) {
+            wrap(out, head, "  ", &text);
+        }
     }
     for w in &s.warnings {
         wrap(out, "warning: ", "         ", &text::noted(w));

@@ -1,0 +1,177 @@
+//! The verdict on a run: what limited it, the evidence, what would test it, and what
+//! evidence was missing. Computed by `wirebench-report`'s `analyze::verdict` from what the
+//! ends measured (TCP_INFO's limited times, retransmits, per-CPU busy time, the pacing
+//! asked for, the round trip); worded only by its printers.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::side::HostRole;
+use crate::spec::FlowDir;
+
+/// What limited a run, as far as the evidence shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Limiter {
+    /// The sender was paced (`-b`) and achieved its rate: the rate asked for is the limit.
+    Pacing {
+        /// Rate asked for, bits/s (all flows of the direction).
+        target_bps: f64,
+        /// Rate achieved at the receivers, percent of the target.
+        achieved_pct: f64,
+    },
+    /// The senders were limited by the receiver's advertised window for this share of
+    /// their busy time (TCP_INFO `tcpi_rwnd_limited` / `tcpi_busy_time`).
+    ReceiveWindow {
+        /// Direction.
+        dir: FlowDir,
+        /// Percent of the senders' busy time.
+        limited_pct: f64,
+    },
+    /// The senders were limited by their own send buffer for this share of their busy
+    /// time (`tcpi_sndbuf_limited`).
+    SendBuffer {
+        /// Direction.
+        dir: FlowDir,
+        /// Percent of the senders' busy time.
+        limited_pct: f64,
+    },
+    /// A CPU the test used was saturated.
+    Cpu {
+        /// The end whose threads ran on it (`None`: both, or it cannot be told).
+        host: Option<HostRole>,
+        /// The CPU.
+        cpu: u32,
+        /// Its busy time, percent of the window.
+        busy_pct: f64,
+        /// Of which softirq (receive and transmit processing), percent.
+        softirq_pct: f64,
+        /// Of which system (kernel on behalf of a process), percent.
+        system_pct: f64,
+        /// Of which user, percent.
+        user_pct: f64,
+    },
+    /// The senders had no data in flight (`tcpi_busy_time` below the window) for this share
+    /// of the window: they waited for the application or the peer without TCP calling it
+    /// window- or buffer-limited (small buffers on loopback do this).
+    SenderIdle {
+        /// Direction.
+        dir: FlowDir,
+        /// Percent of flows × window with nothing in flight.
+        idle_pct: f64,
+    },
+    /// Segments were retransmitted while no window, buffer or CPU limit showed: the path
+    /// dropped data and congestion control held the senders back.
+    Loss {
+        /// Direction.
+        dir: FlowDir,
+        /// Retransmitted segments.
+        retransmits: u64,
+    },
+    /// Request/response in closed loop: each flow waits a round trip per transaction, so
+    /// transactions/s ≈ flows × burst / round trip.
+    RoundTrip {
+        /// Mean round trip, nanoseconds.
+        rtt_mean_ns: f64,
+        /// flows × burst / mean round trip, transactions/s: what the round trip allows.
+        allowed_per_s: f64,
+        /// Transactions/s measured.
+        measured_per_s: f64,
+    },
+    /// No single limit shows in the evidence.
+    Undetermined,
+}
+
+/// A fact the verdict rests on (also listed when it is not the limit).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Evidence {
+    /// The senders' TCP_INFO limited times for a direction.
+    SenderLimits {
+        /// Direction.
+        dir: FlowDir,
+        /// Sum of the senders' `tcpi_busy_time`, microseconds.
+        busy_us: u64,
+        /// Percent of it limited by the receive window.
+        rwnd_limited_pct: f64,
+        /// Percent of it limited by the send buffer.
+        sndbuf_limited_pct: f64,
+    },
+    /// Retransmitted segments in a direction.
+    Retransmits {
+        /// Direction.
+        dir: FlowDir,
+        /// Segments.
+        retransmits: u64,
+    },
+    /// The busiest CPU seen by an end.
+    BusiestCpu {
+        /// The end that measured it.
+        host: HostRole,
+        /// The CPU.
+        cpu: u32,
+        /// Busy percent.
+        busy_pct: f64,
+        /// Softirq percent.
+        softirq_pct: f64,
+        /// The CPUs that end's data threads used.
+        cpus_used: Vec<u32>,
+    },
+    /// The pacing asked for.
+    Paced {
+        /// Target, bits/s (all flows).
+        target_bps: f64,
+        /// Achieved at the receivers, bits/s.
+        achieved_bps: f64,
+    },
+}
+
+/// An experiment that would test the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Suggestion {
+    /// Larger socket buffers (`-w`), or `sweep --window` to find the knee.
+    LargerWindow,
+    /// `--profile`: where the saturated CPU's time goes.
+    Profile,
+    /// Spread the ends over CPUs (`-A`, a study over `placement`).
+    Placement,
+    /// A zero-copy path (`--send-path sendfile|zerocopy`, `--recv-path discard`).
+    ZeroCopy,
+    /// More flows (`-P`).
+    MoreFlows,
+    /// A higher rate, or unpaced (`-b 0`).
+    HigherRate,
+    /// More transactions in flight (`--burst`) or flows.
+    MoreInFlight,
+    /// Look at the path's drops (a study with `loss`, interface counters, `ss -ti`).
+    PathLoss,
+}
+
+/// Evidence the verdict could not use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Missing {
+    /// The senders reported no TCP_INFO busy/limited times (older kernel, or no sender
+    /// report).
+    SenderLimitedTimes,
+    /// The server did not report (no server CPU, no server-side TCP_INFO).
+    ServerReport,
+    /// CPU was not measured at an end.
+    Cpu,
+    /// No profile (`--profile`): the verdict cannot say where a CPU's time went.
+    Profile,
+}
+
+/// The verdict on one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// What limited the run.
+    pub limiter: Limiter,
+    /// The facts it rests on.
+    pub evidence: Vec<Evidence>,
+    /// Experiments that would test it.
+    pub suggestions: Vec<Suggestion>,
+    /// Evidence that was not available.
+    pub missing: Vec<Missing>,
+}

@@ -1,0 +1,289 @@
+//! The verdict: what limited a stream or request/response run, from evidence the ends
+//! already measured. The rules, in order (the first that applies names the limiter; every
+//! fact is kept as evidence either way):
+//!
+//! 1. **Pacing** — the spec paced the senders (`-b`) and the receivers got at least
+//!    [`PACED_ACHIEVED_PCT`] % of flows × rate.
+//! 2. **Receive window / send buffer** — in the direction that carried the most bytes, the
+//!    senders' TCP_INFO says they were limited by the peer's window
+//!    (`tcpi_rwnd_limited`) or their own buffer (`tcpi_sndbuf_limited`) for at least
+//!    [`LIMITED_PCT`] % of their busy time (`tcpi_busy_time`), summed over the flows.
+//! 3. **CPU** — the busiest CPU an end saw was at least [`CPU_SATURATED_PCT`] % busy over
+//!    the window (`/proc/stat`); the end named is the one whose data threads ran there
+//!    (both ends of a namespace or loopback test share one kernel).
+//! 4. **Sender idle** — the senders' summed busy time covers less than
+//!    100 − [`IDLE_PCT`] % of flows × the sender window: nothing was in flight for the rest.
+//! 5. **Loss** — at least [`RETRANSMIT_PCT`] % of the segments (payload ÷ a nominal 1448-byte
+//!    MSS) were retransmitted (TCP_INFO) and none of the above applies.
+//! 6. **Round trip** (request/response) — closed loop: each flow has `burst` transactions
+//!    in flight, so flows × burst / mean round trip bounds the rate (Little's law); when
+//!    the measured rate is within [`ROUND_TRIP_MATCH_PCT`] % of it, the round trip is the
+//!    limit.
+//! 7. Otherwise **undetermined**, with the evidence and what was missing.
+
+use wirebench_model::result::{EndCpu, RrSummary, StreamSummary};
+use wirebench_model::side::{HostRole, Role, SideData, SideReport};
+use wirebench_model::spec::{FlowDir, TestSpec};
+use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
+
+/// A CPU at least this busy is saturated, percent.
+pub const CPU_SATURATED_PCT: f64 = 90.0;
+/// Senders limited this share of their busy time are window- or buffer-limited, percent.
+pub const LIMITED_PCT: f64 = 25.0;
+/// A paced run that achieved this share of its target is limited by the pacing, percent.
+pub const PACED_ACHIEVED_PCT: f64 = 95.0;
+/// Senders with nothing in flight this share of the window are idle-limited, percent.
+pub const IDLE_PCT: f64 = 25.0;
+/// Retransmitted segments at least this share of the segments sent make loss the limit,
+/// percent.
+pub const RETRANSMIT_PCT: f64 = 0.1;
+/// The MSS assumed to turn payload bytes into segments for [`RETRANSMIT_PCT`].
+pub const NOMINAL_MSS_BYTES: f64 = 1448.0;
+/// A closed-loop rate within this distance of flows × burst / RTT is round-trip bound,
+/// percent.
+pub const ROUND_TRIP_MATCH_PCT: f64 = 20.0;
+
+/// The senders' summed TCP_INFO times in direction `dir`: (busy, rwnd-limited,
+/// sndbuf-limited) microseconds, if any sender reported them.
+fn sender_times(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<(u64, u64, u64)> {
+    let mut sum: Option<(u64, u64, u64)> = None;
+    for (_, r) in reports {
+        let Some(SideData::Stream(st)) = r.data.as_ref() else {
+            continue;
+        };
+        for f in st
+            .flows
+            .iter()
+            .filter(|f| f.dir == dir && f.role == Role::Sender)
+        {
+            let Some(ti) = f.socket.tcp_info.as_ref() else {
+                continue;
+            };
+            let (Some(b), Some(rw), Some(sb)) =
+                (ti.busy_us, ti.rwnd_limited_us, ti.sndbuf_limited_us)
+            else {
+                continue;
+            };
+            let s = sum.get_or_insert((0, 0, 0));
+            s.0 += b;
+            s.1 += rw;
+            s.2 += sb;
+        }
+    }
+    sum
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// CPU evidence and the saturated CPU, if any.
+fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> Option<Limiter> {
+    let mut worst: Option<&EndCpu> = None;
+    for c in cpu {
+        evidence.push(Evidence::BusiestCpu {
+            host: c.host,
+            cpu: c.busiest_cpu,
+            busy_pct: c.busiest.busy_pct,
+            softirq_pct: c.busiest.softirq_pct,
+            cpus_used: c.cpus_used.clone(),
+        });
+        if worst.is_none_or(|w| c.busiest.busy_pct > w.busiest.busy_pct) {
+            worst = Some(c);
+        }
+    }
+    let w = worst?;
+    if w.busiest.busy_pct < CPU_SATURATED_PCT {
+        return None;
+    }
+    let users: Vec<HostRole> = cpu
+        .iter()
+        .filter(|c| c.cpus_used.contains(&w.busiest_cpu))
+        .map(|c| c.host)
+        .collect();
+    Some(Limiter::Cpu {
+        host: (users.len() == 1).then(|| users[0]),
+        cpu: w.busiest_cpu,
+        busy_pct: w.busiest.busy_pct,
+        softirq_pct: w.busiest.softirq_pct,
+        system_pct: w.busiest.system_pct,
+        user_pct: w.busiest.user_pct,
+    })
+}
+
+fn missing_common(cpu: &[EndCpu], server: bool, profiled: bool) -> Vec<Missing> {
+    let mut m = Vec::new();
+    if !server {
+        m.push(Missing::ServerReport);
+    }
+    if cpu.is_empty() || (server && cpu.len() < 2) {
+        m.push(Missing::Cpu);
+    }
+    if !profiled {
+        m.push(Missing::Profile);
+    }
+    m
+}
+
+/// The verdict on a stream run.
+pub fn stream(
+    spec: &TestSpec,
+    s: &StreamSummary,
+    reports: &[(HostRole, &SideReport)],
+    cpu: &[EndCpu],
+    profiled: bool,
+) -> Option<Verdict> {
+    let main = s
+        .directions
+        .iter()
+        .max_by(|a, b| a.receiver_bytes.cmp(&b.receiver_bytes))?;
+    let mut evidence = Vec::new();
+    let mut missing = missing_common(cpu, reports.len() > 1, profiled);
+    let mut limiter = None;
+    if let Some(rate) = spec.rate_bps().filter(|r| *r > 0) {
+        let target = rate as f64 * f64::from(main.flows);
+        evidence.push(Evidence::Paced {
+            target_bps: target,
+            achieved_bps: main.receiver_throughput_bps,
+        });
+        let achieved_pct = 100.0 * main.receiver_throughput_bps / target.max(1.0);
+        if achieved_pct >= PACED_ACHIEVED_PCT {
+            limiter = Some(Limiter::Pacing {
+                target_bps: target,
+                achieved_pct,
+            });
+        }
+    }
+    let mut idle = None;
+    match sender_times(reports, main.dir) {
+        Some((busy, rwnd, sndbuf)) => {
+            let window_us = main.sender_window_ns as f64 / 1e3 * f64::from(main.flows);
+            if window_us > 0.0 {
+                let idle_pct = (100.0 * (1.0 - busy as f64 / window_us)).max(0.0);
+                if idle_pct >= IDLE_PCT {
+                    idle = Some(Limiter::SenderIdle {
+                        dir: main.dir,
+                        idle_pct,
+                    });
+                }
+            }
+            let (rw, sb) = (pct(rwnd, busy), pct(sndbuf, busy));
+            evidence.push(Evidence::SenderLimits {
+                dir: main.dir,
+                busy_us: busy,
+                rwnd_limited_pct: rw,
+                sndbuf_limited_pct: sb,
+            });
+            if limiter.is_none() && rw >= LIMITED_PCT && rw >= sb {
+                limiter = Some(Limiter::ReceiveWindow {
+                    dir: main.dir,
+                    limited_pct: rw,
+                });
+            } else if limiter.is_none() && sb >= LIMITED_PCT {
+                limiter = Some(Limiter::SendBuffer {
+                    dir: main.dir,
+                    limited_pct: sb,
+                });
+            }
+        }
+        None => missing.push(Missing::SenderLimitedTimes),
+    }
+    let cpu_limit = cpu_evidence(cpu, &mut evidence);
+    if limiter.is_none() {
+        limiter = cpu_limit;
+    }
+    for d in &s.directions {
+        if d.retransmits > 0 {
+            evidence.push(Evidence::Retransmits {
+                dir: d.dir,
+                retransmits: d.retransmits,
+            });
+        }
+    }
+    if limiter.is_none() {
+        limiter = idle;
+    }
+    let segments = main.sender_bytes as f64 / NOMINAL_MSS_BYTES;
+    if limiter.is_none()
+        && main.retransmits > 0
+        && 100.0 * main.retransmits as f64 / segments.max(1.0) >= RETRANSMIT_PCT
+    {
+        limiter = Some(Limiter::Loss {
+            dir: main.dir,
+            retransmits: main.retransmits,
+        });
+    }
+    let limiter = limiter.unwrap_or(Limiter::Undetermined);
+    let suggestions = match &limiter {
+        Limiter::Pacing { .. } => vec![Suggestion::HigherRate],
+        Limiter::ReceiveWindow { .. } | Limiter::SendBuffer { .. } | Limiter::SenderIdle { .. } => {
+            vec![Suggestion::LargerWindow, Suggestion::MoreFlows]
+        }
+        Limiter::Cpu { .. } => vec![
+            Suggestion::Profile,
+            Suggestion::ZeroCopy,
+            Suggestion::Placement,
+        ],
+        Limiter::Loss { .. } => vec![Suggestion::PathLoss],
+        _ => vec![Suggestion::Profile, Suggestion::MoreFlows],
+    };
+    if profiled {
+        missing.retain(|m| *m != Missing::Profile);
+    }
+    Some(Verdict {
+        limiter,
+        evidence,
+        suggestions: suggestions
+            .into_iter()
+            .filter(|s| !(profiled && *s == Suggestion::Profile))
+            .collect(),
+        missing,
+    })
+}
+
+/// The verdict on a request/response run.
+pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiled: bool) -> Option<Verdict> {
+    let lat = r.latency.as_ref()?;
+    let mut evidence = Vec::new();
+    let missing = missing_common(cpu, server, profiled);
+    let cpu_limit = cpu_evidence(cpu, &mut evidence);
+    let in_flight = f64::from(r.flows) * f64::from(r.burst.max(1));
+    let allowed = if lat.mean_ns > 0.0 {
+        in_flight * 1e9 / lat.mean_ns
+    } else {
+        0.0
+    };
+    let matches = allowed > 0.0
+        && (100.0 * (r.transactions_per_s - allowed).abs() / allowed) <= ROUND_TRIP_MATCH_PCT;
+    let limiter = match cpu_limit {
+        Some(c) => c,
+        None if matches => Limiter::RoundTrip {
+            rtt_mean_ns: lat.mean_ns,
+            allowed_per_s: allowed,
+            measured_per_s: r.transactions_per_s,
+        },
+        None => Limiter::Undetermined,
+    };
+    let suggestions = match &limiter {
+        Limiter::Cpu { .. } => vec![Suggestion::Profile, Suggestion::Placement],
+        Limiter::RoundTrip { .. } => vec![
+            Suggestion::MoreInFlight,
+            Suggestion::Placement,
+            Suggestion::Profile,
+        ],
+        _ => vec![Suggestion::Profile],
+    }
+    .into_iter()
+    .filter(|s| !(profiled && *s == Suggestion::Profile))
+    .collect();
+    Some(Verdict {
+        limiter,
+        evidence,
+        suggestions,
+        missing,
+    })
+}

@@ -1,0 +1,149 @@
+//! The verdict in words: the limiter with its figures, the other evidence, the experiment
+//! that would test it, and what evidence was missing.
+
+use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
+
+use super::units::RateUnit;
+use crate::label;
+
+/// The limiter in words.
+pub fn limiter_text(l: &Limiter) -> String {
+    match l {
+        Limiter::Pacing {
+            target_bps,
+            achieved_pct,
+        } => format!(
+            "the pacing asked for: {} reached {achieved_pct:.0} % of {}",
+            "the receivers",
+            RateUnit::AutoBits.rate(*target_bps)
+        ),
+        Limiter::ReceiveWindow { dir, limited_pct } => format!(
+            "the receive window: the {} senders waited for the peer's window {limited_pct:.0} % \
+             of their busy time",
+            label::dir(*dir)
+        ),
+        Limiter::SendBuffer { dir, limited_pct } => format!(
+            "the send buffer: the {} senders were limited by their socket buffer \
+             {limited_pct:.0} % of their busy time",
+            label::dir(*dir)
+        ),
+        Limiter::Cpu {
+            host,
+            cpu,
+            busy_pct,
+            softirq_pct,
+            system_pct,
+            user_pct,
+        } => format!(
+            "{} CPU {cpu} saturated: {busy_pct:.0} % busy ({softirq_pct:.0} % softirq, \
+             {system_pct:.0} % system, {user_pct:.0} % user)",
+            host.map_or("a shared", label::host)
+        ),
+        Limiter::SenderIdle { dir, idle_pct } => format!(
+            "idle senders: the {} senders had nothing in flight {idle_pct:.0} % of the window \
+             (waiting for the application or the peer; TCP counted no window or buffer limit)",
+            label::dir(*dir)
+        ),
+        Limiter::Loss { dir, retransmits } => format!(
+            "loss on the path: {retransmits} segments retransmitted ({}) with no window, \
+             buffer or CPU limit",
+            label::dir(*dir)
+        ),
+        Limiter::RoundTrip {
+            rtt_mean_ns,
+            allowed_per_s,
+            measured_per_s,
+        } => format!(
+            "the round trip: {measured_per_s:.0} transactions/s against {allowed_per_s:.0}/s \
+             that flows × burst / {:.1} µs allow",
+            rtt_mean_ns / 1000.0
+        ),
+        Limiter::Undetermined => "no single limit shows in the evidence".into(),
+    }
+}
+
+fn evidence_text(e: &Evidence) -> String {
+    match e {
+        Evidence::SenderLimits {
+            dir,
+            busy_us,
+            rwnd_limited_pct,
+            sndbuf_limited_pct,
+        } => format!(
+            "{} senders busy {:.3} s: receive-window-limited {rwnd_limited_pct:.0} %, \
+             send-buffer-limited {sndbuf_limited_pct:.0} % (TCP_INFO)",
+            label::dir(*dir),
+            *busy_us as f64 / 1e6
+        ),
+        Evidence::Retransmits { dir, retransmits } => {
+            format!("{} retransmits {retransmits}", label::dir(*dir))
+        }
+        Evidence::BusiestCpu {
+            host,
+            cpu,
+            busy_pct,
+            softirq_pct,
+            cpus_used,
+        } => {
+            let used: Vec<String> = cpus_used.iter().map(u32::to_string).collect();
+            format!(
+                "{}: busiest CPU {cpu} {busy_pct:.0} % ({softirq_pct:.0} % softirq); its \
+                 threads on CPU {}",
+                label::host(*host),
+                if used.is_empty() {
+                    "?".into()
+                } else {
+                    used.join(",")
+                }
+            )
+        }
+        Evidence::Paced {
+            target_bps,
+            achieved_bps,
+        } => format!(
+            "paced to {}, received {}",
+            RateUnit::AutoBits.rate(*target_bps),
+            RateUnit::AutoBits.rate(*achieved_bps)
+        ),
+    }
+}
+
+fn suggestion_text(s: Suggestion) -> &'static str {
+    match s {
+        Suggestion::LargerWindow => "larger socket buffers (-w, or sweep --window)",
+        Suggestion::Profile => "--profile (where the CPU time goes)",
+        Suggestion::Placement => "other CPU placements (-A, a study over placement)",
+        Suggestion::ZeroCopy => "a zero-copy path (--send-path sendfile, --recv-path discard)",
+        Suggestion::MoreFlows => "more flows (-P)",
+        Suggestion::HigherRate => "a higher rate or none (-b 0)",
+        Suggestion::MoreInFlight => "more transactions in flight (--burst) or flows (-P)",
+        Suggestion::PathLoss => "the path's drops (interface counters, a study over loss)",
+    }
+}
+
+fn missing_text(m: Missing) -> &'static str {
+    match m {
+        Missing::SenderLimitedTimes => "the senders' TCP_INFO limited times",
+        Missing::ServerReport => "the server's report",
+        Missing::Cpu => "an end's CPU",
+        Missing::Profile => "a profile",
+    }
+}
+
+/// The verdict as lines: `verdict: ...`, `evidence: ...`, `to test it: ...`, `missing: ...`.
+pub fn lines(v: &Verdict) -> Vec<(&'static str, String)> {
+    let mut out = vec![("verdict: limited by ", limiter_text(&v.limiter))];
+    if !v.evidence.is_empty() {
+        let e: Vec<String> = v.evidence.iter().map(evidence_text).collect();
+        out.push(("evidence: ", e.join("; ")));
+    }
+    if !v.suggestions.is_empty() {
+        let s: Vec<&str> = v.suggestions.iter().map(|s| suggestion_text(*s)).collect();
+        out.push(("to test it: ", s.join("; ")));
+    }
+    if !v.missing.is_empty() {
+        let m: Vec<&str> = v.missing.iter().map(|m| missing_text(*m)).collect();
+        out.push(("not available: ", m.join(", ")));
+    }
+    out
+}
