@@ -11,12 +11,14 @@
 //! - [`warning`], [`abort`], [`error`]: typed warnings (`code` + `params`), flow errors, abort
 //!   reasons, engine kinds and error classes. The printers (`wirebench-report`) turn them
 //!   into sentences; nothing else does.
+//! - [`profile`]: an end's CPU profile by category ([`profile::ProfileReport`]).
 //! - [`text`]: escaping text a peer sent before it reaches a log or a terminal.
 //!
 //! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
 
 pub mod abort;
 pub mod error;
+pub mod profile;
 pub mod result;
 pub mod rr;
 pub mod side;

@@ -74,11 +74,11 @@ fn record(cpus: Vec<u32>, busy: bool, window: Duration) -> Option<(Counts, u64, 
     }
     drop(finished.sink);
     let counts = Arc::try_unwrap(counts).unwrap().into_inner().unwrap();
-    assert_eq!(finished.stats.malformed, 0);
+    assert_eq!(finished.recording.stats.malformed, 0);
     Some((
         counts,
-        finished.stopped_ns - finished.started_ns,
-        finished.stats.lost,
+        finished.recording.window_ns(),
+        finished.recording.stats.lost,
     ))
 }
 

@@ -27,6 +27,7 @@
 pub mod addresses;
 pub mod cpu;
 pub mod live;
+pub mod profile;
 pub mod rr;
 pub mod sanity;
 pub mod stream;

@@ -359,6 +359,13 @@ pub struct Running<S> {
 pub struct Finished<S> {
     /// The sink, with every sample.
     pub sink: S,
+    /// What was recorded, and when.
+    pub recording: Recording,
+}
+
+/// The facts of one recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recording {
     /// The event sampled.
     pub event: EventKind,
     /// The frequency asked for, Hz per CPU.
@@ -371,6 +378,13 @@ pub struct Finished<S> {
     pub started_ns: u64,
     /// `CLOCK_MONOTONIC` just after they were disabled, ns.
     pub stopped_ns: u64,
+}
+
+impl Recording {
+    /// From enabling to disabling, ns.
+    pub fn window_ns(&self) -> u64 {
+        self.stopped_ns.saturating_sub(self.started_ns)
+    }
 }
 
 impl<S> Running<S> {
@@ -393,12 +407,14 @@ impl<S> Running<S> {
         disabled?;
         Ok(Finished {
             sink,
-            event: sampler.event,
-            freq_hz: sampler.freq_hz,
-            cpus: sampler.cpus.clone(),
-            stats: sampler.stats,
-            started_ns: self.started_ns,
-            stopped_ns,
+            recording: Recording {
+                event: sampler.event,
+                freq_hz: sampler.freq_hz,
+                cpus: sampler.cpus.clone(),
+                stats: sampler.stats,
+                started_ns: self.started_ns,
+                stopped_ns,
+            },
         })
     }
 }
@@ -441,12 +457,20 @@ mod tests {
         ));
         let mut seen = Vec::new();
         let mut stats = DrainStats::default();
-        parse_records(&bytes, &mut |s: &Sample<'_>| seen.push((s.pid, s.cpu)), &mut stats);
+        parse_records(
+            &bytes,
+            &mut |s: &Sample<'_>| seen.push((s.pid, s.cpu)),
+            &mut stats,
+        );
         assert_eq!(seen, vec![(1, 0), (2, 1)]);
         assert_eq!((stats.samples, stats.lost, stats.malformed), (2, 5, 0));
         // A record claiming more bytes than there are stops the span, counted.
         let mut stats = DrainStats::default();
-        parse_records(&bytes[..bytes.len() - 8], &mut |_: &Sample<'_>| {}, &mut stats);
+        parse_records(
+            &bytes[..bytes.len() - 8],
+            &mut |_: &Sample<'_>| {},
+            &mut stats,
+        );
         assert_eq!((stats.samples, stats.lost, stats.malformed), (1, 5, 1));
     }
 }
