@@ -192,25 +192,38 @@ impl Sampler {
         &self.cpus
     }
 
-    fn ioctl_all(&self, request: libc::c_ulong) -> Result<(), PerfError> {
-        for (fd, _) in &self.events {
-            // SAFETY: `fd` is an open perf event; ENABLE/DISABLE take no argument (0).
-            let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, 0) };
-            if rc == -1 {
-                let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-                return Err(PerfError::Ioctl { errno });
-            }
+    fn ioctl(fd: &OwnedFd, request: libc::c_ulong) -> Result<(), PerfError> {
+        // SAFETY: `fd` is an open perf event; ENABLE/DISABLE take no argument (0).
+        let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, 0) };
+        if rc == -1 {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            return Err(PerfError::Ioctl { errno });
         }
         Ok(())
     }
 
-    /// Enables every event (sampling starts).
+    /// Enables every event (sampling starts), staggered: CPU i's event is enabled
+    /// i × period / CPUs after the first, so the CPUs' sampling timers (each on a fixed grid
+    /// from its enable instant) fire evenly spread over the period instead of in lockstep.
+    /// In lockstep, one CPU's sample lands while another CPU is inside its own sample
+    /// handler, still holding whatever lock it was interrupted with: the profile then
+    /// shows spinning that the sampler itself caused.
     ///
     /// # Errors
     ///
     /// [`PerfError::Ioctl`].
     pub fn enable(&self) -> Result<(), PerfError> {
-        self.ioctl_all(PERF_EVENT_IOC_ENABLE)
+        let n = self.events.len().max(1) as u64;
+        let step_ns = 1_000_000_000 / u64::from(self.freq_hz.max(1)) / n;
+        let t0 = monotonic_ns();
+        for (i, (fd, _)) in self.events.iter().enumerate() {
+            let due = t0 + step_ns * i as u64;
+            while monotonic_ns() < due {
+                std::hint::spin_loop();
+            }
+            Sampler::ioctl(fd, PERF_EVENT_IOC_ENABLE)?;
+        }
+        Ok(())
     }
 
     /// Disables every event (sampling stops; what is in the rings stays to be drained).
@@ -219,7 +232,9 @@ impl Sampler {
     ///
     /// [`PerfError::Ioctl`].
     pub fn disable(&self) -> Result<(), PerfError> {
-        self.ioctl_all(PERF_EVENT_IOC_DISABLE)
+        self.events
+            .iter()
+            .try_for_each(|(fd, _)| Sampler::ioctl(fd, PERF_EVENT_IOC_DISABLE))
     }
 
     /// Reads every ring once and hands each sample to `sink`.
