@@ -11,6 +11,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::side::HostRole;
+
 /// Top symbols kept per category.
 pub const MAX_TOP_SYMBOLS: usize = 10;
 /// The longest symbol string kept, bytes (longer ones are cut at a char boundary).
@@ -142,6 +144,12 @@ pub struct CategoryProfile {
     pub category: ProfileCategory,
     /// Samples classified here.
     pub samples: u64,
+    /// Of those, the samples taken while a wirebench process (one running this end's
+    /// executable: the client, the daemon or both) was current on the CPU: its own code and
+    /// its kernel work (system calls, and softirqs that ran in its context). On a shared
+    /// machine, the rest is other processes' work.
+    #[serde(default)]
+    pub wirebench_samples: u64,
     /// CPU time classified here, ns: samples × period for `cpu-clock` (for `cycles`, the
     /// category's share of the sampled CPUs × window); `idle` includes `unsampled_idle_ns`.
     pub cpu_ns: u64,
@@ -211,6 +219,35 @@ impl ProfileReport {
     pub fn window_cpu_ns(&self) -> u64 {
         self.window_ns.saturating_mul(self.cpus.len() as u64)
     }
+}
+
+/// One category's share and cost per unit of work at one end (computed by
+/// `wirebench-report`'s analysis from the end's [`ProfileReport`] and the run's figures).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryCost {
+    /// The category.
+    pub category: ProfileCategory,
+    /// Its share of the window's CPU time, %.
+    pub pct: f64,
+    /// Its CPU time, ns.
+    pub cpu_ns: u64,
+    /// CPU ns per KB (1024 bytes) the test delivered (Σ receiver window bytes, the
+    /// service demand's denominator); `None` for request/response or without payload.
+    pub cpu_ns_per_kb: Option<f64>,
+    /// CPU ns per transaction (the client's window transactions), request/response only.
+    pub cpu_ns_per_transaction: Option<f64>,
+}
+
+/// One end's profile in a run's summary: every category's cost, in
+/// [`ProfileCategory::ALL`] order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndProfile {
+    /// Which end.
+    pub host: HostRole,
+    /// Every category (13 entries).
+    pub categories: Vec<CategoryCost>,
 }
 
 /// Why an end has no profile.

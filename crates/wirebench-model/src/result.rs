@@ -160,6 +160,10 @@ pub struct Summary {
     pub same_host: bool,
     /// Measurement problems and notes for this run.
     pub warnings: Vec<Noted>,
+    /// Each end's CPU profile by category with its cost per unit of work (client first),
+    /// for the ends that took one (`--profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<crate::profile::EndProfile>,
 }
 
 impl Summary {

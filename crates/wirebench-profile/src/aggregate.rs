@@ -50,6 +50,7 @@ impl Symbols {
 struct CpuCounts {
     samples: [u64; N],
     period: [u64; N],
+    wirebench: [u64; N],
 }
 
 /// Classifies samples as they arrive and counts them.
@@ -120,14 +121,16 @@ impl Aggregator {
         (cat, name.to_owned())
     }
 
-    fn count(&mut self, cpu: u32, period: u64, cat: ProfileCategory, symbol: &str) {
-        let Ok(i) = self.cpus.binary_search(&cpu) else {
+    fn count(&mut self, sample: &Sample<'_>, cat: ProfileCategory, symbol: &str) {
+        let Ok(i) = self.cpus.binary_search(&sample.cpu) else {
             self.stray += 1;
             return;
         };
+        let wirebench = self.symbols.user.is_wirebench(sample.pid);
         let c = &mut self.per_cpu[i];
         c.samples[cat.index()] += 1;
-        c.period[cat.index()] += period;
+        c.period[cat.index()] += sample.period;
+        c.wirebench[cat.index()] += u64::from(wirebench);
         let top = &mut self.top[cat.index()];
         if let Some(n) = top.get_mut(symbol) {
             *n += 1;
@@ -192,6 +195,7 @@ impl Aggregator {
                 CategoryProfile {
                     category: cat,
                     samples: self.per_cpu.iter().map(|c| c.samples[k]).sum(),
+                    wirebench_samples: self.per_cpu.iter().map(|c| c.wirebench[k]).sum(),
                     cpu_ns: totals[k],
                     pct: pct(totals[k], denominator),
                     top_symbols: top_symbols(&self.top[k]),
@@ -221,7 +225,7 @@ impl Aggregator {
 impl SampleSink for Aggregator {
     fn sample(&mut self, sample: &Sample<'_>) {
         let (cat, name) = self.classify_sample(sample);
-        self.count(sample.cpu, sample.period, cat, &name);
+        self.count(sample, cat, &name);
     }
 }
 

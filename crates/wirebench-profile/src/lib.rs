@@ -100,7 +100,16 @@ pub struct RunningProfile {
 }
 
 impl RunningProfile {
-    /// Stops sampling and builds the report.
+    /// Stops sampling now (the report is built by [`RunningProfile::stop`]).
+    ///
+    /// # Errors
+    ///
+    /// If the events could not be disabled.
+    pub fn disable(&mut self) -> Result<(), ProfileUnavailable> {
+        self.running.disable().map_err(|e| unavailable(&e))
+    }
+
+    /// Stops sampling (if [`RunningProfile::disable`] did not) and builds the report.
     ///
     /// # Errors
     ///
@@ -108,6 +117,94 @@ impl RunningProfile {
     pub fn stop(self) -> Result<ProfileReport, ProfileUnavailable> {
         let finished = self.running.stop().map_err(|e| unavailable(&e))?;
         Ok(finished.sink.into_report(&finished.recording))
+    }
+}
+
+/// A profile following a measurement window: prepared before it (events opened, symbols
+/// loaded), started as it opens, stopped as it closes, reported after the run.
+#[derive(Debug)]
+pub enum WindowProfile {
+    /// Ready to start.
+    Ready(Box<Profiler>),
+    /// Sampling.
+    Running(Box<RunningProfile>),
+    /// Sampling stopped at the window's close; the report is built at the end.
+    Closed(Box<RunningProfile>),
+    /// No profile, and why.
+    Unavailable(ProfileUnavailable),
+}
+
+impl WindowProfile {
+    /// Opens a profiler of `freq_hz` on the CPUs an end uses: `pinned` alone if its data
+    /// threads are pinned there, else every CPU this thread may run on.
+    pub fn prepare(freq_hz: u32, pinned: Option<usize>) -> WindowProfile {
+        let cpus = match pinned {
+            Some(cpu) => vec![cpu as u32],
+            None => end_cpus(),
+        };
+        match Profiler::open(&ProfileConfig::new(cpus, freq_hz)) {
+            Ok(p) => WindowProfile::Ready(Box::new(p)),
+            Err(e) => WindowProfile::Unavailable(e),
+        }
+    }
+
+    /// The window opened: start sampling.
+    pub fn opened(&mut self) {
+        let state = std::mem::replace(
+            self,
+            WindowProfile::Unavailable(ProfileUnavailable::NoWindow),
+        );
+        *self = match state {
+            WindowProfile::Ready(p) => match p.start() {
+                Ok(r) => WindowProfile::Running(Box::new(r)),
+                Err(e) => WindowProfile::Unavailable(e),
+            },
+            other => other,
+        };
+    }
+
+    /// The window is closing: stop sampling (cheap; the report comes from
+    /// [`WindowProfile::finish`]).
+    pub fn closed(&mut self) {
+        let state = std::mem::replace(
+            self,
+            WindowProfile::Unavailable(ProfileUnavailable::NoWindow),
+        );
+        *self = match state {
+            WindowProfile::Running(mut r) => match r.disable() {
+                Ok(()) => WindowProfile::Closed(r),
+                Err(e) => WindowProfile::Unavailable(e),
+            },
+            other => other,
+        };
+    }
+
+    /// The report, or why there is none (a window that never opened is
+    /// [`ProfileUnavailable::NoWindow`]).
+    ///
+    /// # Errors
+    ///
+    /// Why there is no profile.
+    pub fn finish(self) -> Result<ProfileReport, ProfileUnavailable> {
+        match self {
+            WindowProfile::Running(r) | WindowProfile::Closed(r) => r.stop(),
+            WindowProfile::Ready(_) => Err(ProfileUnavailable::NoWindow),
+            WindowProfile::Unavailable(e) => Err(e),
+        }
+    }
+}
+
+/// The CPUs this thread may run on (its affinity), else every online CPU.
+fn end_cpus() -> Vec<u32> {
+    let mine: Vec<u32> = wirebench_sys::thread::current_thread_affinity()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| u32::try_from(c).ok())
+        .collect();
+    if mine.is_empty() {
+        wirebench_sys::perf::online_cpu_list().unwrap_or_else(|_| vec![0])
+    } else {
+        mine
     }
 }
 

@@ -253,12 +253,17 @@ pub fn summarize(
     }
     let cpu = cpu::ends(&reports, delivered, transactions, same_host, &mut warnings);
     let congestion = congestion(spec, &reports, &mut warnings);
+    let work = match transactions {
+        Some((_, n)) => profile::Delivered::Transactions(n),
+        None => profile::Delivered::PayloadBytes(delivered.1),
+    };
     Summary {
         workload,
         cpu,
         congestion,
         same_host,
         warnings: warnings.0,
+        profiles: profile::ends(&reports, work),
     }
 }
 

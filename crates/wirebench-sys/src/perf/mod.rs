@@ -278,6 +278,16 @@ impl Sampler {
     /// [`PerfError::Ioctl`] if the events cannot be enabled, [`PerfError::DrainThread`] if
     /// the thread cannot be spawned (the events are then disabled again).
     pub fn start<S: SampleSink + 'static>(self, sink: S) -> Result<Running<S>, PerfError> {
+        // Duplicates of the events' descriptors stay with the caller, so that it can disable
+        // the events at once (`Running::disable`) while the drain thread owns the rings.
+        let control = self
+            .events
+            .iter()
+            .map(|(fd, _)| fd.try_clone())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| PerfError::TooManyFiles {
+                errno: e.raw_os_error().unwrap_or(0),
+            })?;
         let stop = Arc::new(AtomicBool::new(false));
         let started_ns = monotonic_ns();
         self.enable()?;
@@ -289,9 +299,16 @@ impl Sampler {
             Ok(handle) => Ok(Running {
                 handle,
                 stop,
+                control,
                 started_ns,
+                stopped_ns: None,
             }),
-            Err(_) => Err(PerfError::DrainThread),
+            Err(_) => {
+                for fd in &control {
+                    let _ = Sampler::ioctl(fd, PERF_EVENT_IOC_DISABLE);
+                }
+                Err(PerfError::DrainThread)
+            }
         }
     }
 }
@@ -344,29 +361,26 @@ fn parse_records(mut bytes: &[u8], sink: &mut dyn SampleSink, stats: &mut DrainS
     }
 }
 
-/// The drain thread's body: drain on every wake-up or period until told to stop, then
-/// disable, drain the rest and hand everything back.
-fn drain_loop<S: SampleSink>(
-    mut sampler: Sampler,
-    mut sink: S,
-    stop: &AtomicBool,
-) -> (Sampler, S, u64, Result<(), PerfError>) {
+/// The drain thread's body: drain on every wake-up or period until told to stop (the events
+/// are disabled by then), then drain what is left and hand everything back.
+fn drain_loop<S: SampleSink>(mut sampler: Sampler, mut sink: S, stop: &AtomicBool) -> (Sampler, S) {
     while !stop.load(Ordering::Acquire) {
         sampler.wait(DRAIN_PERIOD);
         sampler.drain(&mut sink);
     }
-    let disabled = sampler.disable();
-    let stopped_ns = monotonic_ns();
     sampler.drain(&mut sink);
-    (sampler, sink, stopped_ns, disabled)
+    (sampler, sink)
 }
 
 /// A sampler whose events are enabled, drained by its thread.
 #[derive(Debug)]
 pub struct Running<S> {
-    handle: JoinHandle<(Sampler, S, u64, Result<(), PerfError>)>,
+    handle: JoinHandle<(Sampler, S)>,
     stop: Arc<AtomicBool>,
+    /// Duplicates of the events' descriptors, to disable them from the caller's thread.
+    control: Vec<OwnedFd>,
     started_ns: u64,
+    stopped_ns: Option<u64>,
 }
 
 /// What a stopped sampler hands back.
@@ -408,17 +422,35 @@ impl<S> Running<S> {
         self.started_ns
     }
 
-    /// Stops sampling (disables the events on the drain thread, which then drains what is
-    /// left) and returns the sink.
+    /// Disables the events now (sampling stops; the drain thread keeps running until
+    /// [`Running::stop`]). Idempotent; cheap enough for a measurement window's edge.
+    ///
+    /// # Errors
+    ///
+    /// [`PerfError::Ioctl`] if an event could not be disabled.
+    pub fn disable(&mut self) -> Result<(), PerfError> {
+        if self.stopped_ns.is_some() {
+            return Ok(());
+        }
+        let res = self
+            .control
+            .iter()
+            .try_for_each(|fd| Sampler::ioctl(fd, PERF_EVENT_IOC_DISABLE));
+        self.stopped_ns = Some(monotonic_ns());
+        res
+    }
+
+    /// Stops sampling (disables the events unless [`Running::disable`] did), lets the drain
+    /// thread read what is left, and returns the sink.
     ///
     /// # Errors
     ///
     /// [`PerfError::DrainThread`] if the drain thread panicked (the sink is lost),
     /// [`PerfError::Ioctl`] if the events could not be disabled.
-    pub fn stop(self) -> Result<Finished<S>, PerfError> {
+    pub fn stop(mut self) -> Result<Finished<S>, PerfError> {
+        let disabled = self.disable();
         self.stop.store(true, Ordering::Release);
-        let (sampler, sink, stopped_ns, disabled) =
-            self.handle.join().map_err(|_| PerfError::DrainThread)?;
+        let (sampler, sink) = self.handle.join().map_err(|_| PerfError::DrainThread)?;
         disabled?;
         Ok(Finished {
             sink,
@@ -428,7 +460,7 @@ impl<S> Running<S> {
                 cpus: sampler.cpus.clone(),
                 stats: sampler.stats,
                 started_ns: self.started_ns,
-                stopped_ns,
+                stopped_ns: self.stopped_ns.unwrap_or_else(monotonic_ns),
             },
         })
     }
