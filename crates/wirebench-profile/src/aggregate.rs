@@ -11,7 +11,7 @@ use wirebench_model::profile::{
 };
 use wirebench_sys::perf::{EventKind, Frame, Recording, Sample, SampleSink};
 
-use crate::classify::{classify, FrameSym};
+use crate::classify::{class_of, classify, classify_by, Class, FrameSym};
 use crate::kallsyms::KernelSymbolTable;
 use crate::usersyms::UserSymbols;
 
@@ -60,6 +60,9 @@ pub struct Aggregator {
     cpus: Vec<u32>,
     per_cpu: Vec<CpuCounts>,
     top: Vec<HashMap<Box<str>, u64>>,
+    /// The table's verdict per kernel symbol (keyed by the name's address in the kernel
+    /// symbol table, which does not move): the table is a linear scan of a few hundred rows.
+    classes: HashMap<usize, Option<Class>>,
     /// Samples on a CPU not in the list (never expected).
     stray: u64,
 }
@@ -76,6 +79,7 @@ impl Aggregator {
             per_cpu: vec![CpuCounts::default(); cpus.len()],
             cpus,
             top: vec![HashMap::new(); N],
+            classes: HashMap::new(),
             stray: 0,
         }
     }
@@ -108,6 +112,7 @@ impl Aggregator {
             return (cat, name);
         }
         let kernel = &self.symbols.kernel;
+        let classes = &mut self.classes;
         let syms = frames.iter().map(|f| {
             if f.kernel {
                 FrameSym::Kernel(kernel.lookup(f.addr))
@@ -116,7 +121,11 @@ impl Aggregator {
                 FrameSym::User { wirebench: false }
             }
         });
-        let cat = classify(syms);
+        let cat = classify_by(syms, |name: &str| {
+            *classes
+                .entry(name.as_ptr() as usize)
+                .or_insert_with(|| class_of(name))
+        });
         let name = kernel.lookup(first.addr).unwrap_or("[unknown kernel]");
         (cat, name.to_owned())
     }

@@ -128,12 +128,21 @@ pub enum FrameSym<'s> {
 /// The category of a sample from its frames, innermost first (the sample's own address,
 /// then its callers). See the module docs for the rules.
 pub fn classify<'s>(frames: impl IntoIterator<Item = FrameSym<'s>>) -> ProfileCategory {
+    classify_by(frames, class_of)
+}
+
+/// [`classify`] with the table lookup supplied: `lookup(name)` must return what
+/// [`class_of`]`(name)` does (a caller caches it per symbol: the table is a linear scan).
+pub fn classify_by<'s>(
+    frames: impl IntoIterator<Item = FrameSym<'s>>,
+    mut lookup: impl FnMut(&'s str) -> Option<Class>,
+) -> ProfileCategory {
     let mut frames = frames.into_iter();
     let ambiguity = match frames.next() {
         None | Some(FrameSym::Kernel(None)) => return C::Other,
         Some(FrameSym::User { wirebench: true }) => return C::Wirebench,
         Some(FrameSym::User { wirebench: false }) => return C::Other,
-        Some(FrameSym::Kernel(Some(name))) => match class_of(name) {
+        Some(FrameSym::Kernel(Some(name))) => match lookup(name) {
             None => return C::Other,
             Some(Class::Is(c)) => return c,
             Some(Class::Ambiguous(a)) => a,
@@ -150,7 +159,7 @@ pub fn classify<'s>(frames: impl IntoIterator<Item = FrameSym<'s>>) -> ProfileCa
                 {
                     return c;
                 }
-                if let Some(Class::Is(c)) = class_of(name) {
+                if let Some(Class::Is(c)) = lookup(name) {
                     return c;
                 }
             }

@@ -41,6 +41,7 @@ pub(crate) const SAMPLE_TYPE: u64 = PERF_SAMPLE_IP
 const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_FREQ: u64 = 1 << 10;
 const FLAG_WATERMARK: u64 = 1 << 14;
+const FLAG_EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
 const FLAG_USE_CLOCKID: u64 = 1 << 25;
 
 /// `PERF_FLAG_FD_CLOEXEC`.
@@ -88,6 +89,7 @@ pub(crate) struct OpenParams {
     pub freq_hz: u32,
     pub max_stack: u16,
     pub wakeup_bytes: u32,
+    pub user_callchain: bool,
 }
 
 /// Opens one disabled, system-wide sampling event on `p.cpu` (pid = -1): kernel and user
@@ -104,7 +106,15 @@ pub(crate) fn open_event(p: &OpenParams) -> Result<OwnedFd, PerfError> {
         sample_freq: u64::from(p.freq_hz),
         sample_type: SAMPLE_TYPE,
         // Nothing excluded: user, kernel, hypervisor and idle all sampled.
-        flags: FLAG_DISABLED | FLAG_FREQ | FLAG_WATERMARK | FLAG_USE_CLOCKID,
+        flags: FLAG_DISABLED
+            | FLAG_FREQ
+            | FLAG_WATERMARK
+            | FLAG_USE_CLOCKID
+            | if p.user_callchain {
+                0
+            } else {
+                FLAG_EXCLUDE_CALLCHAIN_USER
+            },
         wakeup_watermark: p.wakeup_bytes,
         clockid: libc::CLOCK_MONOTONIC,
         sample_max_stack: p.max_stack,

@@ -77,6 +77,10 @@ pub struct SamplerConfig {
     pub max_stack: u16,
     /// Ring data pages per CPU (rounded up to a power of two, at most [`MAX_DATA_PAGES`]).
     pub data_pages: usize,
+    /// Record the user-space part of the call chains too (the kernel walks the user stack
+    /// at every sample taken in a process; the user-mode sample's own address is always
+    /// there).
+    pub user_callchain: bool,
 }
 
 impl SamplerConfig {
@@ -88,6 +92,7 @@ impl SamplerConfig {
             event: EventChoice::CpuClock,
             max_stack: DEFAULT_MAX_STACK,
             data_pages: DEFAULT_DATA_PAGES,
+            user_callchain: true,
         }
     }
 }
@@ -331,6 +336,7 @@ fn open_all(
             freq_hz: config.freq_hz,
             max_stack: config.max_stack,
             wakeup_bytes,
+            user_callchain: config.user_callchain,
         })?;
         let ring = ring::Ring::map(fd.as_fd(), data_pages)?;
         debug_assert!(ring.data_size() > 0);
