@@ -54,16 +54,12 @@ pub const KERNEL_RULES: &[Rule] = &[
     has("checksum", C::Checksum),
     p("do_csum", C::Checksum),
     // Copy: user <-> kernel and skb data copies.
-    p("copy_user_", C::Copy),
-    p("rep_movs_alternative", C::Copy),
     p("_copy_to_iter", C::Copy),
     p("_copy_from_iter", C::Copy),
     p("copy_page_to_iter", C::Copy),
     p("copy_page_from_iter", C::Copy),
-    p("copy_to_user", C::Copy),
-    p("copy_from_user", C::Copy),
-    p("_copy_to_user", C::Copy),
-    p("_copy_from_user", C::Copy),
+    // Copies of an skb's header fields are bookkeeping, not payload.
+    p("__copy_skb_header", C::IpAndBelow),
     p("__copy_", C::Copy),
     p("copyin", C::Copy),
     p("copyout", C::Copy),
@@ -76,7 +72,15 @@ pub const KERNEL_RULES: &[Rule] = &[
     p("skb_copy_bits", C::Copy),
     p("memcpy_to_page", C::Copy),
     p("memcpy_from_page", C::Copy),
-    // Generic movers and fills: the callers decide.
+    // Generic movers and fills: the callers decide. The user-copy primitives serve both the
+    // payload (under `_copy_to_iter`, a definite copy) and system-call arguments (under
+    // `move_addr_to_user`, `__sys_*`: the socket/syscall layer).
+    amb(Pattern::Prefix("copy_user_"), Ambiguity::DataMove),
+    amb(Pattern::Prefix("rep_movs_alternative"), Ambiguity::DataMove),
+    amb(Pattern::Prefix("copy_to_user"), Ambiguity::DataMove),
+    amb(Pattern::Prefix("copy_from_user"), Ambiguity::DataMove),
+    amb(Pattern::Prefix("_copy_to_user"), Ambiguity::DataMove),
+    amb(Pattern::Prefix("_copy_from_user"), Ambiguity::DataMove),
     amb(Pattern::Exact("memcpy"), Ambiguity::DataMove),
     amb(Pattern::Exact("__memcpy"), Ambiguity::DataMove),
     amb(Pattern::Prefix("memcpy_"), Ambiguity::DataMove),

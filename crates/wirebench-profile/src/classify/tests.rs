@@ -77,6 +77,28 @@ fn call_chain_context() {
         ])),
         C::Copy
     );
+    // The user-copy primitives: payload under the iov_iter copies, arguments under the
+    // system-call layer.
+    assert_eq!(
+        classify(k(&[
+            "rep_movs_alternative",
+            "_copy_to_iter",
+            "__skb_datagram_iter"
+        ])),
+        C::Copy
+    );
+    assert_eq!(
+        classify(k(&["_copy_to_user", "move_addr_to_user", "__sys_recvfrom"])),
+        C::SocketSyscall
+    );
+    assert_eq!(
+        classify(k(&[
+            "rep_movs_alternative",
+            "_copy_from_user",
+            "__sys_setsockopt"
+        ])),
+        C::SocketSyscall
+    );
     // memcpy under skb cloning inherits the nearest definite caller.
     assert_eq!(
         classify(k(&["memcpy", "__skb_clone", "tcp_write_xmit"])),
