@@ -53,6 +53,15 @@ use wirebench_model::warning::Warning;
 pub trait Sink<S>: Send {
     /// A new interval sample is complete.
     fn interval(&mut self, sample: &S);
+
+    /// The measurement window has opened: just after its CPU snapshot (at the end of the
+    /// warm-up, or as the timeline starts without one). Called at most once per run.
+    fn window_opened(&mut self) {}
+
+    /// The measurement window is closing: just after its CPU snapshot at the stop instant,
+    /// before the flows are told to stop. Called once, only after [`Sink::window_opened`].
+    /// Keep it short: the flows run on until it returns.
+    fn window_closed(&mut self) {}
 }
 
 /// A sink that drops everything.

@@ -13,15 +13,17 @@
 //!   payload only) against the allowance `max_bps × (elapsed + slack) / 8 + slack_bytes`.
 //!   Past it the run is aborted with [`AbortReason::LimitExceeded`]. The same check serves
 //!   every workload, because every engine counts its bytes.
-//! - **Window start** = `start` + warm-up: [`Engine::open_window`], then a CPU snapshot. With
-//!   no warm-up the window is open from 0, and its CPU snapshot is the one taken at 0,
-//!   before the data threads started.
+//! - **Window start** = `start` + warm-up: [`Engine::open_window`], then a CPU snapshot, then
+//!   the sink is told ([`crate::Sink::window_opened`]: a profiler starts there). With no
+//!   warm-up the window is open from 0, its CPU snapshot is the one taken at 0, before the
+//!   data threads started, and the sink is told as the timeline starts.
 //! - **Interval boundary** (every [`Timeline::interval`], boundaries before the stop instant
 //!   only): [`Engine::sample`] covering the time since the previous boundary.
 //! - **Stop instant** = window start + duration, the abort instant, or (with
 //!   [`Engine::ends_when_finished`]) the first check after every flow finished by itself: [`Engine::close_window`],
 //!   a CPU snapshot while the data threads still run (an exited thread's CPU time can only be
 //!   read from what it left behind, see [`crate::threads::account_thread`]), then
+//!   the sink is told ([`crate::Sink::window_closed`], if the window opened), then
 //!   [`Engine::stop`] tells the flows to stop.
 //!
 //! Then it waits for the flows (the `join` closure) and takes one last interval sample from
@@ -72,6 +74,19 @@ pub(crate) trait Engine {
 
     /// The stop instant `stop_ns` has passed (its CPU snapshot is taken): tell the flows.
     fn stop(&mut self, stop_ns: u64);
+
+    /// Tell the sink the window opened or is closing ([`crate::Sink::window_opened`],
+    /// [`crate::Sink::window_closed`]).
+    fn sink_window(&mut self, edge: WindowEdge);
+}
+
+/// A measurement window's edge, as the sink is told of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WindowEdge {
+    /// The window opened.
+    Opened,
+    /// The window is closing.
+    Closed,
 }
 
 /// A server's rate policy (`serve --max-rate`), enforced while the test runs.
@@ -187,6 +202,9 @@ impl Timeline {
         let mut window_start_ns = 0u64;
         let mut next_check = self.policy.map(|p| start + p.every);
         let end_when_finished = engine.ends_when_finished();
+        if cpu_before.is_some() {
+            engine.sink_window(WindowEdge::Opened);
+        }
         loop {
             let mut next = stop_at;
             for t in [next_check, next_interval].into_iter().flatten() {
@@ -216,6 +234,7 @@ impl Timeline {
                 engine.open_window(now_ns);
                 window_start_ns = now_ns;
                 cpu_before = Some(threads.snapshot(now_ns));
+                engine.sink_window(WindowEdge::Opened);
             }
             if let Some(t) = next_interval {
                 if now >= t && now < stop_at {
@@ -235,8 +254,11 @@ impl Timeline {
         let stop_ns = ns_since(start, Instant::now());
         engine.close_window(stop_ns);
         let cpu_after = threads.snapshot(stop_ns);
-        engine.stop(stop_ns);
         let window_opened = cpu_before.is_some();
+        if window_opened {
+            engine.sink_window(WindowEdge::Closed);
+        }
+        engine.stop(stop_ns);
         if !window_opened {
             window_start_ns = stop_ns;
         }

@@ -15,6 +15,7 @@
 //!   over testbed cells), their documents and expectations.
 //! - [`limits`]: this machine's physical limits ([`limits::LimitsResult`], `wirebench
 //!   limits`) and the [`limits::PhysicalContext`] a stream result gets from them.
+//! - [`profile`]: an end's CPU profile by category ([`profile::ProfileReport`]).
 //! - [`text`]: escaping text a peer sent before it reaches a log or a terminal.
 //!
 //! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
@@ -22,6 +23,7 @@
 pub mod abort;
 pub mod error;
 pub mod limits;
+pub mod profile;
 pub mod result;
 pub mod rr;
 pub mod side;

@@ -171,6 +171,10 @@ pub struct Summary {
     /// What limited the run (stream and request/response), with its evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::verdict::Verdict>,
+    /// Each end's CPU profile by category with its cost per unit of work (client first),
+    /// for the ends that took one (`--profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<crate::profile::EndProfile>,
 }
 
 impl Summary {

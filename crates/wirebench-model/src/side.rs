@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use wirebench_stats::cpu::SystemCpuUtil;
 
 use crate::abort::{AbortReason, EngineKind};
+use crate::profile::ProfileReport;
 use crate::rr::RrSide;
 use crate::spec::{FlowDir, RecvPath, SendPath};
 use crate::udp::UdpSide;
@@ -379,6 +380,10 @@ pub struct SideReport {
     pub warnings: Vec<Warning>,
     /// Which engine ran this end's data path and where its threads were.
     pub engine: Option<EngineKind>,
+    /// Where this end's CPUs spent the window, when the spec asked for a profile and this
+    /// end could take it (else a [`Warning::ProfileUnavailable`] says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileReport>,
 }
 
 impl SideReport {

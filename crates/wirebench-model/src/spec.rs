@@ -204,6 +204,11 @@ pub struct CommonSpec {
     pub fq_rate_bps: Option<u64>,
     /// Set Don't Fragment (path-MTU discovery always on) on every data socket.
     pub dont_fragment: bool,
+    /// Profile each end's CPUs over the measurement window at this many samples per second
+    /// per CPU (`--profile`, `--profile-hz`); `None` for no profile. The server profiles
+    /// only if its policy allows it (`serve --allow-profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_hz: Option<u32>,
 }
 
 impl Default for CommonSpec {
@@ -220,6 +225,7 @@ impl Default for CommonSpec {
             tos: None,
             fq_rate_bps: None,
             dont_fragment: false,
+            profile_hz: None,
         }
     }
 }
@@ -638,5 +644,9 @@ pub const MIN_MSS_BYTES: u32 = 88;
 pub const MAX_MSS_BYTES: u32 = 65_495;
 /// Highest CPU number a spec may name.
 pub const MAX_CPU: u32 = 4095;
+
+/// The highest profiling frequency a spec may ask for, samples per second per CPU (the
+/// kernel's `perf_event_max_sample_rate` may be lower; the end then says so).
+pub const MAX_PROFILE_HZ: u32 = 20_000;
 /// The largest stream byte count to stop after (`-n`): 1 EiB per direction.
 pub const MAX_STOP_AFTER_BYTES: u64 = 1 << 60;

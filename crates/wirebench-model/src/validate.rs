@@ -5,7 +5,7 @@
 //! - common: `flows` in 1..=`max_flows`; `duration_ms` in 100..=`max_duration_ms`;
 //!   `warmup_ms` in 0..=`max_warmup_ms` and not longer than the duration; `interval_ms` in
 //!   100..=duration, and intervals × connections ≤ [`MAX_INTERVAL_SAMPLES`]; `window_bytes`
-//!   in 2048..=`max_window_bytes`; CPUs ≤ 4095;
+//!   in 2048..=`max_window_bytes`; CPUs ≤ 4095; `profile_hz` in 1..=[`MAX_PROFILE_HZ`];
 //! - message buffers: the largest per-connection buffer × connections ≤
 //!   [`MAX_TOTAL_MSG_BUFFER_BYTES`];
 //! - per workload: sizes in range (UDP: 8 or 24..=65507 bytes; TCP: 1..=`max_msg_size_bytes`),
@@ -88,6 +88,8 @@ spec_fields! {
     MssBytes = "workload.tcp.mss_bytes",
     /// `workload.stop_after_bytes`.
     StopAfterBytes = "workload.stop_after_bytes",
+    /// `common.profile_hz`.
+    ProfileHz = "common.profile_hz",
 }
 
 impl std::fmt::Display for SpecField {
@@ -467,6 +469,9 @@ impl TestSpec {
         }
         if let Some(cpu) = c.client_cpu {
             range(SpecField::ClientCpu, cpu.into(), 0, MAX_CPU.into())?;
+        }
+        if let Some(hz) = c.profile_hz {
+            range(SpecField::ProfileHz, hz.into(), 1, MAX_PROFILE_HZ.into())?;
         }
         Ok(())
     }

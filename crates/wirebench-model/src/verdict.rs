@@ -117,6 +117,15 @@ pub enum Evidence {
         /// The CPUs that end's data threads used.
         cpus_used: Vec<u32>,
     },
+    /// The largest non-idle category of an end's profile (`--profile`).
+    ProfileTop {
+        /// The end.
+        host: HostRole,
+        /// The category.
+        category: crate::profile::ProfileCategory,
+        /// Its share of the end's sampled CPU time, percent.
+        pct: f64,
+    },
     /// The pacing asked for.
     Paced {
         /// Target, bits/s (all flows).

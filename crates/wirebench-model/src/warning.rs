@@ -197,6 +197,18 @@ pub enum EpollBlocker {
 #[serde(tag = "code", content = "params", rename_all = "snake_case")]
 pub enum Warning {
     // ───── from the engines ─────
+    /// The spec asked for a CPU profile and this end has none.
+    ProfileUnavailable {
+        /// Why.
+        reason: crate::profile::ProfileUnavailable,
+    },
+    /// The profile's ring buffers overflowed: the kernel dropped samples (not classified).
+    ProfileSamplesLost {
+        /// Samples lost.
+        lost_samples: u64,
+        /// Samples kept.
+        samples: u64,
+    },
     /// A data thread could not be started; its flow did not run.
     ThreadStartFailed {
         /// The thread.

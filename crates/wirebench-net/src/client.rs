@@ -15,6 +15,7 @@ use wirebench_engine::rr::ConnectFn;
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, SideReport, SideStatus};
 use wirebench_model::spec::TestSpec;
+use wirebench_profile::WindowProfile;
 use wirebench_proto::auth::Key;
 use wirebench_proto::data::{DataHello, Token, CONTROL_PREAMBLE};
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
@@ -94,6 +95,8 @@ struct Run {
     sockets: EndSockets,
     /// The server aborted the running test (limit, shutdown), with its reason.
     stopped_by_server: Option<AbortReason>,
+    /// This end's profile, prepared during the setup, until the engine takes it.
+    profile: Option<WindowProfile>,
 }
 
 /// Run one test against `cfg.server`. `interrupt` is polled (e.g. set by a SIGINT handler);
@@ -128,6 +131,7 @@ pub fn run(
         token: None,
         sockets: EndSockets::default(),
         stopped_by_server: None,
+        profile: None,
     };
     let res = drive(
         cfg,
@@ -409,6 +413,8 @@ fn execute(
         match a {
             Action::Send(m) => conn.send(&m)?,
             Action::OpenData { token, .. } => {
+                let pinned = cfg.spec.common.client_cpu.map(|c| c as usize);
+                run.profile = crate::end::prepare_profile(&cfg.spec, pinned, true);
                 open_data(cfg, run, token)?;
                 queue.extend(sess.data_opened(Instant::now()));
             }
@@ -429,7 +435,7 @@ fn execute(
                     local,
                 };
                 run.engine = Some(
-                    EngineRun::start(end, &cfg.spec, data)
+                    EngineRun::start(end, &cfg.spec, data, run.profile.take())
                         .map_err(NetError::io("starting the engine"))?,
                 );
             }

@@ -16,12 +16,15 @@ use wirebench_engine::stream::{self, FlowPlan, StreamConfig};
 use wirebench_engine::udp::{self, UdpConfig, UdpPlan};
 use wirebench_engine::{Abort, EngineOutput, Pinning, RatePolicy, Sink};
 use wirebench_model::abort::AbortReason;
+use wirebench_model::profile::ProfileUnavailable;
 use wirebench_model::rr::RrInterval;
 use wirebench_model::side::{
     ByteInterval, HostRole, IntervalData, SideData, SideReport, SideStatus,
 };
 use wirebench_model::spec::{RrLoop, TestSpec, WorkloadSpec};
 use wirebench_model::udp::UdpInterval;
+use wirebench_model::warning::Warning;
+use wirebench_profile::WindowProfile;
 use wirebench_proto::udp::DEFAULT_REORDER_WINDOW_SEQS;
 
 /// How long an end waits past its stop instant for the peer to finish.
@@ -30,24 +33,94 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 /// A CRR transaction's longest wait on the peer.
 const CRR_PEER_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Turns every engine's interval samples into [`IntervalData`] on a channel.
-struct ChannelSink(mpsc::Sender<IntervalData>);
+/// Turns every engine's interval samples into [`IntervalData`] on a channel, and starts and
+/// stops this end's profile (if any) at the measurement window's edges.
+struct ChannelSink {
+    tx: mpsc::Sender<IntervalData>,
+    profile: Option<WindowProfile>,
+}
+
+impl ChannelSink {
+    fn opened(&mut self) {
+        if let Some(p) = self.profile.as_mut() {
+            p.opened();
+        }
+    }
+
+    fn closed(&mut self) {
+        if let Some(p) = self.profile.as_mut() {
+            p.closed();
+        }
+    }
+}
 
 impl Sink<ByteInterval> for ChannelSink {
     fn interval(&mut self, s: &ByteInterval) {
-        let _ = self.0.send(IntervalData::Stream(s.clone()));
+        let _ = self.tx.send(IntervalData::Stream(s.clone()));
+    }
+    fn window_opened(&mut self) {
+        self.opened();
+    }
+    fn window_closed(&mut self) {
+        self.closed();
     }
 }
 
 impl Sink<RrInterval> for ChannelSink {
     fn interval(&mut self, s: &RrInterval) {
-        let _ = self.0.send(IntervalData::Rr(s.clone()));
+        let _ = self.tx.send(IntervalData::Rr(s.clone()));
+    }
+    fn window_opened(&mut self) {
+        self.opened();
+    }
+    fn window_closed(&mut self) {
+        self.closed();
     }
 }
 
 impl Sink<UdpInterval> for ChannelSink {
     fn interval(&mut self, s: &UdpInterval) {
-        let _ = self.0.send(IntervalData::UdpStream(s.clone()));
+        let _ = self.tx.send(IntervalData::UdpStream(s.clone()));
+    }
+    fn window_opened(&mut self) {
+        self.opened();
+    }
+    fn window_closed(&mut self) {
+        self.closed();
+    }
+}
+
+/// Prepares this end's profile if the spec asks for one: `allowed` is this end's policy
+/// (the daemon's `--allow-profile`; always true at the client). Opening the events and
+/// loading the symbols takes a while (~0.1 s), so it happens during the setup, before the
+/// engine starts.
+pub(crate) fn prepare_profile(
+    spec: &TestSpec,
+    pinned: Option<usize>,
+    allowed: bool,
+) -> Option<WindowProfile> {
+    let hz = spec.common.profile_hz?;
+    if !allowed {
+        return Some(WindowProfile::Unavailable(
+            ProfileUnavailable::RefusedByServer,
+        ));
+    }
+    Some(WindowProfile::prepare(hz, pinned))
+}
+
+/// Puts a finished profile (or why there is none) into this end's report.
+fn attach_profile(report: &mut SideReport, profile: WindowProfile) {
+    match profile.finish() {
+        Ok(p) => {
+            if p.lost_samples > 0 {
+                report.warnings.push(Warning::ProfileSamplesLost {
+                    lost_samples: p.lost_samples,
+                    samples: p.samples,
+                });
+            }
+            report.profile = Some(p);
+        }
+        Err(reason) => report.warnings.push(Warning::ProfileUnavailable { reason }),
     }
 }
 
@@ -208,6 +281,7 @@ pub(crate) fn empty_report(
         env: wirebench_engine::env::probe(local),
         warnings: Vec::new(),
         engine: None,
+        profile: None,
     }
 }
 
@@ -230,6 +304,7 @@ fn report<D>(
         env: wirebench_engine::env::probe(local),
         warnings: out.warnings,
         engine: Some(out.engine),
+        profile: None,
     }
 }
 
@@ -294,10 +369,13 @@ fn run_plan(
 
 impl EngineRun {
     /// Start the engine of `spec`'s workload over `data` at the end `end` describes.
+    /// `profile`, if set, is started and stopped at the window's edges and its report (or
+    /// why there is none) goes into this end's report.
     pub(crate) fn start(
         end: EndParams,
         spec: &TestSpec,
         data: DataPlan,
+        profile: Option<WindowProfile>,
     ) -> std::io::Result<EngineRun> {
         let abort = Arc::new(Abort::new());
         let (tx, rx) = mpsc::channel();
@@ -306,7 +384,14 @@ impl EngineRun {
         let nominal_end = Instant::now() + ms(spec.common.warmup_ms + spec.common.duration_ms);
         let handle = thread::Builder::new()
             .name("wb-engine".into())
-            .spawn(move || run_plan(&end, &spec, data, &mut ChannelSink(tx), &ab))?;
+            .spawn(move || {
+                let mut sink = ChannelSink { tx, profile };
+                let mut report = run_plan(&end, &spec, data, &mut sink, &ab);
+                if let Some(p) = sink.profile.take() {
+                    attach_profile(&mut report, p);
+                }
+                report
+            })?;
         Ok(EngineRun {
             abort,
             intervals: rx,

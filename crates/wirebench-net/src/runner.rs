@@ -252,6 +252,8 @@ impl Runner {
         // ask for, and the descriptors they need (both ends live in this process).
         let mut scfg = ServerConfig::new(SocketAddr::new(ip, 0));
         scfg.limits = self.cfg.embedded_limits.clone();
+        // The embedded daemon is this user's own process: it profiles when asked.
+        scfg.allow_profile = true;
         scfg.max_connections = scfg.max_connections.max(conns + 64);
         scfg.max_conns_per_source = scfg.max_conns_per_source.max(conns + 64);
         let h = Daemon::bind(scfg)?
@@ -444,6 +446,7 @@ mod tests {
             env: Environment::default(),
             warnings: Vec::new(),
             engine: None,
+            profile: None,
         }
     }
 

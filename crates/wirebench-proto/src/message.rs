@@ -17,8 +17,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// the rr, crr and udp workloads; 4: the typed model — one workload variant per test,
 /// typed warnings, abort reasons and error fields; 5: new fields in the interval samples
 /// and reports — UDP loss and jitter and request/response round-trip percentiles per
-/// interval, the addresses of the rr and udp flows — which a version 4 peer would refuse).
-pub const PROTOCOL_VERSION: u16 = 5;
+/// interval, the addresses of the rr and udp flows — which a version 4 peer would refuse;
+/// 6: CPU profiles — `common.profile_hz` in the spec, `profile` in the reports and the
+/// profile warnings, which a version 5 peer would refuse).
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

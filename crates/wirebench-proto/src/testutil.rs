@@ -1,6 +1,10 @@
 //! Sample values shared by the unit tests.
 
 use wirebench_model::abort::{AbortReason, EngineKind, Placement};
+use wirebench_model::profile::{
+    CategoryProfile, CpuProfile, KernelSymbols, ProfileCategory, ProfileEvent, ProfileReport,
+    ProfileUnavailable, SymbolSamples,
+};
 use wirebench_model::rr::*;
 use wirebench_model::side::*;
 use wirebench_model::spec::*;
@@ -153,11 +157,59 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                 thread: DataThread::Worker(1),
                 error: os("invalid argument"),
             },
+            Warning::ProfileUnavailable {
+                reason: ProfileUnavailable::NotPermitted {
+                    paranoid: Some(2),
+                    cap_perfmon: false,
+                    cap_sys_admin: false,
+                },
+            },
+            Warning::ProfileSamplesLost {
+                lost_samples: 3,
+                samples: 7997,
+            },
         ],
         engine: Some(EngineKind::Epoll {
             workers: 2,
             placement: Placement::RoundRobin { cpus: vec![0, 1] },
         }),
+        profile: Some(full_profile()),
+    }
+}
+
+/// A profile with every field filled.
+pub fn full_profile() -> ProfileReport {
+    ProfileReport {
+        event: ProfileEvent::CpuClock,
+        freq_hz: 4000,
+        period: 250_000,
+        cpus: vec![0, 1],
+        window_ns: 1_000_000_000,
+        samples: 7997,
+        lost_samples: 3,
+        throttled: 0,
+        unsampled_idle_ns: 750_000,
+        kernel_symbols: KernelSymbols::Resolved,
+        categories: ProfileCategory::ALL
+            .iter()
+            .map(|&c| CategoryProfile {
+                category: c,
+                samples: 615,
+                wirebench_samples: 300,
+                cpu_ns: 153_750_000,
+                pct: 7.69,
+                top_symbols: vec![SymbolSamples {
+                    symbol: "tcp_sendmsg_locked".into(),
+                    samples: 600,
+                }],
+            })
+            .collect(),
+        per_cpu: vec![CpuProfile {
+            cpu: 0,
+            samples: 4000,
+            unsampled_idle_ns: 0,
+            cpu_ns: vec![76_923_076; 13],
+        }],
     }
 }
 
@@ -333,6 +385,7 @@ pub fn full_spec() -> TestSpec {
             tos: Some(0x10),
             fq_rate_bps: Some(5_000_000_000),
             dont_fragment: true,
+            profile_hz: Some(4000),
         },
         workload: WorkloadSpec::Stream(StreamSpec {
             direction: Direction::Bidir,

@@ -67,6 +67,7 @@ fn common() -> impl Strategy<Value = CommonSpec> {
                     tos,
                     fq_rate_bps,
                     dont_fragment,
+                    profile_hz: None,
                 }
             },
         )

@@ -3,7 +3,7 @@
 //! This is the only crate of the wirebench workspace that is allowed to
 //! contain `unsafe` code. Every `unsafe` block carries a `// SAFETY:` comment,
 //! and every public function is safe to call. Errors are reported as
-//! [`std::io::Error`].
+//! [`std::io::Error`], except the sampler's typed [`perf::PerfError`].
 //!
 //! Modules:
 //!
@@ -16,6 +16,7 @@
 //! * [`host`]: host information (kernel release, sysctls, CPU model, `/proc/stat`).
 //! * [`ipopt`]: `SO_MAX_PACING_RATE` and Don't Fragment.
 //! * [`udp`]: UDP drop counters (`SO_RXQ_OVFL`, `/proc/net/udp` drops, `/proc/net/snmp`).
+//! * [`perf`]: a system-wide sampling profiler (`perf_event_open`, one event and ring per CPU).
 //! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
 //! * [`probe`]: the machine-limit probes' primitives (a trivial system call, futex wait/wake).
 
@@ -28,6 +29,7 @@ pub mod ipopt;
 pub mod netif;
 pub mod netns;
 pub mod packet;
+pub mod perf;
 pub mod probe;
 pub mod process;
 pub mod require;

@@ -196,6 +196,12 @@ pub struct ServeArgs {
     /// Serve one test (whatever its outcome, once it is recorded), then exit (like iperf3 -1).
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
+    /// Profile this host's CPUs when a client's test asks (`--profile`): perf sampling of
+    /// every CPU the server end uses, classified into categories, sent back with the
+    /// results. Off by default (a profile shows the host's kernel and other processes'
+    /// activity); without it such a test runs unprofiled at this end and says so.
+    #[arg(long)]
+    pub allow_profile: bool,
     /// Write the daemon's PID to FILE while it runs (removed at exit).
     #[arg(long, value_name = "FILE")]
     pub pidfile: Option<std::path::PathBuf>,
@@ -445,6 +451,16 @@ pub struct ClientArgs {
     /// Pin data threads: LOCAL,REMOTE CPU numbers (either may be empty), e.g. 0,1 or ,1.
     #[arg(short = 'A', long, value_parser = parse_affinity)]
     pub affinity: Option<(Option<u32>, Option<u32>)>,
+    /// Profile where each end's CPUs spend the measurement window (perf sampling of the
+    /// CPUs the end uses: all online CPUs, or its --affinity CPU): a breakdown into copy,
+    /// checksum, memory management, interrupts, driver, TCP, IP, socket/syscall, scheduler,
+    /// locks, wirebench, other and idle. Needs root or CAP_PERFMON (or
+    /// perf_event_paranoid <= 0); the server profiles only with `serve --allow-profile`.
+    #[arg(long)]
+    pub profile: bool,
+    /// Profiling frequency, samples per second per CPU (default 4000); implies --profile.
+    #[arg(long, value_name = "HZ")]
+    pub profile_hz: Option<u32>,
     /// Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10).
     #[arg(long, value_parser = parse_pair_u32)]
     pub iterations: Option<(u32, u32)>,

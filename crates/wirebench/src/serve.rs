@@ -118,6 +118,7 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         Ok(_) => {}
         Err(e) => tracing::warn!("cannot raise RLIMIT_NOFILE: {e}"),
     }
+    cfg.allow_profile = a.allow_profile;
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;

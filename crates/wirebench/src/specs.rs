@@ -62,6 +62,7 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::FqRateBps => "--fq-rate",
         SpecField::MssBytes => "-M/--set-mss",
         SpecField::StopAfterBytes => "-n/--bytes (-k/--blocks)",
+        SpecField::ProfileHz => "--profile-hz",
     }
 }
 
@@ -109,6 +110,7 @@ fn in_units(field: SpecField, v: u64) -> String {
         SpecField::RateBps | SpecField::FqRateBps => units::RateUnit::AutoBits.rate(v as f64),
         SpecField::MssBytes => format!("{v} bytes"),
         SpecField::TransactionsPerS => format!("{v} transactions/s"),
+        SpecField::ProfileHz => format!("{v} Hz"),
         SpecField::ServerCpu | SpecField::ClientCpu => format!("CPU {v}"),
         _ => v.to_string(),
     }
@@ -155,6 +157,9 @@ pub fn spec_usage(e: &SpecError) -> (String, Option<SpecField>) {
 }
 
 /// The settings every client command shares.
+/// `--profile`'s frequency without `--profile-hz`, samples per second per CPU.
+pub const DEFAULT_PROFILE_HZ: u32 = 4000;
+
 fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {
     common_with(c, DEFAULT_DURATION_S)
 }
@@ -187,6 +192,7 @@ fn common_with(
         tos: c.tos.or(c.dscp),
         fq_rate_bps: c.fq_rate,
         dont_fragment: c.dont_fragment,
+        profile_hz: c.profile_hz.or(c.profile.then_some(DEFAULT_PROFILE_HZ)),
     })
 }
 

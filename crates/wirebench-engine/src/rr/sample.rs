@@ -17,6 +17,7 @@
 use std::sync::{MutexGuard, PoisonError};
 
 use super::*;
+use crate::timeline::WindowEdge;
 
 /// Lock a flow's interval histogram (a poisoned lock still holds a usable histogram).
 pub(super) fn lock(m: &Mutex<LatencyHistogram>) -> MutexGuard<'_, LatencyHistogram> {
@@ -101,6 +102,13 @@ impl Engine for RrSampler<'_> {
 
     fn open_window(&mut self, _now_ns: u64) {
         self.shared.phase.store(PHASE_WINDOW, Ordering::Relaxed);
+    }
+
+    fn sink_window(&mut self, edge: WindowEdge) {
+        match edge {
+            WindowEdge::Opened => self.sink.window_opened(),
+            WindowEdge::Closed => self.sink.window_closed(),
+        }
     }
 
     fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> RrInterval {

@@ -27,7 +27,7 @@ use super::{FlowPlan, StreamConfig};
 use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
 use crate::threads::DataThreads;
-use crate::timeline::{Engine, Timeline};
+use crate::timeline::{Engine, Timeline, WindowEdge};
 use crate::{EngineOutput, Sink};
 
 /// A flow's running byte total: written (a plain store) only by the thread that moves the
@@ -212,6 +212,13 @@ impl Engine for Sampler<'_> {
 
     fn open_window(&mut self, _now_ns: u64) {
         self.window_start_bytes = self.load();
+    }
+
+    fn sink_window(&mut self, edge: WindowEdge) {
+        match edge {
+            WindowEdge::Opened => self.sink.window_opened(),
+            WindowEdge::Closed => self.sink.window_closed(),
+        }
     }
 
     fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> ByteInterval {

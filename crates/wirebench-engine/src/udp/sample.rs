@@ -10,6 +10,7 @@
 //! [`UdpFlowInterval`]).
 
 use super::*;
+use crate::timeline::WindowEdge;
 
 /// Running totals of one flow, written by its data thread, read by the sampling thread.
 #[repr(align(64))]
@@ -104,6 +105,13 @@ impl Engine for UdpSampler<'_> {
             .iter()
             .map(|c| c.bytes.load(Ordering::Relaxed))
             .fold(0u64, u64::saturating_add)
+    }
+
+    fn sink_window(&mut self, edge: WindowEdge) {
+        match edge {
+            WindowEdge::Opened => self.sink.window_opened(),
+            WindowEdge::Closed => self.sink.window_closed(),
+        }
     }
 
     fn sample(&mut self, index: u32, start_ns: u64, end_ns: u64) -> UdpInterval {

@@ -116,6 +116,10 @@ pub struct ServerConfig {
     pub keys: Option<Arc<KeyTable>>,
     /// This server's identity (sent in the welcome, covered by the clients' MACs).
     pub server_identity: String,
+    /// Profile this end's CPUs when a spec asks (`serve --allow-profile`); off by default,
+    /// when a spec asking for a profile gets a typed refusal in the server's report and the
+    /// test runs without it.
+    pub allow_profile: bool,
 }
 
 impl ServerConfig {
@@ -136,6 +140,7 @@ impl ServerConfig {
             records_max_bytes: 64 << 20,
             keys: None,
             server_identity: wirebench_sys::host::hostname().unwrap_or_else(|_| "wirebench".into()),
+            allow_profile: false,
         }
     }
 }

@@ -329,6 +329,7 @@ mod tests {
                 env,
                 warnings: Vec::new(),
                 engine: None,
+                profile: None,
             }),
             client: None,
         }

@@ -15,6 +15,7 @@ use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, SideReport};
 use wirebench_model::spec::TestSpec;
 use wirebench_model::text::escape;
+use wirebench_profile::WindowProfile;
 use wirebench_proto::auth::{Nonce, NONCE_BYTES};
 use wirebench_proto::data::Token;
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
@@ -56,6 +57,9 @@ struct TestState<'a> {
     local_abort: Option<AbortReason>,
     /// The control connection's peer (the only host UDP flows may be bound to).
     peer: SocketAddr,
+    /// This end's profile, prepared once the data connections are in, until the engine
+    /// takes it.
+    profile: Option<WindowProfile>,
 }
 
 pub(super) fn control_session(
@@ -93,6 +97,7 @@ pub(super) fn control_session(
         admitted_unix_ms: 0,
         local_abort: None,
         peer,
+        profile: None,
     };
     let result = drive(&mut conn, &mut sess, &mut ts, state);
     let failure = result.as_ref().err().map(NetError::abort_reason);
@@ -231,7 +236,11 @@ fn drive<'a>(
         }
         // Phase-specific work that is not driven by control frames.
         if sess.phase() == Phase::AwaitData && collect_data(ts, state)? {
-            let acts = sess.data_ready(now);
+            if let Some(spec) = ts.spec.as_ref() {
+                let pinned = spec.common.server_cpu.map(|c| c as usize);
+                ts.profile = crate::end::prepare_profile(spec, pinned, state.cfg.allow_profile);
+            }
+            let acts = sess.data_ready(Instant::now());
             if execute(conn, sess, ts, state, acts)? {
                 return Ok(());
             }
@@ -415,7 +424,7 @@ fn execute<'a>(
                     local,
                 };
                 ts.engine = Some(
-                    EngineRun::start(end, &spec, data)
+                    EngineRun::start(end, &spec, data, ts.profile.take())
                         .map_err(NetError::io("starting the engine"))?,
                 );
             }

@@ -28,6 +28,7 @@ pub mod addresses;
 pub mod cpu;
 pub mod limits;
 pub mod live;
+pub mod profile;
 pub mod rr;
 pub mod sanity;
 pub mod stream;
@@ -255,9 +256,14 @@ pub fn summarize(
     }
     let cpu = cpu::ends(&reports, delivered, transactions, same_host, &mut warnings);
     let congestion = congestion(spec, &reports, &mut warnings);
+    let work = match transactions {
+        Some((_, n)) => profile::Delivered::Transactions(n),
+        None => profile::Delivered::PayloadBytes(delivered.1),
+    };
+    let profiles = profile::ends(&reports, work);
     let verdict = match &workload {
-        WorkloadSummary::Stream(s) => verdict::stream(spec, s, &reports, &cpu, false),
-        WorkloadSummary::Rr(r) => verdict::rr(r, &cpu, server.is_some(), false),
+        WorkloadSummary::Stream(s) => verdict::stream(spec, s, &reports, &cpu, &profiles),
+        WorkloadSummary::Rr(r) => verdict::rr(r, &cpu, server.is_some(), &profiles),
         WorkloadSummary::UdpStream(_) => None,
     };
     Summary {
@@ -267,6 +273,7 @@ pub fn summarize(
         same_host,
         warnings: warnings.0,
         verdict,
+        profiles,
     }
 }
 

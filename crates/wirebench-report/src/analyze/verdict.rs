@@ -21,6 +21,7 @@
 //!    limit.
 //! 7. Otherwise **undetermined**, with the evidence and what was missing.
 
+use wirebench_model::profile::{EndProfile, ProfileCategory};
 use wirebench_model::result::{EndCpu, RrSummary, StreamSummary};
 use wirebench_model::side::{HostRole, Role, SideData, SideReport};
 use wirebench_model::spec::{FlowDir, TestSpec};
@@ -129,14 +130,33 @@ fn missing_common(cpu: &[EndCpu], server: bool, profiled: bool) -> Vec<Missing> 
     m
 }
 
+/// Each profiled end's largest non-idle category.
+fn profile_evidence(profiles: &[EndProfile], evidence: &mut Vec<Evidence>) {
+    for p in profiles {
+        if let Some(top) = p
+            .categories
+            .iter()
+            .filter(|c| c.category != ProfileCategory::Idle)
+            .max_by(|a, b| a.pct.total_cmp(&b.pct))
+        {
+            evidence.push(Evidence::ProfileTop {
+                host: p.host,
+                category: top.category,
+                pct: top.pct,
+            });
+        }
+    }
+}
+
 /// The verdict on a stream run.
 pub fn stream(
     spec: &TestSpec,
     s: &StreamSummary,
     reports: &[(HostRole, &SideReport)],
     cpu: &[EndCpu],
-    profiled: bool,
+    profiles: &[EndProfile],
 ) -> Option<Verdict> {
+    let profiled = !profiles.is_empty();
     let main = s
         .directions
         .iter()
@@ -193,6 +213,7 @@ pub fn stream(
         None => missing.push(Missing::SenderLimitedTimes),
     }
     let cpu_limit = cpu_evidence(cpu, &mut evidence);
+    profile_evidence(profiles, &mut evidence);
     if limiter.is_none() {
         limiter = cpu_limit;
     }
@@ -246,11 +267,13 @@ pub fn stream(
 }
 
 /// The verdict on a request/response run.
-pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiled: bool) -> Option<Verdict> {
+pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) -> Option<Verdict> {
+    let profiled = !profiles.is_empty();
     let lat = r.latency.as_ref()?;
     let mut evidence = Vec::new();
     let missing = missing_common(cpu, server, profiled);
     let cpu_limit = cpu_evidence(cpu, &mut evidence);
+    profile_evidence(profiles, &mut evidence);
     let in_flight = f64::from(r.flows) * f64::from(r.burst.max(1));
     let allowed = if lat.mean_ns > 0.0 {
         in_flight * 1e9 / lat.mean_ns

@@ -4,6 +4,7 @@
 //! `direction` uses the human names (`forward`, `reverse`; request/response: `forward`). An
 //! empty cell means "not available". Lines end in `\n`; cells are quoted per RFC 4180.
 
+use wirebench_model::profile::ProfileCategory;
 use wirebench_model::result::{IntervalRow, RunRecord, RunResult, Summary, WorkloadSummary};
 use wirebench_model::side::HostRole;
 use wirebench_model::spec::{TestSpec, WorkloadKind, WorkloadSpec};
@@ -36,16 +37,53 @@ const UDP: &str = "flows,datagram_bytes,sender_rate_bps,receiver_rate_bps,window
 /// The CSV header line (without the line break) of a workload's family; the stream family
 /// when the workload is unknown.
 pub fn csv_header(kind: Option<WorkloadKind>) -> String {
+    csv_header_for(kind, false)
+}
+
+/// [`csv_header`], with the profile columns before `error` when `profiled` (the spec asked
+/// for `--profile`): for the client then the server, for every category (its key, e.g.
+/// `copy`, `memory_management`), `<end>_profile_<category>_pct`, `..._cpu_ns` and
+/// `..._ns_per_kb` (request/response: `..._ns_per_tx`).
+pub fn csv_header_for(kind: Option<WorkloadKind>, profiled: bool) -> String {
     let mid = match kind {
         Some(WorkloadKind::UdpStream) => UDP,
         Some(k) if k.is_rr() => RR,
         _ => STREAM,
     };
-    format!("{LEAD},{mid},error")
+    if !profiled {
+        return format!("{LEAD},{mid},error");
+    }
+    let per = if kind.is_some_and(WorkloadKind::is_rr) {
+        "ns_per_tx"
+    } else {
+        "ns_per_kb"
+    };
+    let mut cols = Vec::new();
+    for host in [HostRole::Client, HostRole::Server] {
+        for c in ProfileCategory::ALL {
+            for fig in ["pct", "cpu_ns", per] {
+                cols.push(format!("{}_profile_{}_{fig}", label::host(host), c.key()));
+            }
+        }
+    }
+    format!("{LEAD},{mid},{},error", cols.join(","))
 }
 
-fn columns(kind: Option<WorkloadKind>) -> usize {
-    csv_header(kind).split(',').count()
+/// The profile cells of a run (see [`csv_header_for`]); empty cells for an end without one.
+fn profile_cells(s: Option<&Summary>) -> Vec<String> {
+    let mut out = Vec::new();
+    for host in [HostRole::Client, HostRole::Server] {
+        let p = s.and_then(|s| s.profiles.iter().find(|p| p.host == host));
+        for c in ProfileCategory::ALL {
+            let cost = p.and_then(|p| p.categories.iter().find(|x| x.category == c));
+            out.push(opt(cost.map(|x| x.pct)));
+            out.push(opt(cost.map(|x| x.cpu_ns)));
+            out.push(opt(
+                cost.and_then(|x| x.cpu_ns_per_transaction.or(x.cpu_ns_per_kb))
+            ));
+        }
+    }
+    out
 }
 
 /// One CSV cell, quoted per RFC 4180 when it contains a comma, a quote or a line break.
@@ -181,46 +219,60 @@ fn run_rows(run: &RunRecord, spec: Option<&TestSpec>) -> Vec<(String, Vec<String
 pub fn csv(r: &RunResult) -> String {
     let kind = r.spec.as_ref().map(TestSpec::kind);
     let workload = kind.map(|k| k.as_str()).unwrap_or_default().to_string();
-    let width = columns(kind);
+    let profiled = r
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.common.profile_hz.is_some());
+    let header = csv_header_for(kind, profiled);
+    let width = header.split(',').count();
+    let mid_width = csv_header(kind).split(',').count() - 1 - LEAD.split(',').count();
     let error = r.error.as_ref().map(text::error_text).unwrap_or_default();
-    let mut out = csv_header(kind);
+    let mut out = header;
     out.push('\n');
-    let mut push = |run: String, status: &str, dir: String, mid: Vec<String>| {
-        let mut row = vec![
-            r.started_utc.clone(),
-            run,
-            status.to_string(),
-            workload.clone(),
-            dir,
-        ];
-        row.extend(mid);
-        row.resize(width - 1, String::new());
-        row.push(error.clone());
-        let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
-        out.push_str(&cells.join(","));
-        out.push('\n');
-    };
+    let mut push =
+        |run: String, status: &str, dir: String, mut mid: Vec<String>, s: Option<&Summary>| {
+            if profiled {
+                mid.resize(mid_width, String::new());
+                mid.extend(profile_cells(s));
+            }
+            let mut row = vec![
+                r.started_utc.clone(),
+                run,
+                status.to_string(),
+                workload.clone(),
+                dir,
+            ];
+            row.extend(mid);
+            row.resize(width - 1, String::new());
+            row.push(error.clone());
+            let cells: Vec<String> = row.iter().map(|c| csv_cell(c)).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        };
     if r.runs.is_empty() {
         push(
             String::new(),
             status_name(r.status),
             String::new(),
             Vec::new(),
+            None,
         );
     }
     for run in &r.runs {
         let number = (u64::from(run.index) + 1).to_string();
         let rows = run_rows(run, r.spec.as_ref());
+        let summary = run.summary.as_ref();
         if rows.is_empty() {
             push(
                 number.clone(),
                 status_name(run.status),
                 String::new(),
                 Vec::new(),
+                summary,
             );
         }
         for (dir, mid) in rows {
-            push(number.clone(), status_name(run.status), dir, mid);
+            push(number.clone(), status_name(run.status), dir, mid, summary);
         }
     }
     out

@@ -9,11 +9,13 @@
 //! - [`text`]: the sentences of warnings, abort reasons, flow errors, engines and errors;
 //! - [`units`]: rates, byte counts, sizes and durations in human units;
 //! - `stream`, `rr`, `udp`: the per-workload human blocks and CSV rows;
-//! - `csv`: the CSV document;
-//! - [`limits`]: `wirebench limits` and the line a stream result gets from it.
+//! - [`limits`]: `wirebench limits` and the line a stream result gets from it;
+//! - `profile`: an end's CPU profile (stacked bar and category table);
+//! - `csv`: the CSV document.
 
 mod csv;
 pub mod limits;
+mod profile;
 mod rr;
 mod stream;
 pub mod study;
@@ -31,7 +33,7 @@ use wirebench_model::spec::{Direction, TestSpec, WorkloadKind};
 use wirebench_stats::ci::Interval;
 use wirebench_stats::cpu::CpuBreakdown;
 
-pub use self::csv::{csv, csv_cell, csv_flows, csv_header, csv_intervals};
+pub use self::csv::{csv, csv_cell, csv_flows, csv_header, csv_header_for, csv_intervals};
 pub use self::text::error_text;
 use self::units::RateUnit;
 use crate::analyze::live::{self, LiveRows};
@@ -307,6 +309,15 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
     }
     for c in &s.cpu {
         cpu_block(out, c);
+    }
+    for p in &s.profiles {
+        let side = match p.host {
+            HostRole::Client => run.client.as_ref(),
+            HostRole::Server => run.server.as_ref(),
+        };
+        if let Some(r) = side.and_then(|r| r.profile.as_ref()) {
+            profile::block(out, p, r);
+        }
     }
     if r.spec.as_ref().is_some_and(|sp| sp.tcp().is_some()) {
         let cc = if s.congestion.is_empty() {

@@ -259,6 +259,13 @@ fn engine_warning(w: &Warning) -> Option<String> {
         Warning::CpuNotMeasured { reason } => {
             format!("CPU was not measured: {}", cpu_unmeasured(reason))
         }
+        Warning::ProfileUnavailable { reason } => super::profile::unavailable(reason),
+        Warning::ProfileSamplesLost {
+            lost_samples,
+            samples,
+        } => format!(
+            "the profile's ring buffers overflowed: the kernel dropped {lost_samples} samples              ({samples} kept); the breakdown covers the rest"
+        ),
         Warning::PacingUnsupported { rate_bps } => format!(
             "the many-flow engine does not pace: the {} Mbit/s per flow asked for was not \
              applied",

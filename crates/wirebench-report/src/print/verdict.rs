@@ -97,6 +97,15 @@ fn evidence_text(e: &Evidence) -> String {
                 }
             )
         }
+        Evidence::ProfileTop {
+            host,
+            category,
+            pct,
+        } => format!(
+            "{} profile: {} is the largest share, {pct:.0} % of its sampled CPU time",
+            label::host(*host),
+            super::profile::category_name(*category)
+        ),
         Evidence::Paced {
             target_bps,
             achieved_bps,

@@ -196,6 +196,7 @@ pub(crate) fn report(host: HostRole, data: Option<SideData>, cpu: Option<CpuRepo
         env: Environment::default(),
         warnings: Vec::new(),
         engine: None,
+        profile: None,
     }
 }
 

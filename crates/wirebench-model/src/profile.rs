@@ -1,0 +1,320 @@
+//! Where one end's CPUs spent the measurement window: a sampling profile classified into
+//! categories close to Trapeze's fig. 5 (copy, checksum, memory management, interrupts,
+//! driver, TCP, IP and below, socket/syscall layer, scheduler, locks, wirebench's own code,
+//! other, idle).
+//!
+//! A [`ProfileReport`] is bounded in size: [`MAX_TOP_SYMBOLS`] symbols per category, each at
+//! most [`MAX_SYMBOL_BYTES`] bytes, and one [`CpuProfile`] per sampled CPU (at most
+//! [`MAX_PROFILE_CPUS`]). The classification table itself lives in `wirebench-profile` and
+//! is documented in `docs/PROFILE.md`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::side::HostRole;
+
+/// Top symbols kept per category.
+pub const MAX_TOP_SYMBOLS: usize = 10;
+/// The longest symbol string kept, bytes (longer ones are cut at a char boundary).
+pub const MAX_SYMBOL_BYTES: usize = 200;
+/// The most CPUs a profile covers.
+pub const MAX_PROFILE_CPUS: usize = 1024;
+
+/// A category of CPU time.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileCategory {
+    /// Data movement: copies between user buffers and socket buffers.
+    Copy,
+    /// Internet checksum computation (and copy-with-checksum).
+    Checksum,
+    /// Page and skb allocation and freeing, slab caches, page tables, remapping, faults,
+    /// memory-cgroup accounting.
+    MemoryManagement,
+    /// Interrupt and softirq entry and dispatch (irq entry, `__do_softirq`,
+    /// `net_rx_action`, timer interrupts).
+    Interrupts,
+    /// Device drivers: veth, loopback, virtio-net and NIC transmit/receive.
+    Driver,
+    /// The transport layer: TCP (and UDP for UDP tests).
+    Tcp,
+    /// IP and the network core below it: `ip_*`, `__netif_receive_skb`, `dev_queue_xmit`,
+    /// qdiscs, netfilter, GRO/GSO.
+    IpAndBelow,
+    /// The socket and system-call layer: `sock_*`, `__sys_*`, syscall entry and exit, VFS,
+    /// epoll.
+    SocketSyscall,
+    /// The scheduler and wake-ups: `schedule`, `try_to_wake_up`, context switches.
+    Scheduler,
+    /// Locks and spinning: spin locks, mutexes, the socket lock.
+    Locks,
+    /// User-space samples of wirebench processes (the binary and the libraries it calls).
+    Wirebench,
+    /// Everything else (other processes' user space, unclassified kernel code).
+    Other,
+    /// The idle task's idle loop (halt, cpuidle), and the window's unsampled CPU time when
+    /// the kernel does not sample idle CPUs (see [`ProfileReport::unsampled_idle_ns`]).
+    Idle,
+}
+
+impl ProfileCategory {
+    /// Every category, in report order.
+    pub const ALL: [ProfileCategory; 13] = [
+        ProfileCategory::Copy,
+        ProfileCategory::Checksum,
+        ProfileCategory::MemoryManagement,
+        ProfileCategory::Interrupts,
+        ProfileCategory::Driver,
+        ProfileCategory::Tcp,
+        ProfileCategory::IpAndBelow,
+        ProfileCategory::SocketSyscall,
+        ProfileCategory::Scheduler,
+        ProfileCategory::Locks,
+        ProfileCategory::Wirebench,
+        ProfileCategory::Other,
+        ProfileCategory::Idle,
+    ];
+
+    /// The category's position in [`ProfileCategory::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The serialized (snake_case) name, used in CSV column names.
+    pub fn key(self) -> &'static str {
+        match self {
+            ProfileCategory::Copy => "copy",
+            ProfileCategory::Checksum => "checksum",
+            ProfileCategory::MemoryManagement => "memory_management",
+            ProfileCategory::Interrupts => "interrupts",
+            ProfileCategory::Driver => "driver",
+            ProfileCategory::Tcp => "tcp",
+            ProfileCategory::IpAndBelow => "ip_and_below",
+            ProfileCategory::SocketSyscall => "socket_syscall",
+            ProfileCategory::Scheduler => "scheduler",
+            ProfileCategory::Locks => "locks",
+            ProfileCategory::Wirebench => "wirebench",
+            ProfileCategory::Other => "other",
+            ProfileCategory::Idle => "idle",
+        }
+    }
+}
+
+/// The sampling event a profile used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileEvent {
+    /// The software `cpu-clock` event: each sample stands for `period` ns of CPU time.
+    CpuClock,
+    /// The hardware `cycles` event: each sample stands for `period` cycles.
+    Cycles,
+}
+
+/// Whether kernel symbols could be resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelSymbols {
+    /// `/proc/kallsyms` gave addresses.
+    Resolved,
+    /// `/proc/kallsyms` shows zero addresses (`kernel.kptr_restrict`, no `CAP_SYSLOG`):
+    /// kernel samples are classified `other`.
+    AddressesHidden,
+    /// `/proc/kallsyms` could not be read.
+    Unreadable,
+}
+
+/// One symbol's share of a category.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SymbolSamples {
+    /// The sample's own (innermost) symbol, demangled, at most [`MAX_SYMBOL_BYTES`] bytes;
+    /// `[module]` for a user library, `[unknown]` when unresolved.
+    pub symbol: String,
+    /// Samples whose own symbol this is, in this category.
+    pub samples: u64,
+}
+
+/// One category's figures over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryProfile {
+    /// The category.
+    pub category: ProfileCategory,
+    /// Samples classified here.
+    pub samples: u64,
+    /// Of those, the samples taken while a wirebench process (one running this end's
+    /// executable: the client, the daemon or both) was current on the CPU: its own code and
+    /// its kernel work (system calls, and softirqs that ran in its context). On a shared
+    /// machine, the rest is other processes' work.
+    #[serde(default)]
+    pub wirebench_samples: u64,
+    /// CPU time classified here, ns: samples × period for `cpu-clock` (for `cycles`, the
+    /// category's share of the sampled CPUs × window); `idle` includes `unsampled_idle_ns`.
+    pub cpu_ns: u64,
+    /// `cpu_ns` as a percentage of the window's CPU time (window × CPUs sampled).
+    pub pct: f64,
+    /// The most frequent own symbols, most samples first (at most [`MAX_TOP_SYMBOLS`]).
+    pub top_symbols: Vec<SymbolSamples>,
+}
+
+/// One CPU's figures: samples and CPU ns per category, in [`ProfileCategory::ALL`] order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuProfile {
+    /// The CPU.
+    pub cpu: u32,
+    /// Samples taken on this CPU.
+    pub samples: u64,
+    /// Unsampled time of this CPU in the window, ns, counted as idle.
+    pub unsampled_idle_ns: u64,
+    /// CPU ns per category, in [`ProfileCategory::ALL`] order (13 entries); sums to the
+    /// window.
+    pub cpu_ns: Vec<u64>,
+}
+
+/// What one end's profile found over its measurement window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileReport {
+    /// The event sampled.
+    pub event: ProfileEvent,
+    /// Samples per second per CPU asked for.
+    pub freq_hz: u32,
+    /// The period of one sample: ns for `cpu_clock`, cycles for `cycles`.
+    pub period: u64,
+    /// The CPUs sampled, ascending.
+    pub cpus: Vec<u32>,
+    /// From enabling the events to disabling them, ns (the measurement window, as closely
+    /// as the sampler could follow it).
+    pub window_ns: u64,
+    /// Samples taken (all CPUs).
+    pub samples: u64,
+    /// Samples the kernel dropped because a ring buffer was full (`PERF_RECORD_LOST`):
+    /// not classified, not counted in `samples`.
+    pub lost_samples: u64,
+    /// Times the kernel throttled the event.
+    pub throttled: u64,
+    /// CPU time of the window no sample stands for, ns: window × CPUs − samples × period
+    /// (lost samples' time included), when positive. Some kernels do not deliver
+    /// `cpu-clock` samples on a CPU whose idle task is halted; that time is counted in the
+    /// `idle` category (see docs/PROFILE.md).
+    pub unsampled_idle_ns: u64,
+    /// Whether kernel symbols were resolved.
+    pub kernel_symbols: KernelSymbols,
+    /// Every category, in [`ProfileCategory::ALL`] order (13 entries).
+    pub categories: Vec<CategoryProfile>,
+    /// Per CPU, ascending.
+    pub per_cpu: Vec<CpuProfile>,
+}
+
+impl ProfileReport {
+    /// The figures of `category`.
+    pub fn category(&self, category: ProfileCategory) -> Option<&CategoryProfile> {
+        self.categories.iter().find(|c| c.category == category)
+    }
+
+    /// The window's CPU time: window × CPUs sampled, ns.
+    pub fn window_cpu_ns(&self) -> u64 {
+        self.window_ns.saturating_mul(self.cpus.len() as u64)
+    }
+}
+
+/// One category's share and cost per unit of work at one end (computed by
+/// `wirebench-report`'s analysis from the end's [`ProfileReport`] and the run's figures).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryCost {
+    /// The category.
+    pub category: ProfileCategory,
+    /// Its share of the window's CPU time, %.
+    pub pct: f64,
+    /// Its CPU time, ns.
+    pub cpu_ns: u64,
+    /// CPU ns per KB (1024 bytes) the test delivered (Σ receiver window bytes, the
+    /// service demand's denominator); `None` for request/response or without payload.
+    pub cpu_ns_per_kb: Option<f64>,
+    /// CPU ns per transaction (the client's window transactions), request/response only.
+    pub cpu_ns_per_transaction: Option<f64>,
+}
+
+/// One end's profile in a run's summary: every category's cost, in
+/// [`ProfileCategory::ALL`] order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndProfile {
+    /// Which end.
+    pub host: HostRole,
+    /// Every category (13 entries).
+    pub categories: Vec<CategoryCost>,
+}
+
+/// Why an end has no profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum ProfileUnavailable {
+    /// perf events not permitted: system-wide sampling needs root, `CAP_PERFMON` (or
+    /// `CAP_SYS_ADMIN`) or `kernel.perf_event_paranoid` <= 0.
+    NotPermitted {
+        /// `kernel.perf_event_paranoid`, if readable.
+        paranoid: Option<i32>,
+        /// Whether the process held `CAP_PERFMON`.
+        cap_perfmon: bool,
+        /// Whether the process held `CAP_SYS_ADMIN`.
+        cap_sys_admin: bool,
+    },
+    /// The server's policy does not allow profiling (`serve` without `--allow-profile`).
+    RefusedByServer,
+    /// The event is not supported on this machine.
+    UnsupportedEvent,
+    /// The frequency is above `kernel.perf_event_max_sample_rate`.
+    FrequencyTooHigh {
+        /// The limit, Hz, if readable.
+        max_hz: Option<u32>,
+    },
+    /// Out of file descriptors (one per sampled CPU is needed).
+    TooManyFiles,
+    /// The measurement window never opened (no figures to profile).
+    NoWindow,
+    /// Any other failure of the sampler (mapping the ring, enabling the events, a CPU not
+    /// online), with the system's words.
+    Failed {
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// Cuts `s` to at most [`MAX_SYMBOL_BYTES`] bytes at a char boundary.
+pub fn truncate_symbol(s: &str) -> String {
+    if s.len() <= MAX_SYMBOL_BYTES {
+        return s.to_owned();
+    }
+    let mut end = MAX_SYMBOL_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_index_their_position_and_keys_match_serde() {
+        for (i, c) in ProfileCategory::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+            let json = serde_json::to_string(c).unwrap();
+            assert_eq!(json, format!("\"{}\"", c.key()));
+        }
+    }
+
+    #[test]
+    fn symbols_are_cut_at_char_boundaries() {
+        let long = "é".repeat(150);
+        let cut = truncate_symbol(&long);
+        assert!(cut.len() <= MAX_SYMBOL_BYTES && cut.len() >= MAX_SYMBOL_BYTES - 1);
+        assert_eq!(truncate_symbol("tcp_sendmsg"), "tcp_sendmsg");
+    }
+}

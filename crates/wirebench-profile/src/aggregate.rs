@@ -1,0 +1,261 @@
+//! The sink the sampler's drain thread feeds: each sample is symbolized and classified on
+//! arrival and only counts are kept (per CPU and category, and per category and own symbol),
+//! so memory does not grow with the window. [`Aggregator::into_report`] turns the counts into
+//! the bounded [`ProfileReport`].
+
+use std::collections::HashMap;
+
+use wirebench_model::profile::{
+    truncate_symbol, CategoryProfile, CpuProfile, KernelSymbols, ProfileCategory, ProfileEvent,
+    ProfileReport, SymbolSamples, MAX_PROFILE_CPUS, MAX_TOP_SYMBOLS,
+};
+use wirebench_sys::perf::{EventKind, Frame, Recording, Sample, SampleSink};
+
+use crate::classify::{class_of, classify, classify_by, Class, FrameSym};
+use crate::kallsyms::KernelSymbolTable;
+use crate::usersyms::UserSymbols;
+
+/// Distinct symbols counted per category before the rest are pooled.
+const MAX_DISTINCT_SYMBOLS: usize = 20_000;
+/// The name of the pool.
+const POOLED: &str = "[other symbols]";
+/// Categories.
+const N: usize = ProfileCategory::ALL.len();
+
+/// Kernel and user symbols for one profile.
+#[derive(Debug)]
+pub struct Symbols {
+    /// `/proc/kallsyms`.
+    pub kernel: KernelSymbolTable,
+    /// Whether kernel addresses resolved.
+    pub kernel_status: KernelSymbols,
+    /// Wirebench binaries and other processes.
+    pub user: UserSymbols,
+}
+
+impl Symbols {
+    /// Loads both (a few tens of ms: do it before the window).
+    pub fn load() -> Symbols {
+        let (kernel, kernel_status) = KernelSymbolTable::load();
+        Symbols {
+            kernel,
+            kernel_status,
+            user: UserSymbols::load(),
+        }
+    }
+}
+
+/// Counts of one CPU.
+#[derive(Debug, Clone, Default)]
+struct CpuCounts {
+    samples: [u64; N],
+    period: [u64; N],
+    wirebench: [u64; N],
+}
+
+/// Classifies samples as they arrive and counts them.
+#[derive(Debug)]
+pub struct Aggregator {
+    symbols: Symbols,
+    cpus: Vec<u32>,
+    per_cpu: Vec<CpuCounts>,
+    top: Vec<HashMap<Box<str>, u64>>,
+    /// The table's verdict per kernel symbol (keyed by the name's address in the kernel
+    /// symbol table, which does not move): the table is a linear scan of a few hundred rows.
+    classes: HashMap<usize, Option<Class>>,
+    /// Samples on a CPU not in the list (never expected).
+    stray: u64,
+}
+
+impl Aggregator {
+    /// An empty aggregator for samples of `cpus` (at most [`MAX_PROFILE_CPUS`] kept).
+    pub fn new(symbols: Symbols, cpus: &[u32]) -> Aggregator {
+        let mut cpus: Vec<u32> = cpus.to_vec();
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus.truncate(MAX_PROFILE_CPUS);
+        Aggregator {
+            symbols,
+            per_cpu: vec![CpuCounts::default(); cpus.len()],
+            cpus,
+            top: vec![HashMap::new(); N],
+            classes: HashMap::new(),
+            stray: 0,
+        }
+    }
+
+    /// The sample's frames, innermost first; the sample's own address alone when the
+    /// kernel gave no call chain.
+    fn frames(sample: &Sample<'_>) -> Vec<Frame> {
+        let mut frames: Vec<Frame> = sample.frames().collect();
+        if frames.is_empty() {
+            frames.push(Frame {
+                addr: sample.ip,
+                kernel: sample.kernel_mode,
+            });
+        }
+        frames
+    }
+
+    /// Classifies one sample: its category and its own symbol.
+    pub fn classify_sample(&mut self, sample: &Sample<'_>) -> (ProfileCategory, String) {
+        let frames = Aggregator::frames(sample);
+        let first = frames[0];
+        if !first.kernel {
+            let wirebench = self.symbols.user.is_wirebench(sample.pid);
+            let cat = classify([FrameSym::User { wirebench }]);
+            let name = self
+                .symbols
+                .user
+                .symbol(sample.pid, first.addr)
+                .unwrap_or_else(|| "[unknown user]".to_owned());
+            return (cat, name);
+        }
+        let kernel = &self.symbols.kernel;
+        let classes = &mut self.classes;
+        let syms = frames.iter().map(|f| {
+            if f.kernel {
+                FrameSym::Kernel(kernel.lookup(f.addr))
+            } else {
+                // The walk stops at the first user frame whatever the process.
+                FrameSym::User { wirebench: false }
+            }
+        });
+        let cat = classify_by(syms, |name: &str| {
+            *classes
+                .entry(name.as_ptr() as usize)
+                .or_insert_with(|| class_of(name))
+        });
+        let name = kernel.lookup(first.addr).unwrap_or("[unknown kernel]");
+        (cat, name.to_owned())
+    }
+
+    fn count(&mut self, sample: &Sample<'_>, cat: ProfileCategory, symbol: &str) {
+        let Ok(i) = self.cpus.binary_search(&sample.cpu) else {
+            self.stray += 1;
+            return;
+        };
+        let wirebench = self.symbols.user.is_wirebench(sample.pid);
+        let c = &mut self.per_cpu[i];
+        c.samples[cat.index()] += 1;
+        c.period[cat.index()] += sample.period;
+        c.wirebench[cat.index()] += u64::from(wirebench);
+        let top = &mut self.top[cat.index()];
+        if let Some(n) = top.get_mut(symbol) {
+            *n += 1;
+        } else if top.len() < MAX_DISTINCT_SYMBOLS {
+            top.insert(symbol.into(), 1);
+        } else {
+            *top.entry(POOLED.into()).or_insert(0) += 1;
+        }
+    }
+
+    /// Samples counted so far (all CPUs, all categories).
+    pub fn samples(&self) -> u64 {
+        self.per_cpu.iter().flat_map(|c| c.samples).sum()
+    }
+
+    /// Builds the report of a finished recording.
+    pub fn into_report(self, finished: &Recording) -> ProfileReport {
+        let window_ns = finished.window_ns();
+        let samples = self.samples();
+        let cycles = finished.event == EventKind::Cycles;
+        let period_total: u64 = self.per_cpu.iter().flat_map(|c| c.period).sum();
+        let period = if cycles {
+            period_total / samples.max(1)
+        } else {
+            1_000_000_000 / u64::from(finished.freq_hz.max(1))
+        };
+        // CPU ns per (CPU, category): the periods for cpu-clock; for cycles, the sample
+        // share of the CPU's window.
+        let cpu_ns_of = |c: &CpuCounts, k: usize| -> u64 {
+            if cycles {
+                let n: u64 = c.samples.iter().sum();
+                (u128::from(window_ns) * u128::from(c.samples[k]) / u128::from(n.max(1))) as u64
+            } else {
+                c.period[k]
+            }
+        };
+        let idle = ProfileCategory::Idle.index();
+        let mut totals = [0u64; N];
+        let mut per_cpu = Vec::with_capacity(self.cpus.len());
+        let mut unsampled_total = 0u64;
+        for (cpu, c) in self.cpus.iter().zip(&self.per_cpu) {
+            let mut ns: Vec<u64> = (0..N).map(|k| cpu_ns_of(c, k)).collect();
+            let sampled: u64 = ns.iter().sum();
+            let unsampled = window_ns.saturating_sub(sampled);
+            ns[idle] += unsampled;
+            unsampled_total += unsampled;
+            for k in 0..N {
+                totals[k] += ns[k];
+            }
+            per_cpu.push(CpuProfile {
+                cpu: *cpu,
+                samples: c.samples.iter().sum(),
+                unsampled_idle_ns: unsampled,
+                cpu_ns: ns,
+            });
+        }
+        let denominator: u64 = totals.iter().sum();
+        let categories = ProfileCategory::ALL
+            .iter()
+            .map(|&cat| {
+                let k = cat.index();
+                CategoryProfile {
+                    category: cat,
+                    samples: self.per_cpu.iter().map(|c| c.samples[k]).sum(),
+                    wirebench_samples: self.per_cpu.iter().map(|c| c.wirebench[k]).sum(),
+                    cpu_ns: totals[k],
+                    pct: pct(totals[k], denominator),
+                    top_symbols: top_symbols(&self.top[k]),
+                }
+            })
+            .collect();
+        ProfileReport {
+            event: match finished.event {
+                EventKind::CpuClock => ProfileEvent::CpuClock,
+                EventKind::Cycles => ProfileEvent::Cycles,
+            },
+            freq_hz: finished.freq_hz,
+            period,
+            cpus: self.cpus,
+            window_ns,
+            samples,
+            lost_samples: finished.stats.lost,
+            throttled: finished.stats.throttled,
+            unsampled_idle_ns: unsampled_total,
+            kernel_symbols: self.symbols.kernel_status,
+            categories,
+            per_cpu,
+        }
+    }
+}
+
+impl SampleSink for Aggregator {
+    fn sample(&mut self, sample: &Sample<'_>) {
+        let (cat, name) = self.classify_sample(sample);
+        self.count(sample, cat, &name);
+    }
+}
+
+/// `part` as a percentage of `whole` (0 for an empty whole).
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// The most frequent symbols, most first (ties by name), bounded and truncated.
+fn top_symbols(counts: &HashMap<Box<str>, u64>) -> Vec<SymbolSamples> {
+    let mut v: Vec<(&str, u64)> = counts.iter().map(|(k, &n)| (&**k, n)).collect();
+    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.into_iter()
+        .take(MAX_TOP_SYMBOLS)
+        .map(|(s, n)| SymbolSamples {
+            symbol: truncate_symbol(s),
+            samples: n,
+        })
+        .collect()
+}

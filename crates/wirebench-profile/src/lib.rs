@@ -1,0 +1,233 @@
+//! wirebench's CPU profile: where the CPUs a test uses spent its measurement window.
+//!
+//! The sampler itself (perf events, ring buffers) is `wirebench_sys::perf`; this crate adds
+//! what has no `unsafe` in it:
+//!
+//! - [`kallsyms`]: kernel symbols from `/proc/kallsyms`;
+//! - [`usersyms`]: user symbols of wirebench processes (the binary's ELF symbol table and
+//!   each process' load bias);
+//! - [`classify`]: the one classification table (symbol patterns and call-chain context
+//!   rules) from a sample's frames to a [`ProfileCategory`], documented in docs/PROFILE.md;
+//! - [`aggregate`]: the sink that classifies samples as they arrive and builds the bounded
+//!   [`ProfileReport`].
+//!
+//! [`Profiler::open`] before the window (opens the events, loads the symbols),
+//! [`Profiler::start`] at its start, [`RunningProfile::stop`] at its end. Where perf events
+//! are not permitted or not supported, the typed [`ProfileUnavailable`] says why.
+
+pub mod aggregate;
+pub mod classify;
+pub mod kallsyms;
+pub mod usersyms;
+
+pub use wirebench_model::profile::ProfileCategory;
+use wirebench_model::profile::{ProfileReport, ProfileUnavailable};
+use wirebench_sys::perf::{EventChoice, PerfError, Running, Sampler, SamplerConfig};
+
+use crate::aggregate::{Aggregator, Symbols};
+
+/// What to profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileConfig {
+    /// The CPUs to sample.
+    pub cpus: Vec<u32>,
+    /// Samples per second per CPU.
+    pub freq_hz: u32,
+    /// Try the hardware `cycles` event first (falls back to `cpu-clock` without a PMU).
+    pub prefer_cycles: bool,
+}
+
+impl ProfileConfig {
+    /// `cpu-clock` at `freq_hz` on `cpus`.
+    pub fn new(cpus: Vec<u32>, freq_hz: u32) -> Self {
+        ProfileConfig {
+            cpus,
+            freq_hz,
+            prefer_cycles: false,
+        }
+    }
+}
+
+/// A profiler with its events open (disabled) and its symbols loaded.
+#[derive(Debug)]
+pub struct Profiler {
+    sampler: Sampler,
+    aggregator: Aggregator,
+}
+
+impl Profiler {
+    /// Opens one event per CPU and loads the symbols.
+    ///
+    /// # Errors
+    ///
+    /// Why the events could not be opened.
+    pub fn open(config: &ProfileConfig) -> Result<Profiler, ProfileUnavailable> {
+        let sampler = Sampler::open(&SamplerConfig {
+            freq_hz: config.freq_hz,
+            event: if config.prefer_cycles {
+                EventChoice::PreferCycles
+            } else {
+                EventChoice::CpuClock
+            },
+            ..SamplerConfig::cpu_clock(config.cpus.clone())
+        })
+        .map_err(|e| unavailable(&e))?;
+        let aggregator = Aggregator::new(Symbols::load(), sampler.cpus());
+        Ok(Profiler {
+            sampler,
+            aggregator,
+        })
+    }
+
+    /// Starts sampling.
+    ///
+    /// # Errors
+    ///
+    /// Why the events could not be enabled.
+    pub fn start(self) -> Result<RunningProfile, ProfileUnavailable> {
+        let running = self
+            .sampler
+            .start(self.aggregator)
+            .map_err(|e| unavailable(&e))?;
+        Ok(RunningProfile { running })
+    }
+}
+
+/// A profile being recorded.
+#[derive(Debug)]
+pub struct RunningProfile {
+    running: Running<Aggregator>,
+}
+
+impl RunningProfile {
+    /// Stops sampling now (the report is built by [`RunningProfile::stop`]).
+    ///
+    /// # Errors
+    ///
+    /// If the events could not be disabled.
+    pub fn disable(&mut self) -> Result<(), ProfileUnavailable> {
+        self.running.disable().map_err(|e| unavailable(&e))
+    }
+
+    /// Stops sampling (if [`RunningProfile::disable`] did not) and builds the report.
+    ///
+    /// # Errors
+    ///
+    /// If the drain thread failed or the events could not be disabled.
+    pub fn stop(self) -> Result<ProfileReport, ProfileUnavailable> {
+        let finished = self.running.stop().map_err(|e| unavailable(&e))?;
+        Ok(finished.sink.into_report(&finished.recording))
+    }
+}
+
+/// A profile following a measurement window: prepared before it (events opened, symbols
+/// loaded), started as it opens, stopped as it closes, reported after the run.
+#[derive(Debug)]
+pub enum WindowProfile {
+    /// Ready to start.
+    Ready(Box<Profiler>),
+    /// Sampling.
+    Running(Box<RunningProfile>),
+    /// Sampling stopped at the window's close; the report is built at the end.
+    Closed(Box<RunningProfile>),
+    /// No profile, and why.
+    Unavailable(ProfileUnavailable),
+}
+
+impl WindowProfile {
+    /// Opens a profiler of `freq_hz` on the CPUs an end uses: `pinned` alone if its data
+    /// threads are pinned there, else every CPU this thread may run on.
+    pub fn prepare(freq_hz: u32, pinned: Option<usize>) -> WindowProfile {
+        let cpus = match pinned {
+            Some(cpu) => vec![cpu as u32],
+            None => end_cpus(),
+        };
+        match Profiler::open(&ProfileConfig::new(cpus, freq_hz)) {
+            Ok(p) => WindowProfile::Ready(Box::new(p)),
+            Err(e) => WindowProfile::Unavailable(e),
+        }
+    }
+
+    /// The window opened: start sampling.
+    pub fn opened(&mut self) {
+        let state = std::mem::replace(
+            self,
+            WindowProfile::Unavailable(ProfileUnavailable::NoWindow),
+        );
+        *self = match state {
+            WindowProfile::Ready(p) => match p.start() {
+                Ok(r) => WindowProfile::Running(Box::new(r)),
+                Err(e) => WindowProfile::Unavailable(e),
+            },
+            other => other,
+        };
+    }
+
+    /// The window is closing: stop sampling (cheap; the report comes from
+    /// [`WindowProfile::finish`]).
+    pub fn closed(&mut self) {
+        let state = std::mem::replace(
+            self,
+            WindowProfile::Unavailable(ProfileUnavailable::NoWindow),
+        );
+        *self = match state {
+            WindowProfile::Running(mut r) => match r.disable() {
+                Ok(()) => WindowProfile::Closed(r),
+                Err(e) => WindowProfile::Unavailable(e),
+            },
+            other => other,
+        };
+    }
+
+    /// The report, or why there is none (a window that never opened is
+    /// [`ProfileUnavailable::NoWindow`]).
+    ///
+    /// # Errors
+    ///
+    /// Why there is no profile.
+    pub fn finish(self) -> Result<ProfileReport, ProfileUnavailable> {
+        match self {
+            WindowProfile::Running(r) | WindowProfile::Closed(r) => r.stop(),
+            WindowProfile::Ready(_) => Err(ProfileUnavailable::NoWindow),
+            WindowProfile::Unavailable(e) => Err(e),
+        }
+    }
+}
+
+/// The CPUs this thread may run on (its affinity), else every online CPU.
+fn end_cpus() -> Vec<u32> {
+    let mine: Vec<u32> = wirebench_sys::thread::current_thread_affinity()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| u32::try_from(c).ok())
+        .collect();
+    if mine.is_empty() {
+        wirebench_sys::perf::online_cpu_list().unwrap_or_else(|_| vec![0])
+    } else {
+        mine
+    }
+}
+
+/// The model's reason for a sampler error.
+pub fn unavailable(e: &PerfError) -> ProfileUnavailable {
+    match e {
+        PerfError::Permission {
+            paranoid,
+            cap_perfmon,
+            cap_sys_admin,
+            ..
+        } => ProfileUnavailable::NotPermitted {
+            paranoid: *paranoid,
+            cap_perfmon: *cap_perfmon,
+            cap_sys_admin: *cap_sys_admin,
+        },
+        PerfError::UnsupportedEvent { .. } => ProfileUnavailable::UnsupportedEvent,
+        PerfError::FrequencyTooHigh { max_hz, .. } => {
+            ProfileUnavailable::FrequencyTooHigh { max_hz: *max_hz }
+        }
+        PerfError::TooManyFiles { .. } => ProfileUnavailable::TooManyFiles,
+        other => ProfileUnavailable::Failed {
+            detail: other.to_string(),
+        },
+    }
+}

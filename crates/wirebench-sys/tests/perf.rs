@@ -1,0 +1,116 @@
+//! The sampler against the kernel: sample counts on busy CPUs, call chains, idle CPUs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wirebench_sys::perf::{online_cpu_list, Sample, Sampler, SamplerConfig};
+use wirebench_sys::require;
+
+/// Opens the sampler on `cpus`, or says why this machine cannot (skip unless required).
+fn open(cpus: Vec<u32>) -> Option<Sampler> {
+    match Sampler::open(&SamplerConfig::cpu_clock(cpus)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            require::capability("perf", false, &e.to_string());
+            None
+        }
+    }
+}
+
+/// Per-CPU sample counts and periods of a recording.
+#[derive(Default, Debug)]
+struct Counts {
+    per_cpu: Vec<u64>,
+    period_sum: u64,
+    kernel_with_chain: u64,
+    idle_pid: u64,
+}
+
+fn record(cpus: Vec<u32>, busy: bool, window: Duration) -> Option<(Counts, u64, u64)> {
+    let n = cpus.iter().max().copied().unwrap_or(0) as usize + 1;
+    let sampler = open(cpus.clone())?;
+    let counts = Arc::new(Mutex::new(Counts {
+        per_cpu: vec![0; n],
+        ..Counts::default()
+    }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinners: Vec<_> = if busy {
+        cpus.iter()
+            .map(|&cpu| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let _ = wirebench_sys::thread::pin_current_thread(cpu as usize);
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let c = Arc::clone(&counts);
+    let sink = move |s: &Sample<'_>| {
+        let mut c = c.lock().unwrap();
+        c.per_cpu[s.cpu as usize] += 1;
+        c.period_sum += s.period;
+        if s.pid == 0 {
+            c.idle_pid += 1;
+        }
+        if s.kernel_mode && s.frames().count() > 1 {
+            c.kernel_with_chain += 1;
+        }
+    };
+    let t = Instant::now();
+    let running = sampler.start(sink).expect("start");
+    std::thread::sleep(window.saturating_sub(t.elapsed()));
+    let finished = running.stop().expect("stop");
+    stop.store(true, Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    drop(finished.sink);
+    let counts = Arc::try_unwrap(counts).unwrap().into_inner().unwrap();
+    assert_eq!(finished.recording.stats.malformed, 0);
+    Some((
+        counts,
+        finished.recording.window_ns(),
+        finished.recording.stats.lost,
+    ))
+}
+
+/// With every sampled CPU busy, the sample count is frequency × CPUs × window within 5 %,
+/// the window measured on CLOCK_MONOTONIC around enable/disable (independent of perf).
+#[test]
+fn busy_cpus_sample_at_the_frequency() {
+    let cpus = online_cpu_list().unwrap();
+    let Some((c, window_ns, lost)) = record(cpus.clone(), true, Duration::from_secs(1)) else {
+        return;
+    };
+    let expected = 4000.0 * cpus.len() as f64 * window_ns as f64 / 1e9;
+    let got: u64 = c.per_cpu.iter().sum();
+    eprintln!("busy: {got} samples (+{lost} lost), expected {expected:.0}, per cpu {:?}, period sum {} ns over {window_ns} ns", c.per_cpu, c.period_sum);
+    assert!(
+        ((got + lost) as f64 - expected).abs() <= 0.05 * expected,
+        "{got} vs {expected}"
+    );
+    assert_eq!(
+        c.period_sum,
+        got * 250_000,
+        "cpu-clock at 4 kHz has a 250 µs period"
+    );
+}
+
+/// What an idle CPU yields (printed; see docs/PROFILE.md on this kernel's idle samples).
+#[test]
+fn idle_cpus_report() {
+    let cpus = online_cpu_list().unwrap();
+    let Some((c, window_ns, lost)) = record(cpus.clone(), false, Duration::from_secs(1)) else {
+        return;
+    };
+    let got: u64 = c.per_cpu.iter().sum();
+    eprintln!("idle: {got} samples (+{lost} lost) over {window_ns} ns, per cpu {:?}, idle-task samples {}", c.per_cpu, c.idle_pid);
+}

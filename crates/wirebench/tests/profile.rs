@@ -1,0 +1,327 @@
+//! `--profile` end to end: the real binary profiles both ends of a test over its window, the
+//! daemon only with `--allow-profile` (else a typed refusal and the test still runs), an
+//! unprivileged run says why it has no profile, request/response costs are per transaction,
+//! every category reaches CSV, and discarding received data takes the receiving wirebench
+//! process's copy to near zero. Needs perf events (root here); skips otherwise unless
+//! WIREBENCH_REQUIRE names `perf`.
+
+mod common;
+
+use common::daemon::LocalDaemon;
+use common::*;
+use wirebench_model::profile::{ProfileCategory, ProfileReport, ProfileUnavailable};
+use wirebench_model::result::{RunResult, RunStatus};
+use wirebench_model::side::{HostRole, SideReport};
+use wirebench_model::warning::Warning;
+use wirebench_sys::require;
+
+fn side(r: &RunResult, host: HostRole) -> &SideReport {
+    let run = r.runs.last().expect("a run");
+    match host {
+        HostRole::Client => run.client.as_ref().expect("client report"),
+        HostRole::Server => run.server.as_ref().expect("server report"),
+    }
+}
+
+/// True if this process may sample system-wide (else skip, or fail when required).
+fn perf_permitted() -> bool {
+    let ok = wirebench_sys::perf::system_wide_permitted();
+    require::capability("perf", ok, "system-wide perf events are not permitted here")
+}
+
+/// A report's internal consistency: 13 categories in order, shares adding to 100 %, CPU ns
+/// adding to the window's CPU time (or the samples' when they exceed it), bounded symbols.
+fn check_report(p: &ProfileReport) {
+    assert_eq!(p.categories.len(), 13);
+    for (c, want) in p.categories.iter().zip(ProfileCategory::ALL) {
+        assert_eq!(c.category, want);
+        assert!(c.top_symbols.len() <= 10);
+        assert!(c.top_symbols.iter().all(|s| s.symbol.len() <= 200));
+        assert!(c.wirebench_samples <= c.samples);
+    }
+    let pct: f64 = p.categories.iter().map(|c| c.pct).sum();
+    assert!((pct - 100.0).abs() < 1e-6, "{pct}");
+    let ns: u64 = p.categories.iter().map(|c| c.cpu_ns).sum();
+    let sampled = p.samples * p.period;
+    assert_eq!(ns, sampled + p.unsampled_idle_ns);
+    assert!(ns >= p.window_cpu_ns(), "{ns} < {}", p.window_cpu_ns());
+    assert!(p.samples > 100, "{} samples", p.samples);
+    assert_eq!(p.lost_samples, 0, "lost samples");
+}
+
+#[test]
+fn both_ends_of_an_embedded_test_are_profiled() {
+    if !perf_permitted() {
+        return;
+    }
+    let _g = serial();
+    let ran = wb(&["stream", "-t", "1", "--profile", "--json"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let r = ran.json();
+    assert_eq!(r.status, RunStatus::Completed);
+    for host in [HostRole::Client, HostRole::Server] {
+        let s = side(&r, host);
+        let p = s.profile.as_ref().expect("profile");
+        check_report(p);
+        assert_eq!(p.freq_hz, 4000);
+        // The profile follows the end's window: its length within 10 % (+ 50 ms).
+        let w = s.window.expect("window").len_ns() as f64;
+        assert!(
+            (p.window_ns as f64 - w).abs() <= 0.1 * w + 5e7,
+            "profile {} ns vs window {w} ns",
+            p.window_ns
+        );
+        // The wirebench processes' own code was sampled and resolved.
+        let wb = p.category(ProfileCategory::Wirebench).unwrap();
+        assert!(wb.samples > 0);
+    }
+    let summary = r.runs[0].summary.as_ref().unwrap();
+    assert_eq!(summary.profiles.len(), 2);
+    let copy = &summary.profiles[0].categories[ProfileCategory::Copy.index()];
+    assert!(copy.cpu_ns_per_kb.is_some_and(|v| v > 0.0), "{copy:?}");
+    assert!(copy.cpu_ns_per_transaction.is_none());
+}
+
+#[test]
+fn human_and_csv_show_every_category() {
+    if !perf_permitted() {
+        return;
+    }
+    let _g = serial();
+    let ran = wb(&["stream", "-t", "0.5", "--profile", "--csv"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let mut lines = ran.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.len(), row.len());
+    for host in ["client", "server"] {
+        for c in ProfileCategory::ALL {
+            for fig in ["pct", "cpu_ns", "ns_per_kb"] {
+                let col = format!("{host}_profile_{}_{fig}", c.key());
+                let i = header
+                    .iter()
+                    .position(|h| *h == col)
+                    .unwrap_or_else(|| panic!("{col}"));
+                assert!(row[i].parse::<f64>().is_ok(), "{col} = {:?}", row[i]);
+            }
+        }
+    }
+    let human = wb(&["stream", "-t", "0.5", "--profile"]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    for needle in [
+        "client profile (cpu-clock 4000 Hz",
+        "server profile",
+        "copy",
+        "ns/KB",
+        "█",
+    ] {
+        assert!(human.stdout.contains(needle), "{needle}:\n{}", human.stdout);
+    }
+    assert!(human.stdout.lines().all(|l| l.chars().count() <= 100));
+}
+
+#[test]
+fn request_response_costs_are_per_transaction() {
+    if !perf_permitted() {
+        return;
+    }
+    let _g = serial();
+    let ran = wb(&[
+        "rr",
+        "-t",
+        "0.5",
+        "--profile",
+        "--profile-hz",
+        "2000",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let r = ran.json();
+    let p = side(&r, HostRole::Client)
+        .profile
+        .as_ref()
+        .expect("profile");
+    check_report(p);
+    assert_eq!(p.freq_hz, 2000);
+    assert_eq!(p.period, 500_000);
+    let summary = r.runs[0].summary.as_ref().unwrap();
+    let c = &summary.profiles[0].categories[ProfileCategory::SocketSyscall.index()];
+    assert!(
+        c.cpu_ns_per_transaction.is_some() && c.cpu_ns_per_kb.is_none(),
+        "{c:?}"
+    );
+    for w in ["crr", "udp"] {
+        let ran = wb(&[w, "-t", "0.5", "--profile", "--json"]);
+        assert_eq!(ran.code, 0, "{w}: {}", ran.stderr);
+        let r = ran.json();
+        check_report(
+            side(&r, HostRole::Server)
+                .profile
+                .as_ref()
+                .expect("profile"),
+        );
+    }
+}
+
+#[test]
+fn a_daemon_profiles_only_when_allowed() {
+    if !perf_permitted() {
+        return;
+    }
+    let _g = serial();
+    let d = LocalDaemon::start(&[]);
+    let port = d.addr.port().to_string();
+    let args = [
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "--profile",
+    ];
+    let ran = wb(&[&args[..], &["--json"]].concat());
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let r = ran.json();
+    assert_eq!(r.status, RunStatus::Completed);
+    let server = side(&r, HostRole::Server);
+    assert!(server.profile.is_none());
+    assert!(
+        server.warnings.contains(&Warning::ProfileUnavailable {
+            reason: ProfileUnavailable::RefusedByServer
+        }),
+        "{:?}",
+        server.warnings
+    );
+    assert!(side(&r, HostRole::Client).profile.is_some());
+    let human = wb(&args);
+    assert!(
+        human.stdout.contains("serve --allow-profile"),
+        "{}",
+        human.stdout
+    );
+    drop(d);
+    let d = LocalDaemon::start(&["--allow-profile"]);
+    let port = d.addr.port().to_string();
+    let ran = wb(&[
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "--profile",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    check_report(
+        side(&ran.json(), HostRole::Server)
+            .profile
+            .as_ref()
+            .expect("server profile"),
+    );
+}
+
+#[test]
+fn an_unprivileged_run_says_why_and_still_runs() {
+    let _g = serial();
+    if !require::command_works("setpriv", "--version")
+        || wirebench_sys::perf::paranoid_level().is_none_or(|p| p <= 0)
+        || std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                BIN,
+                "--version",
+            ])
+            .output()
+            .map_or(true, |o| !o.status.success())
+    {
+        eprintln!("skipped: cannot run the binary as an unprivileged user with paranoid > 0");
+        return;
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(["stream", "-t", "0.3", "--profile", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    for host in [HostRole::Client, HostRole::Server] {
+        let s = side(&r, host);
+        assert!(s.profile.is_none());
+        let why = s.warnings.iter().find_map(|w| match w {
+            Warning::ProfileUnavailable {
+                reason:
+                    ProfileUnavailable::NotPermitted {
+                        paranoid,
+                        cap_perfmon,
+                        ..
+                    },
+            } => Some((*paranoid, *cap_perfmon)),
+            _ => None,
+        });
+        assert_eq!(
+            why,
+            Some((wirebench_sys::perf::paranoid_level(), false)),
+            "{host:?}"
+        );
+    }
+}
+
+/// The receiving wirebench process's copy share on the receiver's CPU (-A 0,1: the server
+/// receives on CPU 1 and profiles that CPU alone): samples of wirebench processes only, so
+/// that other processes on a shared machine do not count.
+fn receiver_copy_share(recv_path: &str) -> f64 {
+    let ran = wb(&[
+        "stream",
+        "-t",
+        "2",
+        "-A",
+        "0,1",
+        "--profile",
+        "--recv-path",
+        recv_path,
+        "--json",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let r = ran.json();
+    let p = side(&r, HostRole::Server)
+        .profile
+        .clone()
+        .expect("server profile");
+    assert_eq!(p.cpus, vec![1]);
+    let own: u64 = p.categories.iter().map(|c| c.wirebench_samples).sum();
+    assert!(own > 150, "{own} wirebench samples on the receiver's CPU");
+    let copy = p.category(ProfileCategory::Copy).unwrap().wirebench_samples;
+    copy as f64 * 100.0 / own as f64
+}
+
+/// Ground truth (issue 17, item 6): with `--recv-path discard` the receiver's copy
+/// category falls to near zero, where the default copy path spends a large share there.
+#[test]
+fn discard_takes_the_receivers_copy_to_near_zero() {
+    if !perf_permitted() || wirebench_sys::thread::online_cpus() < 2 {
+        return;
+    }
+    let _g = serial();
+    let copy = receiver_copy_share("copy");
+    let discard = receiver_copy_share("discard");
+    eprintln!("receiver copy share: copy path {copy:.1} %, discard {discard:.1} %");
+    assert!(
+        copy >= 10.0,
+        "copy path: copy only {copy:.1} % of the receiver's samples"
+    );
+    assert!(
+        discard <= 3.0,
+        "discard: copy still {discard:.1} % of the receiver's samples"
+    );
+}
