@@ -248,11 +248,19 @@ pub enum FigureName {
     ClientDemandUsPerKb,
     /// The server threads' CPU per KB of payload, microseconds.
     ServerDemandUsPerKb,
+    /// Copy's share of the client end's profiled CPU time, percent (`--profile`).
+    ClientCopyPct,
+    /// Copy's share of the server end's profiled CPU time, percent.
+    ServerCopyPct,
+    /// Checksum's share of the client end's profiled CPU time, percent.
+    ClientChecksumPct,
+    /// Checksum's share of the server end's profiled CPU time, percent.
+    ServerChecksumPct,
 }
 
 impl FigureName {
     /// Every figure.
-    pub const ALL: [FigureName; 10] = [
+    pub const ALL: [FigureName; 14] = [
         FigureName::ThroughputBps,
         FigureName::TransactionsPerS,
         FigureName::RttP50Ns,
@@ -263,6 +271,10 @@ impl FigureName {
         FigureName::SystemBusyPct,
         FigureName::ClientDemandUsPerKb,
         FigureName::ServerDemandUsPerKb,
+        FigureName::ClientCopyPct,
+        FigureName::ServerCopyPct,
+        FigureName::ClientChecksumPct,
+        FigureName::ServerChecksumPct,
     ];
 
     /// Its name in a study file and in JSON.
@@ -278,6 +290,10 @@ impl FigureName {
             FigureName::SystemBusyPct => "system_busy_pct",
             FigureName::ClientDemandUsPerKb => "client_demand_us_per_kb",
             FigureName::ServerDemandUsPerKb => "server_demand_us_per_kb",
+            FigureName::ClientCopyPct => "client_copy_pct",
+            FigureName::ServerCopyPct => "server_copy_pct",
+            FigureName::ClientChecksumPct => "client_checksum_pct",
+            FigureName::ServerChecksumPct => "server_checksum_pct",
         }
     }
 }

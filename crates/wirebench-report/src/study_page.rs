@@ -47,7 +47,11 @@ fn y_axis(f: FigureName) -> Axis {
         FigureName::LossPct
         | FigureName::ClientCpuPct
         | FigureName::ServerCpuPct
-        | FigureName::SystemBusyPct => Axis::linear(label, Unit::Percent),
+        | FigureName::SystemBusyPct
+        | FigureName::ClientCopyPct
+        | FigureName::ServerCopyPct
+        | FigureName::ClientChecksumPct
+        | FigureName::ServerChecksumPct => Axis::linear(label, Unit::Percent),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             Axis::linear(label, Unit::Other("µs/KB".into()))
         }
@@ -211,6 +215,66 @@ pub fn ladder_figures(
             }
         })
         .collect()
+}
+
+/// The seed's fig. 5: an end's CPU breakdown at every profiled point of `test`, one
+/// stacked bar per point (idle left out), percent of the sampled CPU time.
+pub fn breakdown_figure(
+    m: &StudyManifest,
+    points: &[StudyPoint],
+    test: &str,
+    host: wirebench_model::side::HostRole,
+) -> Option<StudyFigure> {
+    use wirebench_model::profile::ProfileCategory;
+    let rows: Vec<(String, Vec<(ProfileCategory, f64)>)> = points
+        .iter()
+        .filter(|p| p.test == test)
+        .filter_map(|p| {
+            crate::analyze::study::breakdown(p, host).map(|b| (levels_text(&p.levels), b))
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let cats: Vec<ProfileCategory> = ProfileCategory::ALL
+        .into_iter()
+        .filter(|c| *c != ProfileCategory::Idle)
+        .collect();
+    let fig = BarFigure {
+        heading: Heading::new(
+            format!("{} CPU breakdown", crate::label::host(host)),
+            format!(
+                "{} · {} · % of the sampled CPU time, idle left out",
+                escape(test),
+                m.started_utc
+            ),
+        ),
+        categories: rows.iter().map(|r| r.0.clone()).collect(),
+        category_label: String::new(),
+        groups: vec![String::new()],
+        stacks: cats
+            .iter()
+            .map(|c| crate::print::study::category_label(*c).to_string())
+            .collect(),
+        values: rows
+            .iter()
+            .map(|(_, b)| {
+                vec![cats
+                    .iter()
+                    .map(|c| b.iter().find(|x| x.0 == *c).map_or(0.0, |x| x.1))
+                    .collect()]
+            })
+            .collect(),
+        value_axis: Axis::linear("share of the sampled CPU time", Unit::Percent),
+        orientation: Orientation::Horizontal,
+        show_totals: true,
+    };
+    Some(StudyFigure {
+        svg: fig.render_svg(),
+        caption: "perf cpu-clock samples of the CPUs the end used, over its measurement window, \
+                  classified by docs/PROFILE.md's table; the mean over the point's runs."
+            .into(),
+    })
 }
 
 fn blocks(figs: Vec<StudyFigure>) -> Vec<Block> {

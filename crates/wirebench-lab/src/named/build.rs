@@ -207,8 +207,12 @@ fn configure_endpoint(spec: &LabSpec, side: Endpoint) -> Result<(), NamedError> 
             })?;
         }
         for (flag, mask, file) in [
-            ("rps", &spec.rps_cpus, "rx-0/rps_cpus"),
-            ("xps", &spec.xps_cpus, "tx-0/xps_cpus"),
+            (
+                "rps",
+                spec.rps_of(side == Endpoint::Server),
+                "rx-0/rps_cpus",
+            ),
+            ("xps", spec.xps_cpus.as_ref(), "tx-0/xps_cpus"),
         ] {
             let Some(mask) = mask else { continue };
             let path = format!("/sys/class/net/{ifn}/queues/{file}");
@@ -378,8 +382,8 @@ fn verify_endpoint(
         }
     }
     for (flag, want, got) in [
-        ("rps", &spec.rps_cpus, &ep.rps_cpus),
-        ("xps", &spec.xps_cpus, &ep.xps_cpus),
+        ("rps", spec.rps_of(side == Endpoint::Server), &ep.rps_cpus),
+        ("xps", spec.xps_cpus.as_ref(), &ep.xps_cpus),
     ] {
         if let Some(want) = want {
             let num = |m: &str| u128::from_str_radix(&m.replace(',', ""), 16).ok();

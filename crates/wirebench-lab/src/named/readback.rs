@@ -417,7 +417,7 @@ fn read_endpoint(
             routes,
             cc_default: sys::read_proc("/proc/sys/net/ipv4/tcp_congestion_control")?,
             sysctls,
-            rps_cpus: queue_mask(spec.and_then(|s| s.rps_cpus.as_ref()), "rx-0/rps_cpus")?,
+            rps_cpus: queue_mask(spec.and_then(|s| s.rps_of(!client)), "rx-0/rps_cpus")?,
             xps_cpus: queue_mask(spec.and_then(|s| s.xps_cpus.as_ref()), "tx-0/xps_cpus")?,
         })
     })

@@ -199,6 +199,9 @@ pub struct LabSpec {
     pub sysctls: Vec<SysctlSetting>,
     /// RPS CPU mask (hex, as in `/sys/class/net/*/queues/rx-0/rps_cpus`) of both endpoints.
     pub rps_cpus: Option<String>,
+    /// RPS CPU mask of the server's veth end only (overrides `rps_cpus` there): receive
+    /// processing of each "host" on its own CPU, as on two machines.
+    pub server_rps_cpus: Option<String>,
     /// XPS CPU mask (hex, `queues/tx-0/xps_cpus`) of both endpoints.
     pub xps_cpus: Option<String>,
 }
@@ -217,6 +220,7 @@ impl Default for LabSpec {
             ipv6: false,
             sysctls: Vec::new(),
             rps_cpus: None,
+            server_rps_cpus: None,
             xps_cpus: None,
         }
     }
@@ -238,6 +242,15 @@ const EMU_FORBIDDEN_ON: &[&str] = &[
 ];
 
 impl LabSpec {
+    /// The RPS mask of an endpoint's veth end.
+    pub fn rps_of(&self, server: bool) -> Option<&String> {
+        if server {
+            self.server_rps_cpus.as_ref().or(self.rps_cpus.as_ref())
+        } else {
+            self.rps_cpus.as_ref()
+        }
+    }
+
     /// A plain veth pair named `name`, MTU 1500.
     pub fn new(name: &str) -> Self {
         LabSpec {
@@ -299,7 +312,11 @@ impl LabSpec {
         for s in &self.sysctls {
             validate_sysctl(s)?;
         }
-        for (flag, mask) in [("rps", &self.rps_cpus), ("xps", &self.xps_cpus)] {
+        for (flag, mask) in [
+            ("rps", &self.rps_cpus),
+            ("server-rps", &self.server_rps_cpus),
+            ("xps", &self.xps_cpus),
+        ] {
             if let Some(m) = mask {
                 if m.is_empty() || !m.chars().all(|c| c.is_ascii_hexdigit() || c == ',') {
                     return Err(invalid(flag, m, "not a hex CPU mask"));

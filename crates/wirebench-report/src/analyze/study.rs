@@ -22,6 +22,7 @@
 //! holds when every group that has both points meets the bound, and has no data when no
 //! group has them.
 
+use wirebench_model::profile::ProfileCategory;
 use wirebench_model::result::RunResult;
 use wirebench_model::side::HostRole;
 use wirebench_model::study::{
@@ -97,7 +98,46 @@ pub fn figures(r: &RunResult) -> Vec<FigureValue> {
         FigureName::ServerDemandUsPerKb,
         mean(HostRole::Server, &|c| c.threads_service_demand_us_per_kb),
     );
+    for (host, cat, fig) in [
+        (
+            HostRole::Client,
+            ProfileCategory::Copy,
+            FigureName::ClientCopyPct,
+        ),
+        (
+            HostRole::Server,
+            ProfileCategory::Copy,
+            FigureName::ServerCopyPct,
+        ),
+        (
+            HostRole::Client,
+            ProfileCategory::Checksum,
+            FigureName::ClientChecksumPct,
+        ),
+        (
+            HostRole::Server,
+            ProfileCategory::Checksum,
+            FigureName::ServerChecksumPct,
+        ),
+    ] {
+        let v = profile_share(r, host, cat);
+        push(fig, v);
+    }
     out
+}
+
+/// A category's share of an end's profiled CPU time, percent, the mean over the runs.
+fn profile_share(r: &RunResult, host: HostRole, cat: ProfileCategory) -> Option<f64> {
+    let v: Vec<f64> = r
+        .runs
+        .iter()
+        .filter_map(|run| run.summary.as_ref())
+        .flat_map(|s| s.profiles.iter())
+        .filter(|e| e.host == host)
+        .filter_map(|e| e.categories.iter().find(|c| c.category == cat))
+        .map(|c| c.pct)
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// A point's value of `figure`.
@@ -171,6 +211,36 @@ fn median_of<'a>(points: impl Iterator<Item = &'a StudyPoint>, figure: FigureNam
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
+}
+
+/// An end's profile breakdown of a point: every category's share of the sampled CPU
+/// time, percent, in [`ProfileCategory::ALL`] order, the mean over the point's runs that
+/// have one (`--profile`).
+pub fn breakdown(p: &StudyPoint, host: HostRole) -> Option<Vec<(ProfileCategory, f64)>> {
+    let ends: Vec<_> = p
+        .result
+        .runs
+        .iter()
+        .filter_map(|r| r.summary.as_ref())
+        .flat_map(|s| s.profiles.iter())
+        .filter(|e| e.host == host)
+        .collect();
+    if ends.is_empty() {
+        return None;
+    }
+    Some(
+        ProfileCategory::ALL
+            .iter()
+            .map(|c| {
+                let sum: f64 = ends
+                    .iter()
+                    .filter_map(|e| e.categories.iter().find(|x| x.category == *c))
+                    .map(|x| x.pct)
+                    .sum();
+                (*c, sum / ends.len() as f64)
+            })
+            .collect(),
+    )
 }
 
 /// The median of `figure` over the points of `test` in cell `cell`.

@@ -61,7 +61,11 @@ pub fn figure_value_text(f: FigureName, v: f64) -> String {
         FigureName::LossPct
         | FigureName::ClientCpuPct
         | FigureName::ServerCpuPct
-        | FigureName::SystemBusyPct => format!("{v:.1} %"),
+        | FigureName::SystemBusyPct
+        | FigureName::ClientCopyPct
+        | FigureName::ServerCopyPct
+        | FigureName::ClientChecksumPct
+        | FigureName::ServerChecksumPct => format!("{v:.1} %"),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             format!("{v:.3} µs/KB")
         }
@@ -81,6 +85,10 @@ pub fn figure_title(f: FigureName) -> &'static str {
         FigureName::SystemBusyPct => "all CPUs busy, %",
         FigureName::ClientDemandUsPerKb => "client service demand",
         FigureName::ServerDemandUsPerKb => "server service demand",
+        FigureName::ClientCopyPct => "copy, % of the client end's profiled CPU",
+        FigureName::ServerCopyPct => "copy, % of the server end's profiled CPU",
+        FigureName::ClientChecksumPct => "checksum, % of the client end's profiled CPU",
+        FigureName::ServerChecksumPct => "checksum, % of the server end's profiled CPU",
     }
 }
 
@@ -268,6 +276,51 @@ fn table(head: &[String], rows: &[Vec<String>]) -> String {
         out.push_str(&line(r));
     }
     out
+}
+
+/// A profile category's name in tables and legends.
+pub fn category_label(c: wirebench_model::profile::ProfileCategory) -> &'static str {
+    super::profile::category_name(c)
+}
+
+/// The CPU breakdown of `host` at every profiled point of `test` (the seed's fig. 5 table):
+/// a row per point, a column per category, percent of the sampled CPU time.
+pub fn breakdown_text(
+    points: &[StudyPoint],
+    test: &str,
+    host: wirebench_model::side::HostRole,
+) -> String {
+    use wirebench_model::profile::ProfileCategory;
+    let rows_data: Vec<(String, Vec<(ProfileCategory, f64)>)> = points
+        .iter()
+        .filter(|p| p.test == test)
+        .filter_map(|p| {
+            crate::analyze::study::breakdown(p, host).map(|b| (levels_text(&p.levels), b))
+        })
+        .collect();
+    if rows_data.is_empty() {
+        return String::new();
+    }
+    let mut head = vec!["point".to_string()];
+    head.extend(
+        ProfileCategory::ALL
+            .iter()
+            .map(|c| super::profile::category_name(*c).to_string()),
+    );
+    let rows: Vec<Vec<String>> = rows_data
+        .iter()
+        .map(|(l, b)| {
+            let mut r = vec![l.clone()];
+            r.extend(b.iter().map(|(_, v)| format!("{v:.1}")));
+            r
+        })
+        .collect();
+    format!(
+        "{} CPU breakdown, % of its sampled CPU time ({}):\n{}",
+        crate::label::host(host),
+        escape(test),
+        table(&head, &rows)
+    )
 }
 
 /// The cells' testbed timings: build, teardown, measured and wall time.

@@ -195,6 +195,8 @@ impl Daemon {
             "--bind",
             Endpoint::Server.ipv4(),
             "--allow-unauthenticated",
+            // A study's tests may ask for --profile; the daemon is the study's own.
+            "--allow-profile",
         ]);
         let out = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;

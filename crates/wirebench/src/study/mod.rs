@@ -442,6 +442,18 @@ pub fn summary_text(m: &StudyManifest, file: &StudyFile, points: &[StudyPoint]) 
             out.push_str(&show::pivot_text(&t.title, &p));
         }
     }
+    for t in &file.tests {
+        for host in [
+            wirebench_model::side::HostRole::Server,
+            wirebench_model::side::HostRole::Client,
+        ] {
+            let b = show::breakdown_text(points, &t.label, host);
+            if !b.is_empty() {
+                out.push('\n');
+                out.push_str(&b);
+            }
+        }
+    }
     if !file.expectations.is_empty() {
         out.push_str("\nexpectations:\n");
         for e in &file.expectations {

@@ -126,10 +126,19 @@ pub fn lab_spec(levels: &[Level]) -> Result<LabSpec, NamedError> {
             TestbedFactor::Placement => {}
         }
     }
-    if placement_of(levels) == Placement::Uniprocessor {
-        // CPU 0 takes the receive processing of both veth ends too.
-        s.rps_cpus = Some("1".into());
-        s.xps_cpus = Some("1".into());
+    match placement_of(levels) {
+        Placement::Uniprocessor => {
+            // CPU 0 takes the receive processing of both veth ends too.
+            s.rps_cpus = Some("1".into());
+            s.xps_cpus = Some("1".into());
+        }
+        Placement::DifferentCpus => {
+            // Each host's receive processing on its own CPU, as on two machines: the
+            // client's veth on CPU 0, the server's on CPU 1.
+            s.rps_cpus = Some("1".into());
+            s.server_rps_cpus = Some("2".into());
+        }
+        _ => {}
     }
     Ok(s)
 }
