@@ -686,6 +686,9 @@ struct Capture {
     distinct: u64,
     duplicate: u64,
     late: u64,
+    /// Frames the capture socket itself dropped (PACKET_STATISTICS `tp_drops`): a capture
+    /// thread starved on a loaded machine misses frames the receiver got.
+    dropped: u64,
 }
 
 /// Capture the UDP stream datagrams (magic `WBU1`) arriving on B's interface for `secs`,
@@ -729,6 +732,7 @@ fn capture(
                 _ => highest = Some(h.seq),
             }
         }
+        cap.dropped = sock.statistics().map_or(0, |s| u64::from(s.drops));
         cap
     })
 }
@@ -763,20 +767,28 @@ fn udp_duplicates_and_reordering_match_a_capture_and_the_emulator() {
     let c = &udp(&r).directions[0].counts;
     eprintln!(
         "udp with 2% dup + 2% reorder: wirebench received {} dup {} late {}; capture distinct {} \
-         dup {} late {}; emulator duplicated {} held back {}",
+         dup {} late {} dropped {}; emulator duplicated {} held back {}",
         c.total_received,
         c.duplicate,
         c.late,
         cap.distinct,
         cap.duplicate,
         cap.late,
+        cap.dropped,
         after.duplicated - before.duplicated,
         after.reordered - before.reordered
     );
-    // The receiver's counts equal the capture's, one for one.
-    assert_eq!(c.total_received, cap.distinct);
-    assert_eq!(c.duplicate, cap.duplicate);
-    assert_eq!(c.late, cap.late);
+    // The receiver's counts equal the capture's, one for one, unless the capture socket
+    // dropped frames itself (then it saw fewer, by at most what it dropped).
+    if cap.dropped == 0 {
+        assert_eq!(c.total_received, cap.distinct);
+        assert_eq!(c.duplicate, cap.duplicate);
+        assert_eq!(c.late, cap.late);
+    } else {
+        eprintln!("the capture socket dropped {} frames", cap.dropped);
+        assert!(c.total_received >= cap.distinct);
+        assert!(c.total_received - cap.distinct <= cap.dropped, "{cap:?}");
+    }
     assert_eq!(c.total_lost, 0);
     // Every duplicate the capture saw was made by the emulator (which also duplicates the
     // odd control-connection segment), and there were some of each.
