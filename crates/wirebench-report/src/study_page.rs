@@ -390,6 +390,32 @@ pub fn study_page(
         code: summary.to_string(),
     });
     report.sections.push(res);
+    report.sections.push(cells_section(m));
+    let mut s = Section::new("Study file and command");
+    s.push(Block::Code {
+        caption: "command".into(),
+        code: m
+            .command
+            .iter()
+            .map(|a| escape(a))
+            .collect::<Vec<_>>()
+            .join(" "),
+    });
+    s.push(Block::Code {
+        caption: escape(&m.file),
+        code: m
+            .file_text
+            .lines()
+            .map(escape)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    });
+    report.sections.push(s);
+    report
+}
+
+/// Every testbed cell with its status and times.
+fn cells_section(m: &StudyManifest) -> Section {
     let ms = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.0}"));
     let rows = m
         .cells
@@ -431,26 +457,5 @@ pub fn study_page(
         ],
         rows,
     }));
-    report.sections.push(cells);
-    let mut s = Section::new("Study file and command");
-    s.push(Block::Code {
-        caption: "command".into(),
-        code: m
-            .command
-            .iter()
-            .map(|a| escape(a))
-            .collect::<Vec<_>>()
-            .join(" "),
-    });
-    s.push(Block::Code {
-        caption: escape(&m.file),
-        code: m
-            .file_text
-            .lines()
-            .map(escape)
-            .collect::<Vec<_>>()
-            .join("\n"),
-    });
-    report.sections.push(s);
-    report
+    cells
 }

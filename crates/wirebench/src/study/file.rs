@@ -7,10 +7,11 @@ use std::fmt;
 
 use serde::Deserialize;
 use toml::{Spanned, Value};
-use wirebench_lab::named::{parse_duration_ns, parse_offloads, parse_pct, parse_rate_bps};
 use wirebench_model::study::{
-    CompareOp, Condition, Expectation, FigureName, Level, Placement, StudyFactor, TestbedFactor,
+    CompareOp, Condition, Expectation, FigureName, Level, StudyFactor, TestbedFactor,
 };
+
+use super::levels::{level_value, test_factor, testbed_factor, testbed_value};
 use wirebench_model::sweep::{FactorName, FactorValue};
 
 /// Largest MTU a veth device takes (`ETH_MAX_MTU`).
@@ -422,19 +423,6 @@ fn options(cx: &Ctx<'_>, o: Option<RawOptions>) -> Result<StudyOptions, FileErro
     })
 }
 
-/// The testbed factor a key names.
-fn testbed_factor(key: &str) -> Option<TestbedFactor> {
-    TestbedFactor::ALL.into_iter().find(|f| f.key() == key)
-}
-
-/// The test factor a key names (`send_path` or `send-path`).
-fn test_factor(key: &str) -> Option<FactorName> {
-    let k = key.replace('-', "_");
-    FactorName::ALL
-        .into_iter()
-        .find(|f| f.flag().trim_start_matches("--").replace('-', "_") == k)
-}
-
 fn factor_key(cx: &Ctx<'_>, s: &Spanned<String>, key: &str) -> Result<StudyFactor, FileError> {
     let k = s.get_ref();
     testbed_factor(k)
@@ -459,68 +447,6 @@ fn figure_name(cx: &Ctx<'_>, s: &Spanned<String>, key: &str) -> Result<FigureNam
                 ),
             )
         })
-}
-
-/// A testbed level from a TOML value, checked.
-fn testbed_value(f: TestbedFactor, v: &Value) -> Result<FactorValue, String> {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        Value::Integer(i) => i.to_string(),
-        Value::Float(x) => x.to_string(),
-        other => {
-            return Err(format!(
-                "{} is not a value of {}",
-                other.type_str(),
-                f.key()
-            ))
-        }
-    };
-    let named = |e: wirebench_lab::named::NamedError| e.to_string();
-    Ok(match f {
-        TestbedFactor::Mtu => {
-            let n: u64 = text
-                .parse()
-                .map_err(|_| format!("MTU {text:?} is not a number"))?;
-            if !(MIN_MTU..=MAX_MTU).contains(&n) {
-                return Err(format!(
-                    "MTU {n} is impossible: a veth takes {MIN_MTU} to {MAX_MTU} bytes"
-                ));
-            }
-            FactorValue::Number(n)
-        }
-        TestbedFactor::Rate => FactorValue::Number(parse_rate_bps(&text).map_err(named)?),
-        TestbedFactor::Delay | TestbedFactor::Jitter => {
-            FactorValue::Number(parse_duration_ns(f.key(), &text).map_err(named)?)
-        }
-        TestbedFactor::Loss | TestbedFactor::Reorder | TestbedFactor::Duplicate => {
-            FactorValue::Name(parse_pct(f.key(), &text).map_err(named)?.to_string())
-        }
-        TestbedFactor::Offload => {
-            parse_offloads(&text).map_err(named)?;
-            FactorValue::Name(text)
-        }
-        TestbedFactor::Sysctl => {
-            let s = wirebench_lab::named::parse_sysctl(&text).map_err(named)?;
-            let mut spec = wirebench_lab::named::LabSpec::new("check");
-            spec.sysctls.push(s);
-            spec.validate().map_err(named)?;
-            FactorValue::Name(text)
-        }
-        TestbedFactor::Cc => {
-            let mut spec = wirebench_lab::named::LabSpec::new("check");
-            spec.cc = Some(text.clone());
-            spec.validate().map_err(named)?;
-            FactorValue::Name(text)
-        }
-        TestbedFactor::Placement => {
-            let p = Placement::ALL.into_iter().find(|p| p.key() == text);
-            if p.is_none() {
-                let names: Vec<&str> = Placement::ALL.iter().map(|p| p.key()).collect();
-                return Err(format!("placement {text:?}: one of {}", names.join(", ")));
-            }
-            FactorValue::Name(text)
-        }
-    })
 }
 
 /// Levels of a table of testbed settings (`[testbed]`, an explicit cell); with `lists`,
@@ -796,28 +722,6 @@ fn condition(
     let op = CompareOp::parse(op).ok_or_else(|| bad(format!("{text:?}: bad operator")))?;
     let value = level_value(factor, value).map_err(|m| bad(format!("{text:?}: {m}")))?;
     Ok(Condition { factor, op, value })
-}
-
-/// A level's value from text, as the factor stores it.
-fn level_value(factor: StudyFactor, text: &str) -> Result<FactorValue, String> {
-    match factor {
-        StudyFactor::Testbed(TestbedFactor::Mtu) => text
-            .parse()
-            .map(FactorValue::Number)
-            .map_err(|_| format!("{text:?} is not a number")),
-        StudyFactor::Testbed(f) => testbed_value(f, &Value::String(text.to_string())),
-        StudyFactor::Test(f) => match f {
-            FactorName::SendPath | FactorName::RecvPath | FactorName::Congestion => {
-                Ok(FactorValue::Name(text.to_string()))
-            }
-            FactorName::Rate => crate::cli::parse_rate(text).map(FactorValue::Number),
-            FactorName::Flows | FactorName::Burst | FactorName::UnderLoad => text
-                .parse()
-                .map(FactorValue::Number)
-                .map_err(|_| format!("{text:?} is not a whole number")),
-            _ => crate::cli::parse_size(text).map(FactorValue::Number),
-        },
-    }
 }
 
 /// `{ send_path = "sendfile" }`: the levels that pick a point.

@@ -9,6 +9,7 @@
 
 pub mod exec;
 pub mod file;
+mod levels;
 pub mod plan;
 
 use std::io::Write;
