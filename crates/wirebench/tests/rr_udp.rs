@@ -693,14 +693,18 @@ struct Capture {
 
 /// Capture the UDP stream datagrams (magic `WBU1`) arriving on B's interface for `secs`,
 /// classifying them by sequence number (late = below the highest seen, not seen before).
+/// Returns once the capture socket is open: a test started before would send datagrams the
+/// capture cannot see.
 fn capture(
     path: &EmulatedPath,
     secs: u64,
 ) -> std::thread::JoinHandle<Result<Capture, wirebench_lab::LabError>> {
-    path.spawn_in(Side::B, move || {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = path.spawn_in(Side::B, move || {
         use wirebench_sys::packet::{ifindex, PacketSocket};
         let sock = PacketSocket::open(ifindex(IF_B).unwrap()).unwrap();
         sock.set_recv_buffer(8 << 20).unwrap();
+        let _ = ready_tx.send(());
         let mut seen = HashSet::new();
         let mut highest: Option<u64> = None;
         let mut cap = Capture::default();
@@ -734,7 +738,11 @@ fn capture(
         }
         cap.dropped = sock.statistics().map_or(0, |s| u64::from(s.drops));
         cap
-    })
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the capture socket did not open within 10 s");
+    handle
 }
 
 #[test]
