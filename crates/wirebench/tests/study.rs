@@ -507,3 +507,83 @@ fn bad_input_is_refused_before_anything_is_built() {
     );
     assert!(!Path::new(&s.out()).exists());
 }
+
+const CHECKSUM_OFFLOAD: &str = r#"
+title = "checksum offload vs the profile's checksum share"
+[options]
+time = 1.0
+[testbed]
+cc = "cubic"
+[factors]
+offload = ["tx-checksum=on", "tx-checksum=off"]
+[[test]]
+command = "stream"
+args = ["-b", "2G", "--profile"]
+"#;
+
+/// Issue 17's ground truth for the profile: with the veth's transmit checksum offload off
+/// (read back from the kernel as off), at the same paced rate, the sampled CPU time in the
+/// checksum category rises compared with offload on.
+#[test]
+fn checksum_offload_off_raises_the_checksum_category() {
+    require_netns();
+    let _g = serial();
+    let mut s = Scratch::new("csum");
+    let file = s.file(CHECKSUM_OFFLOAD);
+    let out = s.out();
+    s.spawn(&["study", "run", &file, "-o", &out]);
+    let status = s.child.as_mut().unwrap().wait().unwrap();
+    s.child = None;
+    assert_eq!(status.code(), Some(0));
+    let dir = PathBuf::from(&out);
+    let m = manifest(&dir);
+    let pts = points(&dir);
+    assert_eq!(pts.len(), 2);
+    let fig = |p: &StudyPoint, f: FigureName| {
+        p.figures
+            .iter()
+            .find(|x| x.figure == f)
+            .map(|x| x.value)
+            .unwrap_or_else(|| panic!("{f:?} missing: {:?}", p.figures))
+    };
+    let (mut on, mut off) = (None, None);
+    for p in &pts {
+        let offload = level(p, StudyFactor::Testbed(TestbedFactor::Offload));
+        // The kernel's own word for the cell's setting.
+        let tb = m.cells[p.cell as usize].testbed.as_ref().unwrap();
+        let state = tb
+            .client
+            .as_ref()
+            .unwrap()
+            .offloads
+            .iter()
+            .find(|o| o.feature == "tx-checksumming");
+        match offload {
+            FactorValue::Name(n) if n == "tx-checksum=off" => {
+                assert_eq!(state.map(|o| o.state.as_str()), Some("off"));
+                off = Some(p);
+            }
+            _ => {
+                assert_eq!(state.map(|o| o.state.as_str()), Some("on"));
+                on = Some(p);
+            }
+        }
+    }
+    let (on, off) = (on.unwrap(), off.unwrap());
+    // The same paced rate in both cells (within 5 %).
+    let (r_on, r_off) = (
+        fig(on, FigureName::ThroughputBps),
+        fig(off, FigureName::ThroughputBps),
+    );
+    assert!((r_on - r_off).abs() <= 0.05 * r_on, "{r_on} vs {r_off}");
+    let (c_on, c_off) = (
+        fig(on, FigureName::ClientChecksumPct),
+        fig(off, FigureName::ClientChecksumPct),
+    );
+    eprintln!("checksum share of the profiled CPU time: offload on {c_on:.2} %, off {c_off:.2} %");
+    assert!(
+        c_off >= c_on + 0.5,
+        "offload on {c_on:.2} %, off {c_off:.2} %"
+    );
+    assert_nothing_left(s.pids[0]);
+}
