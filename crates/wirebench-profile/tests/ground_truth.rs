@@ -411,6 +411,7 @@ fn compare_with_perf_once() -> Result<(), String> {
     // perf needs a moment to open its events; this window lies inside perf's.
     std::thread::sleep(Duration::from_millis(250));
     let running = sampler.start(agg).unwrap();
+    // The recording window (not a timing bound): 2 s of samples, inside perf's 2.5 s.
     std::thread::sleep(Duration::from_secs(2));
     let finished = running.stop().unwrap();
     let (start, stop) = (finished.recording.started_ns, finished.recording.stopped_ns);
@@ -533,6 +534,7 @@ fn receiver_copy_share(discard: bool) -> (f64, u64, Vec<(String, u64)>) {
         copy_symbols: HashMap::new(),
     };
     let running = sampler.start(sink).unwrap();
+    // The recording window (not a timing bound): 1 s of samples of the transfer.
     std::thread::sleep(Duration::from_secs(1));
     let finished = running.stop().unwrap();
     let tid = load.receiver_tid.unwrap() as u32;

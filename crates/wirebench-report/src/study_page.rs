@@ -103,17 +103,7 @@ pub fn table_figure(
         ),
         sub,
     );
-    let names: Vec<String> = p
-        .columns
-        .iter()
-        .map(|c| {
-            if c.is_empty() {
-                "measured".into()
-            } else {
-                levels_text(c)
-            }
-        })
-        .collect();
+    let names = crate::print::study::pivot_columns(&p);
     let numeric = p.rows.iter().all(|r| x_of(r).is_some_and(|x| x > 0.0));
     let caption = format!(
         "Each point is the median of the study's points at that level ({} testbed cell(s)); \
@@ -226,13 +216,7 @@ pub fn breakdown_figure(
     host: wirebench_model::side::HostRole,
 ) -> Option<StudyFigure> {
     use wirebench_model::profile::ProfileCategory;
-    let rows: Vec<(String, Vec<(ProfileCategory, f64)>)> = points
-        .iter()
-        .filter(|p| p.test == test)
-        .filter_map(|p| {
-            crate::analyze::study::breakdown(p, host).map(|b| (levels_text(&p.levels), b))
-        })
-        .collect();
+    let rows = crate::print::study::breakdown_rows(points, test, host);
     if rows.is_empty() {
         return None;
     }
@@ -354,27 +338,12 @@ pub fn study_page(
             continue;
         }
         let mut columns = vec![Column::text(factor_key(t.x))];
-        columns.extend(p.columns.iter().map(|c| {
-            Column::text(if c.is_empty() {
-                "measured".to_string()
-            } else {
-                levels_text(c)
-            })
-        }));
-        let rows = p
-            .rows
-            .iter()
-            .zip(&p.cells)
-            .map(|(r, cells)| {
-                let mut row = vec![value_text(t.x, r)];
-                row.extend(cells.iter().map(|c| {
-                    c.map_or("-".to_string(), |v| {
-                        crate::print::study::figure_value_text(t.y, v)
-                    })
-                }));
-                row
-            })
-            .collect();
+        columns.extend(
+            crate::print::study::pivot_columns(&p)
+                .into_iter()
+                .map(Column::text),
+        );
+        let rows = crate::print::study::pivot_rows(&p);
         res.push(Block::Table(DataTable {
             caption: format!(
                 "{}: {} (median of the points at each level)",

@@ -118,10 +118,9 @@ pub fn point_line(p: &StudyPoint, done: u64, total: u64) -> String {
     )
 }
 
-/// A pivot as a text table under `title`.
-pub fn pivot_text(title: &str, p: &Pivot) -> String {
-    // A factor some columns have and others lack (an explicit cell without a rate limit)
-    // is shown as `factor=none` in the latter.
+/// A pivot's column names: the variant levels. A factor some columns have and others lack
+/// (an explicit cell without a rate limit) is shown as `factor=none` in the latter.
+pub fn pivot_columns(p: &Pivot) -> Vec<String> {
     let mut all: Vec<StudyFactor> = Vec::new();
     for c in &p.columns {
         for l in c {
@@ -130,21 +129,26 @@ pub fn pivot_text(title: &str, p: &Pivot) -> String {
             }
         }
     }
-    let mut head = vec![factor_key(p.x)];
-    head.extend(p.columns.iter().map(|c| {
-        if all.is_empty() {
-            return "value".to_string();
-        }
-        all.iter()
-            .map(|f| match c.iter().find(|l| l.factor == *f) {
-                Some(l) => format!("{}={}", factor_key(*f), value_text(*f, &l.value)),
-                None => format!("{}=none", factor_key(*f)),
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }));
-    let rows: Vec<Vec<String>> = p
-        .rows
+    p.columns
+        .iter()
+        .map(|c| {
+            if all.is_empty() {
+                return "value".to_string();
+            }
+            all.iter()
+                .map(|f| match c.iter().find(|l| l.factor == *f) {
+                    Some(l) => format!("{}={}", factor_key(*f), value_text(*f, &l.value)),
+                    None => format!("{}=none", factor_key(*f)),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// A pivot's rows as text: the x value, then each column's figure (`-` where none).
+pub fn pivot_rows(p: &Pivot) -> Vec<Vec<String>> {
+    p.rows
         .iter()
         .zip(&p.cells)
         .map(|(r, cells)| {
@@ -155,8 +159,18 @@ pub fn pivot_text(title: &str, p: &Pivot) -> String {
             }));
             row
         })
-        .collect();
-    format!("{title}: {}\n{}", figure_title(p.y), table(&head, &rows))
+        .collect()
+}
+
+/// A pivot as a text table under `title`.
+pub fn pivot_text(title: &str, p: &Pivot) -> String {
+    let mut head = vec![factor_key(p.x)];
+    head.extend(pivot_columns(p));
+    format!(
+        "{title}: {}\n{}",
+        figure_title(p.y),
+        table(&head, &pivot_rows(p))
+    )
 }
 
 /// An expectation's outcome in words, with the measured figures.
@@ -283,6 +297,24 @@ pub fn category_label(c: wirebench_model::profile::ProfileCategory) -> &'static 
     super::profile::category_name(c)
 }
 
+/// Each profiled point of `test` (its levels in words) with `host`'s breakdown.
+pub fn breakdown_rows(
+    points: &[StudyPoint],
+    test: &str,
+    host: wirebench_model::side::HostRole,
+) -> Vec<(
+    String,
+    Vec<(wirebench_model::profile::ProfileCategory, f64)>,
+)> {
+    points
+        .iter()
+        .filter(|p| p.test == test)
+        .filter_map(|p| {
+            crate::analyze::study::breakdown(p, host).map(|b| (levels_text(&p.levels), b))
+        })
+        .collect()
+}
+
 /// The CPU breakdown of `host` at every profiled point of `test` (the seed's fig. 5 table):
 /// a row per point, a column per category, percent of the sampled CPU time.
 pub fn breakdown_text(
@@ -291,13 +323,7 @@ pub fn breakdown_text(
     host: wirebench_model::side::HostRole,
 ) -> String {
     use wirebench_model::profile::ProfileCategory;
-    let rows_data: Vec<(String, Vec<(ProfileCategory, f64)>)> = points
-        .iter()
-        .filter(|p| p.test == test)
-        .filter_map(|p| {
-            crate::analyze::study::breakdown(p, host).map(|b| (levels_text(&p.levels), b))
-        })
-        .collect();
+    let rows_data = breakdown_rows(points, test, host);
     if rows_data.is_empty() {
         return String::new();
     }
@@ -415,13 +441,7 @@ pub fn csv(points: &[StudyPoint]) -> String {
         let _ = write!(out, ",{}", f.key());
     }
     out.push_str(",status\n");
-    let field = |s: &str| -> String {
-        if s.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
+    let field = super::csv_cell;
     for p in points {
         let _ = write!(out, "{},{}", p.cell, field(&escape(&p.test)));
         for f in &factors {
