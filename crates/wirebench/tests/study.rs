@@ -61,6 +61,15 @@ impl Scratch {
         self.child = Some(c);
     }
 
+    /// Spawns the study (its PID recorded for the cleanup checks) and waits for its exit
+    /// code.
+    fn run_to_end(&mut self, args: &[&str]) -> Option<i32> {
+        self.spawn(args);
+        let status = self.child.as_mut().unwrap().wait().unwrap();
+        self.child = None;
+        status.code()
+    }
+
     fn run(&mut self, args: &[&str]) -> Ran {
         let out = Command::new(BIN)
             .args(args)
@@ -205,10 +214,7 @@ fn two_by_two_study_end_to_end() {
     let mut s = Scratch::new("2x2");
     let file = s.file(TWO_BY_TWO);
     let out = s.out();
-    s.spawn(&["study", "run", &file, "-o", &out]);
-    let status = s.child.as_mut().unwrap().wait().unwrap();
-    s.child = None;
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(s.run_to_end(&["study", "run", &file, "-o", &out]), Some(0));
     let dir = PathBuf::from(&out);
     let m = manifest(&dir);
     assert_eq!(m.status, StudyStatus::Completed);
@@ -531,10 +537,7 @@ fn checksum_offload_off_raises_the_checksum_category() {
     let mut s = Scratch::new("csum");
     let file = s.file(CHECKSUM_OFFLOAD);
     let out = s.out();
-    s.spawn(&["study", "run", &file, "-o", &out]);
-    let status = s.child.as_mut().unwrap().wait().unwrap();
-    s.child = None;
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(s.run_to_end(&["study", "run", &file, "-o", &out]), Some(0));
     let dir = PathBuf::from(&out);
     let m = manifest(&dir);
     let pts = points(&dir);
