@@ -1,4 +1,5 @@
-//! [`Abort`]: the flag every data thread polls, and the reason the first abort gave.
+//! [`Abort`]: the flag every data thread polls, the reason the first abort gave, and the
+//! peer-finished hint servers use to end their wind-down early.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -10,6 +11,8 @@ use wirebench_model::abort::AbortReason;
 pub struct Abort {
     flag: AtomicBool,
     reason: Mutex<Option<AbortReason>>,
+    /// The peer reported its results: it sends nothing more (not an abort).
+    peer_finished: AtomicBool,
 }
 
 impl Abort {
@@ -29,6 +32,18 @@ impl Abort {
     /// True once [`Abort::abort`] was called.
     pub fn is_set(&self) -> bool {
         self.flag.load(Ordering::Relaxed)
+    }
+
+    /// The peer has finished and reported its results, so it sends nothing more on the data
+    /// connections. Not an abort: a server that ends on idleness after its stop instant
+    /// (CRR, UDP request/response) may end as soon as what already arrived is served.
+    pub fn peer_finished(&self) {
+        self.peer_finished.store(true, Ordering::Release);
+    }
+
+    /// True once [`Abort::peer_finished`] was called.
+    pub fn is_peer_finished(&self) -> bool {
+        self.peer_finished.load(Ordering::Acquire)
     }
 
     /// The reason of the first abort, if there was one.

@@ -14,7 +14,7 @@ use super::io::{
     orderly_finish, payload, prepare_tcp, read_full, sleep_abortable, write_full, Addresses,
     FlowEnd, Repeated, Tally,
 };
-use super::{ConnectFn, FlowCtx, ERROR_BACKOFF, POLL_TIMEOUT};
+use super::{ConnectFn, FlowCtx, ERROR_BACKOFF};
 use crate::util::is_timeout;
 
 pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
@@ -92,7 +92,7 @@ pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
     let mut last_activity = Instant::now();
     let mut failures = Repeated::default();
     while !ctx.aborted() && !ctx.server_done(last_activity) {
-        let s = match rx.recv_timeout(POLL_TIMEOUT) {
+        let s = match rx.recv_timeout(ctx.server_poll()) {
             Ok(s) => s,
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => break,

@@ -29,7 +29,11 @@
 //!   (bounded by [`RrConfig::peer_timeout`] / [`RrConfig::udp_timeout`]).
 //! - **Servers** serve until the client is done: TCP RR until EOF; CRR until the channel of
 //!   accepted connections is disconnected; CRR and UDP also end once nothing has arrived for
-//!   [`SERVER_IDLE_AFTER_STOP`] after their stop instant. Every server waits at most
+//!   [`SERVER_IDLE_AFTER_STOP`] after their stop instant, or for [`SERVER_IDLE_AFTER_PEER`]
+//!   once the caller said the client has finished ([`Abort::peer_finished`]: its results
+//!   arrived, so every request it will send has been sent and answered or given up on; after
+//!   the stop instant servers wake every [`SERVER_IDLE_AFTER_PEER`] to notice, from one poll
+//!   period before it on). Every server waits at most
 //!   `drain_limit` past its own stop instant, so the two ends' start instants may differ by
 //!   less than that.
 //! - **Abort**: the window ends at the abort instant (empty if aborted during the warm-up);
@@ -158,6 +162,10 @@ pub const UDP_SEQ_BYTES: usize = 8;
 
 /// A CRR or UDP server ends once nothing has arrived for this long after its stop instant.
 pub const SERVER_IDLE_AFTER_STOP: Duration = Duration::from_millis(250);
+
+/// A CRR or UDP server whose client has finished ends once nothing has arrived for this long
+/// after its stop instant; also how often it wakes after the stop instant to notice.
+pub const SERVER_IDLE_AFTER_PEER: Duration = Duration::from_millis(1);
 
 /// Pause after a failed connect (CRR) or a failed UDP send before the next attempt.
 const ERROR_BACKOFF: Duration = Duration::from_millis(1);
@@ -410,16 +418,35 @@ impl FlowCtx<'_> {
         self.publish(t);
     }
     /// Server end condition after the stop instant: drain limit passed, or idle for
-    /// [`SERVER_IDLE_AFTER_STOP`] since the later of the stop instant and `last_activity`.
+    /// [`SERVER_IDLE_AFTER_STOP`] (for [`SERVER_IDLE_AFTER_PEER`] once the client has
+    /// finished) since the later of the stop instant and `last_activity`.
     fn server_done(&self, last_activity: Instant) -> bool {
         match self.stop_at() {
             None => false,
             Some(stop) => {
                 let now = Instant::now();
-                now > stop + self.cfg.drain_limit
-                    || now.saturating_duration_since(stop.max(last_activity))
-                        > SERVER_IDLE_AFTER_STOP
+                let idle = now.saturating_duration_since(stop.max(last_activity));
+                let limit = if self.abort.is_peer_finished() {
+                    SERVER_IDLE_AFTER_PEER
+                } else {
+                    SERVER_IDLE_AFTER_STOP
+                };
+                now > stop + self.cfg.drain_limit || idle > limit
             }
+        }
+    }
+    /// How long a server's blocking call may wait: [`POLL_TIMEOUT`], and from one
+    /// [`POLL_TIMEOUT`] before the planned stop instant on [`SERVER_IDLE_AFTER_PEER`], so
+    /// that the client's end is noticed promptly (two values only, so that a server that
+    /// sets it as a socket option changes it once).
+    fn server_poll(&self) -> Duration {
+        let planned_stop = self.shared.start + self.cfg.warmup + self.cfg.duration;
+        if self.stop_at().is_some()
+            || planned_stop.saturating_duration_since(Instant::now()) <= POLL_TIMEOUT
+        {
+            SERVER_IDLE_AFTER_PEER
+        } else {
+            POLL_TIMEOUT
         }
     }
 }

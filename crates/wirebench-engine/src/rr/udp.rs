@@ -131,8 +131,28 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
     let mut resp = payload(ctx.cfg.response_size_bytes.max(UDP_SEQ_BYTES));
     let mut last_activity = Instant::now();
     let mut failures = Repeated::default();
+    let mut poll = POLL_TIMEOUT;
     while !ctx.aborted() && !ctx.server_done(last_activity) {
-        match s.recv_from(&mut buf) {
+        if ctx.server_poll() != poll {
+            poll = ctx.server_poll();
+            let _ = s.set_read_timeout(Some(poll));
+        }
+        // The client has finished: every request it sent is queued here already (or was
+        // given up on), so answer what is queued without waiting and end once it is empty.
+        let draining = ctx.stop_at().is_some() && ctx.abort.is_peer_finished();
+        let received = if draining {
+            match rustix::net::recvfrom(s, &mut buf[..], rustix::net::RecvFlags::DONTWAIT) {
+                Ok((n, _, from)) => from
+                    .and_then(|a| std::net::SocketAddr::try_from(a).ok())
+                    .map(|a| (n, a))
+                    .ok_or_else(|| std::io::Error::other("a datagram without an IP source")),
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(e) => Err(e.into()),
+            }
+        } else {
+            s.recv_from(&mut buf)
+        };
+        match received {
             Ok((n, peer)) => {
                 last_activity = Instant::now();
                 if n != req_len || n < UDP_SEQ_BYTES {

@@ -254,6 +254,7 @@ fn drive<'a>(
             }
             if ts.server_report.is_none() {
                 if let Some(report) = engine.try_finish() {
+                    tracing::debug!(test_id = ts.test_id, "engine finished");
                     ts.server_report = Some(report.clone());
                     if ts.client_report.is_some() {
                         if let Some(a) = ts.admission.as_mut() {
@@ -436,7 +437,12 @@ fn execute<'a>(
             }
             Action::PeerInterval(_) => {}
             Action::PeerResults(r) => {
+                tracing::debug!(test_id = ts.test_id, "the client's results arrived");
                 ts.client_report = Some(*r);
+                // The client sends nothing more: servers that end on idleness may end now.
+                if let Some(e) = ts.engine.as_ref() {
+                    e.abort.peer_finished();
+                }
                 if ts.server_report.is_some() {
                     if let Some(a) = ts.admission.as_mut() {
                         a.mark_finishing();
