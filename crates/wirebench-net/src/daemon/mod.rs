@@ -185,6 +185,9 @@ pub struct DaemonHandle {
     addr: SocketAddr,
     state: Arc<State>,
     thread: Option<JoinHandle<()>>,
+    /// A second handle on the listening socket: shutting it down wakes the accept loop's
+    /// poll at once instead of after up to [`ACCEPT_POLL`].
+    waker: Option<TcpListener>,
 }
 
 /// Counters a test or an operator can read from a running daemon.
@@ -284,6 +287,8 @@ impl Daemon {
                     let _ = rustix::event::poll(&mut fds, Some(&timeout));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The handle shut the listener down to wake this loop.
+                Err(_) if state.shutdown.load(Ordering::Relaxed) => break,
                 Err(e) => {
                     // EMFILE/ENFILE and friends: back off instead of spinning.
                     let now = Instant::now();
@@ -301,6 +306,7 @@ impl Daemon {
     pub fn spawn(self) -> io::Result<DaemonHandle> {
         let addr = self.local_addr()?;
         let state = Arc::clone(&self.state);
+        let waker = self.listener.try_clone().ok();
         let thread = thread::Builder::new()
             .name("wb-daemon".into())
             .spawn(move || self.run())?;
@@ -308,6 +314,7 @@ impl Daemon {
             addr,
             state,
             thread: Some(thread),
+            waker,
         })
     }
 }
@@ -362,7 +369,12 @@ impl DaemonHandle {
 
     fn stop_accepting(&mut self) {
         self.state.shutdown.store(true, Ordering::Relaxed);
-        // The accept loop polls with a timeout: it sees the flag within ACCEPT_POLL.
+        // The accept loop polls with a timeout: it sees the flag within ACCEPT_POLL, or at
+        // once when shutting the listener down for reading wakes its poll (Linux does so
+        // for a listening socket; pending, unaccepted connections are reset).
+        if let Some(w) = self.waker.take() {
+            let _ = socket2::SockRef::from(&w).shutdown(std::net::Shutdown::Read);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
