@@ -356,6 +356,7 @@ fn drive(
                         report.status = SideStatus::Aborted(AbortReason::Interrupted);
                     }
                     run.client = Some(report.clone());
+                    tracing::debug!("client: engine finished, sending results");
                     let acts = sess.engine_done(now, report);
                     if execute(cfg, conn, sess, run, acts, on_interval)? {
                         return Ok(());
@@ -413,12 +414,14 @@ fn execute(
         match a {
             Action::Send(m) => conn.send(&m)?,
             Action::OpenData { token, .. } => {
+                tracing::debug!("client: admitted, opening the data connections");
                 let pinned = cfg.spec.common.client_cpu.map(|c| c as usize);
                 run.profile = crate::end::prepare_profile(&cfg.spec, pinned, true);
                 open_data(cfg, run, token)?;
                 queue.extend(sess.data_opened(Instant::now()));
             }
             Action::StartEngine => {
+                tracing::debug!("client: starting the engine");
                 let local = run
                     .sockets
                     .conns
@@ -447,7 +450,10 @@ fn execute(
                 run.stopped_by_server.get_or_insert(reason);
             }
             Action::PeerInterval(m) => on_interval(&m),
-            Action::PeerResults(r) => run.server = Some(*r),
+            Action::PeerResults(r) => {
+                tracing::debug!("client: the server's results arrived");
+                run.server = Some(*r);
+            }
             Action::RequestAdmission(_) => {}
             Action::Close => return Ok(true),
         }

@@ -137,9 +137,28 @@ impl Control {
             if now >= until {
                 return Ok(None);
             }
-            let wait = (until - now).max(Duration::from_millis(1));
+            // Wait with poll(2), whose timeout is a high-resolution timer: a socket read
+            // timeout (SO_RCVTIMEO) counts in scheduler ticks (4 ms at HZ=250), which
+            // stretched every 1 ms step of the control loops to up to 8 ms.
+            let wait = until - now;
+            let mut fds = [rustix::event::PollFd::new(
+                &self.stream,
+                rustix::event::PollFlags::IN,
+            )];
+            let timeout = rustix::event::Timespec {
+                tv_sec: wait.as_secs().min(i64::MAX as u64) as i64,
+                tv_nsec: i64::from(wait.subsec_nanos()),
+            };
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(NetError::io("waiting for a control frame")(e.into())),
+            }
+            // Readable (data, EOF or an error): the read does not block; the timeout only
+            // guards against a spurious wake-up.
             self.stream
-                .set_read_timeout(Some(wait))
+                .set_read_timeout(Some(Duration::from_millis(1)))
                 .map_err(NetError::io("setting a read timeout"))?;
             let want = self.decoder.wanted().clamp(1, self.scratch.len());
             match self.stream.read(&mut self.scratch[..want]) {

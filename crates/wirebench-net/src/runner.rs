@@ -298,9 +298,11 @@ impl Runner {
         result.error = None;
         for index in 0..rep.max_runs.max(1) {
             obs.run_started(index, rep.max_runs.max(1));
+            tracing::debug!(run = index, "runner: connecting");
             let mut on_interval = |m: &IntervalMsg| obs.interval(spec, m);
             match client::run(&ccfg, &self.interrupt, &mut on_interval) {
                 Ok(run) => {
+                    tracing::debug!(run = index, "runner: run ended, analysing");
                     let same = same_host(self.cfg.target, run.client.as_ref(), run.server.as_ref());
                     // A run that stopped before either end's window opened measured
                     // nothing: no summary (its warm-up bytes are not a result).
