@@ -27,7 +27,7 @@ use wirebench_report::print::study as show;
 use super::plan::{PlannedCell, StudyPlan};
 use crate::sweep::{execute, load_previous, plan::plan as sweep_plan, runner_config_of};
 use crate::sweep::{Execution, Observer};
-use crate::test_cmd::write_atomically;
+use crate::test_cmd::{write_atomically, write_derived};
 
 /// Longest wait for a cell's daemon to accept connections.
 const DAEMON_READY: Duration = Duration::from_secs(10);
@@ -119,7 +119,7 @@ impl Shared {
             b.set_position(self.done);
         }
         self.points.push(p);
-        if let Err(e) = write_atomically(
+        if let Err(e) = write_derived(
             &self.dir.join("points.csv"),
             show::csv(&self.points).as_bytes(),
         ) {

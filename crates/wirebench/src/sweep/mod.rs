@@ -3,17 +3,21 @@
 //!
 //! The plan ([`plan`]) checks every point before anything runs. Points run one after the
 //! other through one [`Runner`] (so an embedded server is started once). Each point's
-//! length adapts: it runs `--point-time` (0.5 s) and, while it counted fewer than
-//! `--min-count` calls, datagrams or transactions, runs again longer, up to
-//! `--max-point-time` (4 s); `-t` fixes the length instead. After the grid, stream and UDP
+//! length adapts: it runs `--point-time` (0.5 s; longer when the previous point of the
+//! same curve predicts too small a count) and, while it counted fewer than `--min-count` calls,
+//! datagrams or transactions, runs again longer, up to `--max-point-time` (4 s); `-t` fixes
+//! the length instead. After the grid, stream and UDP
 //! message-size curves have their dip candidates re-measured once (with their two
 //! neighbours), and every curve is analysed (`wirebench-report`'s sweep analysis).
 //!
-//! With `-o DIR` the sweep writes, as each point completes, `DIR/points/NNNN.json` (the
-//! point), `DIR/sweep.json` (the whole SweepResult so far, status `running` until the end)
-//! and `DIR/points.csv`, each atomically. Ctrl-C ends the point under way (it is not kept)
-//! and the sweep, keeping every completed point; `--resume DIR` runs the points missing
-//! from `DIR/sweep.json` with the command line recorded there.
+//! With `-o DIR` the sweep writes, each file atomically, `DIR/points/NNNN.json` as each
+//! point completes (durably: fsynced), and `DIR/sweep.json` (the whole SweepResult so far,
+//! status `running` until the end) and `DIR/points.csv` after the first point, then at most
+//! every [`WHOLE_FILES_PERIOD`] and at the end (rewriting them whole at every point costs
+//! more as the sweep grows). Ctrl-C ends the point under way (it is not kept) and the sweep,
+//! keeping every completed point; `--resume DIR` reads `DIR/sweep.json` plus the newer
+//! `DIR/points/` files and runs the points still missing, with the command line recorded
+//! there.
 
 pub mod plan;
 
@@ -21,19 +25,20 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{iso8601_utc, RunStatus};
 use wirebench_model::study::Testbed;
 use wirebench_model::sweep::{
-    PointRole, Setting, SweepPoint, SweepResult, SweepStatus, SWEEP_SCHEMA_VERSION,
+    FactorName, PointRole, Setting, SweepPoint, SweepResult, SweepStatus, SWEEP_SCHEMA_VERSION,
 };
 use wirebench_net::runner::{failed_result, unix_ms, Quiet, Runner, RunnerConfig};
 use wirebench_report::analyze::sweep::{analyze, point_count, point_figure};
 use wirebench_report::print::sweep as show;
 
-use crate::test_cmd::{runner_config, write_atomically};
+use crate::test_cmd::{runner_config, write_atomically, write_derived};
 use crate::under_load;
 use crate::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use plan::{point_argv, point_spec, Plan, SweepOptions};
@@ -100,6 +105,10 @@ impl Observer for Progress {
     }
 }
 
+/// How often a running sweep rewrites its whole `sweep.json` and `points.csv` (the point
+/// files are written at every point).
+pub const WHOLE_FILES_PERIOD: Duration = Duration::from_secs(2);
+
 /// A sweep under way.
 struct Sweeper<'a> {
     plan: Plan,
@@ -113,6 +122,11 @@ struct Sweeper<'a> {
     testbed: Option<Testbed>,
     /// Re-measurements planned after the grid.
     extra: usize,
+    /// When `sweep.json` and `points.csv` were last written.
+    whole_written: Option<Instant>,
+    /// The last point measured: its settings, length (s) and count (calls, datagrams or
+    /// transactions).
+    last_length: Option<(Vec<Setting>, f64, u64)>,
 }
 
 impl Sweeper<'_> {
@@ -120,7 +134,7 @@ impl Sweeper<'_> {
     fn measure(&mut self, settings: &[Setting], role: PointRole) -> Option<SweepPoint> {
         let o = &self.plan.options;
         let argv = point_argv(&self.plan.test_cmd, &self.plan.test_args, settings);
-        let mut secs = o.point_time_s;
+        let mut secs = self.first_length(settings);
         loop {
             let mut args = argv.clone();
             if !o.fixed_time {
@@ -145,6 +159,7 @@ impl Sweeper<'_> {
                 secs = (secs * factor).min(o.max_point_time_s);
                 continue;
             }
+            self.last_length = Some((settings.to_vec(), secs, count));
             return Some(SweepPoint {
                 index: self.result.points.len() as u32,
                 role,
@@ -160,19 +175,57 @@ impl Sweeper<'_> {
         }
     }
 
+    /// The first length of a point (s): `--point-time`, or longer when the previous point
+    /// lies on the same curve (same settings but the last, fastest-varying factor) and its
+    /// count rate predicts fewer than `--min-count` in `--point-time`, so that a curve whose
+    /// points need longer runs does not measure and discard a short probe at every point.
+    /// Along the message size the prediction assumes the byte rate holds (the count rate
+    /// falls as the size grows), the worst case for the count; a prediction that is too
+    /// long only lengthens the point.
+    fn first_length(&self, settings: &[Setting]) -> f64 {
+        let o = &self.plan.options;
+        let Some((prev, secs, count)) = &self.last_length else {
+            return o.point_time_s;
+        };
+        let same_curve = prev.len() == settings.len()
+            && prev.iter().zip(settings).rev().skip(1).all(|(a, b)| a == b);
+        if !same_curve || o.fixed_time || *secs <= 0.0 {
+            return o.point_time_s;
+        }
+        let mut per_s = *count as f64 / secs;
+        if let (Some(a), Some(b)) = (prev.last(), settings.last()) {
+            if let (FactorName::MsgSize, Some(from), Some(to)) =
+                (a.factor, a.value.number(), b.value.number())
+            {
+                if to > from && from > 0 {
+                    per_s *= from as f64 / to as f64;
+                }
+            }
+        }
+        if per_s <= 0.0 {
+            return o.point_time_s;
+        }
+        // 10 % headroom, whole tenths of a second.
+        let needed = (o.min_count as f64 / per_s * 1.1 * 10.0).ceil() / 10.0;
+        needed.clamp(o.point_time_s, o.max_point_time_s.max(o.point_time_s))
+    }
+
     /// Record a measured point: progress line, files.
     fn record(&mut self, p: SweepPoint) {
         let total = self.plan.points.len() + self.extra;
         self.result.points.push(p);
-        self.write_dir();
+        self.write_dir(false);
         if let Some(p) = self.result.points.last() {
             self.observer.point(p, total);
         }
     }
 
-    /// Write the output directory, if any (each file atomically).
-    fn write_dir(&self) {
-        let Some(dir) = &self.plan.options.out_dir else {
+    /// Write the output directory, if any (each file atomically): the newest point's file,
+    /// durably (fsynced); `sweep.json` and `points.csv` when `end` (durably), after the
+    /// first point and then at most every [`WHOLE_FILES_PERIOD`] (not fsynced: a power loss
+    /// leaves an older but whole copy, and a resume also reads the point files).
+    fn write_dir(&mut self, end: bool) {
+        let Some(dir) = self.plan.options.out_dir.clone() else {
             return;
         };
         let mut problems = Vec::new();
@@ -183,13 +236,22 @@ impl Sweeper<'_> {
                 problems.push(format!("{e:#}"));
             }
         }
+        let due = self
+            .whole_written
+            .is_none_or(|t| t.elapsed() >= WHOLE_FILES_PERIOD);
+        if !(end || due) {
+            for p in problems {
+                eprintln!("wirebench sweep: cannot write {}: {p}", dir.display());
+            }
+            return;
+        }
+        self.whole_written = Some(Instant::now());
+        let whole_file = if end { write_atomically } else { write_derived };
         let json = serde_json::to_string_pretty(&self.result).unwrap_or_default();
-        if let Err(e) = write_atomically(&dir.join("sweep.json"), json.as_bytes()) {
+        if let Err(e) = whole_file(&dir.join("sweep.json"), json.as_bytes()) {
             problems.push(format!("{e:#}"));
         }
-        if let Err(e) =
-            write_atomically(&dir.join("points.csv"), show::csv(&self.result).as_bytes())
-        {
+        if let Err(e) = whole_file(&dir.join("points.csv"), show::csv(&self.result).as_bytes()) {
             problems.push(format!("{e:#}"));
         }
         for p in problems {
@@ -278,7 +340,9 @@ impl Sweeper<'_> {
     }
 }
 
-/// Read a previous sweep's document from `DIR/sweep.json`.
+/// Read a previous sweep's document from `DIR/sweep.json`, with the points written to
+/// `DIR/points/` after it (`sweep.json` is rewritten only every [`WHOLE_FILES_PERIOD`]),
+/// taken in index order up to the first one missing.
 pub fn load_previous(dir: &Path) -> Result<SweepResult, String> {
     let path = dir.join("sweep.json");
     let text = std::fs::read_to_string(&path).map_err(|e| {
@@ -288,13 +352,32 @@ pub fn load_previous(dir: &Path) -> Result<SweepResult, String> {
             path.display()
         )
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    let mut doc: SweepResult = serde_json::from_str(&text).map_err(|e| {
         format!(
             "--resume {}: {} is not a sweep document: {e}",
             dir.display(),
             path.display()
         )
-    })
+    })?;
+    loop {
+        let next = dir
+            .join("points")
+            .join(format!("{:04}.json", doc.points.len()));
+        let Ok(text) = std::fs::read_to_string(&next) else {
+            break;
+        };
+        match serde_json::from_str::<SweepPoint>(&text) {
+            Ok(p) if p.index as usize == doc.points.len() => doc.points.push(p),
+            _ => {
+                return Err(format!(
+                    "--resume {}: {} is not this sweep's next point",
+                    dir.display(),
+                    next.display()
+                ))
+            }
+        }
+    }
+    Ok(doc)
 }
 
 /// The resume directory named by `--resume DIR`, and the other arguments.
@@ -467,6 +550,8 @@ pub fn execute(x: Execution, observer: &mut dyn Observer) -> SweepResult {
         observer,
         testbed: x.testbed,
         extra: 0,
+        whole_written: None,
+        last_length: None,
     };
     let finished = sw.run_grid() && sw.remeasure_dips();
     sw.result.status = if finished {
@@ -476,7 +561,7 @@ pub fn execute(x: Execution, observer: &mut dyn Observer) -> SweepResult {
     };
     sw.result.ended_unix_ms = unix_ms();
     sw.result.analysis = analyze(&sw.result);
-    sw.write_dir();
+    sw.write_dir(true);
     sw.result
 }
 
