@@ -112,9 +112,11 @@ fn closed_loop_rr_is_round_trip_bound() {
     );
 }
 
-/// The copy-bandwidth and loopback-ceiling evidence of a verdict: (copy %, limiting),
-/// (ceiling %, limiting).
-fn machine_evidence(v: &Verdict) -> (Option<(f64, bool)>, Option<(f64, bool)>) {
+/// A machine-limit evidence line: (percent of the limit, whether it is the limit).
+type Reach = Option<(f64, bool)>;
+
+/// The copy-bandwidth and loopback-ceiling evidence of a verdict.
+fn machine_evidence(v: &Verdict) -> (Reach, Reach) {
     let mut out = (None, None);
     for e in &v.evidence {
         match e {
@@ -256,9 +258,20 @@ fn the_verdict_weighs_this_machines_limits() {
             ceiling_bps,
             ceiling_pct,
         } => {
-            assert_eq!(ceiling_bps, ceiling / 100.0);
-            assert!((throughput_bps - throughput(&r)).abs() < 1e-6 * throughput_bps);
-            assert!(ceiling_pct >= 90.0 && loopback.is_some_and(|l| l.1));
+            let want = ceiling / 100.0;
+            assert!(
+                (ceiling_bps - want).abs() < 1e-9 * want,
+                "{ceiling_bps} vs {want}"
+            );
+            let got = throughput(&r);
+            assert!(
+                (throughput_bps - got).abs() < 1e-6 * got,
+                "{throughput_bps} vs {got}"
+            );
+            assert!(
+                ceiling_pct >= 90.0 && loopback.is_some_and(|l| l.1),
+                "{ceiling_pct} {loopback:?}"
+            );
         }
         Limiter::CopyBandwidth { .. } => assert!(copy.is_some_and(|c| c.1), "{v:?}"),
         ref l => panic!("slow loopback: {l:?}"),
