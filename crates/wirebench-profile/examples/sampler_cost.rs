@@ -8,7 +8,9 @@
 //! then the next setting ... Each sampled phase is paired with the mean of the unsampled
 //! phases just before and after it, so drifts of a shared machine slower than a second
 //! cancel; the figure per setting is the median of its paired ratios of bytes received per
-//! second. Settings: `old` (64 frames, user call chains: the profile's settings before
+//! second; and the same for bytes per CPU-second of this process (every thread's scheduler
+//! run time, the drain thread's included: on a shared machine the CPU cost per byte moves
+//! much less than the rate, which other processes' load changes). Settings: `old` (64 frames, user call chains: the profile's settings before
 //! `CALLCHAIN_FRAMES`), `user-off` (64 kernel frames), `k<N>` (N kernel frames, no user
 //! chain; `k16` is a profile's setting now), and `k1-count` (one frame, samples only counted,
 //! not symbolized: the floor of sampling at all).
@@ -61,7 +63,7 @@ fn main() {
     let stop = Arc::new(AtomicBool::new(false));
     let threads = transfer(&received, &stop);
     std::thread::sleep(Duration::from_millis(500));
-    let phase = |sampler: Option<(Sampler, bool)>| -> f64 {
+    let phase = |sampler: Option<(Sampler, bool)>| -> (f64, f64) {
         let running = sampler.map(|(s, classify)| {
             let agg = Aggregator::new(Symbols::load(), s.cpus());
             s.start(CostSink {
@@ -71,16 +73,21 @@ fn main() {
             })
             .expect("start")
         });
-        let (t0, b0) = (Instant::now(), received.load(Ordering::Relaxed));
+        let (t0, b0, c0) = (Instant::now(), received.load(Ordering::Relaxed), cpu_ns());
         std::thread::sleep(PHASE);
-        let (t1, b1) = (Instant::now(), received.load(Ordering::Relaxed));
+        let (t1, b1, c1) = (Instant::now(), received.load(Ordering::Relaxed), cpu_ns());
         if let Some(r) = running {
             let f = r.stop().expect("stop");
             assert!(f.recording.stats.lost == 0, "lost samples");
         }
-        (b1 - b0) as f64 / (t1 - t0).as_secs_f64()
+        let bytes = (b1 - b0) as f64;
+        (
+            bytes / (t1 - t0).as_secs_f64(),
+            bytes / (c1.saturating_sub(c0)).max(1) as f64,
+        )
     };
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); settings.len()];
+    let mut cpu_ratios: Vec<Vec<f64>> = vec![Vec::new(); settings.len()];
     let mut before = phase(None);
     for _ in 0..pairs {
         for (i, &(_, frames, user, classify)) in settings.iter().enumerate() {
@@ -93,7 +100,8 @@ fn main() {
             .expect("perf events");
             let on = phase(Some((sampler, classify)));
             let after = phase(None);
-            ratios[i].push(on / ((before + after) / 2.0));
+            ratios[i].push(on.0 / ((before.0 + after.0) / 2.0));
+            cpu_ratios[i].push(on.1 / ((before.1 + after.1) / 2.0));
             before = after;
         }
     }
@@ -107,15 +115,13 @@ fn main() {
         pairs,
         PHASE.as_millis()
     );
-    for ((name, frames, user, classify), mut r) in settings.into_iter().zip(ratios) {
-        r.sort_by(f64::total_cmp);
-        let med = r[r.len() / 2];
+    for (((name, frames, user, classify), r), c) in settings.into_iter().zip(ratios).zip(cpu_ratios)
+    {
+        let (r, c) = (quartiles(r), quartiles(c));
         println!(
-            "{name:<9} ({frames} frames, user chain {user}, classified {classify}): median paired ratio {med:.3} \
-             (overhead {:.1} %), quartiles {:.3}..{:.3}",
-            (1.0 - med) * 100.0,
-            r[r.len() / 4],
-            r[r.len() * 3 / 4]
+            "{name:<9} ({frames} frames, user chain {user}, classified {classify}): bytes/s \
+             {:.3} [{:.3}..{:.3}], bytes per process CPU-s {:.3} [{:.3}..{:.3}]",
+            r.1, r.0, r.2, c.1, c.0, c.2
         );
     }
 }
@@ -146,4 +152,23 @@ fn transfer(received: &Arc<AtomicU64>, stop: &Arc<AtomicBool>) -> Vec<std::threa
         }
     });
     vec![receiver, sender]
+}
+
+/// (first quartile, median, third quartile).
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 4], v[v.len() / 2], v[v.len() * 3 / 4])
+}
+
+/// CPU time of every thread of this process so far (`/proc/self/task/*/schedstat`, the
+/// scheduler's run time: hard and soft interrupts taken while a thread ran are charged to
+/// it on this kernel, which has no IRQ time accounting), ns.
+fn cpu_ns() -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
