@@ -78,6 +78,27 @@ pub enum Limiter {
         /// Transactions/s measured.
         measured_per_s: f64,
     },
+    /// This machine's memory copy bandwidth (`wirebench limits`): the payload times the
+    /// copies made of it on this machine reached most of the bandwidth measured at the
+    /// call size.
+    CopyBandwidth {
+        /// Payload × copies, bytes copied per second.
+        copied_bytes_per_s: f64,
+        /// The copy bandwidth at the call size, bytes per second.
+        copy_bytes_per_s: f64,
+        /// `copied_bytes_per_s / copy_bytes_per_s × 100`.
+        copy_bandwidth_pct: f64,
+    },
+    /// This machine's loopback TCP ceiling (`wirebench limits`): both ends on this kernel
+    /// and the throughput reached most of the ceiling measured there.
+    LoopbackCeiling {
+        /// Payload bits per second read by the receivers, all directions.
+        throughput_bps: f64,
+        /// The ceiling, payload bits per second.
+        ceiling_bps: f64,
+        /// `throughput_bps / ceiling_bps × 100`.
+        ceiling_pct: f64,
+    },
     /// No single limit shows in the evidence.
     Undetermined,
 }
@@ -126,6 +147,36 @@ pub enum Evidence {
         /// Its share of the end's sampled CPU time, percent.
         pct: f64,
     },
+    /// Payload × copies against this machine's copy bandwidth at the call size (`wirebench
+    /// limits`, cached for this boot; the result's `physical` context has the details).
+    CopyBandwidth {
+        /// Payload bytes read per second by the receivers, all directions.
+        payload_bytes_per_s: f64,
+        /// Copies of a payload byte made on this machine (averaged over directions).
+        copies_per_byte: f64,
+        /// The copy bandwidth used, bytes per second.
+        copy_bytes_per_s: f64,
+        /// The buffer size it was measured at (the one nearest the call size), bytes.
+        buffer_bytes: u64,
+        /// Threads of that bandwidth figure.
+        copy_threads: u32,
+        /// payload × copies / copy bandwidth × 100.
+        copy_bandwidth_pct: f64,
+        /// At least the verdict's threshold: the copy bandwidth is the limit.
+        limiting: bool,
+    },
+    /// The throughput against this machine's loopback TCP ceiling (`wirebench limits`),
+    /// for runs whose ends share one kernel.
+    LoopbackCeiling {
+        /// Payload bits per second read by the receivers, all directions.
+        throughput_bps: f64,
+        /// The ceiling, payload bits per second.
+        ceiling_bps: f64,
+        /// `throughput_bps / ceiling_bps × 100`.
+        ceiling_pct: f64,
+        /// At least the verdict's threshold: the ceiling is the limit.
+        limiting: bool,
+    },
     /// The pacing asked for.
     Paced {
         /// Target, bits/s (all flows).
@@ -170,6 +221,10 @@ pub enum Missing {
     Cpu,
     /// No profile (`--profile`): the verdict cannot say where a CPU's time went.
     Profile,
+    /// This machine's physical limits: `wirebench limits` has not been run on this boot,
+    /// so the verdict cannot say how near the copy bandwidth or the loopback ceiling the
+    /// run came.
+    Limits,
 }
 
 /// The verdict on one run.

@@ -26,6 +26,15 @@ use wirebench_sys::perf::{EventChoice, PerfError, Running, Sampler, SamplerConfi
 
 use crate::aggregate::{Aggregator, Symbols};
 
+/// The deepest kernel call chain a profile records, frames (the sample's own address and
+/// its callers). The classification decides from the sample's own symbol or, for the few
+/// ambiguous ones, from the nearest callers: under a loopback transfer, chains cut to 6
+/// frames classified every kernel sample as the whole chain (up to 127 frames) did
+/// (`tests/ground_truth.rs`); 16 leaves a margin. Deeper frames cost the kernel's unwinder
+/// and the ring at every sample and are not needed. User call chains are not recorded at
+/// all: a user-mode sample is classified by its own address.
+pub const CALLCHAIN_FRAMES: u16 = 16;
+
 /// What to profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileConfig {
@@ -46,6 +55,22 @@ impl ProfileConfig {
             prefer_cycles: false,
         }
     }
+
+    /// The sampler's settings of a profile: the event, the frequency, kernel call chains of
+    /// at most [`CALLCHAIN_FRAMES`] and no user call chains.
+    pub fn sampler_config(&self) -> SamplerConfig {
+        SamplerConfig {
+            freq_hz: self.freq_hz,
+            event: if self.prefer_cycles {
+                EventChoice::PreferCycles
+            } else {
+                EventChoice::CpuClock
+            },
+            max_stack: CALLCHAIN_FRAMES,
+            user_callchain: false,
+            ..SamplerConfig::cpu_clock(self.cpus.clone())
+        }
+    }
 }
 
 /// A profiler with its events open (disabled) and its symbols loaded.
@@ -62,16 +87,7 @@ impl Profiler {
     ///
     /// Why the events could not be opened.
     pub fn open(config: &ProfileConfig) -> Result<Profiler, ProfileUnavailable> {
-        let sampler = Sampler::open(&SamplerConfig {
-            freq_hz: config.freq_hz,
-            event: if config.prefer_cycles {
-                EventChoice::PreferCycles
-            } else {
-                EventChoice::CpuClock
-            },
-            ..SamplerConfig::cpu_clock(config.cpus.clone())
-        })
-        .map_err(|e| unavailable(&e))?;
+        let sampler = Sampler::open(&config.sampler_config()).map_err(|e| unavailable(&e))?;
         let aggregator = Aggregator::new(Symbols::load(), sampler.cpus());
         Ok(Profiler {
             sampler,

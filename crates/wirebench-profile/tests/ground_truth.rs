@@ -1,8 +1,11 @@
 //! The profiler against independent ground truth: the sampling frequency (a) and the
 //! window measured on CLOCK_MONOTONIC, a raw count of the samples the kernel delivered (b),
 //! Debian's `perf record` + `perf script` over the same window and CPUs classified by the
-//! same table (c), and the receive path (d: discarding received data removes the receiver's
-//! copy).
+//! same table (c), the receive path (d: discarding received data removes the receiver's
+//! copy), and the call-chain bound (e: the whole chain, up to the kernel's 127 frames,
+//! classifies as the bound a profile records). (b) to (d) sample with a profile's own
+//! settings (`ProfileConfig::sampler_config`: 16 kernel frames, no user chain) while perf
+//! records whole chains.
 //!
 //! These tests need perf events (root, CAP_PERFMON or perf_event_paranoid <= 0); without
 //! them they skip unless WIREBENCH_REQUIRE names `perf`. They run one at a time (a lock) and
@@ -20,7 +23,9 @@ use wirebench_model::profile::{ProfileCategory, ProfileReport};
 use wirebench_profile::aggregate::{Aggregator, Symbols};
 use wirebench_profile::classify::{classify, FrameSym};
 use wirebench_profile::{ProfileConfig, Profiler};
-use wirebench_sys::perf::{online_cpu_list, Sample, SampleSink, Sampler, SamplerConfig};
+use wirebench_sys::perf::{
+    online_cpu_list, Sample, SampleSink, Sampler, SamplerConfig, DEFAULT_FREQ_HZ,
+};
 use wirebench_sys::require;
 
 /// One profiling test at a time: each samples every CPU.
@@ -222,7 +227,8 @@ fn categories_sum_to_sampled_time() {
     }
     let cpus = online_cpu_list().unwrap();
     let _load = loopback(false);
-    let sampler = Sampler::open(&SamplerConfig::cpu_clock(cpus.clone())).unwrap();
+    let sampler =
+        Sampler::open(&ProfileConfig::new(cpus.clone(), DEFAULT_FREQ_HZ).sampler_config()).unwrap();
     let tap = Tap {
         agg: Aggregator::new(Symbols::load(), &cpus),
         raw_samples: 0,
@@ -387,7 +393,8 @@ fn compare_with_perf_once() -> Result<(), String> {
     std::fs::create_dir_all(&dir).unwrap();
     let data = dir.join("perf.data");
     let _load = loopback(false);
-    let sampler = Sampler::open(&SamplerConfig::cpu_clock(cpus.clone())).unwrap();
+    let sampler =
+        Sampler::open(&ProfileConfig::new(cpus.clone(), DEFAULT_FREQ_HZ).sampler_config()).unwrap();
     let agg = Aggregator::new(Symbols::load(), &cpus);
     let mut perf = std::process::Command::new("perf")
         .args([
@@ -526,7 +533,8 @@ impl SampleSink for ByThread {
 fn receiver_copy_share(discard: bool) -> (f64, u64, Vec<(String, u64)>) {
     let cpus = online_cpu_list().unwrap();
     let load = loopback(discard);
-    let sampler = Sampler::open(&SamplerConfig::cpu_clock(cpus.clone())).unwrap();
+    let sampler =
+        Sampler::open(&ProfileConfig::new(cpus.clone(), DEFAULT_FREQ_HZ).sampler_config()).unwrap();
     let sink = ByThread {
         agg: Aggregator::new(Symbols::load(), &cpus),
         pid: std::process::id(),
@@ -578,5 +586,101 @@ fn discard_removes_the_receivers_copy() {
     assert!(
         discard_pct <= 2.0,
         "discarding receiver: copy {discard_pct:.1} %: {left:?}"
+    );
+}
+
+/// Classifies every sample from its whole kernel call chain and from the chain cut to a few
+/// depths, and counts where the two disagree.
+struct Truncation {
+    kernel: wirebench_profile::kallsyms::KernelSymbolTable,
+    /// The depths compared (frames, the sample's own address included).
+    depths: Vec<usize>,
+    /// Per depth: samples classified differently than from the whole chain.
+    differ: Vec<u64>,
+    samples: u64,
+    /// Samples whose chain reached the recording's bound (the "whole" chain was cut too).
+    at_bound: u64,
+    bound: usize,
+}
+
+impl SampleSink for Truncation {
+    fn sample(&mut self, s: &Sample<'_>) {
+        let frames: Vec<FrameSym<'_>> = s
+            .frames()
+            .map(|f| {
+                if f.kernel {
+                    FrameSym::Kernel(self.kernel.lookup(f.addr))
+                } else {
+                    FrameSym::User { wirebench: false }
+                }
+            })
+            .collect();
+        if frames.is_empty() || !s.kernel_mode {
+            return; // user-mode samples are classified by their own address alone
+        }
+        self.samples += 1;
+        self.at_bound += u64::from(frames.len() >= self.bound);
+        let whole = classify(frames.iter().copied());
+        for (i, &d) in self.depths.iter().enumerate() {
+            if classify(frames.iter().copied().take(d)) != whole {
+                self.differ[i] += 1;
+            }
+        }
+    }
+}
+
+/// (e) The call-chain bound the sampler records by default
+/// (`wirebench_profile::CALLCHAIN_FRAMES`) classifies kernel samples as the whole chain does:
+/// under a loopback transfer, chains of up to 127 frames (the kernel's
+/// `perf_event_max_stack`) cut to the default classify differently in under 0.5 % of the
+/// kernel samples. Shorter cuts are printed, to show the margin.
+#[test]
+fn the_default_call_chain_bound_classifies_as_the_whole_chain() {
+    let _g = lock();
+    if !perf_usable() {
+        return;
+    }
+    let cpus = online_cpu_list().unwrap();
+    let _load = loopback(false);
+    let bound = 127;
+    let sampler = Sampler::open(&SamplerConfig {
+        max_stack: bound as u16,
+        ..SamplerConfig::cpu_clock(cpus)
+    })
+    .unwrap();
+    let default = usize::from(wirebench_profile::CALLCHAIN_FRAMES);
+    let mut depths = vec![1, 2, 3, 4, 6, 8, 12, 16, 24, 33];
+    depths.retain(|&d| d != default);
+    depths.push(default);
+    let sink = Truncation {
+        kernel: wirebench_profile::kallsyms::KernelSymbolTable::load().0,
+        differ: vec![0; depths.len()],
+        depths,
+        samples: 0,
+        at_bound: 0,
+        bound,
+    };
+    let running = sampler.start(sink).unwrap();
+    // The recording window (not a timing bound): 1 s of samples of the transfer.
+    std::thread::sleep(Duration::from_secs(1));
+    let t = running.stop().unwrap().sink;
+    let shares: Vec<String> = t
+        .depths
+        .iter()
+        .zip(&t.differ)
+        .map(|(d, n)| format!("{d}: {:.2} %", *n as f64 * 100.0 / t.samples.max(1) as f64))
+        .collect();
+    eprintln!(
+        "kernel samples {} ({} at the {bound}-frame bound); classified differently when cut to \
+         N frames: {}",
+        t.samples,
+        t.at_bound,
+        shares.join(", ")
+    );
+    assert!(t.samples > 1000, "{}", t.samples);
+    let differ = *t.differ.last().unwrap() as f64 * 100.0 / t.samples as f64;
+    assert!(
+        differ < 0.5,
+        "cut to {default} frames, {differ:.2} % of kernel samples change category"
     );
 }

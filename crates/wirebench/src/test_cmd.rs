@@ -17,6 +17,7 @@ use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerC
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
 use wirebench_report::analyze::limits::physical_context;
+use wirebench_report::analyze::verdict::machine_limits;
 use wirebench_report::print::{self, units::RateUnit, HumanOptions};
 use wirebench_stats::ci::ConfidenceLevel;
 
@@ -314,10 +315,13 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
     drop(bar);
     // A stream result against this machine's limits, when they are cached for this boot
     // (never measured here).
+    // The verdicts then weigh those limits, or say they are missing.
     if spec.kind() == wirebench_model::spec::WorkloadKind::Stream {
-        if let Some((_, limits)) = crate::limits_cmd::cached_for_this_boot() {
-            result.physical = physical_context(&result, &limits);
+        let limits = crate::limits_cmd::cached_for_this_boot().map(|(_, l)| l);
+        if let Some(limits) = &limits {
+            result.physical = physical_context(&result, limits);
         }
+        machine_limits(&mut result, limits.as_ref());
     }
     out.finish(result)
 }

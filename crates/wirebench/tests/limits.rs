@@ -5,47 +5,14 @@
 mod common;
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{serial, Ran, BIN};
+use common::{serial, wb_state, StateDir, BIN};
 use wirebench_model::limits::{LimitsResult, MemoryRow, LIMITS_SCHEMA_VERSION};
 use wirebench_model::result::RunResult;
 use wirebench_stats::summary::Spread;
-
-/// A state directory of its own, removed on drop.
-struct StateDir(PathBuf);
-
-impl StateDir {
-    fn new(tag: &str) -> StateDir {
-        let d = std::env::temp_dir().join(format!("wb-limits-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        StateDir(d)
-    }
-}
-
-impl Drop for StateDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// `wirebench ARGS` with `WIREBENCH_STATE_DIR=dir`.
-fn wb_state(dir: &Path, args: &[&str]) -> Ran {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("WIREBENCH_STATE_DIR", dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run wirebench");
-    Ran {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// `wirebench limits ARGS --json` in `dir`, parsed.
 fn limits_json(dir: &Path, args: &[&str]) -> LimitsResult {

@@ -2,13 +2,16 @@
 //! the limit, and the same test without it must be much faster), pacing (the rate asked for
 //! is the limit, and the receivers got it), a closed-loop request/response test (the round
 //! trip is the limit: transactions/s = flows × burst / mean round trip, which a burst of 4
-//! raises).
+//! raises), and this machine's limits (`wirebench limits`): missing when not measured, far
+//! from a paced run, the limit when a run's copies reach the copy bandwidth or its
+//! throughput the loopback ceiling, and never masking a receive-window limit.
 
 mod common;
 
 use common::*;
+use wirebench_model::limits::LimitsResult;
 use wirebench_model::result::RunResult;
-use wirebench_model::verdict::{Limiter, Suggestion};
+use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
 
 fn verdict(r: &RunResult) -> &wirebench_model::verdict::Verdict {
     r.runs[0]
@@ -107,4 +110,170 @@ fn closed_loop_rr_is_round_trip_bound() {
         "burst 4: {tps4}/s vs burst 1: {}/s",
         rr.transactions_per_s
     );
+}
+
+/// A machine-limit evidence line: (percent of the limit, whether it is the limit).
+type Reach = Option<(f64, bool)>;
+
+/// The copy-bandwidth and loopback-ceiling evidence of a verdict.
+fn machine_evidence(v: &Verdict) -> (Reach, Reach) {
+    let mut out = (None, None);
+    for e in &v.evidence {
+        match e {
+            Evidence::CopyBandwidth {
+                copy_bandwidth_pct,
+                limiting,
+                ..
+            } => out.0 = Some((*copy_bandwidth_pct, *limiting)),
+            Evidence::LoopbackCeiling {
+                ceiling_pct,
+                limiting,
+                ..
+            } => out.1 = Some((*ceiling_pct, *limiting)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `wirebench ARGS --json` in the state directory `dir`, completed, parsed.
+fn stream_in(dir: &StateDir, args: &[&str]) -> RunResult {
+    let mut a = vec!["stream", "-C", "cubic", "--json"];
+    a.extend_from_slice(args);
+    let r = wb_state(&dir.0, &a);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.json()
+}
+
+/// Writes `limits` as this boot's cache in `dir`.
+fn cache(dir: &StateDir, limits: &LimitsResult) {
+    let boot = limits.boot_id.clone().expect("a boot id");
+    let file = dir.0.join(format!("limits-{boot}.json"));
+    std::fs::write(file, serde_json::to_string(limits).unwrap()).unwrap();
+}
+
+/// This machine's limits as verdict evidence. Without `wirebench limits` the verdict lists
+/// them missing. Measured for real (`limits --quick`), a stream paced at 300 Mbit/s is far
+/// from both (its evidence: the copy bandwidth and the loopback ceiling, each "not the
+/// limit", the percentages recomputed here from the run's own throughput and the limits
+/// document) and stays limited by its pacing. With the same document but a copy bandwidth
+/// a million times lower (tens of kB/s), an unpaced stream's copies exceed
+/// it and the verdict names the copy bandwidth with the figure; with a loopback ceiling a
+/// hundred times lower instead, the ceiling (unless the real copy bandwidth is itself
+/// reached, which is then named first). A 4 KiB buffer (under 1 Mbit/s on this loopback)
+/// is still a receive-window limit under the slow-memory document, whose copy bandwidth
+/// it also exceeds: the machine does not mask the window.
+#[test]
+fn the_verdict_weighs_this_machines_limits() {
+    let _g = serial();
+    let dir = StateDir::new("verdict");
+    let none = stream_in(&dir, &["-t", "0.5"]);
+    let v = verdict(&none);
+    assert!(v.missing.contains(&Missing::Limits), "{v:?}");
+    assert_eq!(machine_evidence(v), (None, None));
+
+    let r = wb_state(&dir.0, &["limits", "--quick", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let real = LimitsResult::from_json(&r.stdout).expect("a limits document");
+    let ceiling = real
+        .loopback
+        .as_ref()
+        .expect("a loopback ceiling")
+        .throughput_bps;
+
+    let paced = stream_in(&dir, &["-t", "1", "-b", "300M"]);
+    let v = verdict(&paced);
+    assert!(matches!(v.limiter, Limiter::Pacing { .. }), "{v:?}");
+    assert!(!v.missing.contains(&Missing::Limits), "{v:?}");
+    let p = paced.physical.as_ref().expect("the physical context");
+    let got = throughput(&paced);
+    let (copy, loopback) = machine_evidence(v);
+    let (copy_pct, copy_limiting) = copy.expect("copy evidence");
+    let want = got / 8.0 * p.copies_per_byte / p.copy_bytes_per_s * 100.0;
+    assert!(
+        (copy_pct - want).abs() < 1e-9 * want.max(1.0),
+        "{copy_pct} vs {want}"
+    );
+    assert!(copy_pct < 20.0 && !copy_limiting, "{copy_pct}");
+    let (ceiling_pct, ceiling_limiting) = loopback.expect("loopback evidence (same host)");
+    let want = got / ceiling * 100.0;
+    assert!(
+        (ceiling_pct - want).abs() < 1e-9 * want,
+        "{ceiling_pct} vs {want}"
+    );
+    assert!(ceiling_pct < 50.0 && !ceiling_limiting, "{ceiling_pct}");
+
+    let mut slow_memory = real.clone();
+    for row in &mut slow_memory.memory {
+        for bw in [
+            &mut row.copy_one_thread_bytes_per_s,
+            &mut row.copy_all_threads_bytes_per_s,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            bw.min /= 1e6;
+            bw.median /= 1e6;
+            bw.mean /= 1e6;
+            bw.max /= 1e6;
+        }
+    }
+    cache(&dir, &slow_memory);
+    let fast = stream_in(&dir, &["-t", "1"]);
+    let v = verdict(&fast);
+    let p = fast.physical.as_ref().expect("the physical context");
+    match v.limiter {
+        Limiter::CopyBandwidth {
+            copied_bytes_per_s,
+            copy_bytes_per_s,
+            copy_bandwidth_pct,
+        } => {
+            let copied = throughput(&fast) / 8.0 * p.copies_per_byte;
+            assert!((copied_bytes_per_s - copied).abs() < 1e-9 * copied);
+            assert_eq!(copy_bytes_per_s, p.copy_bytes_per_s);
+            assert!(copy_bandwidth_pct >= 75.0, "{copy_bandwidth_pct}");
+        }
+        ref l => panic!("slow memory: {l:?}"),
+    }
+    assert!(v.suggestions.contains(&Suggestion::ZeroCopy), "{v:?}");
+    let small = stream_in(&dir, &["-t", "1", "-w", "4K"]);
+    let v = verdict(&small);
+    assert!(matches!(v.limiter, Limiter::ReceiveWindow { .. }), "{v:?}");
+    assert!(
+        matches!(machine_evidence(v).0, Some((_, true))),
+        "the slow memory is evidence, not the verdict: {v:?}"
+    );
+
+    let mut slow_loopback = real;
+    if let Some(l) = slow_loopback.loopback.as_mut() {
+        l.throughput_bps /= 100.0;
+    }
+    cache(&dir, &slow_loopback);
+    let r = stream_in(&dir, &["-t", "1"]);
+    let v = verdict(&r);
+    let (copy, loopback) = machine_evidence(v);
+    match v.limiter {
+        Limiter::LoopbackCeiling {
+            throughput_bps,
+            ceiling_bps,
+            ceiling_pct,
+        } => {
+            let want = ceiling / 100.0;
+            assert!(
+                (ceiling_bps - want).abs() < 1e-9 * want,
+                "{ceiling_bps} vs {want}"
+            );
+            let got = throughput(&r);
+            assert!(
+                (throughput_bps - got).abs() < 1e-6 * got,
+                "{throughput_bps} vs {got}"
+            );
+            assert!(
+                ceiling_pct >= 90.0 && loopback.is_some_and(|l| l.1),
+                "{ceiling_pct} {loopback:?}"
+            );
+        }
+        Limiter::CopyBandwidth { .. } => assert!(copy.is_some_and(|c| c.1), "{v:?}"),
+        ref l => panic!("slow loopback: {l:?}"),
+    }
 }

@@ -8,21 +8,28 @@
 //!    senders' TCP_INFO says they were limited by the peer's window
 //!    (`tcpi_rwnd_limited`) or their own buffer (`tcpi_sndbuf_limited`) for at least
 //!    [`LIMITED_PCT`] % of their busy time (`tcpi_busy_time`), summed over the flows.
-//! 3. **CPU** — the busiest CPU an end saw was at least [`CPU_SATURATED_PCT`] % busy over
+//! 3. **The machine** (when this boot's `wirebench limits` are cached; applied by
+//!    [`machine_limits`] after the run) — the payload × the copies made of it on this
+//!    machine reached at least [`COPY_LIMIT_PCT`] % of the memory copy bandwidth measured at
+//!    the call size, or, both ends on one kernel, the throughput reached at least
+//!    [`LOOPBACK_CEILING_PCT`] % of the loopback TCP ceiling. Either fact is evidence
+//!    whether or not it is the limit; without cached limits the verdict lists them missing.
+//! 4. **CPU** — the busiest CPU an end saw was at least [`CPU_SATURATED_PCT`] % busy over
 //!    the window (`/proc/stat`); the end named is the one whose data threads ran there
 //!    (both ends of a namespace or loopback test share one kernel).
-//! 4. **Sender idle** — the senders' summed busy time covers less than
+//! 5. **Sender idle** — the senders' summed busy time covers less than
 //!    100 − [`IDLE_PCT`] % of flows × the sender window: nothing was in flight for the rest.
-//! 5. **Loss** — at least [`RETRANSMIT_PCT`] % of the segments (payload ÷ a nominal 1448-byte
+//! 6. **Loss** — at least [`RETRANSMIT_PCT`] % of the segments (payload ÷ a nominal 1448-byte
 //!    MSS) were retransmitted (TCP_INFO) and none of the above applies.
-//! 6. **Round trip** (request/response) — closed loop: each flow has `burst` transactions
+//! 7. **Round trip** (request/response) — closed loop: each flow has `burst` transactions
 //!    in flight, so flows × burst / mean round trip bounds the rate (Little's law); when
 //!    the measured rate is within [`ROUND_TRIP_MATCH_PCT`] % of it, the round trip is the
 //!    limit.
-//! 7. Otherwise **undetermined**, with the evidence and what was missing.
+//! 8. Otherwise **undetermined**, with the evidence and what was missing.
 
+use wirebench_model::limits::LimitsResult;
 use wirebench_model::profile::{EndProfile, ProfileCategory};
-use wirebench_model::result::{EndCpu, RrSummary, StreamSummary};
+use wirebench_model::result::{EndCpu, RrSummary, RunResult, StreamSummary};
 use wirebench_model::side::{HostRole, Role, SideData, SideReport};
 use wirebench_model::spec::{FlowDir, TestSpec};
 use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
@@ -40,6 +47,12 @@ pub const IDLE_PCT: f64 = 25.0;
 pub const RETRANSMIT_PCT: f64 = 0.1;
 /// The MSS assumed to turn payload bytes into segments for [`RETRANSMIT_PCT`].
 pub const NOMINAL_MSS_BYTES: f64 = 1448.0;
+/// Payload × copies at least this share of the machine's copy bandwidth at the call size
+/// make the copy bandwidth the limit, percent.
+pub const COPY_LIMIT_PCT: f64 = 75.0;
+/// A run with both ends on one kernel at least this share of the loopback TCP ceiling is at
+/// the machine's limit, percent.
+pub const LOOPBACK_CEILING_PCT: f64 = 90.0;
 /// A closed-loop rate within this distance of flows × burst / RTT is round-trip bound,
 /// percent.
 pub const ROUND_TRIP_MATCH_PCT: f64 = 20.0;
@@ -309,4 +322,99 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
         suggestions,
         missing,
     })
+}
+
+/// Puts each stream run's verdict against this machine's limits (`wirebench limits`,
+/// cached for this boot; rule 3 of the module docs). With `limits`, every run gets the
+/// copy-bandwidth evidence (from the result's `physical` context: its copies per byte and
+/// copy bandwidth, this run's payload) and, when both ends shared one kernel, the
+/// loopback-ceiling evidence; a limiter found after rule 3 (a CPU, idle senders, loss, or
+/// none) gives way to the machine's limit when one is reached. Without `limits` the
+/// verdicts list them missing.
+pub fn machine_limits(result: &mut RunResult, limits: Option<&LimitsResult>) {
+    let physical = result.physical.clone();
+    for run in &mut result.runs {
+        let Some(summary) = run.summary.as_mut() else {
+            continue;
+        };
+        let Some(stream) = summary.stream() else {
+            continue;
+        };
+        let throughput_bps: f64 = stream
+            .directions
+            .iter()
+            .map(|d| d.receiver_throughput_bps)
+            .sum();
+        let same_host = summary.same_host;
+        let profiled = !summary.profiles.is_empty();
+        let Some(v) = summary.verdict.as_mut() else {
+            continue;
+        };
+        let Some(limits) = limits else {
+            if !v.missing.contains(&Missing::Limits) {
+                v.missing.push(Missing::Limits);
+            }
+            continue;
+        };
+        let mut reached = None;
+        if let Some(p) = physical.as_ref().filter(|p| p.copy_bytes_per_s > 0.0) {
+            let payload = throughput_bps / 8.0;
+            let copied = payload * p.copies_per_byte;
+            let pct = copied / p.copy_bytes_per_s * 100.0;
+            let limiting = pct >= COPY_LIMIT_PCT;
+            v.evidence.push(Evidence::CopyBandwidth {
+                payload_bytes_per_s: payload,
+                copies_per_byte: p.copies_per_byte,
+                copy_bytes_per_s: p.copy_bytes_per_s,
+                buffer_bytes: p.buffer_bytes,
+                copy_threads: p.copy_threads,
+                copy_bandwidth_pct: pct,
+                limiting,
+            });
+            if limiting {
+                reached = Some(Limiter::CopyBandwidth {
+                    copied_bytes_per_s: copied,
+                    copy_bytes_per_s: p.copy_bytes_per_s,
+                    copy_bandwidth_pct: pct,
+                });
+            }
+        }
+        if let Some(ceiling) = limits.loopback.as_ref().filter(|_| same_host) {
+            if ceiling.throughput_bps > 0.0 {
+                let pct = throughput_bps / ceiling.throughput_bps * 100.0;
+                let limiting = pct >= LOOPBACK_CEILING_PCT;
+                v.evidence.push(Evidence::LoopbackCeiling {
+                    throughput_bps,
+                    ceiling_bps: ceiling.throughput_bps,
+                    ceiling_pct: pct,
+                    limiting,
+                });
+                if limiting && reached.is_none() {
+                    reached = Some(Limiter::LoopbackCeiling {
+                        throughput_bps,
+                        ceiling_bps: ceiling.throughput_bps,
+                        ceiling_pct: pct,
+                    });
+                }
+            }
+        }
+        let after_rule_3 = matches!(
+            v.limiter,
+            Limiter::Cpu { .. }
+                | Limiter::SenderIdle { .. }
+                | Limiter::Loss { .. }
+                | Limiter::Undetermined
+        );
+        if let Some(l) = reached.filter(|_| after_rule_3) {
+            v.limiter = l;
+            v.suggestions = [
+                Suggestion::ZeroCopy,
+                Suggestion::Profile,
+                Suggestion::MoreFlows,
+            ]
+            .into_iter()
+            .filter(|s| !(profiled && *s == Suggestion::Profile))
+            .collect();
+        }
+    }
 }

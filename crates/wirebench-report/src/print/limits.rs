@@ -287,7 +287,7 @@ pub fn human(l: &LimitsResult, from: &Provenance) -> String {
 }
 
 /// `x` bytes per second as `14.2 GB/s` (3 significant digits, 10^9 bytes).
-fn gb_s(x: f64) -> String {
+pub(crate) fn gb_s(x: f64) -> String {
     let g = x / 1e9;
     if g >= 100.0 {
         format!("{g:.0} GB/s")

@@ -181,7 +181,9 @@ pub(crate) fn block(out: &mut String, p: &EndProfile, r: &ProfileReport) {
     if r.unsampled_idle_ns > r.window_cpu_ns() / 100 {
         let _ = writeln!(
             out,
-            "  idle includes {:.3} s of CPU time the kernel took no sample in (halted CPUs)",
+            "  idle includes {:.3} s of CPU time the kernel took no sample in: inferred, not \
+             measured\n  (a halted CPU gives no samples; nor, partly, does work in short bursts \
+             between halts)",
             r.unsampled_idle_ns as f64 / 1e9
         );
     }

@@ -316,7 +316,8 @@ pub fn breakdown_rows(
 }
 
 /// The CPU breakdown of `host` at every profiled point of `test` (the seed's fig. 5 table):
-/// a row per point, a column per category, percent of the sampled CPU time.
+/// a row per point, a column per category, percent of the end's CPU time over its window
+/// (the categories' sampled time plus the unsampled remainder, counted in idle).
 pub fn breakdown_text(
     points: &[StudyPoint],
     test: &str,
@@ -342,7 +343,8 @@ pub fn breakdown_text(
         })
         .collect();
     format!(
-        "{} CPU breakdown, % of its sampled CPU time ({}):\n{}",
+        "{} CPU breakdown, % of its CPUs' time over the window ({}); idle includes the time \
+         the kernel took no sample in (inferred, not measured):\n{}",
         crate::label::host(host),
         escape(test),
         table(&head, &rows)

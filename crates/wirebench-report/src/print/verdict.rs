@@ -3,6 +3,7 @@
 
 use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
 
+use super::limits::{binary_size, gb_s};
 use super::units::RateUnit;
 use crate::label;
 
@@ -58,6 +59,26 @@ pub fn limiter_text(l: &Limiter) -> String {
              that flows × burst / {:.1} µs allow",
             rtt_mean_ns / 1000.0
         ),
+        Limiter::CopyBandwidth {
+            copied_bytes_per_s,
+            copy_bytes_per_s,
+            copy_bandwidth_pct,
+        } => format!(
+            "this machine's memory copy bandwidth: payload × copies = {}, {copy_bandwidth_pct:.0} \
+             % of the {} measured at the call size (wirebench limits)",
+            gb_s(*copied_bytes_per_s),
+            gb_s(*copy_bytes_per_s)
+        ),
+        Limiter::LoopbackCeiling {
+            throughput_bps,
+            ceiling_bps,
+            ceiling_pct,
+        } => format!(
+            "this machine's loopback TCP ceiling: {}, {ceiling_pct:.0} % of the {} measured \
+             (wirebench limits)",
+            RateUnit::AutoBits.rate(*throughput_bps),
+            RateUnit::AutoBits.rate(*ceiling_bps)
+        ),
         Limiter::Undetermined => "no single limit shows in the evidence".into(),
     }
 }
@@ -106,6 +127,42 @@ fn evidence_text(e: &Evidence) -> String {
             label::host(*host),
             super::profile::category_name(*category)
         ),
+        Evidence::CopyBandwidth {
+            payload_bytes_per_s,
+            copies_per_byte,
+            copy_bytes_per_s,
+            buffer_bytes,
+            copy_threads,
+            copy_bandwidth_pct,
+            limiting,
+        } => format!(
+            "payload {} × {copies_per_byte:.2} copies = {copy_bandwidth_pct:.0} % of this \
+             machine's copy bandwidth ({} at {}, {copy_threads} thread{}): {}",
+            gb_s(*payload_bytes_per_s),
+            gb_s(*copy_bytes_per_s),
+            binary_size(*buffer_bytes),
+            if *copy_threads == 1 { "" } else { "s" },
+            if *limiting {
+                "the limit"
+            } else {
+                "not the limit"
+            }
+        ),
+        Evidence::LoopbackCeiling {
+            throughput_bps,
+            ceiling_bps,
+            ceiling_pct,
+            limiting,
+        } => format!(
+            "{} = {ceiling_pct:.0} % of this machine's loopback TCP ceiling ({}): {}",
+            RateUnit::AutoBits.rate(*throughput_bps),
+            RateUnit::AutoBits.rate(*ceiling_bps),
+            if *limiting {
+                "the limit"
+            } else {
+                "not the limit"
+            }
+        ),
         Evidence::Paced {
             target_bps,
             achieved_bps,
@@ -136,6 +193,7 @@ fn missing_text(m: Missing) -> &'static str {
         Missing::ServerReport => "the server's report",
         Missing::Cpu => "an end's CPU",
         Missing::Profile => "a profile",
+        Missing::Limits => "this machine's limits (wirebench limits has not been run on this boot)",
     }
 }
 

@@ -306,3 +306,36 @@ pub fn delayed_path_with_daemon(
     let d = daemon::LocalDaemon::start_cmd(c, &["--port", "0"]);
     (path, d)
 }
+
+/// A state directory of its own, removed on drop.
+pub struct StateDir(pub std::path::PathBuf);
+
+impl StateDir {
+    pub fn new(tag: &str) -> StateDir {
+        let d = std::env::temp_dir().join(format!("wb-limits-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        StateDir(d)
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `wirebench ARGS` with `WIREBENCH_STATE_DIR=dir`.
+pub fn wb_state(dir: &std::path::Path, args: &[&str]) -> Ran {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("WIREBENCH_STATE_DIR", dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run wirebench");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
