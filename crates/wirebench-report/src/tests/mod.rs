@@ -297,6 +297,7 @@ pub(crate) fn byte_interval(
             .iter()
             .map(|&(flow, role, bytes)| FlowBytes { flow, role, bytes })
             .collect(),
+        tcp: Vec::new(),
     }
 }
 
@@ -416,6 +417,7 @@ pub(crate) fn rr_report(
             },
             flows,
             latency,
+            latency_histogram: None,
             intervals: Vec::new(),
         })),
         cpu,
