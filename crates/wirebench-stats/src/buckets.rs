@@ -115,6 +115,28 @@ impl LatencyBuckets {
             seen >= rank
         })
     }
+
+    /// The quantile `q` (clamped to [0, 1]) read from the buckets, ns: within the bucket
+    /// [`quantile_bucket`](Self::quantile_bucket) names, interpolated on a log scale by the
+    /// rank's position among the bucket's values (so it is off by at most the bucket's width,
+    /// 9 %); `None` when empty or `q` is NaN.
+    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
+        let n = self.total();
+        if n == 0 || q.is_nan() {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).clamp(1, n);
+        let mut before = 0;
+        for b in &self.buckets {
+            if before + b.count >= rank {
+                let frac = (rank - before) as f64 / b.count as f64;
+                let (lo, hi) = (b.lo_ns.max(1) as f64, b.hi_ns.max(1) as f64);
+                return Some(lo * (hi / lo).powf(frac));
+            }
+            before += b.count;
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +179,11 @@ mod tests {
                 k.lo_ns <= p && (p as f64) < k.hi_ns as f64 * 1.001,
                 "q {q}: {p} not in {k:?}"
             );
+        }
+        // The interpolated quantile is within a bucket's width of the exact one.
+        for (q, p) in [(0.01, 1_000_000u64), (0.25, 25_000_000), (0.75, 75_000_000)] {
+            let v = b.quantile_ns(q).expect("not empty");
+            assert!((v / p as f64 - 1.0).abs() < 0.09, "q {q}: {v} vs {p}");
         }
         // Contiguous.
         for w in b.buckets.windows(2) {

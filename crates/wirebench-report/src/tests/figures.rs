@@ -81,21 +81,34 @@ fn a_sweep_curve_has_a_line_per_variant_and_the_analysis_marked() {
     assert_eq!(figs.len(), 1, "a stream sweep has its curve only");
     let f = &figs[0];
     assert_eq!(f.kind, FigureKind::Curve);
-    assert_eq!(f.figure.series.len(), 2);
-    assert_eq!(f.figure.series[0].name, "--flows 1");
-    assert_eq!(f.figure.series[0].points.len(), sizes.len());
+    assert_eq!(f.xy().expect("an x–y figure").series.len(), 2);
+    assert_eq!(f.xy().expect("an x–y figure").series[0].name, "--flows 1");
+    assert_eq!(
+        f.xy().expect("an x–y figure").series[0].points.len(),
+        sizes.len()
+    );
     for (c, tag) in s.analysis.iter().zip(["--flows 1", "--flows 2"]) {
         let a = c.throughput.as_ref().unwrap();
-        let n_half = f.figure.annotations.iter().find_map(|x| match x {
-            Annotation::VLine { x, label } if label.contains(tag) => Some(*x),
-            _ => None,
-        });
-        assert_eq!(n_half, Some(a.n_half.size_bytes()), "{tag}");
-        if a.saturated {
-            let sat = f.figure.annotations.iter().find_map(|x| match x {
-                Annotation::HLine { y, label, .. } if label.contains(tag) => Some(*y),
+        let n_half = f
+            .xy()
+            .expect("an x–y figure")
+            .annotations
+            .iter()
+            .find_map(|x| match x {
+                Annotation::VLine { x, label } if label.contains(tag) => Some(*x),
                 _ => None,
             });
+        assert_eq!(n_half, Some(a.n_half.size_bytes()), "{tag}");
+        if a.saturated {
+            let sat = f
+                .xy()
+                .expect("an x–y figure")
+                .annotations
+                .iter()
+                .find_map(|x| match x {
+                    Annotation::HLine { y, label, .. } if label.contains(tag) => Some(*y),
+                    _ => None,
+                });
             assert_eq!(sat, Some(a.saturation_bps), "{tag}");
         }
     }

@@ -16,6 +16,7 @@ mod limits;
 mod print;
 mod rr;
 mod stream;
+mod tcp_series;
 mod udp;
 
 use wirebench_model::result::{
