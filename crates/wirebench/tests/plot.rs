@@ -179,7 +179,7 @@ fn an_under_load_result_plots_its_boxes_and_reports_in_a_real_browser() {
     for t in [
         "Round trip idle and under load",
         "idle",
-        "beside 1 stream flows",
+        "beside 1 stream flow",
     ] {
         assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
     }
@@ -200,6 +200,46 @@ fn an_under_load_result_plots_its_boxes_and_reports_in_a_real_browser() {
     }
     assert_self_contained(&html);
     browser_check(&page, &dir.path("u.png"));
+}
+
+/// A sweep over `--under-load`: per load level an idle and a loaded box, one series each.
+#[test]
+fn an_under_load_sweep_plots_latency_against_the_load() {
+    let _g = serial();
+    let dir = TempDir::new("ulsweep");
+    let out = dir.path("ul");
+    let r = wb(&[
+        "sweep",
+        "rr",
+        "--under-load",
+        "1,2",
+        "-t",
+        "0.3",
+        "-o",
+        &out,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let svg = dir.path("ul.svg");
+    let r = wb(&["plot", &out, "--kind", "latency-vs-load", "-o", &svg]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let (texts, series) = svg_facts(&svg);
+    assert_eq!(series, 2, "{texts:?}");
+    for t in [
+        "Round trip vs --under-load",
+        "idle",
+        "loaded",
+        "1 flow",
+        "2 flows",
+        "stream flows of the load (--under-load)",
+    ] {
+        assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
+    }
+    let page = dir.path("ul.html");
+    let r = wb(&["report", &out, "-o", &page]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Round trip vs --under-load"));
+    assert_self_contained(&html);
 }
 
 /// The page is self-contained: no script, no external resource.

@@ -200,7 +200,11 @@ fn under_load_figure(r: &RunResult, sub: &str) -> Option<Named> {
             heading: Heading::new("Round trip idle and under load", sub.to_string()),
             categories: vec![
                 "idle".into(),
-                format!("beside {} stream flows", u.load_flows),
+                format!(
+                    "beside {} stream flow{}",
+                    u.load_flows,
+                    if u.load_flows == 1 { "" } else { "s" }
+                ),
             ],
             category_label: "load".into(),
             y: Axis::log10("round trip at the client", Unit::Nanoseconds),

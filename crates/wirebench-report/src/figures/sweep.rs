@@ -401,7 +401,10 @@ fn latency_vs_load(
         kind: FigureKind::LatencyVsLoad,
         figure: Drawing::Boxes(BoxFigure {
             heading: Heading::new("Round trip vs --under-load", sub.to_string()),
-            categories: levels.iter().map(|n| format!("{n} flows")).collect(),
+            categories: levels
+                .iter()
+                .map(|&n| format!("{n} flow{}", if n == 1 { "" } else { "s" }))
+                .collect(),
             category_label: "stream flows of the load (--under-load)".into(),
             y: Axis::log10("round trip at the client", Unit::Nanoseconds),
             series,
