@@ -166,3 +166,32 @@ fn the_round_trip_histogram_counts_every_transaction() {
     }
     assert!(h.buckets[0].lo_ns <= l.min_ns && l.max_ns < h.buckets.last().unwrap().hi_ns);
 }
+
+/// Forty flows run on the epoll engine: every interval has one row for the direction (none
+/// per flow above 16), holding all forty senders, and the rows' retransmits add up to the
+/// senders' totals at close.
+#[test]
+fn many_flows_on_the_epoll_engine_have_direction_rows_only() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1", "-P", "40", "-i", "0.25", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    let client = res.runs[0].client.as_ref().expect("client report");
+    assert!(
+        matches!(
+            client.engine,
+            Some(wirebench_model::abort::EngineKind::Epoll { .. })
+        ),
+        "{:?}",
+        client.engine
+    );
+    let s = stream_sum(&res);
+    assert!(s.tcp_intervals.len() >= 4, "{}", s.tcp_intervals.len());
+    for row in &s.tcp_intervals {
+        assert_eq!(row.flow, None);
+        assert_eq!(row.flows, 40, "{row:?}");
+    }
+    let sum: u64 = s.tcp_intervals.iter().map(|r| r.retransmits).sum();
+    assert_eq!(sum, s.directions[0].retransmits);
+    assert!(s.tcp_intervals.last().unwrap().at_close);
+}
