@@ -195,3 +195,32 @@ fn many_flows_on_the_epoll_engine_have_direction_rows_only() {
     assert_eq!(sum, s.directions[0].retransmits);
     assert!(s.tcp_intervals.last().unwrap().at_close);
 }
+
+/// Both directions at once: the server's senders' TCP_INFO reaches the client through the
+/// results exchange, each direction's rows are read at its sending end, and each adds up to
+/// that direction's retransmits at close.
+#[test]
+fn both_directions_carry_their_senders_samples() {
+    use wirebench_model::side::HostRole;
+    use wirebench_model::spec::FlowDir;
+    let _g = serial();
+    let r = wb(&["stream", "-t", "1", "-i", "0.25", "--bidir", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    let s = stream_sum(&res);
+    for d in &s.directions {
+        let host = match d.dir {
+            FlowDir::ClientToServer => HostRole::Client,
+            FlowDir::ServerToClient => HostRole::Server,
+        };
+        let rows: Vec<_> = s
+            .tcp_intervals
+            .iter()
+            .filter(|r| r.dir == d.dir && r.flow.is_none())
+            .collect();
+        assert!(rows.len() >= 4, "{:?}: {} rows", d.dir, rows.len());
+        assert!(rows.iter().all(|r| r.host == host), "{rows:?}");
+        let sum: u64 = rows.iter().map(|r| r.retransmits).sum();
+        assert_eq!(sum, d.retransmits, "{:?}", d.dir);
+    }
+}
