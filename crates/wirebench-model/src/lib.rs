@@ -15,6 +15,7 @@
 //!   over testbed cells), their documents and expectations.
 //! - [`limits`]: this machine's physical limits ([`limits::LimitsResult`], `wirebench
 //!   limits`) and the [`limits::PhysicalContext`] a stream result gets from them.
+//! - [`tcp_series`]: the senders' TCP_INFO per interval, per flow and per direction.
 //! - [`profile`]: an end's CPU profile by category ([`profile::ProfileReport`]).
 //! - [`text`]: escaping text a peer sent before it reaches a log or a terminal.
 //!
@@ -30,6 +31,7 @@ pub mod side;
 pub mod spec;
 pub mod study;
 pub mod sweep;
+pub mod tcp_series;
 pub mod text;
 pub mod udp;
 pub mod validate;

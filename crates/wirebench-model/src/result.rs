@@ -224,6 +224,10 @@ pub struct StreamSummary {
     pub flows: Vec<FlowSummary>,
     /// Interval rows measured at the receiving end of each direction.
     pub intervals: Vec<IntervalRow>,
+    /// TCP_INFO per interval read at the sending end of each direction: per sample one row
+    /// for all the direction's flows, then one per flow when the end sends on at most 16.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tcp_intervals: Vec<crate::tcp_series::TcpIntervalRow>,
 }
 
 /// An error of one flow at one end.
@@ -387,6 +391,10 @@ pub struct RrSummary {
     /// Round-trip latency of those transactions (client clock; open loop: from each
     /// request's scheduled send time).
     pub latency: Option<LatencySummary>,
+    /// The same round trips as a histogram: log-spaced buckets (8 per doubling, edges in
+    /// ns), exact counts that sum to `latency.count`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<wirebench_stats::buckets::LatencyBuckets>,
     /// Client window counts summed over flows (errors, connect errors, UDP lost/late/garbage).
     pub client_window: RrCounts,
     /// Client counts over the whole test.

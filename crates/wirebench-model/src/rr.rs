@@ -4,6 +4,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use wirebench_stats::buckets::LatencyBuckets;
 use wirebench_stats::latency::LatencySummary;
 
 use crate::side::{Span, TcpInfoReport};
@@ -171,6 +172,10 @@ pub struct RrSide {
     pub flows: Vec<RrFlowSide>,
     /// Client: every flow's window round trips merged; `None` on a server.
     pub latency: Option<LatencySummary>,
+    /// Client: the same round trips as a histogram of log-spaced buckets (exact counts,
+    /// summing to `latency.count`); `None` on a server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<LatencyBuckets>,
     /// Interval samples (empty unless the spec asked for intervals).
     pub intervals: Vec<RrInterval>,
 }

@@ -216,6 +216,10 @@ pub struct TcpInfoReport {
     pub pmtu_bytes: u32,
     /// Most recent delivery-rate estimate, bits per second (kernel 4.9+).
     pub delivery_rate_bps: Option<u64>,
+    /// Pacing rate, bits per second (`tcpi_pacing_rate` × 8); `None` when unlimited or not
+    /// reported.
+    #[serde(default)]
+    pub pacing_rate_bps: Option<u64>,
     /// Bytes acknowledged by the peer (kernel 4.1+).
     pub bytes_acked: Option<u64>,
     /// Bytes received from the peer (kernel 4.1+).
@@ -240,6 +244,40 @@ pub struct ByteInterval {
     pub in_warmup: bool,
     /// Bytes moved in the interval, per flow.
     pub flows: Vec<FlowBytes>,
+    /// TCP_INFO of each sending flow at this end, read by the end's sampling thread at the
+    /// interval's end (never on the data path); empty at an end that sends nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tcp: Vec<FlowTcpSample>,
+}
+
+/// TCP_INFO of one sending flow, read once at the end of an interval by the end's sampling
+/// thread (a `getsockopt` on the flow's socket, beside the data thread). The kernel's own
+/// units: segments, bytes, microseconds; the analysis converts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowTcpSample {
+    /// Flow id.
+    pub flow: u32,
+    /// Congestion window, segments (`tcpi_snd_cwnd`).
+    pub cwnd_segments: u32,
+    /// Sender MSS, bytes (`tcpi_snd_mss`); `cwnd_segments × mss_bytes` is the window in
+    /// bytes.
+    pub mss_bytes: u32,
+    /// Smoothed round-trip time, microseconds (`tcpi_rtt`).
+    pub srtt_us: u32,
+    /// Round-trip time variance, microseconds (`tcpi_rttvar`).
+    pub rttvar_us: u32,
+    /// Segments retransmitted since the connection opened (`tcpi_total_retrans`).
+    pub retransmits_total: u32,
+    /// The kernel's delivery-rate estimate, bits per second (`tcpi_delivery_rate` × 8).
+    pub delivery_rate_bps: Option<u64>,
+    /// The socket's pacing rate, bits per second (`tcpi_pacing_rate` × 8); `None` when the
+    /// kernel reports none (unlimited).
+    pub pacing_rate_bps: Option<u64>,
+    /// The flow's socket had closed before this sample: these are the values its data
+    /// thread read just before closing it.
+    #[serde(default)]
+    pub at_close: bool,
 }
 
 /// One flow's bytes in one interval.

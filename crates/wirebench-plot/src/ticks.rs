@@ -275,6 +275,25 @@ fn plan_log(axis: &Axis, data: Option<(f64, f64)>, pixels: f64, horizontal: bool
     };
     let label = |v: f64| format_value(v, &axis.unit);
     let title = log_title(axis);
+    if e_max - e_min < 1 && base == 10.0 {
+        // Less than two powers inside: 1-2-5 steps when three or more fit (they label the
+        // whole range evenly on a log axis), else the linear steps below.
+        let ticks: Vec<(f64, String)> = (e_min - 1..=e_max + 1)
+            .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * base.powi(e)))
+            .filter(|v| *v >= lo && *v <= hi)
+            .map(|v| (v, label(v)))
+            .collect();
+        if ticks.len() >= 3 && fits(&ticks) {
+            return AxisPlan {
+                scale: axis.scale,
+                lo,
+                hi,
+                ticks,
+                minor: vec![],
+                title,
+            };
+        }
+    }
     if e_max - e_min < 1 {
         // Less than two powers inside: nice linear steps placed on the log axis.
         let mut target = 5.0;
@@ -461,6 +480,16 @@ mod tests {
             "{:?}",
             labels(&p)
         );
+    }
+
+    #[test]
+    fn a_log_range_of_one_power_has_1_2_5_ticks() {
+        // 15 µs .. 550 µs holds only 100 µs as a power of ten: 20, 50, 100, 200, 500 µs label
+        // it evenly from bottom to top (linear steps would leave the lower half bare).
+        let ax = Axis::log10("latency", Unit::Nanoseconds);
+        let p = plan(&ax, Some((15_000.0, 550_000.0)), 300.0, false);
+        let v: Vec<f64> = p.ticks.iter().map(|t| t.0).collect();
+        assert_eq!(v, [20_000.0, 50_000.0, 100_000.0, 200_000.0, 500_000.0]);
     }
 
     #[test]

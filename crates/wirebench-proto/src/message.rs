@@ -19,8 +19,11 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// and reports — UDP loss and jitter and request/response round-trip percentiles per
 /// interval, the addresses of the rr and udp flows — which a version 4 peer would refuse;
 /// 6: CPU profiles — `common.profile_hz` in the spec, `profile` in the reports and the
-/// profile warnings, which a version 5 peer would refuse).
-pub const PROTOCOL_VERSION: u16 = 6;
+/// profile warnings, which a version 5 peer would refuse; 7: TCP_INFO of each sending flow
+/// per stream interval — `tcp` in the interval samples, `pacing_rate_bps` in TCP_INFO —
+/// and the request/response client's latency histogram, which a version 6 peer would
+/// refuse).
+pub const PROTOCOL_VERSION: u16 = 7;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

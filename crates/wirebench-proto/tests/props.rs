@@ -5,7 +5,9 @@
 use proptest::prelude::*;
 
 use wirebench_model::abort::AbortReason;
-use wirebench_model::side::{ByteInterval, FlowBytes, HostRole, IntervalData, Role, Span};
+use wirebench_model::side::{
+    ByteInterval, FlowBytes, FlowTcpSample, HostRole, IntervalData, Role, Span,
+};
 use wirebench_model::spec::{
     CommonSpec, CrrSpec, Direction, RecvPath, RrLoop, RrSpec, SendPath, StreamSpec, TcpOptions,
     TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
@@ -235,6 +237,27 @@ fn role() -> impl Strategy<Value = Role> {
     prop_oneof![Just(Role::Sender), Just(Role::Receiver)]
 }
 
+fn tcp_sample() -> impl Strategy<Value = FlowTcpSample> {
+    (
+        any::<u32>(),
+        any::<[u32; 5]>(),
+        any::<Option<u64>>(),
+        any::<Option<u64>>(),
+        any::<bool>(),
+    )
+        .prop_map(|(flow, v, delivery, pacing, at_close)| FlowTcpSample {
+            flow,
+            cwnd_segments: v[0],
+            mss_bytes: v[1],
+            srtt_us: v[2],
+            rttvar_us: v[3],
+            retransmits_total: v[4],
+            delivery_rate_bps: delivery,
+            pacing_rate_bps: pacing,
+            at_close,
+        })
+}
+
 fn interval_msg() -> impl Strategy<Value = IntervalMsg> {
     (
         prop_oneof![Just(HostRole::Client), Just(HostRole::Server)],
@@ -250,15 +273,17 @@ fn interval_msg() -> impl Strategy<Value = IntervalMsg> {
             }),
             0..8,
         ),
+        prop::collection::vec(tcp_sample(), 0..4),
     )
         .prop_map(
-            |(host, index, start_ns, end_ns, in_warmup, flows)| IntervalMsg {
+            |(host, index, start_ns, end_ns, in_warmup, flows, tcp)| IntervalMsg {
                 host,
                 sample: IntervalData::Stream(ByteInterval {
                     index,
                     span: Span { start_ns, end_ns },
                     in_warmup,
                     flows,
+                    tcp,
                 }),
             },
         )

@@ -1,8 +1,10 @@
 //! One self-contained HTML page for a result (`wirebench report`): what was run and how to
 //! run it again, the result as the human printer writes it, every figure that applies,
-//! warnings, and the environment of both ends. The page is `wirebench-plot`'s report: inline
+//! warnings, and the environment of both ends; likewise a sweep's page and the page of a
+//! `wirebench limits` document. The page is `wirebench-plot`'s report: inline
 //! SVG and CSS, no script, font or network access.
 
+use wirebench_model::limits::LimitsResult;
 use wirebench_model::result::RunResult;
 use wirebench_model::side::SideReport;
 use wirebench_model::sweep::{PointFigure, PointRole, SweepResult};
@@ -11,7 +13,7 @@ use wirebench_plot::html::{
     Block, Column, DataTable, KeyValueTable, Outcome, Report, Section, Verdict,
 };
 
-use crate::figures::{run_figures, sweep_figures, Named};
+use crate::figures::{limits_figures, run_figures, sweep_figures, Named};
 use crate::print::{self, sweep as show, text};
 
 /// The figures of `named` as blocks; a figure that cannot be drawn becomes a warning.
@@ -245,6 +247,55 @@ pub fn sweep_page(sw: &SweepResult) -> Report {
             run.server.as_ref(),
         )));
     }
+    report.sections.push(s);
+    report
+}
+
+/// The page of a `wirebench limits` document read from `path`: the figure, the limits as
+/// the command prints them, and the machine.
+pub fn limits_page(l: &LimitsResult, path: &str) -> Report {
+    let host = l
+        .hostname
+        .as_deref()
+        .map_or_else(|| "this machine".into(), escape);
+    let mut report = Report::new(
+        format!("wirebench limits of {host}"),
+        format!("{} · measured {}", l.tool, l.started_utc),
+    );
+    let mut head = Section::new("Result");
+    head.blocks.extend(figure_blocks(limits_figures(l)));
+    head.push(Block::Code {
+        caption: "as `wirebench limits` prints them".into(),
+        code: print::limits::human(
+            l,
+            &print::limits::Provenance::File {
+                path: path.to_string(),
+            },
+        ),
+    });
+    report.sections.push(head);
+    let opt = |v: Option<&String>| v.map_or_else(|| "—".into(), |s| escape(s));
+    let mut s = Section::new("Machine");
+    s.push(Block::KeyValue(KeyValueTable {
+        caption: "Where the limits were measured".into(),
+        columns: vec!["value".into()],
+        rows: vec![
+            ("host name".into(), vec![host]),
+            ("kernel".into(), vec![opt(l.kernel.as_ref())]),
+            ("CPU model".into(), vec![opt(l.cpu_model.as_ref())]),
+            ("CPUs online".into(), vec![l.cpus.to_string()]),
+            (
+                "CPUs used".into(),
+                vec![l
+                    .cpus_used
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")],
+            ),
+            ("boot id".into(), vec![opt(l.boot_id.as_ref())]),
+        ],
+    }));
     report.sections.push(s);
     report
 }

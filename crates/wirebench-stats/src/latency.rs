@@ -205,6 +205,20 @@ impl LatencyHistogram {
         Some(v.clamp(self.min_ns, self.max_ns))
     }
 
+    /// Every HdrHistogram bucket that holds values, in increasing order: (the lowest value
+    /// the bucket treats as equal, its count). The counts sum to [`count`](Self::count).
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        self.hist
+            .iter_recorded()
+            .map(|v| {
+                (
+                    self.hist.lowest_equivalent(v.value_iterated_to()),
+                    v.count_at_value(),
+                )
+            })
+            .collect()
+    }
+
     /// Summary of everything recorded (all zero if empty).
     pub fn summary(&self) -> LatencySummary {
         if self.count == 0 {

@@ -3,6 +3,7 @@
 //!
 //! - [`cpu`]: parse `/proc/stat`, turn two snapshots into utilization per CPU and in total.
 //! - [`demand`]: service demand (CPU microseconds per KB, per transaction), netperf's definition.
+//! - [`buckets`]: a latency histogram regrouped into log-spaced buckets for results and figures.
 //! - [`ci`]: Student-t confidence intervals for repeated runs.
 //! - [`latency`]: latency histograms (HdrHistogram, ns) and percentile summaries.
 //! - [`summary`]: min/median/max and Jain's fairness index.
@@ -12,6 +13,7 @@
 //!   latency-dominated regime, dips and their confirmation), the Hockney latency fit, the
 //!   knee of latency under offered load.
 
+pub mod buckets;
 pub mod ci;
 pub mod cpu;
 pub mod curve;

@@ -39,6 +39,9 @@ pub struct TcpInfo {
     pub pmtu_bytes: u32,
     /// Most recent delivery rate estimate in bytes/s (`tcpi_delivery_rate`).
     pub delivery_rate_bytes_per_s: Option<u64>,
+    /// Pacing rate in bytes/s (`tcpi_pacing_rate`); `None` when the kernel reports
+    /// none (`~0`, unlimited) or the structure is too short.
+    pub pacing_rate_bytes_per_s: Option<u64>,
     /// Bytes acknowledged by the peer (`tcpi_bytes_acked`).
     pub bytes_acked: Option<u64>,
     /// Bytes received in order from the peer (`tcpi_bytes_received`).
@@ -222,6 +225,7 @@ fn convert(raw: &RawTcpInfo, len: usize) -> TcpInfo {
         rcv_mss_bytes: raw.tcpi_rcv_mss,
         pmtu_bytes: raw.tcpi_pmtu,
         delivery_rate_bytes_per_s: opt!(tcpi_delivery_rate),
+        pacing_rate_bytes_per_s: opt!(tcpi_pacing_rate).filter(|&v| v != u64::MAX),
         bytes_acked: opt!(tcpi_bytes_acked),
         bytes_received: opt!(tcpi_bytes_received),
         bytes_sent: opt!(tcpi_bytes_sent),

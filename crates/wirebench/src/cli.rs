@@ -66,12 +66,13 @@ pub struct LimitsArgs {
 /// `wirebench plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, or
-    /// a study's output directory.
+    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, a
+    /// study's output directory, or the JSON of `wirebench limits --json`.
     pub input: std::path::PathBuf,
-    /// Which figure: timeseries, tail (request/response), curve, curve-latency (sweeps of
-    /// request/response), table, ladder (studies); default the first that applies.
-    #[arg(long, value_parser = ["timeseries", "tail", "curve", "curve-latency", "table", "ladder"])]
+    /// Which figure: timeseries (a stream test's with TCP_INFO panels), tail, histogram,
+    /// under-load (request/response), curve, curve-latency, latency-vs-load (sweeps), limits,
+    /// table, ladder (studies); default the first that applies.
+    #[arg(long, value_parser = ["timeseries", "tail", "histogram", "under-load", "curve", "curve-latency", "latency-vs-load", "limits", "table", "ladder"])]
     pub kind: Option<String>,
     /// Write the SVG here (atomically) instead of to stdout.
     #[arg(short, long, value_name = "FILE.svg")]
@@ -81,8 +82,8 @@ pub struct PlotArgs {
 /// `wirebench report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, or
-    /// a study's output directory.
+    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, a
+    /// study's output directory, or the JSON of `wirebench limits --json`.
     pub input: std::path::PathBuf,
     /// The HTML file to write (atomically).
     #[arg(short, long, value_name = "FILE.html")]

@@ -1,13 +1,14 @@
 //! `wirebench plot INPUT` and `wirebench report INPUT`: a result (a RunResult JSON file, a
-//! SweepResult JSON file, or a sweep's `-o` directory) drawn as SVG, or written as one
-//! self-contained HTML page.
+//! SweepResult JSON file, a sweep's `-o` directory, or the JSON of `wirebench limits --json`)
+//! drawn as SVG, or written as one self-contained HTML page.
 
 use std::path::{Path, PathBuf};
 
+use wirebench_model::limits::LimitsResult;
 use wirebench_model::result::RunResult;
 use wirebench_model::sweep::SweepResult;
-use wirebench_report::figures::{run_figures, sweep_figures, Named};
-use wirebench_report::page::{run_page, sweep_page};
+use wirebench_report::figures::{limits_figures, run_figures, sweep_figures, Named};
+use wirebench_report::page::{limits_page, run_page, sweep_page};
 use wirebench_report::study_page;
 
 use crate::cli::{PlotArgs, ReportArgs};
@@ -20,10 +21,12 @@ enum Input {
     Run(Box<RunResult>),
     /// A sweep.
     Sweep(Box<SweepResult>),
+    /// This machine's limits (`wirebench limits --json`), read from the file.
+    Limits(Box<LimitsResult>, String),
 }
 
-/// Read `path`: a sweep directory (its `sweep.json`), or a JSON document of either kind (a
-/// SweepResult has `"kind": "sweep"`).
+/// Read `path`: a sweep directory (its `sweep.json`), or a JSON document of any kind (a
+/// SweepResult has `"kind": "sweep"`, a LimitsResult `"kind": "limits"`).
 fn load(path: &Path) -> Result<Input, String> {
     let file: PathBuf = if path.is_dir() {
         path.join("sweep.json")
@@ -34,7 +37,11 @@ fn load(path: &Path) -> Result<Input, String> {
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
-    if v.get("kind").and_then(|k| k.as_str()) == Some("sweep") {
+    if v.get("kind").and_then(|k| k.as_str()) == Some("limits") {
+        LimitsResult::from_json(&text)
+            .map(|l| Input::Limits(Box::new(l), file.display().to_string()))
+            .map_err(|e| format!("{}: {e}", file.display()))
+    } else if v.get("kind").and_then(|k| k.as_str()) == Some("sweep") {
         serde_json::from_value(v)
             .map(|s| Input::Sweep(Box::new(s)))
             .map_err(|e| format!("{} is not a wirebench sweep result: {e}", file.display()))
@@ -50,6 +57,7 @@ fn figures(input: &Input) -> Vec<Named> {
     match input {
         Input::Run(r) => run_figures(r),
         Input::Sweep(s) => sweep_figures(s),
+        Input::Limits(l, _) => limits_figures(l),
     }
 }
 
@@ -227,6 +235,7 @@ pub fn report(a: &ReportArgs) -> i32 {
     let page = match &input {
         Input::Run(r) => run_page(r),
         Input::Sweep(s) => sweep_page(s),
+        Input::Limits(l, path) => limits_page(l, path),
     }
     .to_html();
     match write_atomically(&a.output, page.as_bytes()) {

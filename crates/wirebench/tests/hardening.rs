@@ -692,18 +692,26 @@ fn raw_controls(b: &[u8]) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------
 
 /// Ten tests whose client sends a `results` frame exactly as large as the daemon allows
-/// (5.7 MB each: 512 flows, intervals of 100 ms) and then aborts leave the daemon within
-/// 32 MB of its baseline (its descriptors and threads back to it too), although each record
-/// on disk carries the whole padded report. Then a `results` frame announcing what a test of
-/// the declared length (40 s) could carry, sent right after the start, is refused at its
+/// (12.4 MB each: 512 flows, intervals of 100 ms, room for TCP_INFO samples) and then aborts
+/// leave the daemon within 32 MB of its baseline (its descriptors and threads back to it
+/// too), although each record on disk carries the whole padded report. Then a `results` frame announcing what a test of
+/// the declared length (30 s) could carry, sent right after the start, is refused at its
 /// header.
 #[test]
 fn h01_memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     const FLOWS: u32 = 512;
-    let d = LocalDaemon::start(&["--max-flows", "512", "--idle-timeout", "5"]);
+    // Eleven records of one frame each must fit the records file before it rotates.
+    let d = LocalDaemon::start(&[
+        "--max-flows",
+        "512",
+        "--idle-timeout",
+        "5",
+        "--records-max-size",
+        "268435456",
+    ]);
     let base = d.baseline();
-    let spec = stream_spec(FLOWS, 40_000, Some(100));
+    let spec = stream_spec(FLOWS, 30_000, Some(100));
     // What the daemon allows at any time once the engines run (the allowance only grows).
     let cap = results_frame_cap(&spec, Duration::ZERO) as usize;
     assert!(
@@ -735,7 +743,7 @@ fn h01_memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
         assert_eq!(sw, pad, "the peer's report was not recorded whole");
     }
 
-    // The allowance: what the declared 40 s could carry, announced right after the start.
+    // The allowance: what the declared 30 s could carry, announced right after the start.
     let mut c = Ctl::connect(d.addr, None).unwrap();
     let (id, token) = c.admit(&spec).unwrap();
     let data = open_all(&mut c, d.addr, &spec, token).unwrap();

@@ -395,6 +395,21 @@ fn induced_latency_is_the_queue_drain_time() {
         "idle p50 {}",
         s.idle_rtt_p50_ns
     );
+    // The boxes of the under-load figure, read from each run's histogram: the loaded
+    // median agrees with the reported one within the bucket width, and the queue lifts the
+    // loaded distribution's lower quartile above the idle median.
+    let idle_box = wirebench_report::analyze::under_load::latency_box(&u.idle).expect("idle box");
+    let loaded_box = wirebench_report::analyze::under_load::latency_box(&res).expect("loaded box");
+    assert!(
+        (loaded_box.p50_ns / s.loaded_rtt_p50_ns as f64 - 1.0).abs() < 0.1,
+        "box median {} vs p50 {}",
+        loaded_box.p50_ns,
+        s.loaded_rtt_p50_ns
+    );
+    assert!(
+        loaded_box.p25_ns > idle_box.p50_ns,
+        "{loaded_box:?} vs {idle_box:?}"
+    );
     // The load ran at the link's payload rate, near 50 Mbit/s.
     assert!(
         (40e6..50e6).contains(&s.load_throughput_bps),

@@ -687,6 +687,9 @@ pub fn run(
                 },
                 flows: out_flows,
                 latency: merged.as_ref().map(LatencyHistogram::summary),
+                latency_histogram: merged
+                    .as_ref()
+                    .map(wirebench_stats::buckets::LatencyBuckets::of),
                 intervals: out.intervals,
             },
             cpu,

@@ -8,7 +8,7 @@
 //! [`FlowSide`]s, warnings and CPU report of an [`EngineOutput`].
 
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use socket2::SockRef;
 use wirebench_model::abort::EngineKind;
 use wirebench_model::side::{
-    ByteInterval, FlowBytes, FlowSide, PathUsed, Role, SocketFacts, Span, StreamSide,
-    TcpInfoReport, VerifyCounts, ZeroCopyStats,
+    ByteInterval, FlowBytes, FlowSide, FlowTcpSample, PathUsed, Role, SocketFacts, Span,
+    StreamSide, TcpInfoReport, VerifyCounts, ZeroCopyStats,
 };
 use wirebench_model::spec::FlowDir;
 use wirebench_model::warning::{DataThread, FallbackReason, FlowError, Step, Warning};
@@ -54,6 +54,49 @@ pub(crate) struct Shared {
     /// Flows whose data phase has ended: a sender that sent its budget or failed, a receiver
     /// that read EOF or failed. Each flow counts once.
     pub(crate) finished: AtomicUsize,
+    /// Per flow index: where the sampling thread reads a sending flow's TCP_INFO at each
+    /// interval's end (`None` for receivers and runs without intervals).
+    pub(crate) probes: Vec<Option<Mutex<Probe>>>,
+}
+
+/// The sampling thread's view of one sending flow's socket: a duplicate of its descriptor
+/// while the flow's data thread holds the socket, then the values read just before the
+/// close. The data thread drops the duplicate ([`Shared::flow_closed`]) before it closes
+/// its socket, so the duplicate never keeps a connection open.
+pub(crate) struct Probe {
+    flow: u32,
+    fd: Option<OwnedFd>,
+    at_close: Option<FlowTcpSample>,
+}
+
+/// The sample of flow `flow` from a TCP_INFO reading.
+fn tcp_sample(flow: u32, i: &wirebench_sys::tcp::TcpInfo, at_close: bool) -> FlowTcpSample {
+    FlowTcpSample {
+        flow,
+        cwnd_segments: i.snd_cwnd_segments,
+        mss_bytes: i.snd_mss_bytes,
+        srtt_us: i.rtt_us,
+        rttvar_us: i.rttvar_us,
+        retransmits_total: i.retransmits_total,
+        delivery_rate_bps: i.delivery_rate_bytes_per_s.map(|b| b.saturating_mul(8)),
+        pacing_rate_bps: i.pacing_rate_bytes_per_s.map(|b| b.saturating_mul(8)),
+        at_close,
+    }
+}
+
+/// The sample of flow `flow` from the TCP_INFO its data thread read at close.
+fn tcp_sample_of_report(flow: u32, r: &TcpInfoReport) -> FlowTcpSample {
+    FlowTcpSample {
+        flow,
+        cwnd_segments: r.snd_cwnd_segments,
+        mss_bytes: r.snd_mss_bytes,
+        srtt_us: r.rtt_us,
+        rttvar_us: r.rttvar_us,
+        retransmits_total: r.retransmits_total,
+        delivery_rate_bps: r.delivery_rate_bps,
+        pacing_rate_bps: r.pacing_rate_bps,
+        at_close: true,
+    }
 }
 
 impl Shared {
@@ -67,6 +110,7 @@ impl Shared {
             final_cpu: (0..threads).map(|_| Mutex::new(None)).collect(),
             budget: vec![u64::MAX; flows],
             finished: AtomicUsize::new(0),
+            probes: (0..flows).map(|_| None).collect(),
         }
     }
 
@@ -80,12 +124,55 @@ impl Shared {
         let mut shared = Shared::new(start, plans.len(), threads);
         let flows: Vec<_> = plans.iter().map(|p| (p.flow, p.dir, p.role)).collect();
         shared.budget = super::flow_budgets(cfg.stop_after_bytes, &flows);
+        if cfg.interval.is_some() {
+            for (slot, p) in shared.probes.iter_mut().zip(plans) {
+                if p.role == Role::Sender {
+                    // Without a duplicate the flow simply has no TCP samples.
+                    *slot = p.stream.as_fd().try_clone_to_owned().ok().map(|fd| {
+                        Mutex::new(Probe {
+                            flow: p.flow,
+                            fd: Some(fd),
+                            at_close: None,
+                        })
+                    });
+                }
+            }
+        }
         shared
     }
 
     /// A flow's data phase has ended (call once per flow).
     pub(crate) fn flow_finished(&self) {
         self.finished.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Flow `idx`'s data thread read `facts` and is about to close its socket: the sampling
+    /// thread drops its duplicate and keeps these values for the intervals that follow.
+    pub(crate) fn flow_closed(&self, idx: usize, facts: &SocketFacts) {
+        if let Some(Some(p)) = self.probes.get(idx) {
+            let mut p = p.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            p.fd = None;
+            p.at_close = facts
+                .tcp_info
+                .as_ref()
+                .map(|r| tcp_sample_of_report(p.flow, r));
+        }
+    }
+
+    /// TCP_INFO of every sending flow now (their values at close for the closed ones).
+    fn tcp_samples(&self) -> Vec<FlowTcpSample> {
+        let mut out = Vec::new();
+        for p in self.probes.iter().flatten() {
+            let p = p.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let s = match &p.fd {
+                Some(fd) => wirebench_sys::tcp::tcp_info(fd)
+                    .ok()
+                    .map(|i| tcp_sample(p.flow, &i, false)),
+                None => p.at_close.clone(),
+            };
+            out.extend(s);
+        }
+        out
     }
 }
 
@@ -144,6 +231,7 @@ pub fn tcp_info_report(i: &wirebench_sys::tcp::TcpInfo) -> TcpInfoReport {
         rcv_mss_bytes: i.rcv_mss_bytes,
         pmtu_bytes: i.pmtu_bytes,
         delivery_rate_bps: i.delivery_rate_bytes_per_s.map(|b| b.saturating_mul(8)),
+        pacing_rate_bps: i.pacing_rate_bytes_per_s.map(|b| b.saturating_mul(8)),
         bytes_acked: i.bytes_acked,
         bytes_received: i.bytes_received,
         busy_us: i.busy_time_us,
@@ -237,6 +325,7 @@ impl Engine for Sampler<'_> {
             span: Span { start_ns, end_ns },
             in_warmup: start_ns < self.warmup_ns,
             flows: out,
+            tcp: self.shared.tcp_samples(),
         };
         self.sink.interval(&s);
         s

@@ -198,6 +198,7 @@ impl<'a> Worker<'a> {
         if let Some(s) = f.stream.take() {
             let _ = epoll::delete(&self.ep, &s);
             done.socket = socket_facts(&s);
+            self.shared.flow_closed(f.idx, &done.socket);
         }
         f.done = Some(done);
         f.state = State::Done;
@@ -423,6 +424,7 @@ fn run_worker<'a>(
                 .map(|(idx, plan)| {
                     let mut done = FlowDone::new(0, Some(e.clone()), env.path_report(plan.role));
                     done.socket = socket_facts(&plan.stream);
+                    shared.flow_closed(idx, &done.socket);
                     (idx, done)
                 })
                 .collect();

@@ -324,6 +324,7 @@ fn run_sender(
     done.last_byte_ns = sent_budget_at.map(|t| ns_since(shared.start, t));
     drop(tx);
     done.socket = socket_facts(&s);
+    shared.flow_closed(idx, &done.socket);
     done
 }
 
@@ -395,6 +396,7 @@ fn run_receiver(
         }
     }
     done.socket = socket_facts(&s);
+    shared.flow_closed(idx, &done.socket);
     done
 }
 

@@ -342,6 +342,10 @@ pub fn message_kind(msg: &Message) -> &'static str {
 /// start a little apart, and a receiver drains for a while after its stop instant.
 pub const RESULTS_ELAPSED_SLACK: Duration = Duration::from_secs(5);
 
+/// Room for one flow's TCP_INFO sample in an interval (`FlowTcpSample` as JSON: 241 bytes
+/// with every field at its widest, and a separator).
+pub const TCP_SAMPLE_BYTES: u64 = 256;
+
 /// The frame cap both ends apply once `spec` is admitted: room for the `results` message
 /// (per-flow counts, the interval samples, per-CPU figures), between
 /// [`DEFAULT_MAX_FRAME_BYTES`] and [`ABSOLUTE_MAX_FRAME_BYTES`]. The interval samples are
@@ -360,7 +364,7 @@ pub fn results_frame_cap(spec: &TestSpec, elapsed: Duration) -> u32 {
     };
     let bytes = (1u64 << 20)
         .saturating_add(conns * 4096)
-        .saturating_add(intervals.saturating_mul(128 + conns * 96));
+        .saturating_add(intervals.saturating_mul(128 + conns * (96 + TCP_SAMPLE_BYTES)));
     let cap = bytes.clamp(
         u64::from(DEFAULT_MAX_FRAME_BYTES),
         u64::from(ABSOLUTE_MAX_FRAME_BYTES),

@@ -1128,9 +1128,26 @@ fn results_frame_cap_bounds() {
     let early = results_frame_cap(&big, Duration::from_secs(10));
     let conns = u64::from(big.connection_count());
     let intervals = (10_000 + RESULTS_ELAPSED_SLACK.as_millis() as u64) / 100 + 2;
-    let want = (1u64 << 20) + conns * 4096 + intervals * (128 + conns * 96);
+    let want = (1u64 << 20) + conns * 4096 + intervals * (128 + conns * (96 + TCP_SAMPLE_BYTES));
     assert_eq!(u64::from(early), want);
-    assert!(u64::from(early) < 10 << 20, "{early}");
+    // A flow's TCP_INFO sample at its widest fits its allowance.
+    let widest = wirebench_model::side::FlowTcpSample {
+        flow: u32::MAX,
+        cwnd_segments: u32::MAX,
+        mss_bytes: u32::MAX,
+        srtt_us: u32::MAX,
+        rttvar_us: u32::MAX,
+        retransmits_total: u32::MAX,
+        delivery_rate_bps: Some(u64::MAX),
+        pacing_rate_bps: Some(u64::MAX),
+        at_close: false,
+    };
+    let len = serde_json::to_string(&widest).unwrap().len() as u64;
+    assert!(len < TCP_SAMPLE_BYTES, "{len}");
+    assert!(
+        u64::from(early) < u64::from(ABSOLUTE_MAX_FRAME_BYTES) / 4,
+        "{early}"
+    );
     let mut hostile = big.clone();
     hostile.common.flows = u32::MAX;
     hostile.common.duration_ms = u64::MAX;

@@ -34,6 +34,7 @@ pub mod sanity;
 pub mod stream;
 pub mod study;
 pub mod sweep;
+pub mod tcp_series;
 pub mod udp;
 pub mod under_load;
 pub mod verdict;

@@ -43,7 +43,7 @@
 //! Interval rows come from the end that *receives* each direction: per sample, the bytes of
 //! that end's `Receiver` entries for the direction's flows, and `throughput_bps = bytes × 8 /
 //! (interval length / 1e9)` (0 for an empty interval). Times are seconds after that end's
-//! start, on that end's clock.
+//! start, on that end's clock. TCP_INFO per interval: [`super::tcp_series`].
 
 use std::collections::BTreeMap;
 
@@ -209,10 +209,15 @@ pub(crate) fn summarize(
             }
         }
     }
+    let tcp_intervals = directions
+        .iter()
+        .flat_map(|d| super::tcp_series::rows(sender_of(d.dir), d.dir, &map, reports))
+        .collect();
     StreamSummary {
         directions,
         flows,
         intervals,
+        tcp_intervals,
     }
 }
 

@@ -2,7 +2,7 @@
 //! side, and the latency the load induced (loaded − idle, at the median and at the 99th
 //! percentile). Each round trip is the first completed run's window latency (the single
 //! test's own figure); the load's throughput is the receivers' payload rate summed over its
-//! directions.
+//! directions. [`latency_box`] reads the percentiles of a box plot from the latency histogram.
 
 use wirebench_model::result::{RrSummary, RunResult, RunStatus, UnderLoadSummary, WorkloadSummary};
 
@@ -46,5 +46,42 @@ pub fn summary(idle: &RunResult, loaded: &RunResult, load: &RunResult) -> Option
         idle_transactions_per_s: i.transactions_per_s,
         loaded_transactions_per_s: l.transactions_per_s,
         load_throughput_bps: load_bps(load)?,
+    })
+}
+
+/// The round trips of a request/response result as a box: its 1st, 25th, 50th, 75th and
+/// 99th percentiles read from the client's latency histogram (each within the bucket's
+/// width, 9 %) and the exact mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencyBox {
+    /// 1st percentile, ns.
+    pub p1_ns: f64,
+    /// 25th percentile, ns.
+    pub p25_ns: f64,
+    /// Median, ns.
+    pub p50_ns: f64,
+    /// 75th percentile, ns.
+    pub p75_ns: f64,
+    /// 99th percentile, ns.
+    pub p99_ns: f64,
+    /// Mean, ns (exact).
+    pub mean_ns: f64,
+    /// Round trips counted.
+    pub count: u64,
+}
+
+/// The [`LatencyBox`] of the first completed run of `r`; `None` without a histogram.
+pub fn latency_box(r: &RunResult) -> Option<LatencyBox> {
+    let s = rr(r)?;
+    let h = s.latency_histogram.as_ref()?;
+    let q = |x: f64| h.quantile_ns(x);
+    Some(LatencyBox {
+        p1_ns: q(0.01)?,
+        p25_ns: q(0.25)?,
+        p50_ns: q(0.5)?,
+        p75_ns: q(0.75)?,
+        p99_ns: q(0.99)?,
+        mean_ns: s.latency.as_ref().map_or(f64::NAN, |l| l.mean_ns),
+        count: h.total(),
     })
 }

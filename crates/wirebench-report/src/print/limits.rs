@@ -32,6 +32,11 @@ pub enum Provenance {
         /// The file.
         path: String,
     },
+    /// Read from a file given by the user (`wirebench report LIMITS.json`).
+    File {
+        /// The file.
+        path: String,
+    },
 }
 
 /// `n` bytes as `32 KiB`, `1 MiB`, `256 MiB` (exact multiples), else as [`units::bytes`].
@@ -120,6 +125,10 @@ fn header(out: &mut String, l: &LimitsResult, from: &Provenance) {
         Provenance::Cached { path } => format!(
             "cached: measured {when} in this boot ({secs:.1} s{quick}), read from {}; \
              --refresh measures again",
+            wirebench_model::text::escape(path)
+        ),
+        Provenance::File { path } => format!(
+            "measured {when} ({secs:.1} s{quick}), read from {}",
             wirebench_model::text::escape(path)
         ),
     };

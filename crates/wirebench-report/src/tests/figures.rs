@@ -81,24 +81,75 @@ fn a_sweep_curve_has_a_line_per_variant_and_the_analysis_marked() {
     assert_eq!(figs.len(), 1, "a stream sweep has its curve only");
     let f = &figs[0];
     assert_eq!(f.kind, FigureKind::Curve);
-    assert_eq!(f.figure.series.len(), 2);
-    assert_eq!(f.figure.series[0].name, "--flows 1");
-    assert_eq!(f.figure.series[0].points.len(), sizes.len());
+    assert_eq!(f.xy().expect("an x–y figure").series.len(), 2);
+    assert_eq!(f.xy().expect("an x–y figure").series[0].name, "--flows 1");
+    assert_eq!(
+        f.xy().expect("an x–y figure").series[0].points.len(),
+        sizes.len()
+    );
     for (c, tag) in s.analysis.iter().zip(["--flows 1", "--flows 2"]) {
         let a = c.throughput.as_ref().unwrap();
-        let n_half = f.figure.annotations.iter().find_map(|x| match x {
-            Annotation::VLine { x, label } if label.contains(tag) => Some(*x),
-            _ => None,
-        });
-        assert_eq!(n_half, Some(a.n_half.size_bytes()), "{tag}");
-        if a.saturated {
-            let sat = f.figure.annotations.iter().find_map(|x| match x {
-                Annotation::HLine { y, label, .. } if label.contains(tag) => Some(*y),
+        let n_half = f
+            .xy()
+            .expect("an x–y figure")
+            .annotations
+            .iter()
+            .find_map(|x| match x {
+                Annotation::VLine { x, label } if label.contains(tag) => Some(*x),
                 _ => None,
             });
+        assert_eq!(n_half, Some(a.n_half.size_bytes()), "{tag}");
+        if a.saturated {
+            let sat = f
+                .xy()
+                .expect("an x–y figure")
+                .annotations
+                .iter()
+                .find_map(|x| match x {
+                    Annotation::HLine { y, label, .. } if label.contains(tag) => Some(*y),
+                    _ => None,
+                });
             assert_eq!(sat, Some(a.saturation_bps), "{tag}");
         }
     }
     let svg = f.svg().expect("drawn");
     assert!(svg.as_str().contains("TCP stream throughput vs --msg-size"));
+    // Without physical contexts, no limit is drawn.
+    assert!(f.xy().expect("x–y").overlays.is_empty());
+
+    // With one on every point of --flows 1: the copy bandwidth over the copies per byte,
+    // one overlay for that variant only.
+    for p in s
+        .points
+        .iter_mut()
+        .filter(|p| p.settings[0].value == FactorValue::Number(1))
+    {
+        let size = p.settings[1].value.number().unwrap();
+        p.result.physical = Some(wirebench_model::limits::PhysicalContext {
+            limits_started_unix_ms: 0,
+            limits_started_utc: String::new(),
+            boot_id: "b".into(),
+            msg_bytes: size,
+            buffer_bytes: size,
+            copy_threads: 1,
+            copy_bytes_per_s: 10e9 + size as f64,
+            payload_bytes_per_s: 1e9,
+            copies_per_byte: 2.0,
+            copied_bytes_per_s: 2e9,
+            copy_bandwidth_pct: 20.0,
+        });
+    }
+    let figs = sweep_figures(&s);
+    let o = &figs[0].xy().expect("x–y").overlays;
+    assert_eq!(o.len(), 1, "{o:?}");
+    assert!(
+        o[0].name.starts_with("copy-bandwidth limit"),
+        "{}",
+        o[0].name
+    );
+    assert_eq!(o[0].points.len(), sizes.len());
+    for &(x, y) in &o[0].points {
+        assert_eq!(y, (10e9 + x) * 8.0 / 2.0);
+    }
+    assert!(figs[0].caption.contains("physical limit"));
 }

@@ -16,6 +16,7 @@ mod limits;
 mod print;
 mod rr;
 mod stream;
+mod tcp_series;
 mod udp;
 
 use wirebench_model::result::{
@@ -297,6 +298,7 @@ pub(crate) fn byte_interval(
             .iter()
             .map(|&(flow, role, bytes)| FlowBytes { flow, role, bytes })
             .collect(),
+        tcp: Vec::new(),
     }
 }
 
@@ -416,6 +418,7 @@ pub(crate) fn rr_report(
             },
             flows,
             latency,
+            latency_histogram: None,
             intervals: Vec::new(),
         })),
         cpu,

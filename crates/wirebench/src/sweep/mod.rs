@@ -148,6 +148,16 @@ impl Sweeper<'_> {
                 Err(msg) => failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, msg)),
             };
             result.testbed = self.testbed.clone().map(Box::new);
+            // A stream point against this machine's limits, when they are cached for this
+            // boot (the single test's own physical context; drawn along the curve).
+            if result.spec.as_ref().map(|s| s.kind())
+                == Some(wirebench_model::spec::WorkloadKind::Stream)
+            {
+                if let Some((_, limits)) = crate::limits_cmd::cached_for_this_boot() {
+                    result.physical =
+                        wirebench_report::analyze::limits::physical_context(&result, &limits);
+                }
+            }
             if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {
                 return None;
             }
