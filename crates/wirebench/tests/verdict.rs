@@ -75,15 +75,40 @@ fn pacing_is_named_when_the_rate_is_met() {
     assert!((285e6..=315e6).contains(&got), "{got}");
 }
 
-/// Closed-loop request/response is bound by the round trip: the verdict's allowed rate is
-/// flows × burst / mean RTT from the latency summary, and a burst of 4 raises the rate.
+/// Closed-loop request/response over 2 ms of emulated delay each way is bound by the round
+/// trip: the mean round trip is at least the 4 ms the path adds, the verdict's allowed rate
+/// is flows × burst / mean RTT from the latency summary, and the experiment it suggests (a
+/// burst of 4 in flight) raises the rate about fourfold (on loopback, where the round trip
+/// is mostly wake-ups, a burst gains only 1.2-1.4x and the margin was lost under load).
 #[test]
 fn closed_loop_rr_is_round_trip_bound() {
+    require_netns();
     let _g = serial();
-    let one = wb(&["rr", "-t", "1", "--json"]).json();
+    let (path, d) = delayed_path_with_daemon(std::time::Duration::from_millis(2));
+    let port = d.addr.port().to_string();
+    let run = |burst: &str| {
+        let mut c = path.command(wirebench_lab::Side::A, BIN);
+        c.args([
+            "rr",
+            "-H",
+            wirebench_lab::ADDR_B,
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "--burst",
+            burst,
+            "--json",
+        ]);
+        let r = finish(c);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.json()
+    };
+    let one = run("1");
     let s = one.runs[0].summary.as_ref().unwrap();
     let rr = s.rr().expect("rr summary");
     let mean = rr.latency.as_ref().unwrap().mean_ns;
+    assert!(mean >= 4e6, "mean round trip {mean} ns over 4 ms of delay");
     match verdict(&one).limiter {
         Limiter::RoundTrip {
             allowed_per_s,
@@ -93,11 +118,9 @@ fn closed_loop_rr_is_round_trip_bound() {
             assert!((allowed_per_s - 1e9 / mean).abs() < 1e-6 * allowed_per_s);
             assert_eq!(measured_per_s, rr.transactions_per_s);
         }
-        // A saturated CPU is also a true answer on a loaded machine.
-        Limiter::Cpu { busy_pct, .. } => assert!(busy_pct >= 90.0),
         ref l => panic!("{l:?}"),
     }
-    let four = wb(&["rr", "-t", "1", "--burst", "4", "--json"]).json();
+    let four = run("4");
     let tps4 = four.runs[0]
         .summary
         .as_ref()
@@ -105,8 +128,12 @@ fn closed_loop_rr_is_round_trip_bound() {
         .rr()
         .unwrap()
         .transactions_per_s;
+    eprintln!(
+        "mean round trip {mean:.0} ns; burst 1: {:.0}/s, burst 4: {tps4:.0}/s",
+        rr.transactions_per_s
+    );
     assert!(
-        tps4 > 1.3 * rr.transactions_per_s,
+        tps4 > 2.5 * rr.transactions_per_s,
         "burst 4: {tps4}/s vs burst 1: {}/s",
         rr.transactions_per_s
     );

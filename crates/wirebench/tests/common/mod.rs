@@ -41,7 +41,8 @@ impl Ran {
     }
 }
 
-fn finish(mut c: Command) -> Ran {
+/// Run a prepared command with stdin closed; its exit code and output.
+pub fn finish(mut c: Command) -> Ran {
     let out = c.stdin(Stdio::null()).output().expect("run wirebench");
     Ran {
         code: out.status.code().unwrap_or(-1),
