@@ -59,6 +59,12 @@ pub(crate) struct Shared {
     pub(crate) probes: Vec<Option<Mutex<Probe>>>,
 }
 
+/// Most sending flows at one end whose TCP_INFO is sampled at every interval: above it no
+/// flow is (a duplicate descriptor per flow, a getsockopt per flow per interval on the
+/// sampling thread and ~100 bytes per flow in every interval message would weigh on a
+/// 10,000-flow run), and the result has no per-interval TCP rows.
+pub const MAX_TCP_SAMPLED_FLOWS: usize = 1024;
+
 /// The sampling thread's view of one sending flow's socket: a duplicate of its descriptor
 /// while the flow's data thread holds the socket, then the values read just before the
 /// close. The data thread drops the duplicate ([`Shared::flow_closed`]) before it closes
@@ -124,10 +130,10 @@ impl Shared {
         let mut shared = Shared::new(start, plans.len(), threads);
         let flows: Vec<_> = plans.iter().map(|p| (p.flow, p.dir, p.role)).collect();
         shared.budget = super::flow_budgets(cfg.stop_after_bytes, &flows);
-        if cfg.interval.is_some() {
+        let senders = plans.iter().filter(|p| p.role == Role::Sender).count();
+        if cfg.interval.is_some() && senders <= MAX_TCP_SAMPLED_FLOWS {
             for (slot, p) in shared.probes.iter_mut().zip(plans) {
                 if p.role == Role::Sender {
-                    // Without a duplicate the flow simply has no TCP samples.
                     *slot = p.stream.as_fd().try_clone_to_owned().ok().map(|fd| {
                         Mutex::new(Probe {
                             flow: p.flow,
@@ -136,6 +142,11 @@ impl Shared {
                         })
                     });
                 }
+            }
+            // All or none: a direction's sums over some of its flows would mislead.
+            let sampled = shared.probes.iter().flatten().count();
+            if sampled != senders {
+                shared.probes.iter_mut().for_each(|p| *p = None);
             }
         }
         shared
