@@ -14,7 +14,7 @@ use common::daemon::LocalDaemon;
 use common::*;
 use wirebench_lab::{Side, Testbed, ADDR_B, IF_A};
 use wirebench_model::result::WorkloadSummary;
-use wirebench_model::sweep::{PointRole, SweepResult, SweepStatus};
+use wirebench_model::sweep::{PointRole, SweepPoint, SweepResult, SweepStatus};
 
 fn sweep_json(stdout: &str, stderr: &str) -> SweepResult {
     serde_json::from_str(stdout)
@@ -178,7 +178,8 @@ fn every_point_reconciles_its_bytes() {
 }
 
 /// Start `wirebench sweep stream` over 7 message sizes (1K..64K) writing to `dir`, and return
-/// once `dir/sweep.json` holds at least two points (or after 60 s, whatever it has).
+/// once `dir/points/` holds at least two point files (or after 60 s, whatever it has): the
+/// point files are written at every point, `sweep.json` only every 2 s and at the end.
 fn sweep_until_two_points(dir: &std::path::Path, extra: &[&str]) -> std::process::Child {
     let d = dir.display().to_string();
     let mut args = vec![
@@ -204,11 +205,7 @@ fn sweep_until_two_points(dir: &std::path::Path, extra: &[&str]) -> std::process
         .unwrap();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
-        let n = std::fs::read_to_string(dir.join("sweep.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<SweepResult>(&t).ok())
-            .map_or(0, |s| s.points.len());
-        if n >= 2 {
+        if point_files(dir).len() >= 2 {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -216,7 +213,23 @@ fn sweep_until_two_points(dir: &std::path::Path, extra: &[&str]) -> std::process
     child
 }
 
-/// A sweep killed with SIGKILL and resumed measures every planned point exactly once.
+/// The points written to `dir/points/`, in index order.
+fn point_files(dir: &std::path::Path) -> Vec<SweepPoint> {
+    let mut names: Vec<_> = std::fs::read_dir(dir.join("points"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    names.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    names.sort();
+    names
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|t| serde_json::from_str(&t).expect("a whole point file"))
+        .collect()
+}
+
+/// A sweep killed with SIGKILL and resumed measures every planned point exactly once: the
+/// resume takes `sweep.json` (status `running`, rewritten only every 2 s, so it may hold
+/// fewer points) together with the point files written after it.
 #[test]
 fn resume_after_sigkill_completes_the_same_point_set() {
     let _g = serial();
@@ -226,13 +239,15 @@ fn resume_after_sigkill_completes_the_same_point_set() {
     let mut child = sweep_until_two_points(&dir, &["--no-remeasure"]);
     kill(child.id(), "-KILL");
     let _ = child.wait();
-    let before: SweepResult =
+    let doc: SweepResult =
         serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
-    assert_eq!(before.status, SweepStatus::Running);
+    assert_eq!(doc.status, SweepStatus::Running);
+    let before = point_files(&dir);
     assert!(
-        before.points.len() >= 2 && before.points.len() < 7,
-        "{}",
-        before.points.len()
+        before.len() >= 2 && before.len() < 7 && doc.points.len() <= before.len(),
+        "{} point files, {} in sweep.json",
+        before.len(),
+        doc.points.len()
     );
     let r = wb(&["sweep", "stream", "--resume", &d, "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -252,7 +267,7 @@ fn resume_after_sigkill_completes_the_same_point_set() {
             .collect()
     );
     // The points measured before the kill were kept, not measured again.
-    for p in &before.points {
+    for p in &before {
         assert!(after.points.contains(p));
     }
     let _ = std::fs::remove_dir_all(&dir);
