@@ -413,6 +413,34 @@ pub struct RrSummary {
     pub jain_index: Option<f64>,
     /// The client's interval rows.
     pub intervals: Vec<RrIntervalRow>,
+    /// Busy polling as each end applied it, when the spec asked for it (`rr --busy-poll`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll: Option<BusyPollSummary>,
+}
+
+/// Busy polling of a request/response test as both ends applied it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+pub struct BusyPollSummary {
+    /// SO_BUSY_POLL the spec asked for, microseconds (0: not set; the flows spun anyway).
+    pub requested_us: u32,
+    /// Each end that reported, client first.
+    pub ends: Vec<BusyPollEnd>,
+}
+
+/// What one end's data sockets got of busy polling.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+pub struct BusyPollEnd {
+    /// The end.
+    pub host: HostRole,
+    /// Flows whose socket was non-blocking and spun on (of the end's flows).
+    pub flows_spinning: u32,
+    /// Flows the end reported.
+    pub flows: u32,
+    /// SO_BUSY_POLL read back from the sockets, microseconds: the smallest over the flows
+    /// that read one back; `None` when none did.
+    pub so_busy_poll_us: Option<u32>,
+    /// The first error setting SO_BUSY_POLL, when a flow had one.
+    pub so_busy_poll_error: Option<crate::warning::OsError>,
 }
 
 /// One request/response interval at one end, all flows.

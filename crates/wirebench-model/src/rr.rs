@@ -9,7 +9,7 @@ use wirebench_stats::latency::LatencySummary;
 
 use crate::side::{Span, TcpInfoReport};
 use crate::spec::CloseMode;
-use crate::warning::FlowError;
+use crate::warning::{FlowError, OsError};
 
 /// What this end does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -107,6 +107,21 @@ pub struct RrFlowSide {
     /// The other end's address and port as this end sees it (getpeername). CRR: as `local`.
     #[serde(default)]
     pub peer: Option<String>,
+    /// How the flow's data socket was busy-polled, when the spec asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll: Option<BusyPollFlow>,
+}
+
+/// What busy polling one flow's data socket got (`rr --busy-poll`): the socket was
+/// non-blocking and the flow thread spun on it; SO_BUSY_POLL as the kernel reads it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BusyPollFlow {
+    /// SO_BUSY_POLL read back from the socket after setting it, microseconds; `None` when
+    /// it was not asked for (0) or could not be set.
+    pub so_busy_poll_us: Option<u32>,
+    /// Why SO_BUSY_POLL could not be set or read back (e.g. EPERM without CAP_NET_ADMIN).
+    pub so_busy_poll_error: Option<OsError>,
 }
 
 /// One flow's counts in one interval.

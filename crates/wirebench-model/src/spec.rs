@@ -320,6 +320,19 @@ pub enum RrLoop {
     },
 }
 
+/// Busy polling of a request/response test's data sockets at both ends (`rr --busy-poll`):
+/// the sockets are non-blocking and each flow thread spins on them, yielding the CPU
+/// (`sched_yield`) between attempts, instead of sleeping until data arrives, so no
+/// transaction pays a wake-up. Both ends' CPU figures then include the spinning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BusyPoll {
+    /// SO_BUSY_POLL on every data socket, microseconds: the kernel then also polls the
+    /// device's receive queue for this long when a receive finds nothing (devices with NAPI
+    /// busy polling only; loopback has none); 0 leaves it unset.
+    pub so_busy_poll_us: u32,
+}
+
 /// TCP request/response (netperf TCP_RR).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -332,6 +345,9 @@ pub struct RrSpec {
     pub pacing: RrLoop,
     /// TCP socket settings.
     pub tcp: TcpOptions,
+    /// Busy polling at both ends; `None`: the flows sleep in blocking calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll: Option<BusyPoll>,
 }
 
 impl Default for RrSpec {
@@ -342,6 +358,7 @@ impl Default for RrSpec {
             response_size_bytes: 1,
             pacing: RrLoop::Closed { burst: 1 },
             tcp: TcpOptions::default(),
+            busy_poll: None,
         }
     }
 }
@@ -382,6 +399,9 @@ pub struct UdpRrSpec {
     pub response_size_bytes: u32,
     /// Wait for a response before the transaction counts as lost, milliseconds.
     pub timeout_ms: u64,
+    /// Busy polling at both ends; `None`: the flows sleep in blocking calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll: Option<BusyPoll>,
 }
 
 impl Default for UdpRrSpec {
@@ -391,6 +411,7 @@ impl Default for UdpRrSpec {
             request_size_bytes: MIN_UDP_RR_BYTES,
             response_size_bytes: MIN_UDP_RR_BYTES,
             timeout_ms: 100,
+            busy_poll: None,
         }
     }
 }
@@ -444,6 +465,15 @@ impl WorkloadSpec {
             WorkloadSpec::Crr(_) => WorkloadKind::Crr,
             WorkloadSpec::UdpRr(_) => WorkloadKind::UdpRr,
             WorkloadSpec::UdpStream(_) => WorkloadKind::UdpStream,
+        }
+    }
+
+    /// The busy polling a request/response workload asks for (TCP RR and UDP RR only).
+    pub fn busy_poll(&self) -> Option<BusyPoll> {
+        match self {
+            WorkloadSpec::Rr(r) => r.busy_poll,
+            WorkloadSpec::UdpRr(r) => r.busy_poll,
+            _ => None,
         }
     }
 
@@ -622,6 +652,13 @@ pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
 pub const MIN_UDP_DATAGRAM_BYTES: u32 = 24;
 /// Most transactions a request/response flow may keep in flight (burst).
 pub const MAX_BURST: u32 = 1024;
+/// Longest SO_BUSY_POLL a request/response spec may ask for, microseconds (a receive that
+/// finds nothing then polls the device this long; beyond a millisecond it is no longer
+/// busy polling but a stall).
+pub const MAX_SO_BUSY_POLL_US: u32 = 1000;
+/// Default SO_BUSY_POLL of `rr --busy-poll`, microseconds (the kernel documentation's
+/// suggested 50).
+pub const DEFAULT_SO_BUSY_POLL_US: u32 = 50;
 /// Most epoll worker threads a stream test may ask for at one end.
 pub const MAX_THREADS: u32 = 256;
 /// Highest open-loop rate of one flow, transactions per second.

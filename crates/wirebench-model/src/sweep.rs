@@ -49,11 +49,13 @@ pub enum FactorName {
     Burst,
     /// Stream flows per direction beside the test (rr): `--under-load`.
     UnderLoad,
+    /// Busy polling at both ends (rr, rr --udp): `--busy-poll`, `off` or SO_BUSY_POLL µs.
+    BusyPoll,
 }
 
 impl FactorName {
     /// Every factor.
-    pub const ALL: [FactorName; 11] = [
+    pub const ALL: [FactorName; 12] = [
         FactorName::MsgSize,
         FactorName::RequestSize,
         FactorName::ResponseSize,
@@ -65,6 +67,7 @@ impl FactorName {
         FactorName::Congestion,
         FactorName::Burst,
         FactorName::UnderLoad,
+        FactorName::BusyPoll,
     ];
 
     /// The long flag that names the factor on the command line (and sets it in a test).
@@ -81,6 +84,7 @@ impl FactorName {
             FactorName::Congestion => "--congestion",
             FactorName::Burst => "--burst",
             FactorName::UnderLoad => "--under-load",
+            FactorName::BusyPoll => "--busy-poll",
         }
     }
 
@@ -103,7 +107,7 @@ impl FactorName {
             FactorName::Rate => &[Stream, UdpStream, Rr],
             FactorName::Congestion => &[Stream, Rr, Crr],
             FactorName::Burst => &[Rr],
-            FactorName::UnderLoad => &[Rr, UdpRr],
+            FactorName::UnderLoad | FactorName::BusyPoll => &[Rr, UdpRr],
         }
     }
 }

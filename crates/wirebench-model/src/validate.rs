@@ -90,6 +90,8 @@ spec_fields! {
     StopAfterBytes = "workload.stop_after_bytes",
     /// `common.profile_hz`.
     ProfileHz = "common.profile_hz",
+    /// `workload.busy_poll.so_busy_poll_us`.
+    BusyPollUs = "workload.busy_poll.so_busy_poll_us",
 }
 
 impl std::fmt::Display for SpecField {
@@ -330,6 +332,7 @@ impl TestSpec {
             WorkloadSpec::Rr(r) => {
                 tcp_sizes(r.request_size_bytes, r.response_size_bytes, limits)?;
                 validate_tcp(&r.tcp)?;
+                validate_busy_poll(r.busy_poll)?;
                 match r.pacing {
                     RrLoop::Closed { burst } => {
                         range(SpecField::Burst, burst.into(), 1, MAX_BURST.into())?
@@ -372,6 +375,7 @@ impl TestSpec {
                     max,
                 )?;
                 range(SpecField::TimeoutMs, u.timeout_ms, 1, MAX_UDP_TIMEOUT_MS)?;
+                validate_busy_poll(u.busy_poll)?;
             }
             WorkloadSpec::UdpStream(u) => {
                 range(
@@ -521,6 +525,18 @@ fn validate_tcp(t: &TcpOptions) -> Result<(), SpecError> {
             err(SpecField::Congestion, SpecProblem::BadCongestionName)
         }
         _ => Ok(()),
+    }
+}
+
+fn validate_busy_poll(b: Option<BusyPoll>) -> Result<(), SpecError> {
+    match b {
+        Some(b) => range(
+            SpecField::BusyPollUs,
+            b.so_busy_poll_us.into(),
+            0,
+            MAX_SO_BUSY_POLL_US.into(),
+        ),
+        None => Ok(()),
     }
 }
 

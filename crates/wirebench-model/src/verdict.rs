@@ -184,6 +184,12 @@ pub enum Evidence {
         /// Achieved at the receivers, bits/s.
         achieved_bps: f64,
     },
+    /// The request/response flows busy-polled (`rr --busy-poll`): their CPUs are busy by
+    /// design, so a saturated CPU is not taken for the limit.
+    BusyPolling {
+        /// SO_BUSY_POLL asked for, microseconds (0: not set).
+        so_busy_poll_us: u32,
+    },
 }
 
 /// An experiment that would test the verdict.
@@ -198,6 +204,9 @@ pub enum Suggestion {
     Placement,
     /// A zero-copy path (`--send-path sendfile|zerocopy`, `--recv-path discard`).
     ZeroCopy,
+    /// `rr --busy-poll`: spin instead of sleeping, to see how much of the round trip is
+    /// wake-up cost.
+    BusyPoll,
     /// More flows (`-P`).
     MoreFlows,
     /// A higher rate, or unpaced (`-b 0`).

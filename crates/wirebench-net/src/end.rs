@@ -196,6 +196,7 @@ pub(crate) fn rr_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy
         policy,
         ..RrConfig::default()
     };
+    cfg.busy_poll = spec.workload.busy_poll().map(|b| b.so_busy_poll_us);
     if let Some((req, resp)) = spec.workload.rr_sizes() {
         cfg.request_size_bytes = req as usize;
         cfg.response_size_bytes = resp as usize;

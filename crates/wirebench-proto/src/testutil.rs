@@ -273,6 +273,13 @@ pub fn rr_side() -> RrSide {
             }),
             local: Some("10.0.0.1:40000".into()),
             peer: Some("10.0.0.2:5201".into()),
+            busy_poll: Some(wirebench_model::rr::BusyPollFlow {
+                so_busy_poll_us: None,
+                so_busy_poll_error: Some(wirebench_model::warning::OsError {
+                    errno: Some(1),
+                    message: "Operation not permitted".into(),
+                }),
+            }),
         }],
         latency: Some(latency),
         latency_histogram: Some(wirebench_stats::buckets::LatencyBuckets {

@@ -9,8 +9,8 @@ use wirebench_model::side::{
     ByteInterval, FlowBytes, FlowTcpSample, HostRole, IntervalData, Role, Span,
 };
 use wirebench_model::spec::{
-    CommonSpec, CrrSpec, Direction, RecvPath, RrLoop, RrSpec, SendPath, StreamSpec, TcpOptions,
-    TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
+    BusyPoll, CommonSpec, CrrSpec, Direction, RecvPath, RrLoop, RrSpec, SendPath, StreamSpec,
+    TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
 };
 use wirebench_model::validate::SpecField;
 use wirebench_proto::data::{classify, DataHello, Token, DATA_HELLO_BYTES};
@@ -137,10 +137,11 @@ fn workload() -> impl Strategy<Value = WorkloadSpec> {
             any::<u32>(),
             any::<u64>(),
             any::<bool>(),
-            tcp()
+            tcp(),
+            any::<Option<u32>>(),
         )
             .prop_map(
-                |(request_size_bytes, response_size_bytes, burst, rate, open, tcp)| {
+                |(request_size_bytes, response_size_bytes, burst, rate, open, tcp, busy)| {
                     WorkloadSpec::Rr(RrSpec {
                         request_size_bytes,
                         response_size_bytes,
@@ -153,6 +154,7 @@ fn workload() -> impl Strategy<Value = WorkloadSpec> {
                             RrLoop::Closed { burst }
                         },
                         tcp,
+                        busy_poll: busy.map(|so_busy_poll_us| BusyPoll { so_busy_poll_us }),
                     })
                 }
             ),
@@ -168,13 +170,20 @@ fn workload() -> impl Strategy<Value = WorkloadSpec> {
                 tcp,
             })
         }),
-        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(a, b, timeout_ms)| {
-            WorkloadSpec::UdpRr(UdpRrSpec {
-                request_size_bytes: a,
-                response_size_bytes: b,
-                timeout_ms,
-            })
-        }),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<Option<u32>>()
+        )
+            .prop_map(|(a, b, timeout_ms, busy)| {
+                WorkloadSpec::UdpRr(UdpRrSpec {
+                    request_size_bytes: a,
+                    response_size_bytes: b,
+                    timeout_ms,
+                    busy_poll: busy.map(|so_busy_poll_us| BusyPoll { so_busy_poll_us }),
+                })
+            }),
         (direction(), any::<u32>(), any::<Option<u64>>()).prop_map(
             |(direction, datagram_bytes, rate_bps)| {
                 WorkloadSpec::UdpStream(UdpStreamSpec {

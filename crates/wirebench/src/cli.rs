@@ -321,6 +321,21 @@ pub enum RecvPathArg {
     Uring,
 }
 
+/// A `--busy-poll` value: `off`, or SO_BUSY_POLL in microseconds (0: spin without it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BusyPollArg(pub Option<u32>);
+
+/// Parse a `--busy-poll` value.
+pub fn parse_busy_poll(s: &str) -> Result<BusyPollArg, String> {
+    match s.trim() {
+        "off" => Ok(BusyPollArg(None)),
+        t => t
+            .parse::<u32>()
+            .map(|us| BusyPollArg(Some(us)))
+            .map_err(|_| format!("'{s}' is neither 'off' nor a number of microseconds")),
+    }
+}
+
 /// `wirebench rr`.
 #[derive(Debug, Args)]
 pub struct RrArgs {
@@ -355,6 +370,15 @@ pub struct RrArgs {
     /// UDP: wait this many milliseconds for a response before counting it lost.
     #[arg(long, default_value_t = 100, requires = "udp")]
     pub udp_timeout: u64,
+    /// Busy polling at both ends, to take the scheduler out of the round trip: the data
+    /// sockets are non-blocking and each flow thread spins on them (yielding the CPU between
+    /// attempts) instead of sleeping, and SO_BUSY_POLL is set to US microseconds (default 50;
+    /// 0 leaves it unset; it helps only devices with NAPI busy polling). Both ends' CPU then
+    /// counts the spinning. Compare with a run without it to see the wake-up cost.
+    /// `--busy-poll off` (the default) is accepted too, so that it can be a sweep factor.
+    #[arg(long, value_name = "US|off", num_args = 0..=1, default_missing_value = "50",
+          value_parser = parse_busy_poll)]
+    pub busy_poll: Option<BusyPollArg>,
     /// Latency under load (flent's RRUL idea): measure the test alone first, then again
     /// beside N stream flows per direction on the same path, and report the latency the
     /// load induced (0 = no load).

@@ -2,9 +2,9 @@
 //! user typed rather than the spec's field.
 
 use wirebench_model::spec::{
-    CommonSpec, CrrSpec, Direction, Limits, RecvPath, RrLoop, RrSpec, SendPath, StreamSpec,
-    TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec, DEFAULT_MAX_OUTSTANDING,
-    MAX_TOTAL_MSG_BUFFER_BYTES, MIN_UDP_RR_BYTES,
+    BusyPoll, CommonSpec, CrrSpec, Direction, Limits, RecvPath, RrLoop, RrSpec, SendPath,
+    StreamSpec, TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
+    DEFAULT_MAX_OUTSTANDING, MAX_TOTAL_MSG_BUFFER_BYTES, MIN_UDP_RR_BYTES,
 };
 use wirebench_model::validate::{SpecError, SpecField, SpecProblem};
 
@@ -63,6 +63,7 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::MssBytes => "-M/--set-mss",
         SpecField::StopAfterBytes => "-n/--bytes (-k/--blocks)",
         SpecField::ProfileHz => "--profile-hz",
+        SpecField::BusyPollUs => "--busy-poll",
     }
 }
 
@@ -111,6 +112,7 @@ fn in_units(field: SpecField, v: u64) -> String {
         SpecField::MssBytes => format!("{v} bytes"),
         SpecField::TransactionsPerS => format!("{v} transactions/s"),
         SpecField::ProfileHz => format!("{v} Hz"),
+        SpecField::BusyPollUs => format!("{v} µs"),
         SpecField::ServerCpu | SpecField::ClientCpu => format!("CPU {v}"),
         _ => v.to_string(),
     }
@@ -346,11 +348,16 @@ pub fn rr_spec(a: &RrArgs) -> SpecResult {
     if a.udp {
         refuse_congestion_on_udp(&a.c)?;
     }
+    let busy_poll = a
+        .busy_poll
+        .and_then(|b| b.0)
+        .map(|so_busy_poll_us| BusyPoll { so_busy_poll_us });
     let workload = if a.udp {
         WorkloadSpec::UdpRr(UdpRrSpec {
             request_size_bytes: req,
             response_size_bytes: resp,
             timeout_ms: a.udp_timeout,
+            busy_poll,
         })
     } else {
         WorkloadSpec::Rr(RrSpec {
@@ -364,6 +371,7 @@ pub fn rr_spec(a: &RrArgs) -> SpecResult {
                 None => RrLoop::Closed { burst: a.burst },
             },
             tcp: tcp(&a.c, false),
+            busy_poll,
         })
     };
     if a.udp && a.burst != 1 {

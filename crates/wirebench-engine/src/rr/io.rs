@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rand::RngCore;
 use socket2::SockRef;
-use wirebench_model::rr::RrCounts;
+use wirebench_model::rr::{BusyPollFlow, RrCounts};
 use wirebench_model::side::TcpInfoReport;
 use wirebench_model::warning::{Cause, FlowError, OsError, Step, Warning};
 use wirebench_stats::latency::LatencyHistogram;
@@ -45,6 +45,34 @@ impl Stall {
     }
 }
 
+/// After a call found nothing to do: on a non-blocking (busy-polled) socket, give the CPU to
+/// whatever else is runnable on it (the other end, when both share a CPU) and come back at
+/// once; after a blocking call's timeout, nothing.
+pub(super) fn spin_yield(e: &io::Error) {
+    if e.kind() == io::ErrorKind::WouldBlock {
+        thread::yield_now();
+    }
+}
+
+/// `rr --busy-poll` on one data socket: make it non-blocking (its full reads and writes then
+/// spin, see [`spin_yield`]) and set SO_BUSY_POLL to `us` microseconds (0: left unset), read
+/// back. A failure to make it non-blocking is the flow's error; one to set SO_BUSY_POLL is
+/// reported in the result and the flow spins all the same.
+pub(super) fn busy_poll(s: SockRef<'_>, us: u32) -> io::Result<BusyPollFlow> {
+    s.set_nonblocking(true)?;
+    let mut applied = BusyPollFlow {
+        so_busy_poll_us: None,
+        so_busy_poll_error: None,
+    };
+    if us > 0 {
+        match s.set_busy_poll(us).and_then(|()| s.busy_poll()) {
+            Ok(v) => applied.so_busy_poll_us = Some(v),
+            Err(e) => applied.so_busy_poll_error = Some(OsError::from(&e)),
+        }
+    }
+    Ok(applied)
+}
+
 /// Write all of `buf`, waking every poll period to ask `give_up`.
 pub(super) fn write_full(
     mut s: &TcpStream,
@@ -60,6 +88,7 @@ pub(super) fn write_full(
                 if give_up() {
                     return Err(Stall::GaveUp { partial: off > 0 });
                 }
+                spin_yield(&e);
             }
             Err(e) => return Err(Stall::Io(e)),
         }
@@ -82,6 +111,7 @@ pub(super) fn read_full(
                 if give_up() {
                     return Err(Stall::GaveUp { partial: off > 0 });
                 }
+                spin_yield(&e);
             }
             Err(e) => return Err(Stall::Io(e)),
         }
@@ -138,6 +168,7 @@ pub(super) fn orderly_finish(
                         },
                     });
                 }
+                spin_yield(&e);
             }
             Err(e) => return Err(FlowError::os(Step::PeerClose, &e)),
         }
@@ -263,6 +294,8 @@ pub(super) struct FlowEnd {
     pub(super) open_loop: Option<(u64, u64)>,
     /// The data socket's addresses (CRR: the last connection's that could be read).
     pub(super) addresses: Addresses,
+    /// Busy polling as applied to the data socket, when asked.
+    pub(super) busy_poll: Option<BusyPollFlow>,
 }
 
 impl FlowEnd {
@@ -275,6 +308,7 @@ impl FlowEnd {
             congestion: None,
             open_loop: None,
             addresses: Addresses::default(),
+            busy_poll: None,
         }
     }
 

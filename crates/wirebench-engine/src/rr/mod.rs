@@ -89,6 +89,16 @@
 //!   `garbage`. The server echoes every datagram of exactly `request_size_bytes` back to its
 //!   sender with `response_size_bytes`; anything else is `garbage`, not answered.
 //!
+//! # Busy polling
+//! With [`RrConfig::busy_poll`] (TCP RR and UDP RR), every data socket is made non-blocking
+//! and SO_BUSY_POLL is set (unless 0) and read back ([`RrFlowSide::busy_poll`]). A flow
+//! thread's reads and writes then never sleep: a call that finds nothing returns at once and
+//! the thread yields the CPU (`sched_yield`) and tries again, so a thread with a CPU of its
+//! own spins and one sharing a CPU with the other end hands it over instead of waiting for a
+//! wake-up. Every stop, abort and drain rule above holds unchanged (the same checks run at
+//! every attempt instead of every poll period). CRR is not busy-polled (a connection per
+//! transaction: its cost is the handshake, not the wake-up).
+//!
 //! # Threads and hot path
 //! One thread per flow, plus one sender thread per flow in open-loop mode; the calling thread
 //! samples intervals and takes the window edges (CPU snapshots) as in [`stream`]. Per
@@ -153,6 +163,7 @@ use crate::timeline::{Engine, RatePolicy, Timeline};
 use crate::{EngineOutput, Pinning, Sink};
 use io::{prepare_tcp, Addresses, FlowEnd, Tally};
 use sample::{RrSampler, RttScratch};
+use socket2::SockRef;
 
 /// How often blocked calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -212,11 +223,15 @@ pub struct RrConfig {
     pub udp_timeout: Duration,
     /// The server's rate policy, enforced on `transactions × (request + response)` bytes.
     pub policy: Option<RatePolicy>,
+    /// TCP RR and UDP RR: busy polling (see the module docs); the value is SO_BUSY_POLL in
+    /// microseconds (0: spin without setting it). `None`: blocking calls.
+    pub busy_poll: Option<u32>,
 }
 
 impl Default for RrConfig {
     /// 1-byte request and response, no warm-up, 10 s, no intervals, 2 s drain, burst 1,
-    /// closed loop, orderly close, 1 s peer timeout, 100 ms UDP timeout, no policy.
+    /// closed loop, orderly close, 1 s peer timeout, 100 ms UDP timeout, no policy, no busy
+    /// polling.
     fn default() -> Self {
         RrConfig {
             request_size_bytes: 1,
@@ -232,6 +247,7 @@ impl Default for RrConfig {
             peer_timeout: Duration::from_secs(1),
             udp_timeout: Duration::from_millis(100),
             policy: None,
+            busy_poll: None,
         }
     }
 }
@@ -451,10 +467,24 @@ impl FlowCtx<'_> {
     }
 }
 
-/// Run `f` on `s` once its TCP options are set; a flow that could not set them ends at once.
-fn with_tcp(s: &TcpStream, client: bool, f: impl FnOnce(&TcpStream) -> FlowEnd) -> FlowEnd {
-    match prepare_tcp(s) {
-        Ok(()) => f(s),
+/// Run `f` on `s` once its TCP options (and busy polling, if asked) are set; a flow that
+/// could not set them ends at once.
+fn with_tcp(
+    s: &TcpStream,
+    client: bool,
+    busy: Option<u32>,
+    f: impl FnOnce(&TcpStream) -> FlowEnd,
+) -> FlowEnd {
+    let prepared = prepare_tcp(s).and_then(|()| {
+        busy.map(|us| io::busy_poll(SockRef::from(s), us))
+            .transpose()
+    });
+    match prepared {
+        Ok(applied) => {
+            let mut end = f(s);
+            end.busy_poll = applied;
+            end
+        }
         Err(e) => {
             let mut end = FlowEnd::new(Tally::new(client));
             end.error = Some(FlowError::os(Step::SocketOptions, &e));
@@ -465,6 +495,7 @@ fn with_tcp(s: &TcpStream, client: bool, f: impl FnOnce(&TcpStream) -> FlowEnd) 
 
 fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> FlowEnd {
     let open_loop = ctx.cfg.open_loop;
+    let busy = ctx.cfg.busy_poll;
     let slot = 2 * ctx.idx;
     // Only an open-loop client needs the channel beyond registration (for its sender thread);
     // everyone else must drop it at once, since the sampler waits for all senders to go.
@@ -481,11 +512,11 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
         Job::CrrClient(_) | Job::CrrServer(_) => None,
     };
     let (mut end, pin_err) = account_thread(final_cpu, slot, reg_tx, cpu, move || match job {
-        Job::TcpClient(s) => with_tcp(&s, true, |s| match (open_loop, keep_tx) {
+        Job::TcpClient(s) => with_tcp(&s, true, busy, |s| match (open_loop, keep_tx) {
             (Some(ol), Some(tx)) => tcp::client_open(ctx, s, &ol, tx),
             _ => tcp::client_closed(ctx, s),
         }),
-        Job::TcpServer(s) => with_tcp(&s, false, |s| tcp::server(ctx, s)),
+        Job::TcpServer(s) => with_tcp(&s, false, busy, |s| tcp::server(ctx, s)),
         Job::CrrClient(mut connect) => crr::client(ctx, &mut connect),
         Job::CrrServer(rx) => crr::server(ctx, &rx),
         Job::UdpClient(s) => udp::client(ctx, &s),
@@ -542,6 +573,7 @@ fn flow_side(
             error: Some(FlowError::panicked()),
             local: None,
             peer: None,
+            busy_poll: None,
         };
     };
     warnings.append(&mut end.warnings);
@@ -566,6 +598,7 @@ fn flow_side(
         error: end.error,
         local: end.addresses.local,
         peer: end.addresses.peer,
+        busy_poll: end.busy_poll,
     }
 }
 

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use wirebench_model::warning::{FlowError, Step};
 
-use super::io::{payload, sleep_abortable, FlowEnd, Repeated, Tally};
+use socket2::SockRef;
+
+use super::io::{busy_poll, payload, sleep_abortable, spin_yield, FlowEnd, Repeated, Tally};
 use super::{FlowCtx, ERROR_BACKOFF, POLL_TIMEOUT, UDP_SEQ_BYTES};
 use crate::util::is_timeout;
 
@@ -20,6 +22,24 @@ enum Outcome {
 
 fn seq_of(buf: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(*buf.first_chunk::<UDP_SEQ_BYTES>()?))
+}
+
+/// Busy polling on `s` when the config asks for it, recorded in `end`; false (with the
+/// flow's error set) if the socket could not be made non-blocking.
+fn apply_busy_poll(ctx: &FlowCtx, s: &UdpSocket, end: &mut FlowEnd) -> bool {
+    let Some(us) = ctx.cfg.busy_poll else {
+        return true;
+    };
+    match busy_poll(SockRef::from(s), us) {
+        Ok(applied) => {
+            end.busy_poll = Some(applied);
+            true
+        }
+        Err(e) => {
+            end.error = Some(FlowError::os(Step::SocketOptions, &e));
+            false
+        }
+    }
 }
 
 pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
@@ -39,6 +59,10 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         .and_then(|()| s.set_write_timeout(Some(POLL_TIMEOUT)))
     {
         end.error = Some(FlowError::os(Step::SocketOptions, &e));
+        return end;
+    }
+    let busy = ctx.cfg.busy_poll.is_some();
+    if !apply_busy_poll(ctx, s, &mut end) {
         return end;
     }
     let mut cur_to = base_to;
@@ -86,6 +110,10 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
                         if now >= deadline {
                             break Outcome::Lost;
                         }
+                        if busy {
+                            spin_yield(&e);
+                            continue;
+                        }
                         let left = (deadline - now).max(Duration::from_micros(1));
                         if left < cur_to && s.set_read_timeout(Some(left)).is_ok() {
                             cur_to = left;
@@ -124,6 +152,9 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         .and_then(|()| s.set_write_timeout(Some(POLL_TIMEOUT)))
     {
         end.error = Some(FlowError::os(Step::SocketOptions, &e));
+        return end;
+    }
+    if !apply_busy_poll(ctx, s, &mut end) {
         return end;
     }
     let req_len = ctx.cfg.request_size_bytes;
@@ -169,7 +200,7 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
                 }
                 ctx.publish(&end.tally);
             }
-            Err(e) if is_timeout(&e) => {}
+            Err(e) if is_timeout(&e) => spin_yield(&e),
             Err(e) => {
                 end.tally.count(ctx.in_window(), |c| c.errors += 1);
                 failures.note(Step::Receive, &e);

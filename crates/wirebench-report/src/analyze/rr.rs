@@ -13,9 +13,14 @@
 //!   client window) is below 95 % of its requested rate, on a run that was not aborted, gets a
 //!   [`Warning::OpenLoopBehind`] with its missed slots and peak outstanding requests.
 //! - CPU: service demand per transaction (see [`super::cpu`]).
+//! - Busy polling (`rr --busy-poll`): per end, the flows that spun and the SO_BUSY_POLL
+//!   their sockets read back ([`BusyPollSummary`]); an end that reports none did not spin.
 
-use wirebench_model::result::{EndFlowError, OpenLoopSummary, RrFlowRow, RrIntervalRow, RrSummary};
-use wirebench_model::rr::{RrCounts, RrInterval, RrSide};
+use wirebench_model::result::{
+    BusyPollEnd, BusyPollSummary, EndFlowError, OpenLoopSummary, RrFlowRow, RrIntervalRow,
+    RrSummary,
+};
+use wirebench_model::rr::{BusyPollFlow, RrCounts, RrInterval, RrSide};
 use wirebench_model::side::{HostRole, SideReport, SideStatus};
 use wirebench_model::spec::{RrLoop, TestSpec, WorkloadKind, WorkloadSpec};
 use wirebench_model::warning::Warning;
@@ -78,7 +83,33 @@ pub(crate) fn empty(spec: &TestSpec) -> RrSummary {
         flow_transactions_per_s: None,
         jain_index: None,
         intervals: Vec::new(),
+        busy_poll: None,
     }
+}
+
+/// How each end busy-polled, when the spec asked for it.
+fn busy_poll(spec: &TestSpec, c: &RrSide, s: Option<&RrSide>) -> Option<BusyPollSummary> {
+    let requested = spec.workload.busy_poll()?;
+    let end = |host, side: &RrSide| {
+        let applied: Vec<&BusyPollFlow> = side
+            .flows
+            .iter()
+            .filter_map(|f| f.busy_poll.as_ref())
+            .collect();
+        BusyPollEnd {
+            host,
+            flows_spinning: applied.len() as u32,
+            flows: side.flows.len() as u32,
+            so_busy_poll_us: applied.iter().filter_map(|a| a.so_busy_poll_us).min(),
+            so_busy_poll_error: applied.iter().find_map(|a| a.so_busy_poll_error.clone()),
+        }
+    };
+    let mut ends = vec![end(HostRole::Client, c)];
+    ends.extend(s.map(|s| end(HostRole::Server, s)));
+    Some(BusyPollSummary {
+        requested_us: requested.so_busy_poll_us,
+        ends,
+    })
 }
 
 /// Per-flow rows, their rates, and the flow-failure warnings.
@@ -225,6 +256,7 @@ pub(crate) fn summarize(
             .iter()
             .map(|i| interval_row(HostRole::Client, i))
             .collect(),
+        busy_poll: busy_poll(spec, c, s),
     })
 }
 

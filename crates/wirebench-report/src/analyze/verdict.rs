@@ -24,7 +24,8 @@
 //! 7. **Round trip** (request/response) — closed loop: each flow has `burst` transactions
 //!    in flight, so flows × burst / mean round trip bounds the rate (Little's law); when
 //!    the measured rate is within [`ROUND_TRIP_MATCH_PCT`] % of it, the round trip is the
-//!    limit.
+//!    limit. A busy-polled run (`rr --busy-poll`) keeps its CPUs busy by design, so rule 4
+//!    does not apply to it (the CPU figures stay evidence).
 //! 8. Otherwise **undetermined**, with the evidence and what was missing.
 
 use wirebench_model::limits::LimitsResult;
@@ -285,7 +286,14 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
     let lat = r.latency.as_ref()?;
     let mut evidence = Vec::new();
     let missing = missing_common(cpu, server, profiled);
-    let cpu_limit = cpu_evidence(cpu, &mut evidence);
+    let mut cpu_limit = cpu_evidence(cpu, &mut evidence);
+    if let Some(b) = &r.busy_poll {
+        // Spinning keeps the CPUs busy whatever limits the rate.
+        cpu_limit = None;
+        evidence.push(Evidence::BusyPolling {
+            so_busy_poll_us: b.requested_us,
+        });
+    }
     profile_evidence(profiles, &mut evidence);
     let in_flight = f64::from(r.flows) * f64::from(r.burst.max(1));
     let allowed = if lat.mean_ns > 0.0 {
@@ -309,12 +317,14 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
         Limiter::RoundTrip { .. } => vec![
             Suggestion::MoreInFlight,
             Suggestion::Placement,
+            Suggestion::BusyPoll,
             Suggestion::Profile,
         ],
         _ => vec![Suggestion::Profile],
     }
     .into_iter()
     .filter(|s| !(profiled && *s == Suggestion::Profile))
+    .filter(|s| !(r.busy_poll.is_some() && *s == Suggestion::BusyPoll))
     .collect();
     Some(Verdict {
         limiter,

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use wirebench_model::result::{RrIntervalRow, RrSummary};
-use wirebench_model::spec::{CloseMode, RrLoop, TestSpec, WorkloadKind, WorkloadSpec};
+use wirebench_model::result::{BusyPollSummary, RrIntervalRow, RrSummary};
+use wirebench_model::spec::{BusyPoll, CloseMode, RrLoop, TestSpec, WorkloadKind, WorkloadSpec};
+use wirebench_model::text::escape;
 use wirebench_stats::latency::LatencySummary;
 
 use super::{text, units};
@@ -56,6 +57,7 @@ pub(crate) fn spec_head(s: &TestSpec) -> String {
             if let Some(cc) = &r.tcp.congestion {
                 let _ = write!(t, ", congestion control {cc} requested");
             }
+            busy_head(&mut t, r.busy_poll);
             t
         }
         WorkloadSpec::Crr(r) => {
@@ -73,11 +75,53 @@ pub(crate) fn spec_head(s: &TestSpec) -> String {
             }
             t
         }
-        WorkloadSpec::UdpRr(r) => format!(
-            "udp rr, request {} bytes, response {} bytes, lost after {} ms",
-            r.request_size_bytes, r.response_size_bytes, r.timeout_ms
-        ),
+        WorkloadSpec::UdpRr(r) => {
+            let mut t = format!(
+                "udp rr, request {} bytes, response {} bytes, lost after {} ms",
+                r.request_size_bytes, r.response_size_bytes, r.timeout_ms
+            );
+            busy_head(&mut t, r.busy_poll);
+            t
+        }
         _ => "rr".into(),
+    }
+}
+
+fn busy_head(t: &mut String, b: Option<BusyPoll>) {
+    match b {
+        Some(BusyPoll { so_busy_poll_us: 0 }) => t.push_str(", busy-poll (spin)"),
+        Some(b) => {
+            let _ = write!(
+                t,
+                ", busy-poll (spin, SO_BUSY_POLL {} µs)",
+                b.so_busy_poll_us
+            );
+        }
+        None => {}
+    }
+}
+
+/// What each end got of busy polling, one line per end.
+fn busy_lines(out: &mut String, b: &BusyPollSummary) {
+    out.push_str(
+        "  busy-poll: the flows spun on non-blocking sockets instead of sleeping (CPU figures \
+         include it)\n",
+    );
+    for e in &b.ends {
+        let sockopt = match (&e.so_busy_poll_error, e.so_busy_poll_us) {
+            (Some(err), _) => format!("SO_BUSY_POLL refused: {}", escape(&err.message)),
+            (None, Some(us)) => format!("SO_BUSY_POLL {us} µs read back"),
+            (None, None) if b.requested_us == 0 => "SO_BUSY_POLL not set".into(),
+            (None, None) => "SO_BUSY_POLL not read back".into(),
+        };
+        let _ = writeln!(
+            out,
+            "    {}: {} of {} flow{} spinning; {sockopt}",
+            label::host(e.host),
+            e.flows_spinning,
+            e.flows,
+            text::plural(u64::from(e.flows)),
+        );
     }
 }
 
@@ -191,6 +235,9 @@ pub(crate) fn block(out: &mut String, r: &RrSummary) {
         flows_block(out, r);
     }
     workload_lines(out, r);
+    if let Some(b) = &r.busy_poll {
+        busy_lines(out, b);
+    }
     for f in &r.per_flow {
         for e in &f.flow_errors {
             let _ = writeln!(

@@ -171,6 +171,10 @@ fn evidence_text(e: &Evidence) -> String {
             RateUnit::AutoBits.rate(*target_bps),
             RateUnit::AutoBits.rate(*achieved_bps)
         ),
+        Evidence::BusyPolling { so_busy_poll_us } => format!(
+            "busy-polling (SO_BUSY_POLL {so_busy_poll_us} µs): the CPUs were busy by design, \
+             not the limit"
+        ),
     }
 }
 
@@ -178,6 +182,7 @@ fn suggestion_text(s: Suggestion) -> &'static str {
     match s {
         Suggestion::LargerWindow => "larger socket buffers (-w, or sweep --window)",
         Suggestion::Profile => "--profile (where the CPU time goes)",
+        Suggestion::BusyPoll => "--busy-poll (how much of the round trip is wake-up cost)",
         Suggestion::Placement => "other CPU placements (-A, a study over placement)",
         Suggestion::ZeroCopy => "a zero-copy path (--send-path sendfile, --recv-path discard)",
         Suggestion::MoreFlows => "more flows (-P)",

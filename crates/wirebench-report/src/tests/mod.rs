@@ -392,6 +392,7 @@ pub(crate) fn rr_flow(
         error: None,
         local: None,
         peer: None,
+        busy_poll: None,
     }
 }
 

@@ -268,6 +268,7 @@ fn udp_rr_loss() {
         request_size_bytes: 64,
         response_size_bytes: 1024,
         timeout_ms: 50,
+        busy_poll: None,
     }));
     spec.common.flows = 1;
     // In the 1 s window [1 s, 2 s]: 975 answered, 25 lost (4 of them answered late), 1

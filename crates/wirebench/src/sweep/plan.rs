@@ -116,6 +116,7 @@ fn factor_of(flag: &str) -> Option<FactorName> {
         "--congestion" | "-C" => FactorName::Congestion,
         "--burst" => FactorName::Burst,
         "--under-load" => FactorName::UnderLoad,
+        "--busy-poll" => FactorName::BusyPoll,
         _ => return None,
     })
 }
@@ -236,7 +237,7 @@ fn factor_values(
     let bad = |e: String| format!("{} {text}: {e}", name.flag());
     let named = matches!(
         name,
-        FactorName::SendPath | FactorName::RecvPath | FactorName::Congestion
+        FactorName::SendPath | FactorName::RecvPath | FactorName::Congestion | FactorName::BusyPoll
     );
     if named {
         let v: Vec<FactorValue> = text
@@ -471,6 +472,30 @@ mod tests {
         assert!(e.contains("--send-path carrier-pigeon"), "{e}");
         let e = plan("udp", &args("--msg-size 10,100 --perturb 0")).unwrap_err();
         assert!(e.contains("--msg-size 10"), "{e}");
+    }
+
+    #[test]
+    fn busy_poll_is_a_named_factor_of_rr() {
+        let p = plan("rr", &args("-t 1 -A 0,1 --busy-poll off,0,50")).unwrap();
+        let flat: Vec<String> = p.points.iter().map(|x| x.argv[5..].join(" ")).collect();
+        assert_eq!(flat, ["--busy-poll off", "--busy-poll 0", "--busy-poll 50"]);
+        // Each point's spec carries what its flag says.
+        let busy: Vec<_> = p
+            .points
+            .iter()
+            .map(|x| point_spec(&x.argv).unwrap().0.workload.busy_poll())
+            .collect();
+        assert_eq!(busy[0], None);
+        assert_eq!(busy[1].map(|b| b.so_busy_poll_us), Some(0));
+        assert_eq!(busy[2].map(|b| b.so_busy_poll_us), Some(50));
+        assert!(plan("rr", &args("--udp --busy-poll off,50")).is_ok());
+        let e = plan("stream", &args("--busy-poll off,50")).unwrap_err();
+        assert_eq!(e, "--busy-poll is not a factor of `stream`");
+        let e = plan("rr", &args("--busy-poll off,sometimes")).unwrap_err();
+        assert!(e.contains("--busy-poll sometimes"), "{e}");
+        // Beyond the spec's bound (a millisecond), refused naming the flag and the unit.
+        let e = plan("rr", &args("--busy-poll 50,5000")).unwrap_err();
+        assert!(e.contains("--busy-poll") && e.contains("µs"), "{e}");
     }
 
     #[test]
