@@ -24,54 +24,11 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WB = os.environ.get("WIREBENCH_BIN", os.path.join(ROOT, "target", "release", "wirebench"))
-A_ADDR, B_ADDR = "10.203.9.1", "10.203.9.2"
-
-
-def sh(*args, check=True, **kw):
-    return subprocess.run(list(args), check=check, capture_output=True, text=True, **kw)
-
-
-class Path:
-    """A namespace setup; `client_ns` and `server_ns` may be the same namespace."""
-
-    def __init__(self, name, cc):
-        self.name = name
-        tag = f"wbb{os.getpid()}"
-        if name == "loopback":
-            self.nss = [f"{tag}-lo"]
-            self.client_ns = self.server_ns = self.nss[0]
-            self.server_addr = "127.0.0.1"
-            sh("ip", "netns", "add", self.nss[0])
-            sh("ip", "-n", self.nss[0], "link", "set", "lo", "up")
-        else:
-            mtu = name.split("-")[1]
-            self.nss = [f"{tag}-a", f"{tag}-b"]
-            self.client_ns, self.server_ns = self.nss
-            self.server_addr = B_ADDR
-            for ns in self.nss:
-                sh("ip", "netns", "add", ns)
-                sh("ip", "-n", ns, "link", "set", "lo", "up")
-            sh("ip", "link", "add", "wba", "netns", self.nss[0], "type", "veth",
-               "peer", "name", "wbb", "netns", self.nss[1])
-            for ns, ifn, addr in ((self.nss[0], "wba", A_ADDR), (self.nss[1], "wbb", B_ADDR)):
-                sh("ip", "-n", ns, "link", "set", ifn, "mtu", mtu)
-                sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", ifn)
-                sh("ip", "-n", ns, "link", "set", ifn, "up")
-        # Same congestion control for every tool, host untouched: routes carry congctl.
-        for ns in self.nss:
-            for dst in ("127.0.0.0/8", "127.0.0.1"):
-                sh("ip", "-n", ns, "route", "replace", "local", dst, "dev", "lo", "table", "local",
-                   "proto", "kernel", "scope", "host", "src", "127.0.0.1", "congctl", cc)
-        if name != "loopback":
-            for ns, ifn, addr in ((self.nss[0], "wba", A_ADDR), (self.nss[1], "wbb", B_ADDR)):
-                sh("ip", "-n", ns, "route", "replace", "10.203.9.0/24", "dev", ifn, "proto", "kernel",
-                   "scope", "link", "src", addr, "congctl", cc)
-
-    def close(self):
-        for ns in self.nss:
-            sh("ip", "netns", "del", ns, check=False)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The namespaces, `sh` and `in_ns` live in bench/common.py (shared with bench/run.py);
+# re-exported here for bench/paths.py.
+from common import A_ADDR, B_ADDR, ROOT, WB, in_ns, sh  # noqa: E402,F401
+from common import Testbed as Path  # noqa: E402,F401
 
 
 def serve_auth_args(path):
@@ -89,10 +46,6 @@ def stop_on_sigterm():
         raise SystemExit(f"stopped by signal {signum}")
 
     signal.signal(signal.SIGTERM, handler)
-
-
-def in_ns(ns, cpu, *cmd):
-    return ["ip", "netns", "exec", ns, "taskset", "-c", str(cpu), *cmd]
 
 
 class Server:

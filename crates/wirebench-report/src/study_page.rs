@@ -11,7 +11,8 @@ use wirebench_model::sweep::FactorValue;
 use wirebench_model::text::escape;
 use wirebench_plot::html::{Block, Column, DataTable, Expectation, Outcome, Report, Section};
 use wirebench_plot::{
-    Axis, BarFigure, Figure, Heading, Orientation, Point, Render, Series, SeriesKind, Svg, Unit,
+    Annotation, Axis, BarFigure, Figure, Heading, Orientation, Point, Render, Series, SeriesKind,
+    Svg, Unit,
 };
 
 use crate::analyze::study::{cell_figure, evaluate, pivot};
@@ -79,6 +80,25 @@ fn x_of(v: &FactorValue) -> Option<f64> {
     }
 }
 
+/// The slowest rate limit (tbf/htb, as read back from the kernel) of a point's testbed, either
+/// end, bits/s.
+fn link_rate_bps(p: &StudyPoint) -> Option<u64> {
+    let tb = p.result.testbed.as_ref()?;
+    [&tb.client, &tb.server]
+        .into_iter()
+        .flatten()
+        .flat_map(|e| e.qdiscs.iter().filter_map(|q| q.rate_bps))
+        .min()
+}
+
+/// The link rate every point of `test` ran under, when they share one (a throughput figure
+/// draws it as the model's ceiling).
+pub fn shared_link_rate_bps(points: &[StudyPoint], test: &str) -> Option<u64> {
+    let mut rates = points.iter().filter(|p| p.test == test).map(link_rate_bps);
+    let first = rates.next()??;
+    rates.all(|r| r == Some(first)).then_some(first)
+}
+
 /// The figure of one table.
 pub fn table_figure(
     m: &StudyManifest,
@@ -127,11 +147,26 @@ pub fn table_figure(
                 style: Some(ci),
             })
             .collect();
+        // Payload throughput under a shaped link: the shaper's rate (it counts the headers
+        // too, so payload stays a few percent below it).
+        let annotations = shared_link_rate_bps(points, &t.test)
+            .filter(|_| t.y == FigureName::ThroughputBps)
+            .map(|r| Annotation::HLine {
+                y: r as f64,
+                label: format!(
+                    "link rate {} (qdisc, read back)",
+                    crate::print::units::RateUnit::AutoBits.rate(r as f64)
+                ),
+                axis: wirebench_plot::YAxis::Y,
+            })
+            .into_iter()
+            .collect();
         Figure {
             heading,
             x: x_axis(t.x),
             y: y_axis(t.y),
             series,
+            annotations,
             ..Figure::default()
         }
         .render_svg()
@@ -427,4 +462,79 @@ fn cells_section(m: &StudyManifest) -> Section {
         rows,
     }));
     cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirebench_model::study::{Placement, QdiscState, Testbed, TestbedEnd};
+
+    fn end(qdiscs: &[(&str, Option<u64>)]) -> TestbedEnd {
+        TestbedEnd {
+            namespace: "wbs-c".into(),
+            ifname: "wbs0".into(),
+            mtu_bytes: 1500,
+            offloads: Vec::new(),
+            qdiscs: qdiscs
+                .iter()
+                .map(|(k, r)| QdiscState {
+                    kind: (*k).into(),
+                    rate_bps: *r,
+                })
+                .collect(),
+            congestion_default: "cubic".into(),
+            route_congestion: Some("cubic".into()),
+            sysctls: Vec::new(),
+            rps_cpus: None,
+            xps_cpus: None,
+        }
+    }
+
+    fn point(test: &str, client_rate: Option<u64>, server_rate: Option<u64>) -> StudyPoint {
+        let mut result = crate::tests::result_for(
+            crate::tests::stream_spec(wirebench_model::spec::Direction::Forward, 1),
+            Vec::new(),
+        );
+        result.testbed = Some(Box::new(Testbed {
+            lab: "wbs".into(),
+            levels: Vec::new(),
+            placement: Placement::Unpinned,
+            client: Some(end(&[("tbf", client_rate), ("noqueue", None)])),
+            server: Some(end(&[("tbf", server_rate)])),
+            emulator: None,
+        }));
+        StudyPoint {
+            schema_version: 1,
+            cell: 0,
+            test: test.into(),
+            levels: Vec::new(),
+            settings: Vec::new(),
+            figures: Vec::new(),
+            result,
+        }
+    }
+
+    #[test]
+    fn the_link_rate_is_drawn_only_when_every_point_shares_it() {
+        let m = 1_000_000;
+        // The slowest shaper of either end is the link's rate.
+        let same = [
+            point("stream", Some(100 * m), None),
+            point("stream", Some(100 * m), Some(400 * m)),
+            point("other", None, None),
+        ];
+        assert_eq!(shared_link_rate_bps(&same, "stream"), Some(100 * m));
+        // Points of another test, or an unshaped point among them: no single rate.
+        assert_eq!(shared_link_rate_bps(&same, "other"), None);
+        let mixed = [
+            point("stream", Some(100 * m), None),
+            point("stream", Some(200 * m), None),
+        ];
+        assert_eq!(shared_link_rate_bps(&mixed, "stream"), None);
+        let partly = [
+            point("stream", Some(100 * m), None),
+            point("stream", None, None),
+        ];
+        assert_eq!(shared_link_rate_bps(&partly, "stream"), None);
+    }
 }
