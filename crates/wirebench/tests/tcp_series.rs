@@ -87,9 +87,13 @@ fn retransmits_cwnd_and_rtt_per_interval_on_a_lossy_path() {
             "{row:?}"
         );
     }
-    // What the window carries per round trip is what the path delivers: within a factor of
-    // 3 of the receiver's throughput (median over the window's samples; cwnd drops after a
-    // loss and the round trip follows the forwarder's queue).
+    // What the window carries per round trip bounds what the path delivers: bytes in flight
+    // never exceed cwnd, so cwnd/srtt is at least about the receiver's throughput (a third
+    // of it allowed: samples are instants, cwnd drops after a loss and the round trip
+    // follows the forwarder's queue). It may be well above it when the flow was limited by
+    // the receiver's window or the application rather than cwnd (3.06x on a 2-vCPU Intel
+    // Xeon VM), so the upper bound is 10x: what it must catch is a unit error, which is off
+    // by 1000x (µs taken for ns) or 1448x (segments taken for bytes).
     let bps = s.directions[0].receiver_throughput_bps;
     let mut ratio: Vec<f64> = window_rows(s)
         .iter()
@@ -98,7 +102,7 @@ fn retransmits_cwnd_and_rtt_per_interval_on_a_lossy_path() {
     ratio.sort_by(f64::total_cmp);
     let median = ratio[ratio.len() / 2];
     assert!(
-        (1.0 / 3.0..=3.0).contains(&median),
+        (1.0 / 3.0..=10.0).contains(&median),
         "cwnd/srtt = {median:.2} × the throughput ({ratio:?})"
     );
 }
