@@ -40,17 +40,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import cpu_model  # noqa: E402
 from stream import WB, Path, Server, in_ns, sh, stop_on_sigterm  # noqa: E402
 
 BASE_PORT = 5299  # the --base-bin daemon's port (the default daemon keeps 5201)
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "?"
 
 
 def run_stream(path, binary, secs, extra, port=None):
