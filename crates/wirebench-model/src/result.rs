@@ -275,6 +275,11 @@ pub struct DirectionSummary {
     pub unaccounted_bytes: i64,
     /// Segments retransmitted by the senders (TCP_INFO, whole connections).
     pub retransmits: u64,
+    /// Of those, the segments the receivers reported back as received twice (D-SACK,
+    /// `tcpi_dsack_dups` at each sender's close): retransmissions of segments that had
+    /// arrived, so reordering rather than loss; `None` when no sender's kernel reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsack_segments: Option<u64>,
     /// Spread of the per-flow receiver throughputs, bits per second.
     pub flow_throughput: Option<Spread>,
     /// Jain's fairness index of the per-flow receiver throughputs (1 = perfectly fair).
@@ -317,6 +322,10 @@ pub struct FlowSummary {
     pub receiver_total_bytes: u64,
     /// Segments retransmitted by the sender (TCP_INFO `tcpi_total_retrans`).
     pub retransmits: u32,
+    /// Segments the receiver reported back as received twice (D-SACK, TCP_INFO
+    /// `tcpi_dsack_dups` at the sender's close).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsack_segments: Option<u32>,
     /// Sender's smoothed RTT at close, microseconds.
     pub rtt_us: Option<u32>,
     /// Sender's congestion window at close, segments.

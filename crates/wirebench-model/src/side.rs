@@ -230,6 +230,10 @@ pub struct TcpInfoReport {
     pub rwnd_limited_us: Option<u64>,
     /// Time the sender was limited by its send buffer, microseconds (kernel 4.10+).
     pub sndbuf_limited_us: Option<u64>,
+    /// Segments the receiver reported back as received twice (D-SACK, `tcpi_dsack_dups`):
+    /// retransmissions of segments that had arrived (reordering, not loss).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsack_dups: Option<u32>,
 }
 
 /// One stream interval sample: what this end moved between two sampling instants.

@@ -65,7 +65,8 @@ pub enum Limiter {
     Loss {
         /// Direction.
         dir: FlowDir,
-        /// Retransmitted segments.
+        /// Retransmitted segments the receivers did not report back as duplicates (D-SACK):
+        /// those whose originals were, as far as TCP knows, lost.
         retransmits: u64,
     },
     /// Request/response in closed loop: each flow waits a round trip per transaction, so
@@ -124,6 +125,10 @@ pub enum Evidence {
         dir: FlowDir,
         /// Segments.
         retransmits: u64,
+        /// Of those, the segments the receivers reported back as received twice (D-SACK):
+        /// the originals had arrived (reordering, not loss).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dsack_segments: Option<u64>,
     },
     /// The busiest CPU seen by an end.
     BusiestCpu {

@@ -76,6 +76,7 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                         busy_us: Some(9_000_000),
                         rwnd_limited_us: Some(5),
                         sndbuf_limited_us: None,
+                        dsack_dups: Some(3),
                     }),
                 },
                 error: Some(FlowError {

@@ -59,6 +59,9 @@ pub struct TcpInfo {
     /// Time in microseconds the connection was busy sending data
     /// (`tcpi_busy_time`).
     pub busy_time_us: Option<u64>,
+    /// Segments the peer reported back as received twice (D-SACK,
+    /// `tcpi_dsack_dups`): retransmissions of segments that had arrived.
+    pub dsack_dups: Option<u32>,
 }
 
 /// Mirror of the kernel's `struct tcp_info` (include/uapi/linux/tcp.h), up
@@ -233,6 +236,7 @@ fn convert(raw: &RawTcpInfo, len: usize) -> TcpInfo {
         rwnd_limited_us: opt!(tcpi_rwnd_limited),
         sndbuf_limited_us: opt!(tcpi_sndbuf_limited),
         busy_time_us: opt!(tcpi_busy_time),
+        dsack_dups: opt!(tcpi_dsack_dups),
     }
 }
 

@@ -228,3 +228,79 @@ fn both_directions_carry_their_senders_samples() {
         assert_eq!(sum, d.retransmits, "{:?}", d.dir);
     }
 }
+
+/// D-SACK ground truth: over an emulated path that holds 1 % of the data frames back by
+/// 2 ms (reordering, no loss), the senders' retransmissions are duplicates the receiver
+/// reports back (D-SACK). What the result counts (`tcpi_dsack_dups` at the sender's close,
+/// summed over the direction) is what the client's namespace counted (`TcpExt:
+/// TCPDSACKRecvSegs`, which the kernel adds to in the same place; a few more allowed for
+/// the control connection, which crosses the same link), and the verdict does not call
+/// reordering loss.
+#[test]
+fn reordered_retransmits_are_counted_as_received_twice_not_lost() {
+    require_netns();
+    let _g = serial();
+    let each_way = Duration::from_millis(1);
+    let a_to_b = EmuConfig::default()
+        .with_delay(each_way)
+        .with_reorder(0.01, Duration::from_millis(2));
+    let b_to_a = EmuConfig::default().with_delay(each_way);
+    let path = EmulatedPath::new(1500, a_to_b, b_to_a).unwrap();
+    let mut c = path.command(Side::B, BIN);
+    c.args(["serve", "--bind", ADDR_B, "--allow-unauthenticated"]);
+    let d = daemon::LocalDaemon::start_cmd(c, &["--port", "0"]);
+    let port = d.addr.port().to_string();
+    let tb = path.testbed();
+    let before = tb
+        .proto_counter(Side::A, "TcpExt", "TCPDSACKRecvSegs")
+        .unwrap();
+    let mut c = path.command(Side::A, BIN);
+    c.args(["stream", "-H", ADDR_B, "-p", &port, "-t", "2", "--json"]);
+    let out = c.output().unwrap();
+    let after = tb
+        .proto_counter(Side::A, "TcpExt", "TCPDSACKRecvSegs")
+        .unwrap();
+    let counters = path.all_counters();
+    let res = RunResult::from_json(&String::from_utf8_lossy(&out.stdout))
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let s = stream_sum(&res);
+    let dir = &s.directions[0];
+    let dsack = dir
+        .dsack_segments
+        .expect("the kernel reports tcpi_dsack_dups");
+    let kernel = after - before;
+    eprintln!(
+        "reordered {} of {} frames, dropped {} (overflow {}); retransmits {}, D-SACKed {dsack}, \
+         namespace TCPDSACKRecvSegs {kernel}",
+        counters.a_to_b.reordered,
+        counters.a_to_b.received,
+        counters.a_to_b.dropped,
+        counters.a_to_b.overflow,
+        dir.retransmits
+    );
+    assert!(
+        counters.a_to_b.reordered > 0,
+        "the emulator reordered nothing"
+    );
+    assert_eq!(counters.a_to_b.dropped + counters.a_to_b.overflow, 0);
+    assert!(
+        dsack > 0,
+        "reordering produced no duplicate: nothing to check"
+    );
+    assert!(dsack <= dir.retransmits, "{dsack} > {}", dir.retransmits);
+    assert!(
+        dsack <= kernel && kernel <= dsack + 4,
+        "result {dsack}, namespace {kernel}"
+    );
+    let v = res.runs[0]
+        .summary
+        .as_ref()
+        .and_then(|s| s.verdict.clone())
+        .expect("verdict");
+    if let wirebench_model::verdict::Limiter::Loss { retransmits, .. } = v.limiter {
+        panic!("reordering taken for loss: {retransmits} segments ({v:?})");
+    }
+    // The human result says so.
+    let text = wirebench_report::print::human(&res);
+    assert!(text.contains("twice (D-SACK)"), "{text}");
+}

@@ -248,6 +248,7 @@ pub fn tcp_info_report(i: &wirebench_sys::tcp::TcpInfo) -> TcpInfoReport {
         busy_us: i.busy_time_us,
         rwnd_limited_us: i.rwnd_limited_us,
         sndbuf_limited_us: i.sndbuf_limited_us,
+        dsack_dups: i.dsack_dups,
     }
 }
 

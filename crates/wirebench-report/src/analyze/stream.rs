@@ -298,6 +298,7 @@ fn flow_summary(
         sender_total_bytes: snd.map_or(0, |f| f.total_bytes),
         receiver_total_bytes: rcv.map_or(0, |f| f.total_bytes),
         retransmits: ti.map_or(0, |t| t.retransmits_total),
+        dsack_segments: ti.and_then(|t| t.dsack_dups),
         rtt_us: ti.map(|t| t.rtt_us),
         cwnd_segments: ti.map(|t| t.snd_cwnd_segments),
         mss_bytes: ti.map(|t| t.snd_mss_bytes),
@@ -462,6 +463,11 @@ fn direction_summary(
         retransmits: per_flow
             .iter()
             .fold(0u64, |a, f| a.saturating_add(u64::from(f.retransmits))),
+        dsack_segments: per_flow
+            .iter()
+            .filter_map(|f| f.dsack_segments)
+            .map(u64::from)
+            .reduce(u64::saturating_add),
         flow_throughput: spread(&rates),
         jain_index: jain_index(&rates),
         send_paths: distinct::<SendPath>(per_flow.iter().map(|f| f.send_path)),

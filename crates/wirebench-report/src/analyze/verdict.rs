@@ -19,7 +19,9 @@
 //!    (both ends of a namespace or loopback test share one kernel).
 //! 5. **Sender idle** — the senders' summed busy time covers less than
 //!    100 − [`IDLE_PCT`] % of flows × the sender window: nothing was in flight for the rest.
-//! 6. **Loss** — at least [`RETRANSMIT_PCT`] % of the segments (payload ÷ a nominal 1448-byte
+//! 6. **Loss** — counting only the retransmissions the receivers did not report back as
+//!    duplicates (D-SACK: those repaired reordering, not loss), at least [`RETRANSMIT_PCT`]
+//!    % of the segments (payload ÷ a nominal 1448-byte
 //!    MSS) were retransmitted (TCP_INFO) and none of the above applies.
 //! 7. **Round trip** (request/response) — closed loop: each flow has `burst` transactions
 //!    in flight, so flows × burst / mean round trip bounds the rate (Little's law); when
@@ -236,6 +238,7 @@ pub fn stream(
             evidence.push(Evidence::Retransmits {
                 dir: d.dir,
                 retransmits: d.retransmits,
+                dsack_segments: d.dsack_segments,
             });
         }
     }
@@ -243,13 +246,14 @@ pub fn stream(
         limiter = idle;
     }
     let segments = main.sender_bytes as f64 / NOMINAL_MSS_BYTES;
-    if limiter.is_none()
-        && main.retransmits > 0
-        && 100.0 * main.retransmits as f64 / segments.max(1.0) >= RETRANSMIT_PCT
-    {
+    // A retransmission the receiver reports back as a duplicate (D-SACK) repaired no loss.
+    let lost = main
+        .retransmits
+        .saturating_sub(main.dsack_segments.unwrap_or(0));
+    if limiter.is_none() && lost > 0 && 100.0 * lost as f64 / segments.max(1.0) >= RETRANSMIT_PCT {
         limiter = Some(Limiter::Loss {
             dir: main.dir,
-            retransmits: main.retransmits,
+            retransmits: lost,
         });
     }
     let limiter = limiter.unwrap_or(Limiter::Undetermined);

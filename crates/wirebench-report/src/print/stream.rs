@@ -196,6 +196,14 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
     if let Some(line) = paths_line(d) {
         wrap(out, "", "  ", &line);
     }
+    if let Some(dup) = d.dsack_segments.filter(|&n| n > 0) {
+        let line = format!(
+            "{name}: of the {} segments retransmitted, the receivers got {dup} twice \
+             (D-SACK): their originals had arrived (reordering, not loss)",
+            d.retransmits
+        );
+        wrap(out, "", "  ", &line);
+    }
     let line = format!(
         "{name}: effective socket buffers: SO_SNDBUF {} bytes (sender), SO_RCVBUF {} bytes \
          (receiver); MSS {} bytes, PMTU {} bytes",

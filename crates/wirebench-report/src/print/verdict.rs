@@ -46,8 +46,8 @@ pub fn limiter_text(l: &Limiter) -> String {
             label::dir(*dir)
         ),
         Limiter::Loss { dir, retransmits } => format!(
-            "loss on the path: {retransmits} segments retransmitted ({}) with no window, \
-             buffer or CPU limit",
+            "loss on the path: {retransmits} segments retransmitted and not received twice \
+             ({}) with no window, buffer or CPU limit",
             label::dir(*dir)
         ),
         Limiter::RoundTrip {
@@ -96,9 +96,18 @@ fn evidence_text(e: &Evidence) -> String {
             label::dir(*dir),
             *busy_us as f64 / 1e6
         ),
-        Evidence::Retransmits { dir, retransmits } => {
-            format!("{} retransmits {retransmits}", label::dir(*dir))
-        }
+        Evidence::Retransmits {
+            dir,
+            retransmits,
+            dsack_segments,
+        } => match dsack_segments {
+            Some(d) if *d > 0 => format!(
+                "{} retransmits {retransmits}, {d} of them received twice (D-SACK: reordering, \
+                 not loss)",
+                label::dir(*dir)
+            ),
+            _ => format!("{} retransmits {retransmits}", label::dir(*dir)),
+        },
         Evidence::BusiestCpu {
             host,
             cpu,
