@@ -584,8 +584,13 @@ fn checksum_offload_off_raises_the_checksum_category() {
         fig(off, FigureName::ClientChecksumPct),
     );
     eprintln!("checksum share of the profiled CPU time: offload on {c_on:.2} %, off {c_off:.2} %");
+    // With the offload on, the kernel computes no checksum (0.00 % here). How much one costs
+    // at 2 Gbit/s depends on the CPU: 1.73 % of the client's window on an AMD EPYC VM, 0.27 %
+    // on an Intel Xeon VM. The end takes about 8 000 samples in the window (4 kHz, 2 CPUs,
+    // 1 s), so 0.1 points is about 8 samples: a rise of at least that, to at least twice the
+    // offload-on share, is not sampling noise.
     assert!(
-        c_off >= c_on + 0.5,
+        c_off >= c_on + 0.1 && c_off >= 2.0 * c_on,
         "offload on {c_on:.2} %, off {c_off:.2} %"
     );
     assert_nothing_left(s.pids[0]);
