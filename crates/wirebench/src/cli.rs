@@ -224,7 +224,9 @@ pub struct StreamArgs {
     #[arg(long, value_parser = parse_size)]
     pub send_size: Option<u64>,
     /// Bytes per receive call at the receiving end (netperf -M); overrides -l for the
-    /// receiver.
+    /// receiver. Without it or -l, a sender that does not copy (-Z, --send-path sendfile,
+    /// splice, zerocopy, uring-zc) is received in 256K calls: the receiver's copy is then the
+    /// bottleneck and a cache-sized buffer moves more.
     #[arg(long, value_parser = parse_size)]
     pub recv_size: Option<u64>,
     /// Server sends, client receives.

@@ -347,8 +347,13 @@ fn run_receiver(
     let mut error = None;
     let mut drain_truncated = false;
     let counter = &shared.counters[idx].0;
-    // Sleep until a whole message is queued rather than waking for every segment batch.
-    let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
+    // TCP_ZEROCOPY_RECEIVE maps whole pages only when much is queued: sleep until a whole
+    // message is. The other paths wake for what has arrived: a 1 MiB low-water mark cost a
+    // copying 1 MiB stream ~13 % on an Intel Xeon VM (loopback and veth, split CPUs,
+    // 2026-11-27; docs/bench/recv-size-lowat-2026-11-27.md).
+    if cfg.recv_path == RecvPath::Zerocopy {
+        let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
+    }
     loop {
         if abort.is_set() {
             break;
