@@ -445,9 +445,9 @@ fn run_worker<'a>(
         let (state, flags) = match plan.role {
             Role::Sender => (State::Sending, epoll::EventFlags::OUT),
             Role::Receiver => {
-                // Wake for a whole message rather than for every segment batch (as
-                // `stream` does); EPOLLIN honours the low-water mark.
-                let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
+                // No SO_RCVLOWAT: a low-water mark of one message cost throughput (-P
+                // 10000: 27 Gbit/s with it, 33 without; -P 1000: 45 and 48; Intel Xeon VM,
+                // loopback, split CPUs, 2026-11-27), as it did for `stream`'s threads.
                 (
                     State::Receiving,
                     epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
