@@ -489,7 +489,7 @@ mod tests {
         ] {
             assert_eq!(call_sizes(noncopy), (1 << 20, 256 << 10), "{noncopy:?}");
         }
-        // -l names both calls; --recv-size names the receiver's; fewer bytes stay fewer.
+        // -l names both calls, --recv-size the receiver's; a smaller message is received whole.
         assert_eq!(call_sizes(&["-Z", "-l", "1M"]), (1 << 20, 1 << 20));
         assert_eq!(call_sizes(&["-Z", "--recv-size", "2M"]), (1 << 20, 2 << 20));
         assert_eq!(call_sizes(&["-Z", "-P", "10000"]), (32 << 10, 32 << 10));
