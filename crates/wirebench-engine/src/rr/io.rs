@@ -45,9 +45,11 @@ impl Stall {
     }
 }
 
-/// After a call found nothing to do: on a non-blocking (busy-polled) socket, give the CPU to
-/// whatever else is runnable on it (the other end, when both share a CPU) and come back at
-/// once; after a blocking call's timeout, nothing.
+/// After a call found nothing to do (`WouldBlock`): give the CPU to whatever else is
+/// runnable on it (the other end, when both share a CPU) and come back at once. On a
+/// busy-polled (non-blocking) socket this is the spin; a blocking call whose SO_RCVTIMEO /
+/// SO_SNDTIMEO expired reports `WouldBlock` too, and then it costs one `sched_yield` per
+/// poll period (100 ms).
 pub(super) fn spin_yield(e: &io::Error) {
     if e.kind() == io::ErrorKind::WouldBlock {
         thread::yield_now();

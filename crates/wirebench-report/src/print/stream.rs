@@ -198,8 +198,9 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
     }
     if let Some(dup) = d.dsack_segments.filter(|&n| n > 0) {
         let line = format!(
-            "{name}: of the {} segments retransmitted, the receivers got {dup} twice \
-             (D-SACK): their originals had arrived (reordering, not loss)",
+            "{name}: of the {} segments retransmitted (TCP_INFO at the senders' close, whole \
+             connections), the receivers got {dup} twice (D-SACK): their originals had arrived \
+             (reordering, not loss)",
             d.retransmits
         );
         wrap(out, "", "  ", &line);

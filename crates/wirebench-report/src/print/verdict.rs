@@ -180,10 +180,13 @@ fn evidence_text(e: &Evidence) -> String {
             RateUnit::AutoBits.rate(*target_bps),
             RateUnit::AutoBits.rate(*achieved_bps)
         ),
-        Evidence::BusyPolling { so_busy_poll_us } => format!(
-            "busy-polling (SO_BUSY_POLL {so_busy_poll_us} µs): the CPUs were busy by design, \
-             not the limit"
-        ),
+        Evidence::BusyPolling { so_busy_poll_us } => {
+            let sockopt = match so_busy_poll_us {
+                0 => "SO_BUSY_POLL not set".to_string(),
+                us => format!("SO_BUSY_POLL {us} µs"),
+            };
+            format!("busy-polling ({sockopt}): the CPUs were busy by design, not the limit")
+        }
     }
 }
 
