@@ -43,6 +43,25 @@ def in_ns(ns, cpu, *cmd):
     return pre + (["taskset", "-c", str(cpu)] if cpu is not None else []) + list(cmd)
 
 
+def loopback_congctl(ns, cc):
+    """Route namespace `ns`'s loopback traffic with congestion control `cc` (the host's
+    default, maybe bbr, stays untouched): every TCP socket on 127.0.0.0/8 there gets it."""
+    for dst in ("127.0.0.0/8", "127.0.0.1"):
+        sh("ip", "-n", ns, "route", "replace", "local", dst, "dev", "lo", "table", "local",
+           "proto", "kernel", "scope", "host", "src", "127.0.0.1", "congctl", cc)
+
+
+def stop_process(p):
+    """Stop a process we started (a Popen), by its own PID: SIGTERM, then SIGKILL after 5 s."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+
+
 def install_signal_handlers():
     """SIGINT, SIGTERM and SIGHUP unwind like Ctrl-C, so every `finally` stops our servers and
     deletes our namespaces; further signals during that clean-up are ignored (a second
@@ -107,10 +126,7 @@ class Testbed:
                 raise SetupError(f"unknown path {name!r} (loopback or veth-<MTU>)")
             # Same congestion control for every tool, host untouched: the routes carry congctl.
             for ns in self.nss:
-                for dst in ("127.0.0.0/8", "127.0.0.1"):
-                    sh("ip", "-n", ns, "route", "replace", "local", dst, "dev", "lo", "table",
-                       "local", "proto", "kernel", "scope", "host", "src", "127.0.0.1",
-                       "congctl", cc)
+                loopback_congctl(ns, cc)
             if self.mtu:
                 for ns, ifn, addr in ((self.client_ns, "wba", A_ADDR),
                                       (self.server_ns, "wbb", B_ADDR)):
@@ -245,13 +261,7 @@ class Proc:
         return self.log.read().decode(errors="replace")
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(5)
+        stop_process(self.p)
         self.log.close()
 
 

@@ -55,6 +55,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import loopback_congctl, stop_process  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WB = os.environ.get("WIREBENCH_BIN", os.path.join(ROOT, "target", "release", "wirebench"))
 ADDR = "127.0.0.1"
@@ -86,9 +89,7 @@ class Netns:
         sh("ip", "netns", "add", self.name)
         try:
             sh("ip", "-n", self.name, "link", "set", "lo", "up")
-            for dst in ("127.0.0.0/8", "127.0.0.1"):
-                sh("ip", "-n", self.name, "route", "replace", "local", dst, "dev", "lo", "table",
-                   "local", "proto", "kernel", "scope", "host", "src", "127.0.0.1", "congctl", cc)
+            loopback_congctl(self.name, cc)
         except BaseException:
             self.close()
             raise
@@ -128,13 +129,7 @@ class Server:
         return self.p.poll() is None
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(5)
+        stop_process(self.p)
 
 
 def run_client(argv, timeout):

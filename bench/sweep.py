@@ -99,7 +99,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import cpu_model  # noqa: E402
+from common import cpu_model, loopback_congctl  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WB = os.environ.get("WIREBENCH_BIN", os.path.join(ROOT, "target", "release", "wirebench"))
@@ -219,10 +219,7 @@ class Path:
             else:
                 raise ValueError(f"unknown path {name!r} (loopback, veth)")
             for ns in self.nss:
-                for dst in ("127.0.0.0/8", "127.0.0.1"):
-                    sh("ip", "-n", ns, "route", "replace", "local", dst, "dev", "lo", "table",
-                       "local", "proto", "kernel", "scope", "host", "src", "127.0.0.1",
-                       "congctl", cc)
+                loopback_congctl(ns, cc)
         except BaseException:
             self.close()
             raise
