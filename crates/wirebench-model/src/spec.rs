@@ -583,6 +583,37 @@ impl TestSpec {
         }
     }
 
+    /// Epoll worker threads each end runs this test's flows on, or `None` for a thread per
+    /// flow. Stream tests only: unpaced, copy paths at both ends, and either `threads` set
+    /// (clamped to the connections) or more than [`MANY_FLOW_THRESHOLD`] connections, which
+    /// take one worker per online CPU; this bound counts [`MAX_THREADS`] for those, the most
+    /// the engine starts.
+    pub fn epoll_workers_bound(&self) -> Option<u32> {
+        let WorkloadSpec::Stream(s) = &self.workload else {
+            return None;
+        };
+        let copy = s.send_path == SendPath::Copy && s.recv_path == RecvPath::Copy;
+        if s.rate_bps.is_some() || !copy {
+            return None;
+        }
+        let conns = self.connection_count().max(1);
+        match s.threads {
+            Some(t) => Some(t.clamp(1, conns)),
+            None if conns > MANY_FLOW_THRESHOLD => Some(MAX_THREADS.min(conns)),
+            None => None,
+        }
+    }
+
+    /// Message buffers one end allocates for this test: one per connection, or on the epoll
+    /// engine ([`TestSpec::epoll_workers_bound`]) one receive buffer per worker plus the
+    /// payload block its senders share.
+    pub fn message_buffers(&self) -> u64 {
+        match self.epoll_workers_bound() {
+            Some(workers) => u64::from(workers) + 1,
+            None => u64::from(self.connection_count()),
+        }
+    }
+
     /// Largest message buffer one connection makes an end allocate, bytes.
     pub fn buffer_bytes_per_connection(&self) -> u64 {
         let b = match &self.workload {
@@ -637,8 +668,8 @@ impl Default for Limits {
 /// Most interval samples (intervals × connections) one test may produce, so that the results
 /// message stays under the absolute frame cap.
 pub const MAX_INTERVAL_SAMPLES: u64 = 500_000;
-/// Largest sum of per-connection message buffers (message size × connections) one test may
-/// make an end allocate, bytes.
+/// Largest sum of message buffers (message size × [`TestSpec::message_buffers`]) one test
+/// may make an end allocate, bytes.
 pub const MAX_TOTAL_MSG_BUFFER_BYTES: u64 = 512 * 1024 * 1024;
 /// Slowest per-flow rate a spec may ask for, bits per second.
 pub const MIN_RATE_BPS: u64 = 1_000;
@@ -659,8 +690,12 @@ pub const MAX_SO_BUSY_POLL_US: u32 = 1000;
 /// Default SO_BUSY_POLL of `rr --busy-poll`, microseconds (the kernel documentation's
 /// suggested 50).
 pub const DEFAULT_SO_BUSY_POLL_US: u32 = 50;
-/// Most epoll worker threads a stream test may ask for at one end.
+/// Most epoll worker threads a stream test may ask for at one end, and the most the engine
+/// starts on its own.
 pub const MAX_THREADS: u32 = 256;
+/// Connections at one end above which an unpaced copy-path stream runs on the epoll engine
+/// (one worker per online CPU) when `threads` is not set.
+pub const MANY_FLOW_THRESHOLD: u32 = 32;
 /// Highest open-loop rate of one flow, transactions per second.
 pub const MAX_TRANSACTIONS_PER_S: u64 = 10_000_000;
 /// Largest open-loop cap on outstanding requests per flow.

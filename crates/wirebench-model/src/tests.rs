@@ -87,6 +87,43 @@ fn out_of_range_names_field_and_limit() {
     ));
 }
 
+/// The buffer bound counts what an end allocates: a buffer per connection on a thread per
+/// flow, a buffer per epoll worker (plus the shared payload) on the many-flow engine.
+#[test]
+fn the_buffer_bound_counts_the_engines_buffers() {
+    let (mut s, mut l) = stream();
+    l.max_flows = 10_000;
+    s.common.flows = 10_000;
+    stream_mut(&mut s).send_size_bytes = 1 << 20;
+    stream_mut(&mut s).recv_size_bytes = 1 << 20;
+    // Unpaced copy paths above 32 connections: at most 256 workers, 257 buffers.
+    assert_eq!(s.epoll_workers_bound(), Some(MAX_THREADS));
+    assert_eq!(s.message_buffers(), 257);
+    s.validate(&l).unwrap();
+    // Eight workers asked for: nine buffers.
+    stream_mut(&mut s).threads = Some(8);
+    assert_eq!(s.message_buffers(), 9);
+    s.validate(&l).unwrap();
+    // A path the epoll engine lacks, or a rate, takes a thread and a buffer per flow.
+    stream_mut(&mut s).threads = None;
+    stream_mut(&mut s).send_path = SendPath::Sendfile;
+    assert_eq!(s.epoll_workers_bound(), None);
+    assert_eq!(s.message_buffers(), 10_000);
+    assert_eq!(field_of(&s, &l), SpecField::SendSizeBytes);
+    stream_mut(&mut s).send_path = SendPath::Copy;
+    stream_mut(&mut s).rate_bps = Some(1_000_000);
+    assert_eq!(field_of(&s, &l), SpecField::SendSizeBytes);
+    // 32 connections or fewer: a thread per flow.
+    stream_mut(&mut s).rate_bps = None;
+    s.common.flows = 16;
+    stream_mut(&mut s).direction = Direction::Bidir;
+    assert_eq!(s.epoll_workers_bound(), None);
+    assert_eq!(s.message_buffers(), 32);
+    s.common.flows = 17;
+    assert_eq!(s.epoll_workers_bound(), Some(34));
+    assert_eq!(s.message_buffers(), 35);
+}
+
 #[test]
 fn verify_needs_a_path_that_delivers_data() {
     let (mut s, l) = stream();

@@ -6,8 +6,9 @@
 //!   `warmup_ms` in 0..=`max_warmup_ms` and not longer than the duration; `interval_ms` in
 //!   100..=duration, and intervals × connections ≤ [`MAX_INTERVAL_SAMPLES`]; `window_bytes`
 //!   in 2048..=`max_window_bytes`; CPUs ≤ 4095; `profile_hz` in 1..=[`MAX_PROFILE_HZ`];
-//! - message buffers: the largest per-connection buffer × connections ≤
-//!   [`MAX_TOTAL_MSG_BUFFER_BYTES`];
+//! - message buffers: the largest per-connection buffer × the buffers an end allocates
+//!   ([`TestSpec::message_buffers`]: one per connection, or on the epoll engine one per worker
+//!   plus the shared payload) ≤ [`MAX_TOTAL_MSG_BUFFER_BYTES`];
 //! - per workload: sizes in range (UDP: 8 or 24..=65507 bytes; TCP: 1..=`max_msg_size_bytes`),
 //!   burst 1..=1024, open-loop rate and cap, UDP timeout 1..=60000 ms, worker threads
 //!   1..=256, a congestion control name of 1–15 characters of `[a-z0-9_-]`, a per-flow rate in
@@ -299,8 +300,7 @@ impl TestSpec {
     /// The first rule broken, with the field it concerns.
     pub fn validate(&self, limits: &Limits) -> Result<(), SpecError> {
         self.validate_common(limits)?;
-        let conns = u64::from(self.connection_count());
-        let buffers = self.buffer_bytes_per_connection().saturating_mul(conns);
+        let buffers = (self.buffer_bytes_per_connection()).saturating_mul(self.message_buffers());
         if buffers > MAX_TOTAL_MSG_BUFFER_BYTES {
             let field = match &self.workload {
                 WorkloadSpec::Stream(s) if s.recv_size_bytes > s.send_size_bytes => {

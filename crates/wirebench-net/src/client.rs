@@ -281,6 +281,7 @@ fn connect_data(
 fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetError> {
     run.token = Some(token);
     let spec = &cfg.spec;
+    let began = Instant::now();
     for flow in 0..spec.setup_connections() {
         let from = Origin {
             ip: cfg.bind,
@@ -290,6 +291,16 @@ fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetE
         };
         let s = connect_data(cfg.server, spec, (cfg.connect_timeout, from), token, flow)?;
         run.sockets.conns.push((flow, s));
+    }
+    let took = began.elapsed();
+    if took > SLOW_SETUP {
+        tracing::warn!(
+            "opening {} data connections took {:.1} s; a common cause: the kernel's choice \
+             of a local port slows down while many ports toward the server are still in \
+             TIME-WAIT from an earlier test (see ss -tan state time-wait)",
+            spec.setup_connections(),
+            took.as_secs_f64()
+        );
     }
     let setup = setup_of(spec);
     if setup.binds_udp() {
@@ -314,6 +325,32 @@ fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetE
         }
     }
     Ok(())
+}
+
+/// Opening the data connections slower than this gets a warning naming the usual cause.
+const SLOW_SETUP: Duration = Duration::from_secs(5);
+
+/// How long a failed data connection waits for the server's reason on the control
+/// connection.
+const SERVER_REASON_WAIT: Duration = Duration::from_secs(1);
+
+/// A data connection failed before the test started with `symptom`. When the server gave
+/// up first (its data-connection deadline passed, or it stopped the test), it closed the data
+/// connections after sending an `error` frame on the control connection: that frame, when it
+/// arrives within [`SERVER_REASON_WAIT`], is the error to report, not the closed connection
+/// it caused. A refusal the data connection itself carried is kept as it is.
+fn server_reason(conn: &mut Control, symptom: NetError) -> NetError {
+    if matches!(symptom, NetError::Session(_)) {
+        return symptom;
+    }
+    let until = Instant::now() + SERVER_REASON_WAIT;
+    loop {
+        match conn.recv(until) {
+            Ok(Some(Message::Error(e))) => return NetError::Session(SessionError::Refused(e)),
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return symptom,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -372,7 +409,7 @@ fn drive(
                 .iter()
                 .find_map(|(_, s)| crate::conn::data_refusal(s))
             {
-                return Err(e);
+                return Err(server_reason(conn, e));
             }
         }
         let acts = sess.poll(now)?;
@@ -417,7 +454,9 @@ fn execute(
                 tracing::debug!("client: admitted, opening the data connections");
                 let pinned = cfg.spec.common.client_cpu.map(|c| c as usize);
                 run.profile = crate::end::prepare_profile(&cfg.spec, pinned, true);
-                open_data(cfg, run, token)?;
+                if let Err(e) = open_data(cfg, run, token) {
+                    return Err(server_reason(conn, e));
+                }
                 queue.extend(sess.data_opened(Instant::now()));
             }
             Action::StartEngine => {

@@ -439,3 +439,139 @@ impl EngineRun {
         None
     }
 }
+
+#[cfg(test)]
+mod engine_choice_tests {
+    use super::*;
+    use wirebench_model::spec::{Direction, RecvPath, SendPath, StreamSpec};
+
+    /// The server bounds a spec's buffers by the engine the model says each end runs; the
+    /// engine must choose the same one, with no more workers than the bound counted.
+    #[test]
+    fn the_engine_runs_what_the_buffer_bound_counted() {
+        /// Flows, direction, rate, send path, receive path, threads.
+        type Case = (u32, Direction, Option<u64>, SendPath, RecvPath, Option<u32>);
+        let cases: &[Case] = &[
+            (
+                1,
+                Direction::Forward,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                32,
+                Direction::Forward,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                33,
+                Direction::Forward,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                16,
+                Direction::Bidir,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                17,
+                Direction::Bidir,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                10_000,
+                Direction::Forward,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                10_000,
+                Direction::Reverse,
+                Some(1_000_000),
+                SendPath::Copy,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                100,
+                Direction::Forward,
+                None,
+                SendPath::Sendfile,
+                RecvPath::Copy,
+                None,
+            ),
+            (
+                100,
+                Direction::Forward,
+                None,
+                SendPath::Copy,
+                RecvPath::Discard,
+                None,
+            ),
+            (
+                4,
+                Direction::Forward,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                Some(2),
+            ),
+            (
+                4,
+                Direction::Forward,
+                None,
+                SendPath::Copy,
+                RecvPath::Copy,
+                Some(64),
+            ),
+            (
+                4,
+                Direction::Forward,
+                None,
+                SendPath::Splice,
+                RecvPath::Copy,
+                Some(2),
+            ),
+        ];
+        for &(flows, direction, rate_bps, send_path, recv_path, threads) in cases {
+            let mut spec = TestSpec::stream_default();
+            spec.common.flows = flows;
+            spec.workload = WorkloadSpec::Stream(StreamSpec {
+                direction,
+                rate_bps,
+                send_path,
+                recv_path,
+                threads,
+                ..StreamSpec::default()
+            });
+            let cfg = stream_config(&spec, Pinning::default(), None);
+            let conns = spec.connection_count() as usize;
+            let engine = wirebench_engine::stream::choose_engine(&cfg, conns).epoll_workers;
+            let bound = spec.epoll_workers_bound();
+            assert_eq!(
+                engine.is_some(),
+                bound.is_some(),
+                "{flows} {direction:?} {threads:?}"
+            );
+            if let (Some(w), Some(b)) = (engine, bound) {
+                assert!(w <= b as usize, "{w} workers, {b} counted");
+            }
+        }
+    }
+}

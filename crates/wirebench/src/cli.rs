@@ -215,8 +215,10 @@ pub struct StreamArgs {
     #[command(flatten)]
     pub c: ClientArgs,
     /// Bytes per send/receive call (suffixes K, M, G are powers of 1024). Default 1M (fewer
-    /// calls per byte: the path, not the call overhead, is measured), halved until message
-    /// size x connections fits the 512 MiB buffer bound (512K at -P 1000). iperf3's default
+    /// calls per byte: the path, not the call overhead, is measured), halved for many flows:
+    /// on the epoll engine (above 32 connections, unpaced, copy paths) until one call per
+    /// connection sums to 4 GiB (256K at -P 10000), otherwise until message size x
+    /// connections fits the 512 MiB buffer bound (512K for -Z at -P 1000). iperf3's default
     /// is 128K: pass -l 128K to compare call for call.
     #[arg(short = 'l', long = "msg-size", value_parser = parse_size)]
     pub msg_size: Option<u64>,

@@ -76,7 +76,7 @@ fn loopback(duration: Duration, warmup: Duration) -> Result<LoopbackCeiling, Str
     spec.common.duration_ms = duration.as_millis() as u64;
     spec.common.warmup_ms = warmup.as_millis() as u64;
     if let WorkloadSpec::Stream(st) = &mut spec.workload {
-        let msg = crate::specs::default_stream_msg_size(1, false) as u32;
+        let msg = crate::specs::default_stream_msg_size(&TestSpec::stream_default()) as u32;
         (st.send_size_bytes, st.recv_size_bytes) = (msg, msg);
     }
     let mut cfg = RunnerConfig::new(Target::Embedded(std::net::Ipv4Addr::LOCALHOST.into()));

@@ -22,6 +22,15 @@ pub const CLIENT_MAX_FLOWS: u32 = 10_000;
 /// measures the path rather than the per-call overhead.
 const DEFAULT_STREAM_MSG_BYTES: u64 = 1 << 20;
 
+/// On the epoll engine (many flows), the most one default-sized call per connection may sum
+/// to: 4 GiB. Its workers give each flow a turn of a few calls; past a few hundred flows,
+/// calls so large that their sum runs to gigabytes starve flows and cost more than they save.
+/// Measured on an Intel Xeon VM (loopback, cubic, split CPUs, 2 runs each, Gbit/s):
+/// 10,000 flows: 32 KiB 34.7, 64 KiB 36.8, 128 KiB 40.6, 256 KiB 41.3, 1 MiB 36.9 (Jain
+/// fairness 0.12); 1,000 flows: 128 KiB 47.1, 256 KiB 44.5, 1 MiB 50.8; 64 flows: 128 KiB
+/// 47.8, 1 MiB 53.9. So 1 MiB up to 4,096 connections, 256 KiB at 10,000.
+const EPOLL_CALLS_BUDGET_BYTES: u64 = 4 << 30;
+
 /// The receive call size without `-l` or `--recv-size` when the sender does not copy the
 /// payload (sendfile, splice, MSG_ZEROCOPY, io_uring SEND_ZC): 256 KiB. With the sender's
 /// copy gone the receiver's copy is the bottleneck, and a buffer that stays in its CPU's
@@ -285,12 +294,19 @@ fn recv_path(a: &StreamArgs) -> RecvPath {
     }
 }
 
-/// `wirebench stream`'s message size without `-l`: [`DEFAULT_STREAM_MSG_BYTES`], halved
-/// until message size × connections fits the spec's buffer bound (at least 1 KiB).
-pub fn default_stream_msg_size(flows: u32, bidir: bool) -> u64 {
-    let conns = u64::from(flows.max(1)) * if bidir { 2 } else { 1 };
+/// `wirebench stream`'s message size without `-l` for `spec` (its sizes are ignored):
+/// [`DEFAULT_STREAM_MSG_BYTES`], halved (down to 1 KiB) until it fits the spec's buffer bound
+/// (size × [`TestSpec::message_buffers`] ≤ [`MAX_TOTAL_MSG_BUFFER_BYTES`]) and, on the epoll
+/// engine, until one call per connection sums to at most [`EPOLL_CALLS_BUDGET_BYTES`].
+pub fn default_stream_msg_size(spec: &TestSpec) -> u64 {
+    let buffers = spec.message_buffers().max(1);
+    let budget = match spec.epoll_workers_bound() {
+        Some(_) => EPOLL_CALLS_BUDGET_BYTES,
+        None => u64::MAX,
+    };
+    let conns = u64::from(spec.connection_count().max(1));
     let mut size = DEFAULT_STREAM_MSG_BYTES;
-    while size > 1024 && size * conns > MAX_TOTAL_MSG_BUFFER_BYTES {
+    while size > 1024 && (size * buffers > MAX_TOTAL_MSG_BUFFER_BYTES || size * conns > budget) {
         size /= 2;
     }
     size
@@ -298,10 +314,22 @@ pub fn default_stream_msg_size(flows: u32, bidir: bool) -> u64 {
 
 /// The spec of `wirebench stream`.
 pub fn stream_spec(a: &StreamArgs) -> SpecResult {
-    let msg = a
-        .msg_size
-        .unwrap_or_else(|| default_stream_msg_size(a.c.flows, a.bidir));
     let send_path = send_path(a);
+    let mut spec = TestSpec {
+        common: common_with(&a.c, DEFAULT_DURATION_S)?,
+        workload: WorkloadSpec::Stream(StreamSpec {
+            direction: direction(a.reverse, a.bidir),
+            rate_bps: a.rate,
+            send_path,
+            recv_path: recv_path(a),
+            verify: a.verify,
+            threads: a.threads,
+            pin_threads: a.pin_threads,
+            tcp: tcp(&a.c, a.nodelay),
+            ..StreamSpec::default()
+        }),
+    };
+    let msg = a.msg_size.unwrap_or_else(|| default_stream_msg_size(&spec));
     let default_recv = match (a.msg_size, send_path) {
         (None, SendPath::Copy | SendPath::Uring) | (Some(_), _) => msg,
         (None, _) => msg.min(DEFAULT_NONCOPY_RECV_BYTES),
@@ -321,27 +349,15 @@ pub fn stream_spec(a: &StreamArgs) -> SpecResult {
         })?),
         (None, None) => None,
     };
-    let default_duration_s = if stop_after_bytes.is_some() {
-        DEFAULT_COUNT_BOUND_S
-    } else {
-        DEFAULT_DURATION_S
-    };
-    checked(TestSpec {
-        common: common_with(&a.c, default_duration_s)?,
-        workload: WorkloadSpec::Stream(StreamSpec {
-            direction: direction(a.reverse, a.bidir),
-            send_size_bytes: send,
-            recv_size_bytes: recv,
-            rate_bps: a.rate,
-            send_path,
-            recv_path: recv_path(a),
-            verify: a.verify,
-            threads: a.threads,
-            pin_threads: a.pin_threads,
-            tcp: tcp(&a.c, a.nodelay),
-            stop_after_bytes,
-        }),
-    })
+    if stop_after_bytes.is_some() {
+        spec.common = common_with(&a.c, DEFAULT_COUNT_BOUND_S)?;
+    }
+    if let WorkloadSpec::Stream(st) = &mut spec.workload {
+        st.send_size_bytes = send;
+        st.recv_size_bytes = recv;
+        st.stop_after_bytes = stop_after_bytes;
+    }
+    checked(spec)
 }
 
 /// The spec of `wirebench rr` (TCP RR, or UDP RR with `--udp`).
@@ -448,31 +464,50 @@ mod tests {
 
     #[test]
     fn default_stream_message_size_fits_the_buffer_bound() {
-        assert_eq!(default_stream_msg_size(1, false), 1 << 20);
-        assert_eq!(default_stream_msg_size(512, false), 1 << 20);
-        assert_eq!(default_stream_msg_size(512, true), 512 << 10);
-        assert_eq!(default_stream_msg_size(1000, false), 512 << 10);
-        assert_eq!(default_stream_msg_size(10_000, true), 16 << 10);
-        for flows in [1u32, 3, 100, 513, 4000, 10_000] {
-            for bidir in [false, true] {
-                let conns = u64::from(flows) * if bidir { 2 } else { 1 };
+        // Thread per flow up to 32 connections; the epoll engine above, bounded by its calls
+        // budget; non-copy paths and paced flows keep a thread (and a buffer) per flow.
+        let size = |args: &[&str]| call_sizes(args).0;
+        assert_eq!(size(&[]), 1 << 20);
+        assert_eq!(size(&["-P", "32", "--bidir"]), 1 << 20);
+        assert_eq!(size(&["-P", "4096"]), 1 << 20);
+        assert_eq!(size(&["-P", "4097"]), 512 << 10);
+        assert_eq!(size(&["-P", "10000"]), 256 << 10);
+        assert_eq!(size(&["-P", "10000", "--bidir"]), 128 << 10);
+        assert_eq!(size(&["-P", "512", "-Z"]), 1 << 20);
+        assert_eq!(size(&["-P", "1000", "-Z"]), 512 << 10);
+        assert_eq!(size(&["-P", "10000", "-b", "1M"]), 32 << 10);
+        assert_eq!(size(&["-P", "10000", "--bidir", "-Z"]), 16 << 10);
+        for flows in ["1", "3", "100", "513", "4000", "10000"] {
+            for extra in [&[][..], &["--bidir"], &["-Z"], &["-Z", "--bidir"]] {
+                let mut args = vec!["-P", flows];
+                args.extend_from_slice(extra);
+                let spec = stream_of(&args);
+                let WorkloadSpec::Stream(st) = &spec.workload else {
+                    unreachable!()
+                };
+                let biggest = u64::from(st.send_size_bytes.max(st.recv_size_bytes));
                 assert!(
-                    default_stream_msg_size(flows, bidir) * conns <= MAX_TOTAL_MSG_BUFFER_BYTES
+                    biggest * spec.message_buffers() <= MAX_TOTAL_MSG_BUFFER_BYTES,
+                    "{args:?}"
                 );
             }
         }
     }
 
-    /// The stream spec `wirebench stream ARGS` resolves to: (send, receive) call sizes.
-    fn call_sizes(args: &[&str]) -> (u32, u32) {
+    /// The spec `wirebench stream ARGS` resolves to.
+    fn stream_of(args: &[&str]) -> TestSpec {
         use clap::Parser;
         let cli = crate::cli::Cli::try_parse_from(["wirebench", "stream"].iter().chain(args))
             .expect("valid arguments");
         let crate::cli::Command::Stream(a) = cli.command else {
             unreachable!("a stream command")
         };
-        let spec = stream_spec(&a).expect("a valid spec");
-        let WorkloadSpec::Stream(st) = spec.workload else {
+        stream_spec(&a).expect("a valid spec")
+    }
+
+    /// The stream spec `wirebench stream ARGS` resolves to: (send, receive) call sizes.
+    fn call_sizes(args: &[&str]) -> (u32, u32) {
+        let WorkloadSpec::Stream(st) = stream_of(args).workload else {
             unreachable!("a stream spec")
         };
         (st.send_size_bytes, st.recv_size_bytes)

@@ -66,9 +66,7 @@ impl LoadPlan {
             WorkloadSpec::Crr(r) => r.tcp.clone(),
             _ => TcpOptions::default(),
         };
-        let bidir = self.direction == Direction::Bidir;
-        let msg = default_stream_msg_size(self.flows, bidir) as u32;
-        let spec = TestSpec {
+        let mut spec = TestSpec {
             common: CommonSpec {
                 flows: self.flows,
                 duration_ms: c.warmup_ms + c.duration_ms + (LEAD + TAIL).as_millis() as u64,
@@ -78,8 +76,6 @@ impl LoadPlan {
             },
             workload: WorkloadSpec::Stream(StreamSpec {
                 direction: self.direction,
-                send_size_bytes: msg,
-                recv_size_bytes: msg,
                 rate_bps: self.rate_bps,
                 tcp: TcpOptions {
                     nodelay: false,
@@ -88,6 +84,10 @@ impl LoadPlan {
                 ..StreamSpec::default()
             }),
         };
+        let msg = default_stream_msg_size(&spec) as u32;
+        if let WorkloadSpec::Stream(st) = &mut spec.workload {
+            (st.send_size_bytes, st.recv_size_bytes) = (msg, msg);
+        }
         spec.validate(&client_limits()).map_err(|e| {
             let mut info = ErrorInfo::new(ErrorKind::Usage, format!("--under-load: the load: {e}"));
             info.field = Some(e.field);

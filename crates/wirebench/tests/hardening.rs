@@ -1680,10 +1680,12 @@ fn h06_the_client_does_not_believe_an_impossible_server() {
 /// A data connection refused by `--max-conns-per-source` names the limit in the client's
 /// error within 5 s; `--max-* 0` and `--handshake-timeout 0` are refused with a message;
 /// test ids are unique across two daemon starts on one records file; an uppercase token is
-/// refused by the client; one peer cannot take every test slot.
+/// refused by the client; one peer cannot take every test slot; a server that gave up on the
+/// data connections is reported by its reason, not by the closed connection.
 #[test]
 fn h07_smaller_items() {
     data_connection_refusal_names_the_limit();
+    the_servers_reason_beats_a_closed_data_connection();
     zero_limits_are_refused();
     test_ids_unique_across_restarts();
     uppercase_token_is_refused();
@@ -1811,6 +1813,60 @@ fn test_ids_unique_across_restarts() {
         ids.len(),
         "test ids repeat across restarts: {ids:?}"
     );
+}
+
+/// The daemon's data-connection deadline passes while the client still connects (10,000
+/// flows behind an earlier test's TIME-WAIT sockets did it): it closes the data connections,
+/// then sends its `error` on the control connection. The client must report that error, not
+/// the closed data connection it saw first.
+fn the_servers_reason_beats_a_closed_data_connection() {
+    const REASON: &str = "timed out waiting for the data connections";
+    let (addr, h) = fake_server(move |l, c| {
+        c.recv(Duration::from_secs(10))?; // hello
+        c.send(&welcome("fake", "fake", false)).ok()?;
+        c.recv(Duration::from_secs(10))?; // test
+        c.send(&Message::Accepted(wirebench_proto::message::Accepted {
+            test_id: 7,
+            token: "00112233445566778899aabbccddeeff".into(),
+        }))
+        .ok()?;
+        let mut s = accept_within(l, Duration::from_secs(5))?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        let mut hello = [0u8; 24];
+        s.read_exact(&mut hello).ok()?;
+        // The data connection closes first; the reason follows on the control connection.
+        drop(s);
+        thread::sleep(Duration::from_millis(300));
+        c.send(&Message::Error(ErrorMsg {
+            code: ErrorCode::DataConnection,
+            field: None,
+            limit: None,
+            message: REASON.into(),
+        }))
+        .ok()?;
+        Some(())
+    });
+    let port = addr.port().to_string();
+    let args = [
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "--json",
+    ];
+    let out = wb_bounded(&args, Duration::from_secs(30));
+    assert_eq!(
+        h.join().ok().flatten().flatten(),
+        Some(()),
+        "the fake server's script"
+    );
+    assert_eq!(out.code, Some(1), "{}", out.stderr());
+    let j = out.json();
+    let message = j["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(REASON), "{j}");
 }
 
 fn uppercase_token_is_refused() {

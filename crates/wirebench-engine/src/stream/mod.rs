@@ -72,8 +72,10 @@ use crate::{EngineOutput, Pinning, Sink};
 /// How often blocked socket calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
 
-/// Flows at one end above which an unpaced copy-path stream runs on the epoll engine.
-pub const MANY_FLOW_THRESHOLD: usize = 32;
+/// Flows at one end above which an unpaced copy-path stream runs on the epoll engine (the
+/// model's rule, [`wirebench_model::spec::TestSpec::epoll_workers_bound`], which bounds the
+/// spec's buffers by it).
+pub const MANY_FLOW_THRESHOLD: usize = wirebench_model::spec::MANY_FLOW_THRESHOLD as usize;
 
 /// One connected data socket and what to do with it.
 #[derive(Debug)]
@@ -184,6 +186,7 @@ pub fn choose_engine(cfg: &StreamConfig, flows: usize) -> EngineChoice {
             Some(
                 std::thread::available_parallelism()
                     .map_or(2, |n| n.get())
+                    .min(wirebench_model::spec::MAX_THREADS as usize)
                     .min(flows),
             ),
             None,

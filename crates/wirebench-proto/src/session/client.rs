@@ -135,8 +135,8 @@ impl ClientSession {
                     .map_err(|e| SessionError::BadMessage(format!("accepted.token: {e}")))?;
                 self.test_id = Some(a.test_id);
                 self.phase = AwaitData;
-                self.timers
-                    .set_deadline(now, self.timers.timeouts.data_connect);
+                let wait = (self.timers.timeouts).data_connect_for(self.spec.setup_connections());
+                self.timers.set_deadline(now, wait);
                 Ok(vec![Action::OpenData {
                     test_id: a.test_id,
                     token,

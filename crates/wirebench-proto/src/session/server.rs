@@ -196,8 +196,9 @@ impl ServerSession {
             return Vec::new();
         }
         self.phase = Phase::AwaitData;
-        self.timers
-            .set_deadline(now, self.timers.timeouts.data_connect);
+        let connections = self.spec.as_ref().map_or(0, |s| s.setup_connections());
+        let wait = self.timers.timeouts.data_connect_for(connections);
+        self.timers.set_deadline(now, wait);
         vec![Action::Send(Message::Accepted(Accepted {
             test_id,
             token: token.to_hex(),

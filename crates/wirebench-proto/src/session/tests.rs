@@ -176,6 +176,8 @@ fn default_timeouts() {
     let t = Timeouts::default();
     assert_eq!(t.handshake, 5 * S);
     assert_eq!(t.data_connect, 10 * S);
+    assert_eq!(t.data_connect_per_connection, 5 * MS);
+    assert_eq!(t.data_connect_for(10_000), 60 * S);
     assert_eq!(t.start, 10 * S);
     assert_eq!(t.heartbeat_interval, S);
     assert_eq!(t.peer_silence, 5 * S);
@@ -630,11 +632,12 @@ fn handshake_deadline_is_absolute() {
 
 #[test]
 fn phase_deadlines() {
-    // Server data connections: 10 s after admission.
+    // Server data connections: 10 s + 5 ms for the one connection, after admission.
+    let data = 10 * S + 5 * MS;
     let (mut s, t) = server_at(Phase::AwaitData);
-    assert_eq!(s.next_wakeup(), Some(t + 10 * S));
-    assert_eq!(s.poll(t + 10 * S - MS), Ok(vec![]));
-    let e = s.poll(t + 10 * S).unwrap_err();
+    assert_eq!(s.next_wakeup(), Some(t + data));
+    assert_eq!(s.poll(t + data - MS), Ok(vec![]));
+    let e = s.poll(t + data).unwrap_err();
     assert_eq!(
         e,
         SessionError::Timeout {
@@ -667,11 +670,11 @@ fn phase_deadlines() {
     assert_eq!(e.to_error_msg().unwrap().code, ErrorCode::Timeout);
     // Client: data_connect covers opening and waiting for ready.
     let (mut c, t) = client_at(Phase::AwaitData);
-    assert_eq!(c.next_wakeup(), Some(t + 10 * S));
+    assert_eq!(c.next_wakeup(), Some(t + data));
     c.data_opened(t + 9 * S);
     assert_eq!(c.phase(), Phase::AwaitReady);
-    assert_eq!(c.next_wakeup(), Some(t + 10 * S));
-    let e = c.poll(t + 10 * S).unwrap_err();
+    assert_eq!(c.next_wakeup(), Some(t + data));
+    let e = c.poll(t + data).unwrap_err();
     assert_eq!(
         e,
         SessionError::Timeout {
@@ -681,7 +684,7 @@ fn phase_deadlines() {
     assert_eq!(e.to_error_msg().unwrap().code, ErrorCode::DataConnection);
     let (mut c, t) = client_at(Phase::AwaitData);
     assert_eq!(
-        c.poll(t + 10 * S),
+        c.poll(t + data),
         Err(SessionError::Timeout {
             phase: Phase::AwaitData
         })
@@ -771,12 +774,48 @@ fn no_heartbeats_before_running() {
     }
 }
 
+/// A test with many data connections gets the per-connection allowance on both ends: the
+/// client opens them one after another, each a kernel port scan away from the last.
+#[test]
+fn the_data_deadline_grows_with_the_connections() {
+    let mut spec = TestSpec::stream_default();
+    spec.common.flows = 10_000;
+    let limits = Limits {
+        max_flows: 10_000,
+        ..Limits::default()
+    };
+    let t0 = Instant::now();
+    let mut s = ServerSession::new(t0, Timeouts::default(), limits.clone(), "srv".into());
+    s.handle(t0, hello()).unwrap();
+    s.handle(
+        t0,
+        Message::Test(Box::new(TestRequest::unauthenticated(spec.clone()))),
+    )
+    .unwrap();
+    s.admitted(t0, 7, token());
+    assert_eq!(s.phase(), Phase::AwaitData);
+    assert_eq!(s.next_wakeup(), Some(t0 + 60 * S));
+    assert_eq!(s.poll(t0 + 59 * S), Ok(vec![]));
+    assert!(s.poll(t0 + 60 * S).is_err());
+
+    let (mut c, _) = ClientSession::new(t0, Timeouts::default(), spec, "cli".into());
+    let Message::Welcome(mut w) = welcome() else {
+        unreachable!()
+    };
+    w.limits = limits;
+    c.handle(t0, Message::Welcome(w)).unwrap();
+    c.handle(t0, accepted()).unwrap();
+    assert_eq!(c.phase(), Phase::AwaitData);
+    assert_eq!(c.next_wakeup(), Some(t0 + 60 * S));
+}
+
 #[test]
 fn huge_timeouts_do_not_overflow() {
     let t0 = Instant::now();
     let timeouts = Timeouts {
         handshake: Duration::MAX,
         data_connect: Duration::MAX,
+        data_connect_per_connection: Duration::MAX,
         start: Duration::MAX,
         heartbeat_interval: Duration::MAX,
         peer_silence: Duration::MAX,
