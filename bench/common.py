@@ -3,7 +3,9 @@
   Testbed     a path built fresh in private network namespaces whose routes carry
               `congctl <cc>`: "loopback" (one namespace, 127.0.0.1) or "veth-<MTU>" (two
               namespaces joined by a veth pair, 10.203.9.1 -> 10.203.9.2). The host's sysctls
-              are never touched; what the namespaces ended up with is read back.
+              are never touched; what the namespaces ended up with is read back. A veth
+              client namespace gets net.ipv4.tcp_tw_reuse=1 (loopback's default 2 already
+              reuses TIME-WAIT ports there), so that back-to-back 10,000-flow runs find ports.
   Proc        a long-lived process we started (a server); stopped by its own PID only; its CPU
               time (all threads, plus reaped children) read from /proc/PID/stat.
   run_timed   runs a client to completion with a time limit and returns its exact CPU time
@@ -127,6 +129,13 @@ class Testbed:
             # Same congestion control for every tool, host untouched: the routes carry congctl.
             for ns in self.nss:
                 loopback_congctl(ns, cc)
+            # A 10,000-flow run leaves 10,000 client ports in TIME-WAIT for 60 s; loopback may
+            # reuse them (tcp_tw_reuse=2, the default), a veth path may not, and two such runs
+            # in a row exhaust the ephemeral range (EADDRNOTAVAIL) or slow every connect. The
+            # client namespace is ours: let it reuse them, for every tool alike.
+            if self.mtu:
+                sh("ip", "netns", "exec", self.client_ns, "sysctl", "-qw",
+                   "net.ipv4.tcp_tw_reuse=1")
             if self.mtu:
                 for ns, ifn, addr in ((self.client_ns, "wba", A_ADDR),
                                       (self.server_ns, "wbb", B_ADDR)):
@@ -155,7 +164,10 @@ class Testbed:
                  "route_congctl": m.group(1) if m else None,
                  "ns_default_cc": sh("ip", "netns", "exec", ns, "cat",
                                      "/proc/sys/net/ipv4/tcp_congestion_control",
-                                     check=False).stdout.strip()}
+                                     check=False).stdout.strip(),
+                 "tcp_tw_reuse": sh("ip", "netns", "exec", ns, "cat",
+                                    "/proc/sys/net/ipv4/tcp_tw_reuse",
+                                    check=False).stdout.strip()}
             if self.mtu:
                 ifn = "wba" if ns == self.client_ns else "wbb"
                 link = sh("ip", "-n", ns, "link", "show", ifn, check=False).stdout

@@ -5,7 +5,8 @@ One portable entry point: it builds its own testbeds, interleaves the tools, mea
 tool's CPU the same way, checks the targets and writes a Markdown report and a JSON file with
 every raw run.
 
-TESTBEDS (private network namespaces; the host's sysctls are never touched)
+TESTBEDS (private network namespaces; the host's sysctls are never touched; a veth client
+namespace gets net.ipv4.tcp_tw_reuse=1 so that back-to-back 10,000-flow runs find free ports)
   loopback      one namespace, client and server on 127.0.0.1
   veth-<MTU>    two namespaces joined by a veth pair (10.203.9.1 -> 10.203.9.2), MTU 1500,
                 9000, 65520
@@ -441,7 +442,8 @@ def main():
                 readback[pname] = info
                 log(f"[{pname}] congestion control read back: " + "; ".join(
                     f"{ns}: route congctl {d['route_congctl']}, ns default {d['ns_default_cc']}"
-                    + (f", mtu {d['mtu']}" if d.get("mtu") else "") for ns, d in info.items()))
+                    + (f", mtu {d['mtu']}" if d.get("mtu") else "")
+                    + f", tcp_tw_reuse {d.get('tcp_tw_reuse')}" for ns, d in info.items()))
                 if not tb.cc_ok(info):
                     raise SetupError(f"{pname}: a route does not carry congctl {args.cc}: {info}")
                 if keys_st:

@@ -270,12 +270,14 @@ def markdown(doc, srows, rrows):
                                 "are depressed and noisy — the paired ratios are the figures "
                                 "to read" if warn else ""))
     L.append("")
-    L.append("Congestion control read back (`ip route get <peer>` in each namespace; the "
+    L.append("Congestion control and TIME-WAIT reuse read back (`ip route get <peer>` and "
+             "net.ipv4.tcp_tw_reuse in each namespace; the "
              "sockets' own algorithm from `ss -ti` mid-run in round 1 is in the notes column):")
     L.append("")
     for p, info in doc["cc_readback"].items():
         parts = [f"{ns.split('-')[-1]}: route congctl **{d['route_congctl']}**, namespace "
                  f"default {d['ns_default_cc']}" + (f", MTU {d['mtu']}" if d.get("mtu") else "")
+                 + (f", tcp_tw_reuse {d['tcp_tw_reuse']}" if d.get("tcp_tw_reuse") else "")
                  for ns, d in info.items()]
         L.append(f"- {p}: " + "; ".join(parts))
     L.append("")

@@ -15,7 +15,7 @@ use wirebench_proto::session::{Phase, SessionError};
 #[derive(Debug, Error)]
 pub enum NetError {
     /// Could not reach the server.
-    #[error("cannot connect to {addr}: {source}")]
+    #[error("cannot connect to {addr}: {source}{}", connect_hint(source))]
     Connect {
         /// Where.
         addr: SocketAddr,
@@ -179,6 +179,17 @@ impl NetError {
     }
 }
 
+/// What a user can do about a connect error the message alone does not explain.
+fn connect_hint(e: &io::Error) -> &'static str {
+    if e.raw_os_error() == Some(rustix::io::Errno::ADDRNOTAVAIL.raw_os_error()) {
+        " (no free local port toward the server: an earlier test's connections may still \
+         hold theirs in TIME-WAIT for 60 s; see ss -tan state time-wait and \
+         net.ipv4.ip_local_port_range / net.ipv4.tcp_tw_reuse)"
+    } else {
+        ""
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use wirebench_model::validate::{SpecError, SpecField, SpecProblem};
@@ -248,5 +259,20 @@ mod tests {
                 .abort_reason(),
             AbortReason::ServerShutdown
         );
+    }
+
+    /// Running out of local ports (EADDRNOTAVAIL) names the usual cause; other errors are
+    /// left as the OS put them.
+    #[test]
+    fn a_connect_without_a_free_port_says_why() {
+        let addr: SocketAddr = "10.0.0.2:5301".parse().unwrap();
+        let e = |errno| NetError::Connect {
+            addr,
+            source: io::Error::from_raw_os_error(errno),
+        };
+        let no_port = e(rustix::io::Errno::ADDRNOTAVAIL.raw_os_error()).to_string();
+        assert!(no_port.contains("TIME-WAIT"), "{no_port}");
+        let refused = e(rustix::io::Errno::CONNREFUSED.raw_os_error()).to_string();
+        assert!(!refused.contains("TIME-WAIT"), "{refused}");
     }
 }
