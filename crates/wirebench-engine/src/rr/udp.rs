@@ -9,7 +9,10 @@ use wirebench_model::warning::{FlowError, Step};
 
 use socket2::SockRef;
 
-use super::io::{busy_poll, payload, sleep_abortable, spin_yield, FlowEnd, Repeated, Tally};
+use super::io::{
+    busy_poll, payload, recv_from_raw, recv_raw, send_raw, send_to_raw, sleep_abortable,
+    spin_yield, FlowEnd, Repeated, Tally,
+};
 use super::{FlowCtx, ERROR_BACKOFF, POLL_TIMEOUT, UDP_SEQ_BYTES};
 use crate::util::is_timeout;
 
@@ -75,13 +78,13 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         }
         let t0 = Instant::now();
         let deadline = t0 + timeout;
-        let outcome = match s.send(&req) {
+        let outcome = match send_raw(s, &req) {
             Err(e) => {
                 failures.note(Step::Send, &e);
                 Outcome::Failed
             }
             Ok(_) => loop {
-                match s.recv(&mut buf) {
+                match recv_raw(s, &mut buf) {
                     Ok(n) => {
                         let now = Instant::now();
                         let got = (n == resp_len).then(|| seq_of(&buf)).flatten();
@@ -172,16 +175,12 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         // given up on), so answer what is queued without waiting and end once it is empty.
         let draining = ctx.stop_at().is_some() && ctx.abort.is_peer_finished();
         let received = if draining {
-            match rustix::net::recvfrom(s, &mut buf[..], rustix::net::RecvFlags::DONTWAIT) {
-                Ok((n, _, from)) => from
-                    .and_then(|a| std::net::SocketAddr::try_from(a).ok())
-                    .map(|a| (n, a))
-                    .ok_or_else(|| std::io::Error::other("a datagram without an IP source")),
-                Err(rustix::io::Errno::AGAIN) => break,
-                Err(e) => Err(e.into()),
+            match recv_from_raw(s, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                r => r,
             }
         } else {
-            s.recv_from(&mut buf)
+            recv_from_raw(s, &mut buf, rustix::net::RecvFlags::empty())
         };
         match received {
             Ok((n, peer)) => {
@@ -190,7 +189,7 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
                     end.tally.count(ctx.in_window(), |c| c.garbage += 1);
                 } else {
                     resp[..UDP_SEQ_BYTES].copy_from_slice(&buf[..UDP_SEQ_BYTES]);
-                    match s.send_to(&resp, peer) {
+                    match send_to_raw(s, &resp, peer) {
                         Ok(_) => end.tally.transaction(ctx.in_window(), None),
                         Err(e) => {
                             end.tally.count(ctx.in_window(), |c| c.errors += 1);
