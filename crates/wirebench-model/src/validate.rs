@@ -176,7 +176,8 @@ pub enum SpecProblem {
         /// The bound.
         max: u64,
     },
-    /// Message buffers × connections exceed [`MAX_TOTAL_MSG_BUFFER_BYTES`].
+    /// Message size × the buffers an end allocates ([`TestSpec::message_buffers`]) exceeds
+    /// [`MAX_TOTAL_MSG_BUFFER_BYTES`].
     BuffersTooLarge {
         /// Bytes the spec would make an end allocate.
         bytes: u64,
@@ -236,7 +237,8 @@ impl std::fmt::Display for SpecProblem {
             ),
             SpecProblem::BuffersTooLarge { bytes, max } => write!(
                 f,
-                "{bytes} bytes of message buffers (message size x connections) exceed {max}"
+                "{bytes} bytes of message buffers (message size x one buffer per connection, \
+                 or per epoll worker plus one) exceed {max}"
             ),
             SpecProblem::BadCongestionName => f.write_str("must be 1-15 characters of [a-z0-9_-]"),
             SpecProblem::VerifyNeedsData { recv_path } => write!(
