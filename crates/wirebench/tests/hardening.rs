@@ -1822,18 +1822,7 @@ fn test_ids_unique_across_restarts() {
 fn the_servers_reason_beats_a_closed_data_connection() {
     const REASON: &str = "timed out waiting for the data connections";
     let (addr, h) = fake_server(move |l, c| {
-        c.recv(Duration::from_secs(10))?; // hello
-        c.send(&welcome("fake", "fake", false)).ok()?;
-        c.recv(Duration::from_secs(10))?; // test
-        c.send(&Message::Accepted(wirebench_proto::message::Accepted {
-            test_id: 7,
-            token: "00112233445566778899aabbccddeeff".into(),
-        }))
-        .ok()?;
-        let mut s = accept_within(l, Duration::from_secs(5))?;
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        let mut hello = [0u8; 24];
-        s.read_exact(&mut hello).ok()?;
+        let (s, _) = admit_and_take_data_hello(l, c, "00112233445566778899aabbccddeeff")?;
         // The data connection closes first; the reason follows on the control connection.
         drop(s);
         thread::sleep(Duration::from_millis(300));
@@ -1846,18 +1835,7 @@ fn the_servers_reason_beats_a_closed_data_connection() {
         .ok()?;
         Some(())
     });
-    let port = addr.port().to_string();
-    let args = [
-        "stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "1",
-        "--json",
-    ];
-    let out = wb_bounded(&args, Duration::from_secs(30));
+    let out = one_second_stream_to(addr);
     assert_eq!(
         h.join().ok().flatten().flatten(),
         Some(()),
@@ -1869,41 +1847,54 @@ fn the_servers_reason_beats_a_closed_data_connection() {
     assert!(message.contains(REASON), "{j}");
 }
 
+/// `wirebench stream -t 1 --json` against the loopback server at `addr`, bounded by 30 s.
+fn one_second_stream_to(addr: SocketAddr) -> Out {
+    let port = addr.port().to_string();
+    let args = [
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "1",
+        "--json",
+    ];
+    wb_bounded(&args, Duration::from_secs(30))
+}
+
+/// A fake server's script up to the data connections: answer the hello, admit the test
+/// with `token`, then accept one data connection (within 3 s) and read its 24-byte hello.
+fn admit_and_take_data_hello(
+    l: &TcpListener,
+    c: &mut Ctl,
+    token: &str,
+) -> Option<(TcpStream, [u8; 24])> {
+    c.recv(Duration::from_secs(10))?; // hello
+    c.send(&welcome("fake", "fake", false)).ok()?;
+    c.recv(Duration::from_secs(10))?; // test
+    c.send(&Message::Accepted(wirebench_proto::message::Accepted {
+        test_id: 7,
+        token: token.into(),
+    }))
+    .ok()?;
+    let mut s = accept_within(l, Duration::from_secs(3))?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let mut hello = [0u8; 24];
+    s.read_exact(&mut hello).ok()?;
+    Some((s, hello))
+}
+
 fn uppercase_token_is_refused() {
     for (token, refused) in [
         ("00112233445566778899AABBCCDDEEFF", true),
         ("00112233445566778899aabbccddeeff", false),
     ] {
         let (addr, h) = fake_server(move |l, c| {
-            c.recv(Duration::from_secs(10))?; // hello
-            c.send(&welcome("fake", "fake", false)).ok()?;
-            c.recv(Duration::from_secs(10))?; // test
-            c.send(&Message::Accepted(wirebench_proto::message::Accepted {
-                test_id: 7,
-                token: token.into(),
-            }))
-            .ok()?;
             // A data connection, if the client opens one.
-            let mut s = accept_within(l, Duration::from_secs(3))?;
-            s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-            let mut hello = [0u8; 24];
-            s.read_exact(&mut hello).ok()?;
-            Some(hello)
+            admit_and_take_data_hello(l, c, token).map(|(_, hello)| hello)
         });
-        let port = addr.port().to_string();
-        let out = wb_bounded(
-            &[
-                "stream",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-t",
-                "1",
-                "--json",
-            ],
-            Duration::from_secs(30),
-        );
+        let out = one_second_stream_to(addr);
         let data_hello = h.join().ok().flatten().flatten();
         if refused {
             assert!(
