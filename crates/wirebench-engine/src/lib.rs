@@ -34,6 +34,7 @@ pub mod env;
 pub mod limits;
 mod pace;
 pub mod paths;
+mod recvwait;
 pub mod rr;
 pub mod stream;
 mod threads;

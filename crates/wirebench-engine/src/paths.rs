@@ -530,17 +530,25 @@ impl Receiver {
         }
     }
 
+    /// The path in use.
+    pub(crate) fn path(&self) -> RecvPath {
+        match self {
+            Receiver::Copy => RecvPath::Copy,
+            Receiver::Discard => RecvPath::Discard,
+            Receiver::Splice(_) => RecvPath::Splice,
+            Receiver::Zerocopy(..) => RecvPath::Zerocopy,
+            Receiver::Uring(_) => RecvPath::Uring,
+        }
+    }
+
     /// The path used and its accounting.
     pub(crate) fn report(&self) -> PathReport {
-        let (path, zerocopy) = match self {
-            Receiver::Copy => (RecvPath::Copy, None),
-            Receiver::Discard => (RecvPath::Discard, None),
-            Receiver::Splice(_) => (RecvPath::Splice, None),
-            Receiver::Zerocopy(_, st) => (RecvPath::Zerocopy, Some(st.clone())),
-            Receiver::Uring(_) => (RecvPath::Uring, None),
+        let zerocopy = match self {
+            Receiver::Zerocopy(_, st) => Some(st.clone()),
+            _ => None,
         };
         PathReport {
-            path: PathUsed::Recv(path),
+            path: PathUsed::Recv(self.path()),
             fallback: None,
             zerocopy,
         }

@@ -21,7 +21,7 @@ use wirebench_engine::stream::{many, FlowPlan, StreamConfig};
 use wirebench_engine::{Abort, EngineOutput, NullSink, Pinning, RatePolicy, Sink};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{ByteInterval, PathUsed, Role, StreamSide, VerifyCounts};
-use wirebench_model::spec::{FlowDir, RecvPath, SendPath};
+use wirebench_model::spec::{FlowDir, RecvPath, RecvWait, SendPath};
 use wirebench_model::validate::LimitName;
 use wirebench_model::warning::{FallbackReason, Warning};
 
@@ -104,6 +104,7 @@ fn config(warmup_ms: u64, duration_ms: u64, interval_ms: Option<u64>) -> StreamC
         policy: None,
         send_path: SendPath::Copy,
         recv_path: RecvPath::Copy,
+        recv_wait: RecvWait::Auto,
         verify: false,
         // These tests call the epoll engine directly with their worker count.
         threads: None,

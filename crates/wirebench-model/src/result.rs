@@ -20,7 +20,7 @@ use wirebench_stats::summary::Spread;
 use crate::error::ErrorInfo;
 use crate::limits::PhysicalContext;
 use crate::rr::RrCounts;
-use crate::side::{HostRole, SideReport, ZeroCopyStats};
+use crate::side::{HostRole, RecvWaitStats, SideReport, ZeroCopyStats};
 use crate::spec::{CloseMode, FlowDir, RecvPath, SendPath, TestSpec, WorkloadKind};
 use crate::warning::{FallbackReason, FlowError, Noted};
 
@@ -293,6 +293,10 @@ pub struct DirectionSummary {
     /// Zero-copy accounting summed over the flows (send fields from the senders, receive
     /// fields from the receivers); `None` when no flow reported any.
     pub zerocopy: Option<ZeroCopyStats>,
+    /// How the receivers waited for data, summed over the flows; `None` when no receiver
+    /// reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_wait: Option<RecvWaitStats>,
     /// With verification: payload bytes checked by the receivers, summed.
     pub verified_bytes: Option<u64>,
     /// With verification: bytes that differed from the expected payload, summed.

@@ -13,7 +13,7 @@ use wirebench_stats::cpu::SystemCpuUtil;
 use crate::abort::{AbortReason, EngineKind};
 use crate::profile::ProfileReport;
 use crate::rr::RrSide;
-use crate::spec::{FlowDir, RecvPath, SendPath};
+use crate::spec::{FlowDir, RecvPath, RecvWait, SendPath};
 use crate::udp::UdpSide;
 use crate::warning::{FallbackReason, FlowError, Warning};
 
@@ -133,6 +133,10 @@ pub struct FlowSide {
     pub zerocopy: Option<ZeroCopyStats>,
     /// With `verify`: payload bytes this receiver checked and bytes that differed.
     pub verify: Option<VerifyCounts>,
+    /// How this receiving flow waited for data; `None` for senders and for receivers that
+    /// wait their own way (the epoll engine, `zerocopy` and `uring` receive paths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_wait: Option<RecvWaitStats>,
 }
 
 /// What an end read from a data socket before closing it.
@@ -191,6 +195,43 @@ impl ZeroCopyStats {
         self.sends_completed_copied += o.sends_completed_copied;
         self.bytes_mapped += o.bytes_mapped;
         self.bytes_copied += o.bytes_copied;
+    }
+}
+
+/// How one receiving stream flow waited for data (`stream --recv-wait`), counted by the
+/// flow's thread; in a direction's summary, summed over its flows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecvWaitStats {
+    /// The strategy asked for.
+    pub asked: RecvWait,
+    /// Receive calls made.
+    pub recv_calls: u64,
+    /// Zero-timeout `poll`s that found the socket empty.
+    pub empty_polls: u64,
+    /// Naps taken (each a sleep of [`NAP_US`](crate::spec::NAP_US) µs asked of the thread's timer).
+    pub naps: u64,
+    /// Time spent in those naps, nanoseconds of the monotonic clock (the timer's slack
+    /// included).
+    pub nap_ns: u64,
+    /// Receive calls that blocked with the socket found empty: after the naps or the spin
+    /// ran out. `block`, which never checks, counts none.
+    pub blocking_waits: u64,
+    /// Receive calls `auto` made blocking without checking the socket, because the socket's
+    /// receive buffer was below
+    /// [`NAP_MIN_RCVBUF_BYTES`](crate::spec::NAP_MIN_RCVBUF_BYTES).
+    pub small_buffer_calls: u64,
+}
+
+impl RecvWaitStats {
+    /// Add `o`'s counts (`asked` stays).
+    pub fn add(&mut self, o: &RecvWaitStats) {
+        self.recv_calls += o.recv_calls;
+        self.empty_polls += o.empty_polls;
+        self.naps += o.naps;
+        self.nap_ns += o.nap_ns;
+        self.blocking_waits += o.blocking_waits;
+        self.small_buffer_calls += o.small_buffer_calls;
     }
 }
 

@@ -164,6 +164,70 @@ impl RecvPath {
     }
 }
 
+/// How a stream's receiving flow waits while its socket has no data (`stream --recv-wait`;
+/// the thread-per-flow engine on the copy, discard and splice receive paths).
+///
+/// A flow blocked in its receive call is on the socket's wait queue, so the sender's CPU
+/// must wake it when data arrives: on a VM, an inter-processor interrupt that costs the
+/// sender an exit to the host when the receiver's CPU is halted. A napping flow sleeps on
+/// its own timer instead, off the wait queue, and the sender does not wake it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecvWait {
+    /// `nap` while the socket's receive buffer (`SO_RCVBUF`, as autotuning leaves it) is at
+    /// least [`NAP_MIN_RCVBUF_BYTES`], so the data that arrives during a nap cannot fill the
+    /// window; `block` otherwise (small `-w` windows, slow paths).
+    #[default]
+    Auto,
+    /// Block in the receive call until data arrives (what most applications do).
+    Block,
+    /// Check the socket with a zero-timeout `poll`; while it is empty, sleep
+    /// [`NAP_US`] µs on the thread's own timer, at most [`NAPS_BEFORE_BLOCK`] times, then
+    /// block in the receive call.
+    Nap,
+    /// Check the socket with zero-timeout `poll`s, without sleeping, for up to
+    /// [`SPIN_US`] µs, then block in the receive call: wake-ups are avoided with the
+    /// receiver's CPU time, which its service demand then counts.
+    Spin,
+}
+
+impl RecvWait {
+    /// Every strategy, in documentation order.
+    pub const ALL: [RecvWait; 4] = [
+        RecvWait::Auto,
+        RecvWait::Block,
+        RecvWait::Nap,
+        RecvWait::Spin,
+    ];
+
+    /// The wire name (`"auto"`, `"block"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecvWait::Auto => "auto",
+            RecvWait::Block => "block",
+            RecvWait::Nap => "nap",
+            RecvWait::Spin => "spin",
+        }
+    }
+
+    /// True for the default, [`RecvWait::Auto`].
+    pub fn is_auto(&self) -> bool {
+        *self == RecvWait::Auto
+    }
+}
+
+/// One nap of [`RecvWait::Nap`], microseconds (the thread's timer slack, 50 µs by default,
+/// comes on top).
+pub const NAP_US: u64 = 20;
+/// Naps a waiting receive takes before it blocks in the receive call.
+pub const NAPS_BEFORE_BLOCK: u32 = 4;
+/// The smallest socket receive buffer [`RecvWait::Auto`] naps with, bytes. A nap ends at
+/// its timer, whatever arrives meanwhile: at most ~70 µs with the default timer slack,
+/// ~875 KB at 100 Gbit/s.
+pub const NAP_MIN_RCVBUF_BYTES: u64 = 2 << 20;
+/// How long [`RecvWait::Spin`] polls before it blocks, microseconds.
+pub const SPIN_US: u64 = 50;
+
 /// How a CRR client closes each connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -280,6 +344,9 @@ pub struct StreamSpec {
     /// remainder); the duration is then an upper bound. `None` runs for the duration.
     #[serde(default)]
     pub stop_after_bytes: Option<u64>,
+    /// How each receiving flow waits for data; absent on the wire means `auto`.
+    #[serde(default, skip_serializing_if = "RecvWait::is_auto")]
+    pub recv_wait: RecvWait,
 }
 
 impl Default for StreamSpec {
@@ -297,6 +364,7 @@ impl Default for StreamSpec {
             pin_threads: false,
             tcp: TcpOptions::default(),
             stop_after_bytes: None,
+            recv_wait: RecvWait::Auto,
         }
     }
 }

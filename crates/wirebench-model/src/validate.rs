@@ -93,6 +93,8 @@ spec_fields! {
     ProfileHz = "common.profile_hz",
     /// `workload.busy_poll.so_busy_poll_us`.
     BusyPollUs = "workload.busy_poll.so_busy_poll_us",
+    /// `workload.recv_wait`.
+    RecvWait = "workload.recv_wait",
 }
 
 impl std::fmt::Display for SpecField {
@@ -191,6 +193,15 @@ pub enum SpecProblem {
         /// The receive path asked for.
         recv_path: RecvPath,
     },
+    /// A receive wait other than `auto` on the epoll engine (many flows, or `threads`), which
+    /// waits in `epoll_wait`.
+    RecvWaitNeedsThreads,
+    /// A receive wait other than `auto` with a receive path that waits its own way
+    /// (`zerocopy` sleeps on a low-water mark, `uring` in the ring).
+    RecvWaitPath {
+        /// The receive path asked for.
+        recv_path: RecvPath,
+    },
     /// The server limits the rate and the test has none it could check in advance (set a
     /// per-flow rate, or run TCP RR open loop).
     RateRequired {
@@ -244,6 +255,16 @@ impl std::fmt::Display for SpecProblem {
             SpecProblem::VerifyNeedsData { recv_path } => write!(
                 f,
                 "cannot verify with receive path {}: it does not deliver data to the application",
+                recv_path.as_str()
+            ),
+            SpecProblem::RecvWaitNeedsThreads => f.write_str(
+                "the receive wait applies to a thread per flow; this test runs on the epoll \
+                 engine (more than 32 connections, or --threads), which waits in epoll_wait",
+            ),
+            SpecProblem::RecvWaitPath { recv_path } => write!(
+                f,
+                "receive path {} waits its own way; the receive wait applies to copy, discard \
+                 and splice",
                 recv_path.as_str()
             ),
             SpecProblem::RateRequired { max_bps } => write!(
@@ -323,6 +344,15 @@ impl TestSpec {
         match &self.workload {
             WorkloadSpec::Stream(s) => {
                 validate_stream(s, limits)?;
+                if !s.recv_wait.is_auto() {
+                    if self.epoll_workers_bound().is_some() {
+                        return err(SpecField::RecvWait, SpecProblem::RecvWaitNeedsThreads);
+                    }
+                    if matches!(s.recv_path, RecvPath::Zerocopy | RecvPath::Uring) {
+                        let recv_path = s.recv_path;
+                        return err(SpecField::RecvWait, SpecProblem::RecvWaitPath { recv_path });
+                    }
+                }
                 if let Some(n) = s.stop_after_bytes {
                     let flows = self.common.flows.into();
                     range(SpecField::StopAfterBytes, n, flows, MAX_STOP_AFTER_BYTES)?;

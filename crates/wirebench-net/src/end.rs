@@ -240,6 +240,7 @@ fn stream_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> S
         policy,
         send_path: s.send_path,
         recv_path: s.recv_path,
+        recv_wait: s.recv_wait,
         verify: s.verify,
         threads: s.threads,
         stop_after_bytes: s.stop_after_bytes,

@@ -441,6 +441,7 @@ mod tests {
                     path_fallback: None,
                     zerocopy: None,
                     verify: None,
+                    recv_wait: None,
                 }],
                 intervals: Vec::new(),
             })),

@@ -22,8 +22,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// profile warnings, which a version 5 peer would refuse; 7: TCP_INFO of each sending flow
 /// per stream interval — `tcp` in the interval samples, `pacing_rate_bps` in TCP_INFO —
 /// and the request/response client's latency histogram, which a version 6 peer would
-/// refuse).
-pub const PROTOCOL_VERSION: u16 = 7;
+/// refuse; 8: the stream receivers' wait — `stream.recv_wait` in the spec, `recv_wait` in
+/// each receiving flow's report — and `rr`/`udp_rr` `busy_poll`, which reached the wire
+/// during version 7 without a version of its own: a version 7 peer would refuse them).
+pub const PROTOCOL_VERSION: u16 = 8;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -100,6 +100,15 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                     verified_bytes: 12_345_678_901,
                     mismatched_bytes: 0,
                 }),
+                recv_wait: Some(RecvWaitStats {
+                    asked: RecvWait::Nap,
+                    recv_calls: 1_000,
+                    empty_polls: 700,
+                    naps: 600,
+                    nap_ns: 42_000_000,
+                    blocking_waits: 12,
+                    small_buffer_calls: 3,
+                }),
             }],
             intervals: vec![ByteInterval {
                 index: 0,
@@ -431,6 +440,7 @@ pub fn full_spec() -> TestSpec {
                 mss_bytes: Some(1400),
             },
             stop_after_bytes: None,
+            recv_wait: RecvWait::Auto,
         }),
     }
 }

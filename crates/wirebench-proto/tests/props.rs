@@ -9,8 +9,8 @@ use wirebench_model::side::{
     ByteInterval, FlowBytes, FlowTcpSample, HostRole, IntervalData, Role, Span,
 };
 use wirebench_model::spec::{
-    BusyPoll, CommonSpec, CrrSpec, Direction, RecvPath, RrLoop, RrSpec, SendPath, StreamSpec,
-    TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
+    BusyPoll, CommonSpec, CrrSpec, Direction, RecvPath, RecvWait, RrLoop, RrSpec, SendPath,
+    StreamSpec, TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
 };
 use wirebench_model::validate::SpecField;
 use wirebench_proto::data::{classify, DataHello, Token, DATA_HELLO_BYTES};
@@ -98,6 +98,7 @@ fn stream() -> impl Strategy<Value = StreamSpec> {
         any::<bool>(),
         tcp(),
         any::<Option<u64>>(),
+        prop::sample::select(RecvWait::ALL.to_vec()),
     )
         .prop_map(
             |(
@@ -112,6 +113,7 @@ fn stream() -> impl Strategy<Value = StreamSpec> {
                 pin_threads,
                 tcp,
                 stop_after_bytes,
+                recv_wait,
             )| StreamSpec {
                 direction,
                 send_size_bytes,
@@ -124,6 +126,7 @@ fn stream() -> impl Strategy<Value = StreamSpec> {
                 pin_threads,
                 tcp,
                 stop_after_bytes,
+                recv_wait,
             },
         )
 }

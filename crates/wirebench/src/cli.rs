@@ -266,6 +266,13 @@ pub struct StreamArgs {
     /// (TCP_ZEROCOPY_RECEIVE) or uring (io_uring). Falls back to copy like --send-path.
     #[arg(long, value_enum, default_value_t = RecvPathArg::Copy)]
     pub recv_path: RecvPathArg,
+    /// How each receiving flow waits while its socket is empty (copy, discard and splice
+    /// paths; a thread per flow): auto (nap while the socket's receive buffer is at least
+    /// 2 MiB, else block), block (in the receive call), nap (zero-timeout poll, then up to
+    /// 4 sleeps of 20 us on the thread's own timer, then block) or spin (zero-timeout polls
+    /// for up to 50 us, then block; costs receiver CPU). Reported per direction.
+    #[arg(long, value_enum, default_value_t = RecvWaitArg::Auto)]
+    pub recv_wait: RecvWaitArg,
     /// Check every received byte against the expected payload (not with --recv-path
     /// discard or splice, which never see the data).
     #[arg(long)]
@@ -308,6 +315,19 @@ pub enum SendPathArg {
     /// io_uring SEND_ZC from a registered buffer (Linux 6.0+).
     #[value(name = "uring_zc", alias = "uring-zc")]
     UringZc,
+}
+
+/// `--recv-wait` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecvWaitArg {
+    /// Nap with a large receive buffer, else block.
+    Auto,
+    /// Block in the receive call.
+    Block,
+    /// Poll, nap on the thread's timer, then block.
+    Nap,
+    /// Poll without sleeping, then block.
+    Spin,
 }
 
 /// `--recv-path` values.

@@ -2,13 +2,15 @@
 //! user typed rather than the spec's field.
 
 use wirebench_model::spec::{
-    BusyPoll, CommonSpec, CrrSpec, Direction, Limits, RecvPath, RrLoop, RrSpec, SendPath,
+    BusyPoll, CommonSpec, CrrSpec, Direction, Limits, RecvPath, RecvWait, RrLoop, RrSpec, SendPath,
     StreamSpec, TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
     DEFAULT_MAX_OUTSTANDING, MAX_TOTAL_MSG_BUFFER_BYTES, MIN_UDP_RR_BYTES,
 };
 use wirebench_model::validate::{SpecError, SpecField, SpecProblem};
 
-use crate::cli::{ClientArgs, CrrArgs, RecvPathArg, RrArgs, SendPathArg, StreamArgs, UdpArgs};
+use crate::cli::{
+    ClientArgs, CrrArgs, RecvPathArg, RecvWaitArg, RrArgs, SendPathArg, StreamArgs, UdpArgs,
+};
 
 /// A spec, or a usage error: the message and the spec field at fault.
 pub type SpecResult = Result<TestSpec, (String, Option<SpecField>)>;
@@ -81,6 +83,7 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::StopAfterBytes => "-n/--bytes (-k/--blocks)",
         SpecField::ProfileHz => "--profile-hz",
         SpecField::BusyPollUs => "--busy-poll",
+        SpecField::RecvWait => "--recv-wait",
     }
 }
 
@@ -284,6 +287,15 @@ fn send_path(a: &StreamArgs) -> SendPath {
     }
 }
 
+fn recv_wait(a: &StreamArgs) -> RecvWait {
+    match a.recv_wait {
+        RecvWaitArg::Auto => RecvWait::Auto,
+        RecvWaitArg::Block => RecvWait::Block,
+        RecvWaitArg::Nap => RecvWait::Nap,
+        RecvWaitArg::Spin => RecvWait::Spin,
+    }
+}
+
 fn recv_path(a: &StreamArgs) -> RecvPath {
     match a.recv_path {
         RecvPathArg::Copy => RecvPath::Copy,
@@ -322,6 +334,7 @@ pub fn stream_spec(a: &StreamArgs) -> SpecResult {
             rate_bps: a.rate,
             send_path,
             recv_path: recv_path(a),
+            recv_wait: recv_wait(a),
             verify: a.verify,
             threads: a.threads,
             pin_threads: a.pin_threads,

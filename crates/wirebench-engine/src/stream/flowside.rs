@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use socket2::SockRef;
 use wirebench_model::abort::EngineKind;
 use wirebench_model::side::{
-    ByteInterval, FlowBytes, FlowSide, FlowTcpSample, PathUsed, Role, SocketFacts, Span,
-    StreamSide, TcpInfoReport, VerifyCounts, ZeroCopyStats,
+    ByteInterval, FlowBytes, FlowSide, FlowTcpSample, PathUsed, RecvWaitStats, Role, SocketFacts,
+    Span, StreamSide, TcpInfoReport, VerifyCounts, ZeroCopyStats,
 };
 use wirebench_model::spec::FlowDir;
 use wirebench_model::warning::{DataThread, FallbackReason, FlowError, Step, Warning};
@@ -207,6 +207,7 @@ pub(crate) struct FlowDone {
     pub(crate) drain_truncated: bool,
     pub(crate) path: PathReport,
     pub(crate) verify: Option<VerifyCounts>,
+    pub(crate) recv_wait: Option<RecvWaitStats>,
 }
 
 impl FlowDone {
@@ -220,6 +221,7 @@ impl FlowDone {
             drain_truncated: false,
             path,
             verify: None,
+            recv_wait: None,
         }
     }
 
@@ -506,6 +508,7 @@ impl<'a> Run<'a> {
                 path_fallback: done.and_then(|d| d.path.fallback.clone().map(|f| f.1)),
                 zerocopy: done.and_then(|d| d.path.zerocopy.clone()),
                 verify: done.and_then(|d| d.verify),
+                recv_wait: done.and_then(|d| d.recv_wait.clone()),
             });
         }
         for (requested, reason, flows) in fallbacks {

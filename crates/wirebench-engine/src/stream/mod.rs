@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 
 use wirebench_model::abort::EngineKind;
 use wirebench_model::side::{ByteInterval, PathUsed, Role, StreamSide, VerifyCounts};
-use wirebench_model::spec::{FlowDir, RecvPath, SendPath};
+use wirebench_model::spec::{FlowDir, RecvPath, RecvWait, SendPath};
 use wirebench_model::warning::{Cause, DataThread, EpollBlocker, FlowError, Step, Warning};
 
 pub use flowside::{socket_facts, tcp_info_report};
@@ -64,6 +64,7 @@ use flowside::{FlowDone, Run, Shared};
 use crate::abort::Abort;
 use crate::pace::Schedule;
 use crate::paths::{Disabled, Payload, Receiver, SendShared, Sender, Verifier};
+use crate::recvwait::Waiter;
 use crate::threads::{spawn_data, started, DataThreads};
 use crate::timeline::RatePolicy;
 use crate::util::{is_timeout, ns_since};
@@ -115,6 +116,9 @@ pub struct StreamConfig {
     pub send_path: SendPath,
     /// How receiving flows receive.
     pub recv_path: RecvPath,
+    /// How receiving flows wait for data (thread-per-flow engine; the epoll engine waits in
+    /// `epoll_wait`).
+    pub recv_wait: RecvWait,
     /// Receivers check every byte against the shared seeded payload (senders then send it).
     pub verify: bool,
     /// Epoll workers asked for (see the module docs); `None` lets the engine choose.
@@ -357,9 +361,13 @@ fn run_receiver(
     if cfg.recv_path == RecvPath::Zerocopy {
         let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
     }
+    let mut waiter = Waiter::new(cfg.recv_wait, rx.path());
     loop {
         if abort.is_set() {
             break;
+        }
+        if let Some(w) = waiter.as_mut() {
+            w.wait(&s);
         }
         match rx.recv(&s, &mut buf, verifier.as_mut(), POLL_TIMEOUT) {
             Ok(0) => break,
@@ -392,6 +400,7 @@ fn run_receiver(
     done.last_byte_ns = last.map(|t| ns_since(shared.start, t));
     done.drain_truncated = drain_truncated;
     done.verify = verifier.as_ref().map(verify_counts);
+    done.recv_wait = waiter.as_ref().map(Waiter::stats);
     if let Some(v) = &verifier {
         if let (Some(at), None) = (v.first_error(), &done.error) {
             done.error = Some(FlowError {

@@ -1183,6 +1183,21 @@ fn results_frame_cap_bounds() {
     };
     let len = serde_json::to_string(&widest).unwrap().len() as u64;
     assert!(len < TCP_SAMPLE_BYTES, "{len}");
+    // The sample flow report (every optional field set), its receive-wait counts at their
+    // widest, fits the 4 KiB a connection is allowed.
+    let Some(wirebench_model::side::SideData::Stream(st)) = full_side_report(HostRole::Server).data
+    else {
+        panic!("the sample report is a stream report");
+    };
+    let mut flow = st.flows[0].clone();
+    let w = flow
+        .recv_wait
+        .as_mut()
+        .expect("the sample sets a receive wait");
+    (w.recv_calls, w.empty_polls, w.naps, w.nap_ns) = (u64::MAX, u64::MAX, u64::MAX, u64::MAX);
+    (w.blocking_waits, w.small_buffer_calls) = (u64::MAX, u64::MAX);
+    let len = serde_json::to_string(&flow).unwrap().len();
+    assert!(len < 4096, "{len}");
     assert!(
         u64::from(early) < u64::from(ABSOLUTE_MAX_FRAME_BYTES) / 4,
         "{early}"

@@ -51,8 +51,8 @@ use wirebench_model::result::{
     DirectionSummary, EndFallback, EndFlowError, FlowSummary, IntervalRow, StreamSummary,
 };
 use wirebench_model::side::{
-    ByteInterval, FlowSide, HostRole, PathUsed, Role, SideReport, Span, TcpInfoReport,
-    ZeroCopyStats,
+    ByteInterval, FlowSide, HostRole, PathUsed, RecvWaitStats, Role, SideReport, Span,
+    TcpInfoReport, ZeroCopyStats,
 };
 use wirebench_model::spec::{FlowDir, RecvPath, SendPath, TestSpec, WorkloadSpec};
 use wirebench_model::warning::Warning;
@@ -484,6 +484,17 @@ fn direction_summary(
             |acc: Option<ZeroCopyStats>, z| {
                 let mut a = acc.unwrap_or_default();
                 a.add(z);
+                Some(a)
+            },
+        ),
+        recv_wait: receivers.iter().filter_map(|f| f.recv_wait.as_ref()).fold(
+            None,
+            |acc: Option<RecvWaitStats>, w| {
+                let mut a = acc.unwrap_or_else(|| RecvWaitStats {
+                    asked: w.asked,
+                    ..RecvWaitStats::default()
+                });
+                a.add(w);
                 Some(a)
             },
         ),

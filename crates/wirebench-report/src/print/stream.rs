@@ -7,7 +7,7 @@ use wirebench_model::result::{
     DirectionSummary, FlowSummary, IntervalRow, RunRecord, StreamSummary,
 };
 use wirebench_model::side::SideReport;
-use wirebench_model::spec::{TestSpec, WorkloadSpec};
+use wirebench_model::spec::{RecvWait, TestSpec, WorkloadSpec, NAP_MIN_RCVBUF_BYTES};
 
 use super::units::{self, RateUnit};
 use super::{direction_name, text, wrap, HumanOptions, FLOW_ROWS_MAX};
@@ -52,6 +52,9 @@ pub(crate) fn spec_head(s: &TestSpec) -> String {
             w.send_path.as_str(),
             w.recv_path.as_str()
         );
+    }
+    if !w.recv_wait.is_auto() {
+        let _ = write!(t, ", receive wait {}", w.recv_wait.as_str());
     }
     if w.verify {
         t.push_str(", payload verified");
@@ -167,6 +170,40 @@ fn paths_line(d: &DirectionSummary) -> Option<String> {
     Some(line)
 }
 
+/// `forward: receive wait auto: ...`: how the receivers waited for data, summed over the
+/// flows; `None` when no receiver reported it.
+fn wait_line(d: &DirectionSummary) -> Option<String> {
+    let w = d.recv_wait.as_ref()?;
+    let mut line = format!(
+        "{}: receive wait {}: {} receive calls",
+        label::dir(d.dir),
+        w.asked.as_str(),
+        w.recv_calls
+    );
+    if w.asked == RecvWait::Block {
+        line.push_str(", each blocking until data arrived");
+        return Some(line);
+    }
+    let _ = write!(
+        line,
+        "; {} zero-timeout polls found the socket empty; {} naps on the receivers' own timers \
+         ({:.1} ms in all); {} calls blocked after waiting that way",
+        w.empty_polls,
+        w.naps,
+        w.nap_ns as f64 / 1e6,
+        w.blocking_waits
+    );
+    if w.small_buffer_calls > 0 {
+        let _ = write!(
+            line,
+            "; {} calls blocked without a check (receive buffer below {})",
+            w.small_buffer_calls,
+            units::size(NAP_MIN_RCVBUF_BYTES)
+        );
+    }
+    Some(line)
+}
+
 fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary], u: RateUnit) {
     let name = label::dir(d.dir);
     wrap(
@@ -194,6 +231,9 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
         }
     }
     if let Some(line) = paths_line(d) {
+        wrap(out, "", "  ", &line);
+    }
+    if let Some(line) = wait_line(d) {
         wrap(out, "", "  ", &line);
     }
     if let Some(dup) = d.dsack_segments.filter(|&n| n > 0) {

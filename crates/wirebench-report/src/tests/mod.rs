@@ -255,6 +255,7 @@ pub(crate) fn flow_side(
         path_fallback: None,
         zerocopy: None,
         verify: None,
+        recv_wait: None,
     }
 }
 

@@ -1,0 +1,206 @@
+//! `wirebench stream --recv-wait` end to end, checked against the kernel: a napping receiver
+//! sleeps on its own timer, so the kernel counts each nap as a voluntary context switch of
+//! the receiving thread (`voluntary_ctxt_switches` in /proc/PID/task/TID/status of a
+//! separate `wirebench serve` process, whose only data thread is the receiver); `auto` naps
+//! only when the socket's receive buffer, as the kernel reports it at close, is large.
+
+mod common;
+
+use std::fs;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::daemon::LocalDaemon;
+use common::*;
+use wirebench_model::result::{DirectionSummary, FlowSummary, RunResult};
+use wirebench_model::side::RecvWaitStats;
+use wirebench_model::spec::{RecvWait, NAPS_BEFORE_BLOCK, NAP_MIN_RCVBUF_BYTES, NAP_US};
+
+/// Voluntary context switches of the stream data threads (`wb-flow-*`) of `pid`, summed.
+fn flow_thread_switches(pid: u32) -> Option<u64> {
+    let mut sum = None;
+    for t in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let dir = t.path();
+        let comm = fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !comm.starts_with("wb-flow-") {
+            continue;
+        }
+        let status = fs::read_to_string(dir.join("status")).unwrap_or_default();
+        let vol = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())?;
+        sum = Some(sum.unwrap_or(0) + vol);
+    }
+    sum
+}
+
+fn direction(r: &RunResult) -> (DirectionSummary, FlowSummary) {
+    let s = r.runs[0].summary.as_ref().expect("summary");
+    let st = s.stream().expect("stream summary");
+    (st.directions[0].clone(), st.flows[0].clone())
+}
+
+fn stream_to(d: &LocalDaemon, extra: &[&str]) -> RunResult {
+    let port = d.addr.port().to_string();
+    let mut args = vec!["stream", "-H", "127.0.0.1", "-p", &port, "--json"];
+    args.extend_from_slice(extra);
+    let ran = wb(&args);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    ran.json()
+}
+
+/// Run `stream ARGS` against `d` for 2 s while watching the daemon's receiving thread (its
+/// only data thread) every 5 ms: the result and the last count of the thread's voluntary
+/// switches seen before it ended (the kernel counts from the thread's start, so this is
+/// its whole life but for the last few milliseconds).
+fn run_counting(d: &LocalDaemon, extra: &[&str]) -> (RunResult, u64) {
+    let pid = d.pid();
+    let watcher = thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = None;
+        while Instant::now() < deadline {
+            match (flow_thread_switches(pid), last) {
+                (Some(v), _) => last = Some(v),
+                (None, Some(_)) => break,
+                (None, None) => {}
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        last
+    });
+    let port = d.addr.port().to_string();
+    let mut args = vec![
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--json",
+        "-t",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    let ran = wb(&args);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let switches = watcher
+        .join()
+        .unwrap()
+        .expect("the receiving thread was seen");
+    (ran.json(), switches)
+}
+
+/// Paced at 100 Mbit/s in 16 KiB calls, a call arrives every ~1.3 ms, whatever the load:
+/// between two, a napping receiver takes all its naps and then blocks; a blocking one
+/// sleeps once.
+const PACED: [&str; 4] = ["-l", "16K", "-b", "100M"];
+
+#[test]
+fn naps_are_the_receivers_own_sleeps_and_block_sleeps_once_per_wait() {
+    let _s = serial();
+    let d = LocalDaemon::start(&[]);
+    let args: Vec<&str> = PACED
+        .iter()
+        .copied()
+        .chain(["--recv-wait", "nap"])
+        .collect();
+    let (r, switches) = run_counting(&d, &args);
+    let w: RecvWaitStats = direction(&r)
+        .0
+        .recv_wait
+        .expect("the receiver reports its wait");
+    assert_eq!(w.asked, RecvWait::Nap);
+    // Each nap sleeps at least what it asked (a timer never fires early), follows a poll
+    // that found the socket empty, and a wait takes at most NAPS_BEFORE_BLOCK of them.
+    assert!(w.nap_ns >= w.naps * NAP_US * 1000, "{w:?}");
+    assert!(w.empty_polls >= w.naps, "{w:?}");
+    assert!(
+        w.naps <= w.recv_calls * u64::from(NAPS_BEFORE_BLOCK),
+        "{w:?}"
+    );
+    assert!(w.blocking_waits > 100, "{w:?}");
+    // The kernel's count: every nap and every blocking wait the receiver reports is one
+    // voluntary switch of its thread; outside them it sleeps only around the test (setup,
+    // start, drain: a few). A receiver that blocked while reporting naps would show about
+    // a fifth of the sleeps it claims. The watcher misses its last look (5 ms, more on a loaded machine).
+    let claimed = (w.naps + w.blocking_waits) as f64;
+    eprintln!("nap: {w:?}; {switches} voluntary switches, {claimed} sleeps claimed");
+    assert!(
+        (0.85 * claimed..=1.1 * claimed + 50.0).contains(&(switches as f64)),
+        "the receiver reported {claimed} sleeps, the kernel saw {switches}"
+    );
+
+    let args: Vec<&str> = PACED
+        .iter()
+        .copied()
+        .chain(["--recv-wait", "block"])
+        .collect();
+    let (r, switches) = run_counting(&d, &args);
+    let w = direction(&r).0.recv_wait.expect("reported");
+    assert_eq!(w.asked, RecvWait::Block);
+    assert_eq!(
+        (w.empty_polls, w.naps, w.nap_ns, w.blocking_waits),
+        (0, 0, 0, 0)
+    );
+    // Blocking: at most one sleep per receive call (none when the pacer sent two calls'
+    // worth at once), and no naps.
+    let calls = w.recv_calls as f64;
+    eprintln!("block: {w:?}; {switches} voluntary switches, {calls} receive calls");
+    assert!(calls > 500.0, "{w:?}");
+    assert!(
+        switches as f64 <= 1.1 * calls + 50.0,
+        "{calls} blocking receive calls, {switches} voluntary switches"
+    );
+}
+
+#[test]
+fn auto_naps_only_with_a_large_receive_buffer() {
+    let _s = serial();
+    let d = LocalDaemon::start(&[]);
+    // -w 64K: the kernel doubles SO_RCVBUF to 128 KiB and autotuning leaves it there.
+    let r = stream_to(&d, &["-t", "1", "-l", "128K", "-w", "64K"]);
+    let (dir, flow) = direction(&r);
+    let w = dir.recv_wait.expect("reported");
+    let rcvbuf = u64::from(flow.rcvbuf_bytes.expect("SO_RCVBUF read at close"));
+    assert!(rcvbuf < NAP_MIN_RCVBUF_BYTES, "{rcvbuf}");
+    assert_eq!(w.asked, RecvWait::Auto);
+    assert_eq!(w.small_buffer_calls, w.recv_calls, "{w:?}");
+    assert_eq!((w.naps, w.empty_polls), (0, 0), "{w:?}");
+
+    // Unlimited, autotuning grows the buffer within the first round trips; once the kernel
+    // reports it at 2 MiB or more, `auto` checks the socket instead of blocking blindly.
+    let r = stream_to(&d, &["-t", "1", "-l", "128K"]);
+    let (dir, flow) = direction(&r);
+    let w = dir.recv_wait.expect("reported");
+    let rcvbuf = u64::from(flow.rcvbuf_bytes.expect("SO_RCVBUF read at close"));
+    eprintln!("auto, unlimited: SO_RCVBUF {rcvbuf} at close; {w:?}");
+    if rcvbuf >= NAP_MIN_RCVBUF_BYTES {
+        assert!(w.recv_calls > 1000, "{w:?}");
+        assert!(w.small_buffer_calls < w.recv_calls, "{w:?}");
+    } else {
+        assert_eq!(w.small_buffer_calls, w.recv_calls, "{w:?}");
+    }
+}
+
+#[test]
+fn a_wait_the_engine_cannot_honour_is_refused() {
+    let many = wb(&["stream", "-t", "1", "-P", "40", "--recv-wait", "nap"]);
+    assert_eq!(many.code, 2, "{}", many.stderr);
+    assert!(many.stderr.contains("--recv-wait"), "{}", many.stderr);
+    assert!(many.stderr.contains("epoll"), "{}", many.stderr);
+    let zc = wb(&[
+        "stream",
+        "-t",
+        "1",
+        "--recv-path",
+        "uring",
+        "--recv-wait",
+        "spin",
+    ]);
+    assert_eq!(zc.code, 2, "{}", zc.stderr);
+    assert!(
+        zc.stderr.contains("uring waits its own way"),
+        "{}",
+        zc.stderr
+    );
+}
