@@ -51,11 +51,13 @@ pub enum FactorName {
     UnderLoad,
     /// Busy polling at both ends (rr, rr --udp): `--busy-poll`, `off` or SO_BUSY_POLL µs.
     BusyPoll,
+    /// How each receiving flow waits for data (stream): `--recv-wait`.
+    RecvWait,
 }
 
 impl FactorName {
     /// Every factor.
-    pub const ALL: [FactorName; 12] = [
+    pub const ALL: [FactorName; 13] = [
         FactorName::MsgSize,
         FactorName::RequestSize,
         FactorName::ResponseSize,
@@ -68,6 +70,7 @@ impl FactorName {
         FactorName::Burst,
         FactorName::UnderLoad,
         FactorName::BusyPoll,
+        FactorName::RecvWait,
     ];
 
     /// The long flag that names the factor on the command line (and sets it in a test).
@@ -85,7 +88,21 @@ impl FactorName {
             FactorName::Burst => "--burst",
             FactorName::UnderLoad => "--under-load",
             FactorName::BusyPoll => "--busy-poll",
+            FactorName::RecvWait => "--recv-wait",
         }
+    }
+
+    /// True for the factors whose values are names (a path, an algorithm, a strategy, `off`)
+    /// rather than numbers: never a curve's x axis.
+    pub fn is_named(self) -> bool {
+        matches!(
+            self,
+            FactorName::SendPath
+                | FactorName::RecvPath
+                | FactorName::Congestion
+                | FactorName::BusyPoll
+                | FactorName::RecvWait
+        )
     }
 
     /// True for the factors whose values are message sizes (NetPIPE's perturbation applies).
@@ -103,7 +120,7 @@ impl FactorName {
             FactorName::MsgSize => &[Stream, UdpStream, Rr, UdpRr],
             FactorName::RequestSize | FactorName::ResponseSize => &[Rr, Crr, UdpRr],
             FactorName::Window | FactorName::Flows => &[Stream, Rr, Crr, UdpRr, UdpStream],
-            FactorName::SendPath | FactorName::RecvPath => &[Stream],
+            FactorName::SendPath | FactorName::RecvPath | FactorName::RecvWait => &[Stream],
             FactorName::Rate => &[Stream, UdpStream, Rr],
             FactorName::Congestion => &[Stream, Rr, Crr],
             FactorName::Burst => &[Rr],

@@ -91,11 +91,8 @@ pub(super) fn level_value(factor: StudyFactor, text: &str) -> Result<FactorValue
             .map(FactorValue::Number)
             .map_err(|_| format!("{text:?} is not a number")),
         StudyFactor::Testbed(f) => testbed_value(f, &Value::String(text.to_string())),
+        StudyFactor::Test(f) if f.is_named() => Ok(FactorValue::Name(text.to_string())),
         StudyFactor::Test(f) => match f {
-            FactorName::SendPath
-            | FactorName::RecvPath
-            | FactorName::Congestion
-            | FactorName::BusyPoll => Ok(FactorValue::Name(text.to_string())),
             FactorName::Rate => crate::cli::parse_rate(text).map(FactorValue::Number),
             FactorName::Flows | FactorName::Burst | FactorName::UnderLoad => text
                 .parse()

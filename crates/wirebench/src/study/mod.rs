@@ -22,7 +22,6 @@ use wirebench_lab::named::LabManager;
 use wirebench_model::study::{
     FigureName, StudyFactor, StudyManifest, StudyPoint, StudyStatus, Verdict,
 };
-use wirebench_model::sweep::FactorName;
 use wirebench_report::analyze::study::{evaluate, pivot};
 use wirebench_report::print::study as show;
 use wirebench_report::study_page::StudyTable;
@@ -344,12 +343,7 @@ pub fn tables(file: &StudyFile, points: &[StudyPoint]) -> Vec<StudyTable> {
     {
         // A numeric test factor (size, window, rate, flows...) is a curve's x; else the
         // first testbed factor that varies, else the test's first factor.
-        let numeric = t.factors.iter().find(|(f, _)| {
-            !matches!(
-                f,
-                FactorName::SendPath | FactorName::RecvPath | FactorName::Congestion
-            )
-        });
+        let numeric = t.factors.iter().find(|(f, _)| !f.is_named());
         let x = numeric
             .map(|(f, _)| StudyFactor::Test(*f))
             .or_else(|| file.varying.first().map(|f| StudyFactor::Testbed(*f)))

@@ -117,6 +117,7 @@ fn factor_of(flag: &str) -> Option<FactorName> {
         "--burst" => FactorName::Burst,
         "--under-load" => FactorName::UnderLoad,
         "--busy-poll" => FactorName::BusyPoll,
+        "--recv-wait" => FactorName::RecvWait,
         _ => return None,
     })
 }
@@ -235,11 +236,7 @@ fn factor_values(
     min: u64,
 ) -> Result<Vec<FactorValue>, String> {
     let bad = |e: String| format!("{} {text}: {e}", name.flag());
-    let named = matches!(
-        name,
-        FactorName::SendPath | FactorName::RecvPath | FactorName::Congestion | FactorName::BusyPoll
-    );
-    if named {
+    if name.is_named() {
         let v: Vec<FactorValue> = text
             .split(',')
             .map(str::trim)
@@ -472,6 +469,26 @@ mod tests {
         assert!(e.contains("--send-path carrier-pigeon"), "{e}");
         let e = plan("udp", &args("--msg-size 10,100 --perturb 0")).unwrap_err();
         assert!(e.contains("--msg-size 10"), "{e}");
+    }
+
+    #[test]
+    fn recv_wait_is_a_named_factor_of_stream() {
+        use wirebench_model::spec::{RecvWait, WorkloadSpec};
+        let p = plan("stream", &args("-t 1 --recv-wait block,nap,auto")).unwrap();
+        let waits: Vec<RecvWait> = p
+            .points
+            .iter()
+            .map(|x| match point_spec(&x.argv).unwrap().0.workload {
+                WorkloadSpec::Stream(s) => s.recv_wait,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(waits, [RecvWait::Block, RecvWait::Nap, RecvWait::Auto]);
+        let e = plan("rr", &args("--recv-wait block,nap")).unwrap_err();
+        assert_eq!(e, "--recv-wait is not a factor of `rr`");
+        let e = plan("stream", &args("--recv-wait block,sometimes")).unwrap_err();
+        assert!(e.contains("sometimes"), "{e}");
+        assert!(FactorName::RecvWait.is_named() && !FactorName::Window.is_named());
     }
 
     #[test]
