@@ -174,11 +174,12 @@ fn paths_line(d: &DirectionSummary) -> Option<String> {
 /// flows; `None` when no receiver reported it.
 fn wait_line(d: &DirectionSummary) -> Option<String> {
     let w = d.recv_wait.as_ref()?;
+    let n = |count: u64, what: &str| format!("{count} {what}{}", text::plural(count));
     let mut line = format!(
-        "{}: receive wait {}: {} receive calls",
+        "{}: receive wait {}: {}",
         label::dir(d.dir),
         w.asked.as_str(),
-        w.recv_calls
+        n(w.recv_calls, "receive call")
     );
     if w.asked == RecvWait::Block {
         line.push_str(", each blocking until data arrived");
@@ -186,18 +187,18 @@ fn wait_line(d: &DirectionSummary) -> Option<String> {
     }
     let _ = write!(
         line,
-        "; {} zero-timeout polls found the socket empty; {} naps on the receivers' own timers \
-         ({:.1} ms in all); {} calls blocked after waiting that way",
-        w.empty_polls,
-        w.naps,
+        "; {} found the socket empty; {} on the receivers' own timers ({:.1} ms in all); {} \
+         blocked after waiting that way",
+        n(w.empty_polls, "zero-timeout poll"),
+        n(w.naps, "nap"),
         w.nap_ns as f64 / 1e6,
-        w.blocking_waits
+        n(w.blocking_waits, "call")
     );
     if w.small_buffer_calls > 0 {
         let _ = write!(
             line,
-            "; {} calls blocked without a check (receive buffer below {})",
-            w.small_buffer_calls,
+            "; {} blocked without a check (receive buffer below {})",
+            n(w.small_buffer_calls, "call"),
             units::size(NAP_MIN_RCVBUF_BYTES)
         );
     }

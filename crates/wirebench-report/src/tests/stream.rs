@@ -3,9 +3,9 @@
 use wirebench_model::abort::AbortReason;
 use wirebench_model::result::{EndFallback, EndFlowError};
 use wirebench_model::side::{
-    HostRole, IntervalData, PathUsed, Role, SideStatus, VerifyCounts, ZeroCopyStats,
+    HostRole, IntervalData, PathUsed, RecvWaitStats, Role, SideStatus, VerifyCounts, ZeroCopyStats,
 };
-use wirebench_model::spec::{Direction, FlowDir, RecvPath, SendPath};
+use wirebench_model::spec::{Direction, FlowDir, RecvPath, RecvWait, SendPath};
 use wirebench_model::warning::{
     Cause, CpuUnmeasured, DataThread, FallbackReason, FlowError, Noted, OsError, Step, Warning,
 };
@@ -579,6 +579,46 @@ fn paths_zerocopy_and_verify_are_joined_per_flow_and_summed_per_direction() {
         vec!["forward: paths: send copy, receive copy"],
         "{text}"
     );
+}
+
+#[test]
+fn receive_waits_are_summed_over_the_receivers_and_printed() {
+    let (spec, client, mut server) = forward_two();
+    for (i, f) in stream_mut(&mut server).flows.iter_mut().enumerate() {
+        let i = i as u64;
+        f.recv_wait = Some(RecvWaitStats {
+            asked: RecvWait::Auto,
+            recv_calls: 1000 + i,
+            empty_polls: 300,
+            naps: 290 + i,
+            nap_ns: 30_000_000,
+            blocking_waits: 1,
+            small_buffer_calls: 64,
+        });
+    }
+    let s = summarize(&spec, &client, Some(&server), false);
+    let w = stream_of(&s).directions[0]
+        .recv_wait
+        .clone()
+        .expect("summed");
+    assert_eq!(w.asked, RecvWait::Auto);
+    assert_eq!(
+        (w.recv_calls, w.empty_polls, w.naps, w.nap_ns),
+        (2001, 600, 581, 60_000_000)
+    );
+    assert_eq!((w.blocking_waits, w.small_buffer_calls), (2, 128));
+    let text = print::human(&result_with(vec![record(0, s)])).replace("\n  ", " ");
+    let needle = "forward: receive wait auto: 2001 receive calls; 600 zero-timeout polls found \
+                  the socket empty; 581 naps on the receivers' own timers (60.0 ms in all); 2 \
+                  calls blocked after waiting that way; 128 calls blocked without a check \
+                  (receive buffer below 2M)";
+    assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    // Without reports from the receivers there is no line, and nothing is invented.
+    let (spec, client, server) = forward_two();
+    let s = summarize(&spec, &client, Some(&server), false);
+    assert!(stream_of(&s).directions[0].recv_wait.is_none());
+    let text = print::human(&result_with(vec![record(0, s)]));
+    assert!(!text.contains("receive wait"), "{text}");
 }
 
 #[test]
