@@ -157,8 +157,15 @@ fn naps_are_the_receivers_own_sleeps_and_block_sleeps_once_per_wait() {
 fn auto_naps_only_with_a_large_receive_buffer() {
     let _s = serial();
     let d = LocalDaemon::start(&[]);
+    // Not asked, a receiver blocks (the default).
+    let r = stream_to(&d, &["-t", "1", "-l", "128K"]);
+    let w = direction(&r).0.recv_wait.expect("reported");
+    assert_eq!((w.asked, w.empty_polls, w.naps), (RecvWait::Block, 0, 0));
     // -w 64K: the kernel doubles SO_RCVBUF to 128 KiB and autotuning leaves it there.
-    let r = stream_to(&d, &["-t", "1", "-l", "128K", "-w", "64K"]);
+    let r = stream_to(
+        &d,
+        &["-t", "1", "-l", "128K", "-w", "64K", "--recv-wait", "auto"],
+    );
     let (dir, flow) = direction(&r);
     let w = dir.recv_wait.expect("reported");
     let rcvbuf = u64::from(flow.rcvbuf_bytes.expect("SO_RCVBUF read at close"));
@@ -169,7 +176,7 @@ fn auto_naps_only_with_a_large_receive_buffer() {
 
     // Unlimited, autotuning grows the buffer within the first round trips; once the kernel
     // reports it at 2 MiB or more, `auto` checks the socket instead of blocking blindly.
-    let r = stream_to(&d, &["-t", "1", "-l", "128K"]);
+    let r = stream_to(&d, &["-t", "1", "-l", "128K", "--recv-wait", "auto"]);
     let (dir, flow) = direction(&r);
     let w = dir.recv_wait.expect("reported");
     let rcvbuf = u64::from(flow.rcvbuf_bytes.expect("SO_RCVBUF read at close"));

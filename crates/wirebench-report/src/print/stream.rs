@@ -53,7 +53,7 @@ pub(crate) fn spec_head(s: &TestSpec) -> String {
             w.recv_path.as_str()
         );
     }
-    if !w.recv_wait.is_auto() {
+    if !w.recv_wait.is_block() {
         let _ = write!(t, ", receive wait {}", w.recv_wait.as_str());
     }
     if w.verify {
