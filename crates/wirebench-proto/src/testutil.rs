@@ -440,7 +440,7 @@ pub fn full_spec() -> TestSpec {
                 mss_bytes: Some(1400),
             },
             stop_after_bytes: None,
-            recv_wait: RecvWait::Auto,
+            recv_wait: RecvWait::Block,
         }),
     }
 }
