@@ -69,25 +69,14 @@ fn run_counting(d: &LocalDaemon, extra: &[&str]) -> (RunResult, u64) {
         }
         last
     });
-    let port = d.addr.port().to_string();
-    let mut args = vec![
-        "stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "--json",
-        "-t",
-        "2",
-    ];
+    let mut args = vec!["-t", "2"];
     args.extend_from_slice(extra);
-    let ran = wb(&args);
-    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let r = stream_to(d, &args);
     let switches = watcher
         .join()
         .unwrap()
         .expect("the receiving thread was seen");
-    (ran.json(), switches)
+    (r, switches)
 }
 
 /// Paced at 100 Mbit/s in 16 KiB calls, a call arrives every ~1.3 ms, whatever the load:
