@@ -27,6 +27,16 @@ pub enum Limiter {
         dir: FlowDir,
         /// Percent of the senders' busy time.
         limited_pct: f64,
+        /// How busy the receiving end was, percent: its data threads' CPU time per thread
+        /// that could run at once (receiving flows, at most the CPUs they could use), or,
+        /// when they were pinned and used at least 30 % themselves, the busiest of their
+        /// CPUs (`/proc/stat`, which counts other processes too), whichever is larger. Present when at least the verdict's
+        /// threshold (60 %) and that end only received: the receiver was busy, so the
+        /// window closed because it fell behind, whatever the buffer size. Absent when the
+        /// receivers were mostly idle (the buffer is too small for the path) or it is not
+        /// known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        receiver_busy_pct: Option<f64>,
     },
     /// The senders were limited by their own send buffer for this share of their busy
     /// time (`tcpi_sndbuf_limited`).
@@ -220,6 +230,9 @@ pub enum Suggestion {
     MoreInFlight,
     /// Look at the path's drops (a study with `loss`, interface counters, `ss -ti`).
     PathLoss,
+    /// A receiver that costs less per byte (`--recv-path discard|splice`, `--recv-size`,
+    /// another CPU with `-A`): a busy receiver that falls behind closes the window.
+    CheaperReceiver,
 }
 
 /// Evidence the verdict could not use.

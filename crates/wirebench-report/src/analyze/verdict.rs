@@ -8,6 +8,9 @@
 //!    senders' TCP_INFO says they were limited by the peer's window
 //!    (`tcpi_rwnd_limited`) or their own buffer (`tcpi_sndbuf_limited`) for at least
 //!    [`LIMITED_PCT`] % of their busy time (`tcpi_busy_time`), summed over the flows.
+//!    When the receiving end's threads, or the CPU they were pinned to, were at least
+//!    [`RECEIVER_BUSY_PCT`] % busy, the receiver fell behind (the window closes whatever the buffer size), and the
+//!    experiment suggested is a cheaper receiver rather than a larger buffer.
 //! 3. **The machine** (when this boot's `wirebench limits` are cached; applied by
 //!    [`machine_limits`] after the run) — the payload × the copies made of it on this
 //!    machine reached at least [`COPY_LIMIT_PCT`] % of the memory copy bandwidth measured at
@@ -41,6 +44,12 @@ use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
 pub const CPU_SATURATED_PCT: f64 = 90.0;
 /// Senders limited this share of their busy time are window- or buffer-limited, percent.
 pub const LIMITED_PCT: f64 = 25.0;
+/// A receiving end at least this busy (its threads, percent of one CPU each, or the CPU they
+/// were pinned to) when the window limited the senders: the receiver fell behind, and a
+/// cheaper receiver or another CPU, not a larger buffer, is the experiment. At 1 MiB calls on loopback (Intel Xeon VM, 2026-11-27) a receiver that
+/// kept up ran at 92–97 %, one that fell behind at 74–89 %; one with a 4 KiB buffer and a
+/// receiver that discards at 0–22 %.
+pub const RECEIVER_BUSY_PCT: f64 = 60.0;
 /// A paced run that achieved this share of its target is limited by the pacing, percent.
 pub const PACED_ACHIEVED_PCT: f64 = 95.0;
 /// Senders with nothing in flight this share of the window are idle-limited, percent.
@@ -88,6 +97,46 @@ fn sender_times(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<(u6
         }
     }
     sum
+}
+
+/// How busy the receiving end was in direction `dir`, percent: the larger of its data
+/// threads' CPU time per thread that could run at once (its receiving flows, at most the
+/// CPUs it could use) and, when those threads were pinned to fewer CPUs than the machine
+/// has and the threads themselves used at least half of [`RECEIVER_BUSY_PCT`], the busy
+/// share of the busiest of those CPUs (`/proc/stat`: a working receiver that shares its CPU
+/// with anything falls behind the same way). Only when one end did all the
+/// receiving and sent nothing (else its threads' time mixes both jobs).
+fn receiver_busy(reports: &[(HostRole, &SideReport)], cpu: &[EndCpu], dir: FlowDir) -> Option<f64> {
+    let mut receiving = reports
+        .iter()
+        .filter_map(|(host, r)| match r.data.as_ref() {
+            Some(SideData::Stream(st)) => {
+                let recv = st
+                    .flows
+                    .iter()
+                    .filter(|f| f.dir == dir && f.role == Role::Receiver);
+                let flows = recv.count();
+                let sends = st.flows.iter().any(|f| f.role == Role::Sender);
+                (flows > 0).then_some((*host, flows, sends))
+            }
+            _ => None,
+        });
+    let (host, flows, sends) = receiving.next()?;
+    if sends || receiving.next().is_some() {
+        return None;
+    }
+    let c = cpu.iter().find(|c| c.host == host)?;
+    let pinned = !c.cpus_used.is_empty() && c.cpus_used.len() < c.cpus as usize;
+    let cpus = if pinned {
+        c.cpus_used.len()
+    } else {
+        c.cpus as usize
+    };
+    let threads = c.threads_util_pct_of_one_cpu / flows.min(cpus).max(1) as f64;
+    let shared =
+        (pinned && threads >= RECEIVER_BUSY_PCT / 2.0 && c.cpus_used.contains(&c.busiest_cpu))
+            .then_some(c.busiest.busy_pct);
+    Some(threads.max(shared.unwrap_or(0.0)))
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -218,6 +267,8 @@ pub fn stream(
                 limiter = Some(Limiter::ReceiveWindow {
                     dir: main.dir,
                     limited_pct: rw,
+                    receiver_busy_pct: receiver_busy(reports, cpu, main.dir)
+                        .filter(|b| *b >= RECEIVER_BUSY_PCT),
                 });
             } else if limiter.is_none() && sb >= LIMITED_PCT {
                 limiter = Some(Limiter::SendBuffer {
@@ -259,6 +310,14 @@ pub fn stream(
     let limiter = limiter.unwrap_or(Limiter::Undetermined);
     let suggestions = match &limiter {
         Limiter::Pacing { .. } => vec![Suggestion::HigherRate],
+        Limiter::ReceiveWindow {
+            receiver_busy_pct: Some(_),
+            ..
+        } => vec![
+            Suggestion::CheaperReceiver,
+            Suggestion::Profile,
+            Suggestion::MoreFlows,
+        ],
         Limiter::ReceiveWindow { .. } | Limiter::SendBuffer { .. } | Limiter::SenderIdle { .. } => {
             vec![Suggestion::LargerWindow, Suggestion::MoreFlows]
         }

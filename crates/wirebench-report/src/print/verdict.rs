@@ -18,11 +18,25 @@ pub fn limiter_text(l: &Limiter) -> String {
             "the receivers",
             RateUnit::AutoBits.rate(*target_bps)
         ),
-        Limiter::ReceiveWindow { dir, limited_pct } => format!(
-            "the receive window: the {} senders waited for the peer's window {limited_pct:.0} % \
-             of their busy time",
-            label::dir(*dir)
-        ),
+        Limiter::ReceiveWindow {
+            dir,
+            limited_pct,
+            receiver_busy_pct,
+        } => {
+            let mut t = format!(
+                "the receive window: the {} senders waited for the peer's window \
+                 {limited_pct:.0} % of their busy time",
+                label::dir(*dir)
+            );
+            if let Some(b) = receiver_busy_pct {
+                t.push_str(&format!(
+                    "; the receiver was {b:.0} % busy (its threads, or the CPU they were pinned \
+                     to): a receiver that falls behind keeps the window shut whatever the buffer \
+                     size"
+                ));
+            }
+            t
+        }
         Limiter::SendBuffer { dir, limited_pct } => format!(
             "the send buffer: the {} senders were limited by their socket buffer \
              {limited_pct:.0} % of their busy time",
@@ -201,6 +215,10 @@ fn suggestion_text(s: Suggestion) -> &'static str {
         Suggestion::HigherRate => "a higher rate or none (-b 0)",
         Suggestion::MoreInFlight => "more transactions in flight (--burst) or flows (-P)",
         Suggestion::PathLoss => "the path's drops (interface counters, a study over loss)",
+        Suggestion::CheaperReceiver => {
+            "a receiver that costs less per byte (--recv-path discard or splice, --recv-size, \
+             another CPU with -A)"
+        }
     }
 }
 
