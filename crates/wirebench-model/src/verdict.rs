@@ -37,6 +37,16 @@ pub enum Limiter {
         /// known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         receiver_busy_pct: Option<f64>,
+        /// The largest SO_RCVBUF of the receiving sockets at close, as the kernel reported
+        /// it, bytes (absent when no receiver reported it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rcvbuf_bytes: Option<u32>,
+        /// The spec left the buffers to the kernel's autotuning (no `-w`): `rcvbuf_bytes`
+        /// is where autotuning stopped. It grows the buffer from what the application read
+        /// per round trip, so a receiver that falls behind early can leave it small for
+        /// the rest of the run.
+        #[serde(default)]
+        rcvbuf_autotuned: bool,
     },
     /// The senders were limited by their own send buffer for this share of their busy
     /// time (`tcpi_sndbuf_limited`).

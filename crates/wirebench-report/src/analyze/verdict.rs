@@ -139,6 +139,20 @@ fn receiver_busy(reports: &[(HostRole, &SideReport)], cpu: &[EndCpu], dir: FlowD
     Some(threads.max(shared.unwrap_or(0.0)))
 }
 
+/// The largest SO_RCVBUF the receivers in direction `dir` reported at close, bytes.
+fn receiver_rcvbuf(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<u32> {
+    reports
+        .iter()
+        .filter_map(|(_, r)| match r.data.as_ref() {
+            Some(SideData::Stream(st)) => Some(st),
+            _ => None,
+        })
+        .flat_map(|st| st.flows.iter())
+        .filter(|f| f.dir == dir && f.role == Role::Receiver)
+        .filter_map(|f| f.socket.rcvbuf_bytes)
+        .max()
+}
+
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -269,6 +283,8 @@ pub fn stream(
                     limited_pct: rw,
                     receiver_busy_pct: receiver_busy(reports, cpu, main.dir)
                         .filter(|b| *b >= RECEIVER_BUSY_PCT),
+                    rcvbuf_bytes: receiver_rcvbuf(reports, main.dir),
+                    rcvbuf_autotuned: spec.common.window_bytes.is_none(),
                 });
             } else if limiter.is_none() && sb >= LIMITED_PCT {
                 limiter = Some(Limiter::SendBuffer {
@@ -315,8 +331,8 @@ pub fn stream(
             ..
         } => vec![
             Suggestion::CheaperReceiver,
+            Suggestion::LargerWindow,
             Suggestion::Profile,
-            Suggestion::MoreFlows,
         ],
         Limiter::ReceiveWindow { .. } | Limiter::SendBuffer { .. } | Limiter::SenderIdle { .. } => {
             vec![Suggestion::LargerWindow, Suggestion::MoreFlows]
@@ -489,5 +505,81 @@ pub fn machine_limits(result: &mut RunResult, limits: Option<&LimitsResult>) {
             .filter(|s| !(profiled && *s == Suggestion::Profile))
             .collect();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{flow_side, stream_report};
+    use wirebench_stats::cpu::CpuBreakdown;
+
+    /// The server's CPU figures: its data threads at `threads_pct` of one CPU, pinned to
+    /// `cpus_used` of 2, the busiest CPU `busiest` at `busiest_pct`.
+    fn server_cpu(threads_pct: f64, cpus_used: Vec<u32>, busiest: u32, busiest_pct: f64) -> EndCpu {
+        EndCpu {
+            host: HostRole::Server,
+            window_ns: 1_000_000_000,
+            cpus: 2,
+            system_busy_pct: busiest_pct / 2.0,
+            system: CpuBreakdown::default(),
+            busiest_cpu: busiest,
+            busiest: CpuBreakdown {
+                busy_pct: busiest_pct,
+                ..CpuBreakdown::default()
+            },
+            cpus_used,
+            threads_user_ns: 0,
+            threads_system_ns: 0,
+            threads_util_pct_of_one_cpu: threads_pct,
+            service_demand_us_per_kb: None,
+            threads_service_demand_us_per_kb: None,
+            service_demand_us_per_tx: None,
+            threads_service_demand_us_per_tx: None,
+        }
+    }
+
+    fn busy(server_sends: bool, cpu: EndCpu) -> Option<f64> {
+        let fwd = FlowDir::ClientToServer;
+        let mut flows = vec![flow_side(0, fwd, Role::Receiver, 1, 1, 0, 1)];
+        if server_sends {
+            flows.push(flow_side(
+                1,
+                FlowDir::ServerToClient,
+                Role::Sender,
+                1,
+                1,
+                0,
+                1,
+            ));
+        }
+        let client = stream_report(
+            HostRole::Client,
+            vec![flow_side(0, fwd, Role::Sender, 1, 1, 0, 1)],
+            None,
+        );
+        let server = stream_report(HostRole::Server, flows, None);
+        let reports = [(HostRole::Client, &client), (HostRole::Server, &server)];
+        receiver_busy(&reports, &[cpu], fwd)
+    }
+
+    #[test]
+    fn the_receivers_business_is_its_threads_or_the_cpu_it_was_pinned_to() {
+        // Unpinned: its threads' time, whatever the busiest CPU.
+        assert_eq!(
+            busy(false, server_cpu(87.0, vec![0, 1], 0, 100.0)),
+            Some(87.0)
+        );
+        // Pinned to CPU 1, working, and CPU 1 full (something else shared it).
+        assert_eq!(
+            busy(false, server_cpu(50.0, vec![1], 1, 100.0)),
+            Some(100.0)
+        );
+        // Pinned but idle (a tiny window): the full CPU is someone else's business.
+        assert_eq!(busy(false, server_cpu(10.0, vec![1], 1, 100.0)), Some(10.0));
+        // The busiest CPU is not the receiver's.
+        assert_eq!(busy(false, server_cpu(50.0, vec![1], 0, 100.0)), Some(50.0));
+        // An end that also sent: its threads' time is not the receiver's alone.
+        assert_eq!(busy(true, server_cpu(87.0, vec![1], 1, 100.0)), None);
     }
 }

@@ -22,12 +22,25 @@ pub fn limiter_text(l: &Limiter) -> String {
             dir,
             limited_pct,
             receiver_busy_pct,
+            rcvbuf_bytes,
+            rcvbuf_autotuned,
         } => {
             let mut t = format!(
                 "the receive window: the {} senders waited for the peer's window \
                  {limited_pct:.0} % of their busy time",
                 label::dir(*dir)
             );
+            if let Some(b) = rcvbuf_bytes {
+                let how = if *rcvbuf_autotuned {
+                    "where autotuning left it"
+                } else {
+                    "set by -w"
+                };
+                t.push_str(&format!(
+                    " (the largest receive buffer at close: {}, {how})",
+                    binary_size(u64::from(*b))
+                ));
+            }
             if let Some(b) = receiver_busy_pct {
                 t.push_str(&format!(
                     "; the receiver was {b:.0} % busy (its threads, or the CPU they were pinned \
