@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use wirebench_model::side::RecvWaitStats;
 use wirebench_model::spec::{
-    RecvPath, RecvWait, NAPS_BEFORE_BLOCK, NAP_MIN_RCVBUF_BYTES, NAP_US, SPIN_US,
+    RecvPath, RecvWait, NAPS_BEFORE_BLOCK, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES, NAP_US,
+    SPIN_US,
 };
 
 /// Receive calls `auto` makes between two reads of `SO_RCVBUF` while it is below
@@ -32,11 +33,14 @@ pub(crate) struct Waiter {
     recheck_at: u64,
     /// `auto`: the buffer was large enough at the last read.
     big_buffer: bool,
+    /// `auto`: the receive calls are larger than it naps with.
+    large_calls: bool,
 }
 
 impl Waiter {
-    /// The waiter for `asked` on `path`; `None` for the paths that wait their own way.
-    pub(crate) fn new(asked: RecvWait, path: RecvPath) -> Option<Waiter> {
+    /// The waiter for `asked` on `path`, for receive calls of `call_bytes`; `None` for the
+    /// paths that wait their own way.
+    pub(crate) fn new(asked: RecvWait, path: RecvPath, call_bytes: usize) -> Option<Waiter> {
         match path {
             RecvPath::Copy | RecvPath::Discard | RecvPath::Splice => Some(Waiter {
                 stats: RecvWaitStats {
@@ -45,6 +49,7 @@ impl Waiter {
                 },
                 recheck_at: 0,
                 big_buffer: false,
+                large_calls: call_bytes as u64 > NAP_MAX_CALL_BYTES,
             }),
             RecvPath::Zerocopy | RecvPath::Uring => None,
         }
@@ -59,6 +64,7 @@ impl Waiter {
             RecvWait::Block => {}
             RecvWait::Nap => self.nap(s),
             RecvWait::Spin => self.spin(s),
+            RecvWait::Auto if self.large_calls => self.stats.large_calls += 1,
             RecvWait::Auto => {
                 if calls >= self.recheck_at {
                     self.big_buffer = rcvbuf_bytes(s) >= NAP_MIN_RCVBUF_BYTES;
@@ -142,17 +148,17 @@ mod tests {
 
     #[test]
     fn paths_that_wait_their_own_way_have_no_waiter() {
-        assert!(Waiter::new(RecvWait::Nap, RecvPath::Zerocopy).is_none());
-        assert!(Waiter::new(RecvWait::Auto, RecvPath::Uring).is_none());
+        assert!(Waiter::new(RecvWait::Nap, RecvPath::Zerocopy, 1 << 17).is_none());
+        assert!(Waiter::new(RecvWait::Auto, RecvPath::Uring, 1 << 17).is_none());
         for p in [RecvPath::Copy, RecvPath::Discard, RecvPath::Splice] {
-            assert!(Waiter::new(RecvWait::Auto, p).is_some());
+            assert!(Waiter::new(RecvWait::Auto, p, 1 << 17).is_some());
         }
     }
 
     #[test]
     fn an_empty_socket_naps_then_hands_over_and_a_full_one_does_not_wait() {
         let (mut c, s) = pair();
-        let mut w = Waiter::new(RecvWait::Nap, RecvPath::Copy).unwrap();
+        let mut w = Waiter::new(RecvWait::Nap, RecvPath::Copy, 1 << 17).unwrap();
         let t0 = Instant::now();
         w.wait(&s);
         let st = w.stats();
@@ -177,17 +183,38 @@ mod tests {
         socket2::SockRef::from(&s)
             .set_recv_buffer_size(64 * 1024)
             .unwrap();
-        let mut w = Waiter::new(RecvWait::Auto, RecvPath::Copy).unwrap();
+        let mut w = Waiter::new(RecvWait::Auto, RecvPath::Copy, 1 << 17).unwrap();
         w.wait(&s);
         w.wait(&s);
         let st = w.stats();
         assert_eq!((st.small_buffer_calls, st.naps, st.empty_polls), (2, 0, 0));
-        let mut sp = Waiter::new(RecvWait::Spin, RecvPath::Copy).unwrap();
+        let mut sp = Waiter::new(RecvWait::Spin, RecvPath::Copy, 1 << 17).unwrap();
         let t0 = Instant::now();
         sp.wait(&s);
         assert!(t0.elapsed() >= Duration::from_micros(SPIN_US));
         let st = sp.stats();
         assert_eq!((st.blocking_waits, st.naps), (1, 0));
         assert!(st.empty_polls >= 1);
+    }
+
+    #[test]
+    fn auto_blocks_with_large_calls_even_on_a_large_buffer() {
+        let (_c, s) = pair();
+        socket2::SockRef::from(&s)
+            .set_recv_buffer_size(4 << 20)
+            .unwrap();
+        assert!(rcvbuf_bytes(&s) >= NAP_MIN_RCVBUF_BYTES);
+        let large = NAP_MAX_CALL_BYTES as usize + 1;
+        let mut w = Waiter::new(RecvWait::Auto, RecvPath::Copy, large).unwrap();
+        w.wait(&s);
+        let st = w.stats();
+        assert_eq!((st.large_calls, st.small_buffer_calls), (1, 0));
+        assert_eq!((st.naps, st.empty_polls), (0, 0));
+        // At the bound, the same empty socket is checked and napped on.
+        let mut w = Waiter::new(RecvWait::Auto, RecvPath::Copy, large - 1).unwrap();
+        w.wait(&s);
+        let st = w.stats();
+        assert_eq!(st.large_calls, 0);
+        assert_eq!(st.naps, u64::from(NAPS_BEFORE_BLOCK));
     }
 }

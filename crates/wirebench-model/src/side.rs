@@ -221,6 +221,10 @@ pub struct RecvWaitStats {
     /// receive buffer was below
     /// [`NAP_MIN_RCVBUF_BYTES`](crate::spec::NAP_MIN_RCVBUF_BYTES).
     pub small_buffer_calls: u64,
+    /// Receive calls `auto` made blocking without checking the socket, because they were
+    /// larger than [`NAP_MAX_CALL_BYTES`](crate::spec::NAP_MAX_CALL_BYTES).
+    #[serde(default)]
+    pub large_calls: u64,
 }
 
 impl RecvWaitStats {
@@ -232,6 +236,7 @@ impl RecvWaitStats {
         self.nap_ns += o.nap_ns;
         self.blocking_waits += o.blocking_waits;
         self.small_buffer_calls += o.small_buffer_calls;
+        self.large_calls += o.large_calls;
     }
 }
 

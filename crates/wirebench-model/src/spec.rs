@@ -174,14 +174,18 @@ impl RecvPath {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RecvWait {
-    /// `nap` while the socket's receive buffer (`SO_RCVBUF`, as autotuning leaves it) is at
-    /// least [`NAP_MIN_RCVBUF_BYTES`], so the data that arrives during a nap cannot fill the
-    /// window; `block` otherwise (small `-w` windows, slow paths). Not the default: on an
-    /// Intel Xeon VM, 2 of 10 pinned 1 s runs at 1 MiB calls stayed receiver-bound
-    /// (receive-window limited 96–98 %, never a nap), against none of 10 with `block`.
+    /// `nap` where it pays and cannot hurt, `block` elsewhere (the command line's default):
+    /// nap while the receive calls are at most [`NAP_MAX_CALL_BYTES`] (larger calls wake
+    /// the receiver too seldom for the wake-ups to matter) and the socket's receive buffer
+    /// (`SO_RCVBUF`, as autotuning leaves it) is at least [`NAP_MIN_RCVBUF_BYTES`] (so the
+    /// data that arrives during a nap cannot fill the window: small `-w` windows, slow
+    /// paths). On the epoll engine and the zerocopy and uring receive paths, which wait
+    /// their own way, `auto` is their wait. On an Intel Xeon VM (1 s pinned loopback runs)
+    /// napping took 128–512 KiB calls 16–20 % faster with no run window-limited, while at
+    /// 1 MiB it gained nothing and left 9 of 25 runs stuck window-limited (0 of 25 blocking).
     Auto,
-    /// Block in the receive call until data arrives (what most applications do; the
-    /// default).
+    /// Block in the receive call until data arrives (what most applications do; what an
+    /// absent `recv_wait` means on the wire).
     #[default]
     Block,
     /// Check the socket with a zero-timeout `poll`; while it is empty, sleep
@@ -213,9 +217,15 @@ impl RecvWait {
         }
     }
 
-    /// True for the default, [`RecvWait::Block`].
+    /// True for the wire's default, [`RecvWait::Block`].
     pub fn is_block(&self) -> bool {
         *self == RecvWait::Block
+    }
+
+    /// True for the waits only a thread-per-flow receiver on the copy, discard or splice
+    /// path can make (`nap`, `spin`); `block` and `auto` run everywhere.
+    pub fn needs_a_waiting_thread(&self) -> bool {
+        matches!(self, RecvWait::Nap | RecvWait::Spin)
     }
 }
 
@@ -228,6 +238,8 @@ pub const NAPS_BEFORE_BLOCK: u32 = 4;
 /// its timer, whatever arrives meanwhile: at most ~70 µs with the default timer slack,
 /// ~875 KB at 100 Gbit/s.
 pub const NAP_MIN_RCVBUF_BYTES: u64 = 2 << 20;
+/// The largest receive call size [`RecvWait::Auto`] naps with, bytes.
+pub const NAP_MAX_CALL_BYTES: u64 = 512 << 10;
 /// How long [`RecvWait::Spin`] polls before it blocks, microseconds.
 pub const SPIN_US: u64 = 50;
 

@@ -193,10 +193,10 @@ pub enum SpecProblem {
         /// The receive path asked for.
         recv_path: RecvPath,
     },
-    /// A receive wait other than `block` on the epoll engine (many flows, or `threads`), which
+    /// A receive wait other than `block` or `auto` on the epoll engine (many flows, or `threads`), which
     /// waits in `epoll_wait`.
     RecvWaitNeedsThreads,
-    /// A receive wait other than `block` with a receive path that waits its own way
+    /// A receive wait other than `block` or `auto` with a receive path that waits its own way
     /// (`zerocopy` sleeps on a low-water mark, `uring` in the ring).
     RecvWaitPath {
         /// The receive path asked for.
@@ -344,7 +344,7 @@ impl TestSpec {
         match &self.workload {
             WorkloadSpec::Stream(s) => {
                 validate_stream(s, limits)?;
-                if !s.recv_wait.is_block() {
+                if s.recv_wait.needs_a_waiting_thread() {
                     if self.epoll_workers_bound().is_some() {
                         return err(SpecField::RecvWait, SpecProblem::RecvWaitNeedsThreads);
                     }

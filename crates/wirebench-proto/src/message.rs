@@ -24,8 +24,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// and the request/response client's latency histogram, which a version 6 peer would
 /// refuse; 8: the stream receivers' wait — `stream.recv_wait` in the spec, `recv_wait` in
 /// each receiving flow's report — and `rr`/`udp_rr` `busy_poll`, which reached the wire
-/// during version 7 without a version of its own: a version 7 peer would refuse them).
-pub const PROTOCOL_VERSION: u16 = 8;
+/// during version 7 without a version of its own: a version 7 peer would refuse them; 9:
+/// `large_calls` in a receiving flow's `recv_wait`, and `auto` no longer naps with calls
+/// above 512 KiB — a version 8 peer would refuse the field).
+pub const PROTOCOL_VERSION: u16 = 9;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -108,6 +108,7 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                     nap_ns: 42_000_000,
                     blocking_waits: 12,
                     small_buffer_calls: 3,
+                    large_calls: 5,
                 }),
             }],
             intervals: vec![ByteInterval {

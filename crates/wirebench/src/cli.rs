@@ -267,12 +267,13 @@ pub struct StreamArgs {
     #[arg(long, value_enum, default_value_t = RecvPathArg::Copy)]
     pub recv_path: RecvPathArg,
     /// How each receiving flow waits while its socket is empty (copy, discard and splice
-    /// paths; a thread per flow): block (in the receive call; the default), nap
-    /// (zero-timeout poll, then up to 4 sleeps of 20 us on the thread's own timer, then
-    /// block: the sender's CPU then wakes nobody), auto (nap while the socket's receive
-    /// buffer is at least 2 MiB, else block) or spin (zero-timeout polls for up to 50 us,
-    /// then block; costs receiver CPU). Reported per direction.
-    #[arg(long, value_enum, default_value_t = RecvWaitArg::Block)]
+    /// paths; a thread per flow): auto (the default: nap while the calls are at most 512
+    /// KiB and the socket's receive buffer at least 2 MiB, else block; elsewhere the
+    /// engine's or path's own wait), block (in the receive call), nap (zero-timeout poll,
+    /// then up to 4 sleeps of 20 us on the thread's own timer, then block: the sender's CPU
+    /// then wakes nobody) or spin (zero-timeout polls for up to 50 us, then block; costs
+    /// receiver CPU). Reported per direction.
+    #[arg(long, value_enum, default_value_t = RecvWaitArg::Auto)]
     pub recv_wait: RecvWaitArg,
     /// Check every received byte against the expected payload (not with --recv-path
     /// discard or splice, which never see the data).

@@ -1,8 +1,9 @@
 //! `wirebench stream --recv-wait` end to end, checked against the kernel: a napping receiver
 //! sleeps on its own timer, so the kernel counts each nap as a voluntary context switch of
 //! the receiving thread (`voluntary_ctxt_switches` in /proc/PID/task/TID/status of a
-//! separate `wirebench serve` process, whose only data thread is the receiver); `auto` naps
-//! only when the socket's receive buffer, as the kernel reports it at close, is large.
+//! separate `wirebench serve` process, whose only data thread is the receiver); `auto`, the
+//! default, naps only with calls of at most 512 KiB and a socket receive buffer, as the
+//! kernel reports it at close, of at least 2 MiB.
 
 mod common;
 
@@ -143,13 +144,20 @@ fn naps_are_the_receivers_own_sleeps_and_block_sleeps_once_per_wait() {
 }
 
 #[test]
-fn auto_naps_only_with_a_large_receive_buffer() {
+fn auto_naps_only_with_a_large_receive_buffer_and_calls_of_at_most_512k() {
     let _s = serial();
     let d = LocalDaemon::start(&[]);
-    // Not asked, a receiver blocks (the default).
-    let r = stream_to(&d, &["-t", "1", "-l", "128K"]);
+    // Not asked, a receiver waits `auto`; at the default 1 MiB calls that is blocking in
+    // every call, unchecked.
+    let r = stream_to(&d, &["-t", "1"]);
     let w = direction(&r).0.recv_wait.expect("reported");
-    assert_eq!((w.asked, w.empty_polls, w.naps), (RecvWait::Block, 0, 0));
+    assert_eq!(w.asked, RecvWait::Auto);
+    assert_eq!(w.large_calls, w.recv_calls, "{w:?}");
+    assert_eq!(
+        (w.empty_polls, w.naps, w.small_buffer_calls),
+        (0, 0, 0),
+        "{w:?}"
+    );
     // -w 64K: the kernel doubles SO_RCVBUF to 128 KiB and autotuning leaves it there.
     let r = stream_to(
         &d,
@@ -165,11 +173,12 @@ fn auto_naps_only_with_a_large_receive_buffer() {
 
     // Unlimited, autotuning grows the buffer within the first round trips; once the kernel
     // reports it at 2 MiB or more, `auto` checks the socket instead of blocking blindly.
-    let r = stream_to(&d, &["-t", "1", "-l", "128K", "--recv-wait", "auto"]);
+    let r = stream_to(&d, &["-t", "1", "-l", "128K"]);
     let (dir, flow) = direction(&r);
     let w = dir.recv_wait.expect("reported");
     let rcvbuf = u64::from(flow.rcvbuf_bytes.expect("SO_RCVBUF read at close"));
     eprintln!("auto, unlimited: SO_RCVBUF {rcvbuf} at close; {w:?}");
+    assert_eq!((w.asked, w.large_calls), (RecvWait::Auto, 0), "{w:?}");
     if rcvbuf >= NAP_MIN_RCVBUF_BYTES {
         assert!(w.recv_calls > 1000, "{w:?}");
         assert!(w.small_buffer_calls < w.recv_calls, "{w:?}");

@@ -361,7 +361,7 @@ fn run_receiver(
     if cfg.recv_path == RecvPath::Zerocopy {
         let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
     }
-    let mut waiter = Waiter::new(cfg.recv_wait, rx.path());
+    let mut waiter = Waiter::new(cfg.recv_wait, rx.path(), msg);
     loop {
         if abort.is_set() {
             break;

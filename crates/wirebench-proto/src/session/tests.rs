@@ -1195,7 +1195,7 @@ fn results_frame_cap_bounds() {
         .as_mut()
         .expect("the sample sets a receive wait");
     (w.recv_calls, w.empty_polls, w.naps, w.nap_ns) = (u64::MAX, u64::MAX, u64::MAX, u64::MAX);
-    (w.blocking_waits, w.small_buffer_calls) = (u64::MAX, u64::MAX);
+    (w.blocking_waits, w.small_buffer_calls, w.large_calls) = (u64::MAX, u64::MAX, u64::MAX);
     let len = serde_json::to_string(&flow).unwrap().len();
     assert!(len < 4096, "{len}");
     assert!(

@@ -7,7 +7,9 @@ use wirebench_model::result::{
     DirectionSummary, FlowSummary, IntervalRow, RunRecord, StreamSummary,
 };
 use wirebench_model::side::SideReport;
-use wirebench_model::spec::{RecvWait, TestSpec, WorkloadSpec, NAP_MIN_RCVBUF_BYTES};
+use wirebench_model::spec::{
+    RecvWait, TestSpec, WorkloadSpec, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES,
+};
 
 use super::units::{self, RateUnit};
 use super::{direction_name, text, wrap, HumanOptions, FLOW_ROWS_MAX};
@@ -200,6 +202,14 @@ fn wait_line(d: &DirectionSummary) -> Option<String> {
             "; {} blocked without a check (receive buffer below {})",
             n(w.small_buffer_calls, "call"),
             units::size(NAP_MIN_RCVBUF_BYTES)
+        );
+    }
+    if w.large_calls > 0 {
+        let _ = write!(
+            line,
+            "; {} blocked without a check (calls above {})",
+            n(w.large_calls, "call"),
+            units::size(NAP_MAX_CALL_BYTES)
         );
     }
     Some(line)

@@ -594,6 +594,7 @@ fn receive_waits_are_summed_over_the_receivers_and_printed() {
             nap_ns: 30_000_000,
             blocking_waits: 1,
             small_buffer_calls: 64,
+            large_calls: 7,
         });
     }
     let s = summarize(&spec, &client, Some(&server), false);
@@ -606,12 +607,16 @@ fn receive_waits_are_summed_over_the_receivers_and_printed() {
         (w.recv_calls, w.empty_polls, w.naps, w.nap_ns),
         (2001, 600, 581, 60_000_000)
     );
-    assert_eq!((w.blocking_waits, w.small_buffer_calls), (2, 128));
+    assert_eq!(
+        (w.blocking_waits, w.small_buffer_calls, w.large_calls),
+        (2, 128, 14)
+    );
     let text = print::human(&result_with(vec![record(0, s)])).replace("\n  ", " ");
     let needle = "forward: receive wait auto: 2001 receive calls; 600 zero-timeout polls found \
                   the socket empty; 581 naps on the receivers' own timers (60.0 ms in all); 2 \
                   calls blocked after waiting that way; 128 calls blocked without a check \
-                  (receive buffer below 2M)";
+                  (receive buffer below 2M); 14 calls blocked without a check (calls above \
+                  512K)";
     assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     // Without reports from the receivers there is no line, and nothing is invented.
     let (spec, client, server) = forward_two();
