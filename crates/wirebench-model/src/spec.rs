@@ -235,9 +235,11 @@ pub const NAP_US: u64 = 20;
 /// Naps a waiting receive takes before it blocks in the receive call.
 pub const NAPS_BEFORE_BLOCK: u32 = 4;
 /// The smallest socket receive buffer [`RecvWait::Auto`] naps with, bytes. A nap ends at
-/// its timer, whatever arrives meanwhile: at most ~70 µs with the default timer slack,
-/// ~875 KB at 100 Gbit/s.
-pub const NAP_MIN_RCVBUF_BYTES: u64 = 2 << 20;
+/// its timer, whatever arrives meanwhile: ~110 µs measured (20 µs asked plus the default
+/// 50 µs timer slack and the wake-up), ~825 KB at 60 Gbit/s, half of this bound. Blocking
+/// receivers at 128 KiB calls leave autotuning at ~1.87 MB on an Intel Xeon VM's loopback,
+/// so a 2 MiB bound never let them nap.
+pub const NAP_MIN_RCVBUF_BYTES: u64 = 3 << 19;
 /// The largest receive call size [`RecvWait::Auto`] naps with, bytes.
 pub const NAP_MAX_CALL_BYTES: u64 = 512 << 10;
 /// How long [`RecvWait::Spin`] polls before it blocks, microseconds.

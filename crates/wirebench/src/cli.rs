@@ -268,7 +268,7 @@ pub struct StreamArgs {
     pub recv_path: RecvPathArg,
     /// How each receiving flow waits while its socket is empty (copy, discard and splice
     /// paths; a thread per flow): auto (the default: nap while the calls are at most 512
-    /// KiB and the socket's receive buffer at least 2 MiB, else block; elsewhere the
+    /// KiB and the socket's receive buffer at least 1.5 MiB, else block; elsewhere the
     /// engine's or path's own wait), block (in the receive call), nap (zero-timeout poll,
     /// then up to 4 sleeps of 20 us on the thread's own timer, then block: the sender's CPU
     /// then wakes nobody) or spin (zero-timeout polls for up to 50 us, then block; costs

@@ -3,7 +3,7 @@
 //! the receiving thread (`voluntary_ctxt_switches` in /proc/PID/task/TID/status of a
 //! separate `wirebench serve` process, whose only data thread is the receiver); `auto`, the
 //! default, naps only with calls of at most 512 KiB and a socket receive buffer, as the
-//! kernel reports it at close, of at least 2 MiB.
+//! kernel reports it at close, of at least 1.5 MiB.
 
 mod common;
 
@@ -172,7 +172,7 @@ fn auto_naps_only_with_a_large_receive_buffer_and_calls_of_at_most_512k() {
     assert_eq!((w.naps, w.empty_polls), (0, 0), "{w:?}");
 
     // Unlimited, autotuning grows the buffer within the first round trips; once the kernel
-    // reports it at 2 MiB or more, `auto` checks the socket instead of blocking blindly.
+    // reports it at 1.5 MiB or more, `auto` checks the socket instead of blocking blindly.
     let r = stream_to(&d, &["-t", "1", "-l", "128K"]);
     let (dir, flow) = direction(&r);
     let w = dir.recv_wait.expect("reported");

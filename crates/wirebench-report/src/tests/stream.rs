@@ -615,7 +615,7 @@ fn receive_waits_are_summed_over_the_receivers_and_printed() {
     let needle = "forward: receive wait auto: 2001 receive calls; 600 zero-timeout polls found \
                   the socket empty; 581 naps on the receivers' own timers (60.0 ms in all); 2 \
                   calls blocked after waiting that way; 128 calls blocked without a check \
-                  (receive buffer below 2M); 14 calls blocked without a check (calls above \
+                  (receive buffer below 1536K); 14 calls blocked without a check (calls above \
                   512K)";
     assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     // Without reports from the receivers there is no line, and nothing is invented.
