@@ -114,8 +114,8 @@ fn cpu_jiffies(cpu: u32) -> (u64, u64) {
 }
 
 /// A cheap sender (sendfile) against a receiver that reads 4 KiB per call: the receiver
-/// falls behind, the window shuts with a large buffer, and the verdict names the busy
-/// receiver and suggests a cheaper one first, not a larger buffer. Ground truth for "busy",
+/// falls behind, the window shuts with an autotuned buffer, and the verdict names the busy
+/// receiver and suggests a cheaper one before a larger buffer. Ground truth for "busy",
 /// read by the test: the separate `wirebench serve` process's own CPU time
 /// (/proc/PID/stat) over the run, or, on a machine where something else shares its CPU,
 /// that CPU's busy time (/proc/stat).

@@ -9,8 +9,10 @@
 //!    (`tcpi_rwnd_limited`) or their own buffer (`tcpi_sndbuf_limited`) for at least
 //!    [`LIMITED_PCT`] % of their busy time (`tcpi_busy_time`), summed over the flows.
 //!    When the receiving end's threads, or the CPU they were pinned to, were at least
-//!    [`RECEIVER_BUSY_PCT`] % busy, the receiver fell behind (the window closes whatever the buffer size), and the
-//!    experiment suggested is a cheaper receiver rather than a larger buffer.
+//!    [`RECEIVER_BUSY_PCT`] % busy, the receiver fell behind (the window closes whatever
+//!    the buffer size), and the first experiment suggested is a cheaper receiver, then a
+//!    larger buffer. The limiter names the largest receive buffer at close and whether
+//!    autotuning set it.
 //! 3. **The machine** (when this boot's `wirebench limits` are cached; applied by
 //!    [`machine_limits`] after the run) — the payload × the copies made of it on this
 //!    machine reached at least [`COPY_LIMIT_PCT`] % of the memory copy bandwidth measured at
@@ -46,9 +48,10 @@ pub const CPU_SATURATED_PCT: f64 = 90.0;
 pub const LIMITED_PCT: f64 = 25.0;
 /// A receiving end at least this busy (its threads, percent of one CPU each, or the CPU they
 /// were pinned to) when the window limited the senders: the receiver fell behind, and a
-/// cheaper receiver or another CPU, not a larger buffer, is the experiment. At 1 MiB calls on loopback (Intel Xeon VM, 2026-11-27) a receiver that
-/// kept up ran at 92–97 %, one that fell behind at 74–89 %; one with a 4 KiB buffer and a
-/// receiver that discards at 0–22 %.
+/// cheaper receiver or another CPU is the first experiment, a larger buffer the second. At
+/// 1 MiB calls on loopback (Intel Xeon VM, 2026-11-27) a receiver that kept up ran at
+/// 92–97 %, one that fell behind at 74–89 %; one with a 4 KiB buffer and a receiver that
+/// discards at 0–22 %.
 pub const RECEIVER_BUSY_PCT: f64 = 60.0;
 /// A paced run that achieved this share of its target is limited by the pacing, percent.
 pub const PACED_ACHIEVED_PCT: f64 = 95.0;
@@ -104,8 +107,8 @@ fn sender_times(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<(u6
 /// CPUs it could use) and, when those threads were pinned to fewer CPUs than the machine
 /// has and the threads themselves used at least half of [`RECEIVER_BUSY_PCT`], the busy
 /// share of the busiest of those CPUs (`/proc/stat`: a working receiver that shares its CPU
-/// with anything falls behind the same way). Only when one end did all the
-/// receiving and sent nothing (else its threads' time mixes both jobs).
+/// with anything falls behind the same way). Only when one end did all the receiving and
+/// sent nothing (else its threads' time mixes both jobs).
 fn receiver_busy(reports: &[(HostRole, &SideReport)], cpu: &[EndCpu], dir: FlowDir) -> Option<f64> {
     let mut receiving = reports
         .iter()
