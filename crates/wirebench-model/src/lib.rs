@@ -25,6 +25,7 @@ pub mod abort;
 pub mod error;
 pub mod limits;
 pub mod profile;
+pub mod recv_wait;
 pub mod result;
 pub mod rr;
 pub mod side;
