@@ -193,11 +193,11 @@ pub enum SpecProblem {
         /// The receive path asked for.
         recv_path: RecvPath,
     },
-    /// A receive wait other than `block` or `auto` on the epoll engine (many flows, or `threads`), which
-    /// waits in `epoll_wait`.
+    /// A receive wait other than `block` or `auto` on the epoll engine (many flows, or
+    /// `threads`), which waits in `epoll_wait`.
     RecvWaitNeedsThreads,
-    /// A receive wait other than `block` or `auto` with a receive path that waits its own way
-    /// (`zerocopy` sleeps on a low-water mark, `uring` in the ring).
+    /// A receive wait other than `block` or `auto` with a receive path that waits its own
+    /// way (`zerocopy` sleeps on a low-water mark, `uring` in the ring).
     RecvWaitPath {
         /// The receive path asked for.
         recv_path: RecvPath,

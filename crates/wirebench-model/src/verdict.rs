@@ -30,11 +30,11 @@ pub enum Limiter {
         /// How busy the receiving end was, percent: its data threads' CPU time per thread
         /// that could run at once (receiving flows, at most the CPUs they could use), or,
         /// when they were pinned and used at least 30 % themselves, the busiest of their
-        /// CPUs (`/proc/stat`, which counts other processes too), whichever is larger. Present when at least the verdict's
-        /// threshold (60 %) and that end only received: the receiver was busy, so the
-        /// window closed because it fell behind, whatever the buffer size. Absent when the
-        /// receivers were mostly idle (the buffer is too small for the path) or it is not
-        /// known.
+        /// CPUs (`/proc/stat`, which counts other processes too), whichever is larger.
+        /// Present when at least the verdict's threshold (60 %) and that end only
+        /// received: the receiver was busy, so the window closed because it fell behind,
+        /// whatever the buffer size. Absent when the receivers were mostly idle (the
+        /// buffer is too small for the path) or it is not known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         receiver_busy_pct: Option<f64>,
         /// The largest SO_RCVBUF of the receiving sockets at close, as the kernel reported
