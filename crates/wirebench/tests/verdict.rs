@@ -96,23 +96,6 @@ fn process_cpu_s(pid: u32) -> f64 {
     (f[11] + f[12]) as f64 / 100.0
 }
 
-/// (busy, total) jiffies of one CPU so far (/proc/stat).
-fn cpu_jiffies(cpu: u32) -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
-    let line = stat
-        .lines()
-        .find(|l| l.starts_with(&format!("cpu{cpu} ")))
-        .expect("the CPU's line");
-    let f: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
-    let total: u64 = f.iter().take(8).sum();
-    (total - f[3] - f[4], total)
-}
-
 /// A cheap sender (sendfile) against a receiver that reads 4 KiB per call: the receiver
 /// falls behind, the window shuts with an autotuned buffer, and the verdict names the busy
 /// receiver and suggests a cheaper one before a larger buffer. Ground truth for "busy",
@@ -125,7 +108,7 @@ fn a_receiver_that_falls_behind_is_named() {
     let d = common::daemon::LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
     let before = process_cpu_s(d.pid());
-    let cpu1_before = cpu_jiffies(1);
+    let cpu1_before = proc_stat_cpu_busy_total(1);
     let t0 = std::time::Instant::now();
     let r = wb(&[
         "stream",
@@ -146,7 +129,7 @@ fn a_receiver_that_falls_behind_is_named() {
     ]);
     let wall = t0.elapsed().as_secs_f64();
     let server_cpu = process_cpu_s(d.pid()) - before;
-    let cpu1 = cpu_jiffies(1);
+    let cpu1 = proc_stat_cpu_busy_total(1);
     let cpu1_busy_pct =
         100.0 * (cpu1.0 - cpu1_before.0) as f64 / (cpu1.1 - cpu1_before.1).max(1) as f64;
     assert_eq!(r.code, 0, "{}", r.stderr);

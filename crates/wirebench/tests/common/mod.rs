@@ -126,8 +126,22 @@ pub fn require_netns() {
 
 /// Read /proc/stat's aggregate line: (busy ticks, total ticks).
 pub fn proc_stat_busy_total() -> (u64, u64) {
+    proc_stat_line_busy_total("cpu ")
+}
+
+/// Read one CPU's line of /proc/stat: (busy ticks, total ticks).
+pub fn proc_stat_cpu_busy_total(cpu: u32) -> (u64, u64) {
+    proc_stat_line_busy_total(&format!("cpu{cpu} "))
+}
+
+/// (busy, total) ticks of the /proc/stat line that starts with `prefix`: user nice system
+/// idle iowait irq softirq steal, of which idle and iowait are not busy.
+fn proc_stat_line_busy_total(prefix: &str) -> (u64, u64) {
     let s = std::fs::read_to_string("/proc/stat").unwrap();
-    let line = s.lines().next().unwrap();
+    let line = s
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .expect("the /proc/stat line");
     let v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
