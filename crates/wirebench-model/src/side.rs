@@ -199,32 +199,46 @@ impl ZeroCopyStats {
 }
 
 /// How one receiving stream flow waited for data (`stream --recv-wait`), counted by the
-/// flow's thread; in a direction's summary, summed over its flows.
+/// flow's thread; or how one epoll worker waited for its flows (`epoll_workers` 1: see
+/// [`StreamSide::worker_waits`]); in a direction's summary, summed over its flows and the
+/// workers of the end that received it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecvWaitStats {
     /// The strategy asked for.
     pub asked: RecvWait,
-    /// Receive calls made.
+    /// Receive calls made (an epoll worker: on all its receiving flows).
     pub recv_calls: u64,
-    /// Zero-timeout `poll`s that found the socket empty.
+    /// Zero-timeout checks that found nothing to read: `poll`s of the flow's socket, or
+    /// an epoll worker's `epoll_wait`s that returned no event.
     pub empty_polls: u64,
     /// Naps taken (each a sleep of [`NAP_US`](crate::spec::NAP_US) µs asked of the thread's timer).
     pub naps: u64,
     /// Time spent in those naps, nanoseconds of the monotonic clock (the timer's slack
     /// included).
     pub nap_ns: u64,
-    /// Receive calls that blocked with the socket found empty: after the naps or the spin
-    /// ran out. `block`, which never checks, counts none.
+    /// Waits that blocked with nothing found to read, after the naps or the spin ran out:
+    /// receive calls, or an epoll worker's `epoll_wait`s. `block`, which never checks,
+    /// counts none.
     pub blocking_waits: u64,
-    /// Receive calls `auto` made blocking without checking the socket, because the socket's
-    /// receive buffer was below
-    /// [`NAP_MIN_RCVBUF_BYTES`](crate::spec::NAP_MIN_RCVBUF_BYTES).
+    /// Waits `auto` made blocking without checking, because the socket's receive buffer
+    /// (an epoll worker: the sum of its receiving flows' buffers) was below
+    /// [`NAP_MIN_RCVBUF_BYTES`](crate::spec::NAP_MIN_RCVBUF_BYTES): receive calls, or an
+    /// epoll worker's `epoll_wait`s.
     pub small_buffer_calls: u64,
-    /// Receive calls `auto` made blocking without checking the socket, because they were
-    /// larger than [`NAP_MAX_CALL_BYTES`](crate::spec::NAP_MAX_CALL_BYTES).
+    /// Waits `auto` made blocking without checking, because the receive calls were larger
+    /// than [`NAP_MAX_CALL_BYTES`](crate::spec::NAP_MAX_CALL_BYTES): receive calls, or an
+    /// epoll worker's `epoll_wait`s.
     #[serde(default)]
     pub large_calls: u64,
+    /// The epoll workers whose waits these are: 0 when each receiving flow's own thread
+    /// waited on its socket.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoll_workers: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RecvWaitStats {
@@ -237,6 +251,7 @@ impl RecvWaitStats {
         self.blocking_waits += o.blocking_waits;
         self.small_buffer_calls += o.small_buffer_calls;
         self.large_calls += o.large_calls;
+        self.epoll_workers += o.epoll_workers;
     }
 }
 
@@ -432,6 +447,11 @@ pub struct StreamSide {
     pub flows: Vec<FlowSide>,
     /// Interval samples (empty unless the spec asked for intervals).
     pub intervals: Vec<ByteInterval>,
+    /// How each epoll worker with receiving flows waited for them (`epoll_workers` 1 in
+    /// each); empty for the thread-per-flow engine, whose flows report their own
+    /// [`FlowSide::recv_wait`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worker_waits: Vec<RecvWaitStats>,
 }
 
 /// One end's workload counts (externally tagged in JSON: `{"stream": {...}}`).

@@ -165,7 +165,8 @@ impl RecvPath {
 }
 
 pub use crate::recv_wait::{
-    RecvWait, NAPS_BEFORE_BLOCK, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES, NAP_US, SPIN_US,
+    RecvWait, NAPS_BEFORE_BLOCK, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES, NAP_SHARED_FLOWS,
+    NAP_US, SPIN_US,
 };
 
 /// How a CRR client closes each connection.

@@ -444,6 +444,7 @@ mod tests {
                     recv_wait: None,
                 }],
                 intervals: Vec::new(),
+                worker_waits: Vec::new(),
             })),
             cpu: None,
             env: Environment::default(),

@@ -26,8 +26,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// each receiving flow's report — and `rr`/`udp_rr` `busy_poll`, which reached the wire
 /// during version 7 without a version of its own: a version 7 peer would refuse them; 9:
 /// `large_calls` in a receiving flow's `recv_wait`, and `auto` no longer naps with calls
-/// above 512 KiB — a version 8 peer would refuse the field).
-pub const PROTOCOL_VERSION: u16 = 9;
+/// above 512 KiB — a version 8 peer would refuse the field; 10: the epoll workers' waits,
+/// `worker_waits` in a stream report and `epoll_workers` in a `recv_wait`, as `auto` now
+/// naps on the epoll engine too — a version 9 peer would refuse them).
+pub const PROTOCOL_VERSION: u16 = 10;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

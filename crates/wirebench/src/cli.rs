@@ -267,12 +267,13 @@ pub struct StreamArgs {
     #[arg(long, value_enum, default_value_t = RecvPathArg::Copy)]
     pub recv_path: RecvPathArg,
     /// How each receiving flow waits while its socket is empty (copy, discard and splice
-    /// paths; a thread per flow): auto (the default: nap while the calls are at most 512
-    /// KiB and the socket's receive buffer at least 1.5 MiB, else block; elsewhere the
-    /// engine's or path's own wait), block (in the receive call), nap (zero-timeout poll,
-    /// then up to 4 sleeps of 20 us on the thread's own timer, then block: the sender's CPU
-    /// then wakes nobody) or spin (zero-timeout polls for up to 50 us, then block; costs
-    /// receiver CPU). Reported per direction.
+    /// paths): auto (the default: nap while the calls are at most 512 KiB and the socket's
+    /// receive buffer at least 1.5 MiB, else block; an epoll worker naps the same way with
+    /// the sum of its flows' buffers; the zerocopy and uring paths wait their own way),
+    /// block (in the receive call, or epoll_wait), nap (zero-timeout poll, then up to 4
+    /// sleeps of 20 us on the thread's own timer, then block: the sender's CPU then wakes
+    /// nobody) or spin (zero-timeout polls for up to 50 us, then block; costs receiver
+    /// CPU); nap and spin need a thread per flow. Reported per direction.
     #[arg(long, value_enum, default_value_t = RecvWaitArg::Auto)]
     pub recv_wait: RecvWaitArg,
     /// Check every received byte against the expected payload (not with --recv-path

@@ -3,7 +3,8 @@
 //! the receiving thread (`voluntary_ctxt_switches` in /proc/PID/task/TID/status of a
 //! separate `wirebench serve` process, whose only data thread is the receiver); `auto`, the
 //! default, naps only with calls of at most 512 KiB and a socket receive buffer, as the
-//! kernel reports it at close, of at least 1.5 MiB.
+//! kernel reports it at close, of at least 1.5 MiB. On the epoll engine a worker naps the
+//! same way before `epoll_wait`, and the kernel counts its naps the same way.
 
 mod common;
 
@@ -13,25 +14,32 @@ use std::time::{Duration, Instant};
 
 use common::daemon::LocalDaemon;
 use common::*;
+use wirebench_model::abort::EngineKind;
 use wirebench_model::result::{DirectionSummary, FlowSummary, RunResult};
 use wirebench_model::side::RecvWaitStats;
 use wirebench_model::spec::{RecvWait, NAPS_BEFORE_BLOCK, NAP_MIN_RCVBUF_BYTES, NAP_US};
 
-/// Voluntary context switches of the stream data threads (`wb-flow-*`) of `pid`, summed.
-fn flow_thread_switches(pid: u32) -> Option<u64> {
-    let mut sum = None;
+/// Context switches of the threads of `pid` whose name starts with `prefix`, summed:
+/// (voluntary, involuntary); `None` while there is none.
+fn thread_switches(pid: u32, prefix: &str) -> Option<(u64, u64)> {
+    let mut sum: Option<(u64, u64)> = None;
     for t in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
         let dir = t.path();
         let comm = fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if !comm.starts_with("wb-flow-") {
+        if !comm.starts_with(prefix) {
             continue;
         }
         let status = fs::read_to_string(dir.join("status")).unwrap_or_default();
-        let vol = status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .and_then(|v| v.trim().parse::<u64>().ok())?;
-        sum = Some(sum.unwrap_or(0) + vol);
+        let count = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let vol = count("voluntary_ctxt_switches:")?;
+        let invol = count("nonvoluntary_ctxt_switches:")?;
+        let (v, i) = sum.unwrap_or((0, 0));
+        sum = Some((v + vol, i + invol));
     }
     sum
 }
@@ -56,12 +64,22 @@ fn stream_to(d: &LocalDaemon, extra: &[&str]) -> RunResult {
 /// switches seen before it ended (the kernel counts from the thread's start, so this is
 /// its whole life but for the last few milliseconds).
 fn run_counting(d: &LocalDaemon, extra: &[&str]) -> (RunResult, u64) {
+    let (r, (voluntary, _)) = run_counting_threads(d, "wb-flow-", extra);
+    (r, voluntary)
+}
+
+/// [`run_counting`] for the daemon's data threads named `prefix*`.
+fn run_counting_threads(
+    d: &LocalDaemon,
+    prefix: &'static str,
+    extra: &[&str],
+) -> (RunResult, (u64, u64)) {
     let pid = d.pid();
     let watcher = thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut last = None;
         while Instant::now() < deadline {
-            match (flow_thread_switches(pid), last) {
+            match (thread_switches(pid, prefix), last) {
                 (Some(v), _) => last = Some(v),
                 (None, Some(_)) => break,
                 (None, None) => {}
@@ -207,5 +225,128 @@ fn a_wait_the_engine_cannot_honour_is_refused() {
         zc.stderr.contains("uring waits its own way"),
         "{}",
         zc.stderr
+    );
+}
+
+/// `f()`, while `perf stat` counts the `clock_nanosleep` calls of process `pid` (every
+/// thread's, from before `f` to after it): `f`'s result and the count. `None` for the
+/// count if perf cannot count the tracepoint here (no perf, no tracefs, not permitted).
+fn counting_nanosleeps<R>(pid: u32, f: impl FnOnce() -> R) -> (R, Option<u64>) {
+    let perf = std::process::Command::new("perf")
+        .args([
+            "stat",
+            "-x,",
+            "-e",
+            "syscalls:sys_enter_clock_nanosleep",
+            "-p",
+        ])
+        .arg(pid.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(perf) = perf else {
+        return (f(), None);
+    };
+    // perf attaches to the process's threads as it starts; give it the time.
+    thread::sleep(Duration::from_millis(500));
+    let r = f();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &perf.id().to_string()])
+        .status();
+    let out = perf.wait_with_output().ok();
+    let count = out.and_then(|o| {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .find(|l| l.contains("sys_enter_clock_nanosleep"))
+            .and_then(|l| l.split(',').next()?.trim().parse::<u64>().ok())
+    });
+    (r, count)
+}
+
+/// The epoll engine (40 flows): the client's senders write 4 KiB calls on CPU 0, which
+/// costs them far more per byte than the daemon's workers on CPU 1 spend reading 1 MiB
+/// calls, so the workers find nothing to read many times a second, even with half their
+/// CPU taken by something else (with the senders' 1 MiB calls and such a neighbour, the
+/// workers were the limit and napped 2 and 14 times in 2 s).
+/// Ground truth: the daemon's `clock_nanosleep` calls, which `perf stat` counts at the
+/// syscall tracepoint (a nap is one call of 20 µs; the kernel's context-switch counts miss
+/// naps whose timer fired while a softirq held the CPU).
+#[test]
+fn an_epoll_worker_naps_on_its_own_timer_and_each_nap_is_a_sleep_call() {
+    let _s = serial();
+    let d = LocalDaemon::start(&[]);
+    let base = [
+        "-t",
+        "2",
+        "-P",
+        "40",
+        "--send-size",
+        "4K",
+        "-A",
+        "0,1",
+        "-C",
+        "cubic",
+    ];
+    let with = |wait: &'static str| -> Vec<&'static str> {
+        let mut a = base.to_vec();
+        a.extend(["--recv-wait", wait]);
+        a
+    };
+    // `block`: the daemon's sleeps outside the workers (its control and sampling threads).
+    let (r, baseline) = counting_nanosleeps(d.pid(), || stream_to(&d, &with("block")));
+    let Some(baseline) = baseline else {
+        let ok = wirebench_sys::require::capability(
+            "perf",
+            false,
+            "perf stat cannot count syscalls:sys_enter_clock_nanosleep here",
+        );
+        assert!(!ok);
+        return;
+    };
+    let w = direction(&r)
+        .0
+        .recv_wait
+        .expect("the workers report their wait");
+    // One record per worker of the receiving end (the engine it reports), none per flow.
+    let server = r.runs[0].server.as_ref().expect("the server's report");
+    let Some(EngineKind::Epoll { workers, .. }) = server.engine else {
+        panic!("40 flows run on the epoll engine: {:?}", server.engine)
+    };
+    assert_eq!(
+        (w.asked, w.epoll_workers),
+        (RecvWait::Block, workers),
+        "{w:?}"
+    );
+    let stream = server.stream().expect("the server's stream report");
+    assert_eq!(stream.worker_waits.len(), workers as usize);
+    assert!(stream.flows.iter().all(|f| f.recv_wait.is_none()));
+    assert_eq!(
+        (w.empty_polls, w.naps, w.nap_ns, w.blocking_waits),
+        (0, 0, 0, 0)
+    );
+    assert!(w.recv_calls > 0, "{w:?}");
+
+    // `auto`, the default: 1 MiB calls, but 40 flows on the worker (NAP_SHARED_FLOWS) and
+    // their autotuned buffers sum far above the bound, so it naps.
+    let (r, sleeps) = counting_nanosleeps(d.pid(), || stream_to(&d, &with("auto")));
+    let sleeps = sleeps.expect("perf counted the block run");
+    let w = direction(&r).0.recv_wait.expect("reported");
+    eprintln!("epoll auto: {w:?}; {sleeps} clock_nanosleep calls, {baseline} with block");
+    assert_eq!((w.asked, w.epoll_workers), (RecvWait::Auto, workers));
+    assert_eq!((w.large_calls, w.small_buffer_calls), (0, 0), "{w:?}");
+    assert!(w.naps > 100, "{w:?}");
+    assert!(w.nap_ns >= w.naps * NAP_US * 1000, "{w:?}");
+    assert!(w.empty_polls >= w.naps, "{w:?}");
+    // Every nap reported is a sleep call the kernel saw, and the workers made no sleep
+    // calls they did not report (beyond what the rest of the daemon makes in a run).
+    assert!(
+        sleeps >= w.naps,
+        "{} naps reported, {sleeps} clock_nanosleep calls seen",
+        w.naps
+    );
+    assert!(
+        sleeps <= w.naps + 2 * baseline + 100,
+        "{} naps reported, {sleeps} clock_nanosleep calls seen ({baseline} without naps)",
+        w.naps
     );
 }

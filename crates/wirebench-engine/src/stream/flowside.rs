@@ -526,6 +526,7 @@ impl<'a> Run<'a> {
             data: StreamSide {
                 flows,
                 intervals: out.intervals,
+                worker_waits: Vec::new(),
             },
             cpu,
             warnings,

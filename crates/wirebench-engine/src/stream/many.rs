@@ -20,7 +20,10 @@
 //! [`CALLS_PER_EVENT`] messages before the worker turns to the next ready flow, so that the
 //! flows of a worker share it round-robin. Worker `w` is pinned as
 //! [`Pinning::thread_cpu`]`(w)` says ([`StreamConfig::pin`]).
-//! The sampling thread is the caller's, as in [`crate::stream`].
+//! The sampling thread is the caller's, as in [`crate::stream`]. A worker with receiving
+//! flows waits for events as [`StreamConfig::recv_wait`] asks (`auto`: zero-timeout
+//! checks and naps on its own timer before a blocking `epoll_wait`; see the crate-private
+//! `epwait` module) and reports its counts in [`StreamSide::worker_waits`].
 //!
 //! Each flow keeps its running byte total in its own cache-line-sized atomic, preallocated
 //! for all flows before the workers start, written (a plain store) only by the worker that
@@ -60,10 +63,11 @@ use std::time::{Duration, Instant};
 
 use rustix::event::epoll;
 use wirebench_model::abort::EngineKind;
-use wirebench_model::side::{ByteInterval, PathUsed, Role, StreamSide};
+use wirebench_model::side::{ByteInterval, PathUsed, RecvWaitStats, Role, StreamSide};
 use wirebench_model::spec::{RecvPath, SendPath};
 use wirebench_model::warning::{Cause, DataThread, FallbackReason, FlowError, Step, Warning};
 
+use super::epwait::{rcvbuf_bytes, EpollWait};
 use super::flowside::{drain_end_ns, socket_facts, FlowDone, PathReport, Run, Shared};
 use super::{verify_counts, FlowPlan, StreamConfig};
 use crate::abort::Abort;
@@ -143,6 +147,10 @@ struct Flow<'p> {
     budget: u64,
     /// Its data phase has ended and [`Shared::flow_finished`] has been told.
     counted: bool,
+    /// A receiver: read calls made.
+    recv_calls: u64,
+    /// A receiver: its `SO_RCVBUF` as last read for the worker's wait.
+    rcvbuf_known: u64,
 }
 
 /// One worker: an epoll set and its flows.
@@ -156,6 +164,8 @@ struct Worker<'a> {
     active: usize,
     /// Receive buffer (one message), shared by the worker's receiving flows.
     buf: Vec<u8>,
+    /// How the worker waits, if it has receiving flows (else it blocks in `epoll_wait`).
+    wait: Option<EpollWait>,
 }
 
 impl<'a> Worker<'a> {
@@ -254,7 +264,12 @@ impl<'a> Worker<'a> {
         for _ in 0..CALLS_PER_EVENT {
             let f = &mut self.flows[i];
             let Some(s) = f.stream.as_ref() else { return };
-            match (&*s).read(&mut self.buf) {
+            let res = (&*s).read(&mut self.buf);
+            f.recv_calls += 1;
+            if let Some(w) = self.wait.as_mut() {
+                w.received(f.recv_calls, &mut f.rcvbuf_known, || rcvbuf_bytes(s));
+            }
+            match res {
                 Ok(0) => return self.finish(i),
                 Ok(n) => {
                     f.total += n as u64;
@@ -341,6 +356,27 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Waits for events into `events`: the worker's [`EpollWait`] if it has one, else
+    /// `epoll_wait` at most `timeout`.
+    fn wait_for(
+        &mut self,
+        events: &mut Vec<epoll::Event>,
+        timeout: &rustix::event::Timespec,
+        stopped: bool,
+    ) -> rustix::io::Result<usize> {
+        match self.wait.as_mut() {
+            Some(w) => w.wait(&self.ep, events, timeout, stopped),
+            None => {
+                events.clear();
+                epoll::wait(
+                    &self.ep,
+                    rustix::buffer::spare_capacity(events),
+                    Some(timeout),
+                )
+            }
+        }
+    }
+
     /// The event loop. Returns when every flow is done or on abort.
     fn run(&mut self) {
         let mut events: Vec<epoll::Event> =
@@ -365,12 +401,7 @@ impl<'a> Worker<'a> {
                 }
                 next_scan = Instant::now();
             }
-            events.clear();
-            match epoll::wait(
-                &self.ep,
-                rustix::buffer::spare_capacity(&mut events),
-                Some(&timeout),
-            ) {
+            match self.wait_for(&mut events, &timeout, stopped) {
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => {
@@ -407,19 +438,23 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// Sets a worker's flows up and runs them; returns (flow index, result) per flow.
+/// What a worker leaves: (flow index, result) per flow, and how it waited if it had
+/// receiving flows.
+type WorkerDone = (Vec<(usize, FlowDone)>, Option<RecvWaitStats>);
+
+/// Sets a worker's flows up and runs them.
 fn run_worker<'a>(
     plans: Vec<(usize, FlowPlan)>,
     env: &'a Env<'a>,
     shared: &'a Shared,
     abort: &'a Abort,
-) -> Vec<(usize, FlowDone)> {
+) -> WorkerDone {
     let msg = env.cfg.recv_size_bytes.max(1);
     let ep = match epoll::create(epoll::CreateFlags::CLOEXEC) {
         Ok(ep) => ep,
         Err(e) => {
             let e = FlowError::os(Step::Epoll, &io::Error::from(e));
-            return plans
+            let done = plans
                 .into_iter()
                 .map(|(idx, plan)| {
                     let mut done = FlowDone::new(0, Some(e.clone()), env.path_report(plan.role));
@@ -428,6 +463,7 @@ fn run_worker<'a>(
                     (idx, done)
                 })
                 .collect();
+            return (done, None);
         }
     };
     let mut w = Worker {
@@ -438,6 +474,7 @@ fn run_worker<'a>(
         flows: Vec::with_capacity(plans.len()),
         active: 0,
         buf: Vec::new(),
+        wait: None,
     };
     let mut setup_errors = Vec::new();
     for (i, (idx, plan)) in plans.into_iter().enumerate() {
@@ -453,6 +490,16 @@ fn run_worker<'a>(
                     epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
                 )
             }
+        };
+        let rcvbuf_known = match plan.role {
+            Role::Receiver => {
+                let b = rcvbuf_bytes(&s);
+                w.wait
+                    .get_or_insert_with(|| EpollWait::new(env.cfg.recv_wait, msg))
+                    .add_buffer(b);
+                b
+            }
+            Role::Sender => 0,
         };
         let verifier = (plan.role == Role::Receiver && env.cfg.verify)
             .then(|| Verifier::new(env.payload.block()));
@@ -476,6 +523,8 @@ fn run_worker<'a>(
             done: None,
             budget: shared.budget[idx],
             counted: false,
+            recv_calls: 0,
+            rcvbuf_known,
         });
         w.active += 1;
     }
@@ -487,10 +536,13 @@ fn run_worker<'a>(
         w.finish(i);
     }
     w.run();
-    w.flows
+    let waited = w.wait.as_ref().map(EpollWait::stats);
+    let done = w
+        .flows
         .into_iter()
         .filter_map(|f| f.done.map(|d| (f.idx, d)))
-        .collect()
+        .collect();
+    (done, waited)
 }
 
 /// Run a stream test over `plans` on `threads` epoll worker threads (at least one, at most
@@ -536,7 +588,8 @@ pub fn run(
     }
 
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
-    thread::scope(|scope| {
+    let mut worker_waits = Vec::new();
+    let mut out = thread::scope(|scope| {
         let mut handles = Vec::with_capacity(threads);
         for (w, share) in shares.into_iter().enumerate() {
             let (shared, env) = (&shared, &env);
@@ -555,7 +608,8 @@ pub fn run(
         run.finish(&threads, sink, abort, || {
             let mut results: Vec<Option<FlowDone>> = (0..n).map(|_| None).collect();
             for h in handles.into_iter().flatten() {
-                if let Ok((done, pin_err)) = h.join() {
+                if let Ok(((done, waited), pin_err)) = h.join() {
+                    worker_waits.extend(waited);
                     for (idx, mut d) in done {
                         // Every flow of the worker reports it, unless it has an error of its own.
                         if let Some(e) = &pin_err {
@@ -567,5 +621,7 @@ pub fn run(
             }
             results
         })
-    })
+    });
+    out.data.worker_waits = worker_waits;
+    out
 }

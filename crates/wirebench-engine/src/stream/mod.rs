@@ -43,6 +43,7 @@
 //! worth at a time (at most the send size), so the rate is smooth rather than one
 //! message-sized burst at a time.
 
+mod epwait;
 pub(crate) mod flowside;
 pub mod many;
 

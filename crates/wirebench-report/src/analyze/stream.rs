@@ -185,8 +185,14 @@ pub(crate) fn summarize(
             continue;
         }
         let per_flow: Vec<&FlowSummary> = flows.iter().filter(|f| f.dir == dir).collect();
+        let worker_waits = reports
+            .iter()
+            .find(|(h, _)| *h == receiver_of(dir))
+            .and_then(|(_, r)| r.stream())
+            .map_or(&[][..], |s| s.worker_waits.as_slice());
         let ctx = DirectionCtx {
             dir,
+            worker_waits,
             both_completed,
             both_present: server_present,
             stop_after: match &spec.workload {
@@ -364,8 +370,11 @@ fn sum_present(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 }
 
 /// What a direction's summary needs to know besides its flows.
-struct DirectionCtx {
+struct DirectionCtx<'a> {
     dir: FlowDir,
+    /// The waits of the epoll workers at the end that received this direction (each
+    /// end receives one direction only).
+    worker_waits: &'a [RecvWaitStats],
     both_completed: bool,
     both_present: bool,
     /// `-n/-k`: the count asked for per direction, and the duration bound (ms).
@@ -374,7 +383,7 @@ struct DirectionCtx {
 
 /// Totals of one direction.
 fn direction_summary(
-    ctx: &DirectionCtx,
+    ctx: &DirectionCtx<'_>,
     members: &[&Joined<'_>],
     per_flow: &[&FlowSummary],
     warnings: &mut Warnings,
@@ -487,17 +496,18 @@ fn direction_summary(
                 Some(a)
             },
         ),
-        recv_wait: receivers.iter().filter_map(|f| f.recv_wait.as_ref()).fold(
-            None,
-            |acc: Option<RecvWaitStats>, w| {
+        recv_wait: receivers
+            .iter()
+            .filter_map(|f| f.recv_wait.as_ref())
+            .chain(ctx.worker_waits)
+            .fold(None, |acc: Option<RecvWaitStats>, w| {
                 let mut a = acc.unwrap_or_else(|| RecvWaitStats {
                     asked: w.asked,
                     ..RecvWaitStats::default()
                 });
                 a.add(w);
                 Some(a)
-            },
-        ),
+            }),
         verified_bytes: sum_present(per_flow.iter().map(|f| f.verified_bytes)),
         verify_errors: sum_present(per_flow.iter().map(|f| f.verify_errors)),
     }

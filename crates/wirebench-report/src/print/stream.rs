@@ -173,34 +173,53 @@ fn paths_line(d: &DirectionSummary) -> Option<String> {
 }
 
 /// `forward: receive wait auto: ...`: how the receivers waited for data, summed over the
-/// flows; `None` when no receiver reported it.
+/// flows (or the epoll workers that served them); `None` when no receiver reported it.
 fn wait_line(d: &DirectionSummary) -> Option<String> {
     let w = d.recv_wait.as_ref()?;
     let n = |count: u64, what: &str| format!("{count} {what}{}", text::plural(count));
-    let mut line = format!(
-        "{}: receive wait {}: {}",
-        label::dir(d.dir),
-        w.asked.as_str(),
-        n(w.recv_calls, "receive call")
-    );
+    let workers = u64::from(w.epoll_workers);
+    let mut line = format!("{}: receive wait {}", label::dir(d.dir), w.asked.as_str());
+    if workers > 0 {
+        let _ = write!(line, " ({})", n(workers, "epoll worker"));
+    }
+    let _ = write!(line, ": {}", n(w.recv_calls, "receive call"));
+    let (check, wait, timers, buffer) = if workers > 0 {
+        (
+            "zero-timeout epoll_wait",
+            "epoll_wait",
+            "the workers' own timers",
+            "the workers' receive buffers summed below",
+        )
+    } else {
+        (
+            "zero-timeout poll",
+            "call",
+            "the receivers' own timers",
+            "receive buffer below",
+        )
+    };
     if w.asked == RecvWait::Block {
-        line.push_str(", each blocking until data arrived");
+        line.push_str(if workers > 0 {
+            ", blocking in epoll_wait until a flow was ready"
+        } else {
+            ", each blocking until data arrived"
+        });
         return Some(line);
     }
     let _ = write!(
         line,
-        "; {} found the socket empty; {} on the receivers' own timers ({:.1} ms in all); {} \
-         blocked after waiting that way",
-        n(w.empty_polls, "zero-timeout poll"),
+        "; {} found nothing to read; {} on {timers} ({:.1} ms in all); {} blocked after \
+         waiting that way",
+        n(w.empty_polls, check),
         n(w.naps, "nap"),
         w.nap_ns as f64 / 1e6,
-        n(w.blocking_waits, "call")
+        n(w.blocking_waits, wait)
     );
     if w.small_buffer_calls > 0 {
         let _ = write!(
             line,
-            "; {} blocked without a check (receive buffer below {})",
-            n(w.small_buffer_calls, "call"),
+            "; {} blocked without a check ({buffer} {})",
+            n(w.small_buffer_calls, wait),
             units::size(NAP_MIN_RCVBUF_BYTES)
         );
     }
@@ -208,7 +227,7 @@ fn wait_line(d: &DirectionSummary) -> Option<String> {
         let _ = write!(
             line,
             "; {} blocked without a check (calls above {})",
-            n(w.large_calls, "call"),
+            n(w.large_calls, wait),
             units::size(NAP_MAX_CALL_BYTES)
         );
     }

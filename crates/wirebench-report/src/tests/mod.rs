@@ -270,6 +270,7 @@ pub(crate) fn stream_report(
         Some(SideData::Stream(StreamSide {
             flows,
             intervals: Vec::new(),
+            worker_waits: Vec::new(),
         })),
         cpu,
     )

@@ -595,6 +595,7 @@ fn receive_waits_are_summed_over_the_receivers_and_printed() {
             blocking_waits: 1,
             small_buffer_calls: 64,
             large_calls: 7,
+            epoll_workers: 0,
         });
     }
     let s = summarize(&spec, &client, Some(&server), false);
@@ -613,7 +614,7 @@ fn receive_waits_are_summed_over_the_receivers_and_printed() {
     );
     let text = print::human(&result_with(vec![record(0, s)])).replace("\n  ", " ");
     let needle = "forward: receive wait auto: 2001 receive calls; 600 zero-timeout polls found \
-                  the socket empty; 581 naps on the receivers' own timers (60.0 ms in all); 2 \
+                  nothing to read; 581 naps on the receivers' own timers (60.0 ms in all); 2 \
                   calls blocked after waiting that way; 128 calls blocked without a check \
                   (receive buffer below 1536K); 14 calls blocked without a check (calls above \
                   512K)";
@@ -624,6 +625,49 @@ fn receive_waits_are_summed_over_the_receivers_and_printed() {
     assert!(stream_of(&s).directions[0].recv_wait.is_none());
     let text = print::human(&result_with(vec![record(0, s)]));
     assert!(!text.contains("receive wait"), "{text}");
+}
+
+#[test]
+fn the_epoll_workers_waits_count_for_the_direction_they_received() {
+    let (spec, client, mut server) = forward_two();
+    let worker = |calls: u64| RecvWaitStats {
+        asked: RecvWait::Auto,
+        recv_calls: calls,
+        empty_polls: 50,
+        naps: 40,
+        nap_ns: 4_000_000,
+        blocking_waits: 10,
+        small_buffer_calls: 3,
+        large_calls: 0,
+        epoll_workers: 1,
+    };
+    stream_mut(&mut server).worker_waits = vec![worker(500), worker(700)];
+    // The client's workers (it only sent) would be none; a stray record there is not the
+    // forward direction's.
+    let mut client = client;
+    stream_mut(&mut client).worker_waits = vec![worker(1)];
+    let s = summarize(&spec, &client, Some(&server), false);
+    let w = stream_of(&s).directions[0]
+        .recv_wait
+        .clone()
+        .expect("summed");
+    assert_eq!(
+        (
+            w.recv_calls,
+            w.empty_polls,
+            w.naps,
+            w.blocking_waits,
+            w.epoll_workers
+        ),
+        (1200, 100, 80, 20, 2)
+    );
+    let text = print::human(&result_with(vec![record(0, s)])).replace("\n  ", " ");
+    let needle = "forward: receive wait auto (2 epoll workers): 1200 receive calls; 100 \
+                  zero-timeout epoll_waits found nothing to read; 80 naps on the workers' own \
+                  timers (8.0 ms in all); 20 epoll_waits blocked after waiting that way; 6 \
+                  epoll_waits blocked without a check (the workers' receive buffers summed \
+                  below 1536K)";
+    assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
 }
 
 #[test]
