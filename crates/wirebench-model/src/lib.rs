@@ -35,6 +35,7 @@ pub mod sweep;
 pub mod tcp_series;
 pub mod text;
 pub mod udp;
+pub mod udp_summary;
 pub mod validate;
 pub mod verdict;
 pub mod warning;
