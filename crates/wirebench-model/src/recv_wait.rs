@@ -22,10 +22,11 @@ pub enum RecvWait {
     /// data that arrives during a nap cannot fill the window: small `-w` windows, slow
     /// paths). On the epoll engine each worker with receiving flows does the same before a
     /// blocking `epoll_wait`, with the sum of its receiving flows' buffers against the
-    /// bound, and at any call size once it serves [`NAP_SHARED_FLOWS`] of them. On the zerocopy and uring receive paths, which wait their own way, `auto` is
-    /// their wait. On an Intel Xeon VM (1 s pinned loopback runs)
-    /// napping took 128–512 KiB calls 16–20 % faster with no run window-limited, while at
-    /// 1 MiB it gained nothing and left 9 of 25 runs stuck window-limited (0 of 25 blocking).
+    /// bound, and at any call size once it serves [`NAP_SHARED_FLOWS`] of them. On the
+    /// zerocopy and uring receive paths, which wait their own way, `auto` is their wait. On
+    /// an Intel Xeon VM (1 s pinned loopback runs) napping took 128–512 KiB calls 16–20 %
+    /// faster with no run window-limited, while at 1 MiB it gained nothing and left 9 of 25
+    /// runs stuck window-limited (0 of 25 blocking).
     Auto,
     /// Block in the receive call until data arrives (what most applications do; what an
     /// absent `recv_wait` means on the wire).
@@ -88,8 +89,8 @@ pub const NAP_MIN_RCVBUF_BYTES: u64 = 3 << 19;
 pub const NAP_MAX_CALL_BYTES: u64 = 512 << 10;
 /// Receiving flows an epoll worker serves from which [`RecvWait::Auto`] naps whatever the
 /// call size: what arrives during a nap is shared among them, so no one flow's window fills
-/// the way a lone 1 MiB flow's did. On an Intel Xeon VM's loopback at 1 MiB calls napping
-/// workers gained 5–11 % with 20, 50 and 500 flows each.
+/// the way a lone 1 MiB flow's did. On an Intel Xeon VM's loopback at 1 MiB calls a
+/// napping worker gained 4–8 % with 40 and with 1,000 flows (interleaved 4 s runs).
 pub const NAP_SHARED_FLOWS: u32 = 8;
 /// How long [`RecvWait::Spin`] polls before it blocks, microseconds.
 pub const SPIN_US: u64 = 50;
