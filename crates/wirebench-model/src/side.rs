@@ -133,8 +133,9 @@ pub struct FlowSide {
     pub zerocopy: Option<ZeroCopyStats>,
     /// With `verify`: payload bytes this receiver checked and bytes that differed.
     pub verify: Option<VerifyCounts>,
-    /// How this receiving flow waited for data; `None` for senders and for receivers that
-    /// wait their own way (the epoll engine, `zerocopy` and `uring` receive paths).
+    /// How this receiving flow waited for data; `None` for senders, for the epoll engine's
+    /// receivers (their worker waits for them: [`StreamSide::worker_waits`]) and for the
+    /// `zerocopy` and `uring` receive paths, which wait their own way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_wait: Option<RecvWaitStats>,
 }
