@@ -4,7 +4,7 @@
 //! separate `wirebench serve` process, whose only data thread is the receiver); `auto`, the
 //! default, naps only with calls of at most 512 KiB and a socket receive buffer, as the
 //! kernel reports it at close, of at least 1.5 MiB. On the epoll engine a worker naps the
-//! same way before `epoll_wait`, and the kernel counts its naps the same way.
+//! same way before `epoll_wait`; there `perf stat` counts its sleep calls.
 
 mod common;
 
@@ -19,27 +19,21 @@ use wirebench_model::result::{DirectionSummary, FlowSummary, RunResult};
 use wirebench_model::side::RecvWaitStats;
 use wirebench_model::spec::{RecvWait, NAPS_BEFORE_BLOCK, NAP_MIN_RCVBUF_BYTES, NAP_US};
 
-/// Context switches of the threads of `pid` whose name starts with `prefix`, summed:
-/// (voluntary, involuntary); `None` while there is none.
-fn thread_switches(pid: u32, prefix: &str) -> Option<(u64, u64)> {
-    let mut sum: Option<(u64, u64)> = None;
+/// Voluntary context switches of the stream data threads (`wb-flow-*`) of `pid`, summed.
+fn flow_thread_switches(pid: u32) -> Option<u64> {
+    let mut sum = None;
     for t in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
         let dir = t.path();
         let comm = fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if !comm.starts_with(prefix) {
+        if !comm.starts_with("wb-flow-") {
             continue;
         }
         let status = fs::read_to_string(dir.join("status")).unwrap_or_default();
-        let count = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
-        let vol = count("voluntary_ctxt_switches:")?;
-        let invol = count("nonvoluntary_ctxt_switches:")?;
-        let (v, i) = sum.unwrap_or((0, 0));
-        sum = Some((v + vol, i + invol));
+        let vol = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())?;
+        sum = Some(sum.unwrap_or(0) + vol);
     }
     sum
 }
@@ -64,22 +58,12 @@ fn stream_to(d: &LocalDaemon, extra: &[&str]) -> RunResult {
 /// switches seen before it ended (the kernel counts from the thread's start, so this is
 /// its whole life but for the last few milliseconds).
 fn run_counting(d: &LocalDaemon, extra: &[&str]) -> (RunResult, u64) {
-    let (r, (voluntary, _)) = run_counting_threads(d, "wb-flow-", extra);
-    (r, voluntary)
-}
-
-/// [`run_counting`] for the daemon's data threads named `prefix*`.
-fn run_counting_threads(
-    d: &LocalDaemon,
-    prefix: &'static str,
-    extra: &[&str],
-) -> (RunResult, (u64, u64)) {
     let pid = d.pid();
     let watcher = thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut last = None;
         while Instant::now() < deadline {
-            match (thread_switches(pid, prefix), last) {
+            match (flow_thread_switches(pid), last) {
                 (Some(v), _) => last = Some(v),
                 (None, Some(_)) => break,
                 (None, None) => {}
