@@ -85,66 +85,76 @@ impl Waiter {
     }
 
     fn nap(&mut self, s: &TcpStream) {
-        for _ in 0..NAPS_BEFORE_BLOCK {
-            if self.ready(s) {
-                return;
-            }
-            let t0 = Instant::now();
-            std::thread::sleep(Duration::from_micros(NAP_US));
-            self.stats.naps += 1;
-            self.stats.nap_ns += t0.elapsed().as_nanos() as u64;
-        }
-        if !self.ready(s) {
-            self.stats.blocking_waits += 1;
-        }
+        nap_until(&mut self.stats, || readable(s));
     }
 
     fn spin(&mut self, s: &TcpStream) {
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_micros(SPIN_US) {
-            if self.ready(s) {
+            if readable(s) {
                 return;
             }
+            self.stats.empty_polls += 1;
         }
         self.stats.blocking_waits += 1;
     }
-
-    /// A zero-timeout poll: true if `s` is readable (or in error, or polling failed: the
-    /// receive call then says what is wrong).
-    fn ready(&mut self, s: &TcpStream) -> bool {
-        let fd = s.as_fd();
-        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-        let now = Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        match poll(&mut fds, Some(&now)) {
-            Ok(0) => {
-                self.stats.empty_polls += 1;
-                false
-            }
-            _ => true,
-        }
-    }
 }
 
-/// `SO_RCVBUF` of `s` (0 if it cannot be read: `auto` then blocks).
-fn rcvbuf_bytes(s: &TcpStream) -> u64 {
-    rustix::net::sockopt::socket_recv_buffer_size(s.as_fd()).map_or(0, |b| b as u64)
+/// The nap both waiters take (a flow's [`Waiter`] and an epoll worker's
+/// [`EpollWait`](crate::stream::epwait::EpollWait)): check with `ready` (a zero-timeout
+/// check); while it finds nothing, sleep [`NAP_US`] µs on the thread's own timer and check
+/// again, at most [`NAPS_BEFORE_BLOCK`] times. Counts the empty checks, the naps and their
+/// time in `stats`, and a blocking wait if the naps ran out. True if `ready` found
+/// something (the caller then proceeds without blocking).
+pub(crate) fn nap_until(stats: &mut RecvWaitStats, mut ready: impl FnMut() -> bool) -> bool {
+    for i in 0..=NAPS_BEFORE_BLOCK {
+        if i > 0 {
+            let t0 = Instant::now();
+            std::thread::sleep(Duration::from_micros(NAP_US));
+            stats.naps += 1;
+            stats.nap_ns += t0.elapsed().as_nanos() as u64;
+        }
+        if ready() {
+            return true;
+        }
+        stats.empty_polls += 1;
+    }
+    stats.blocking_waits += 1;
+    false
+}
+
+/// A zero-timeout poll: true if `s` is readable (or in error, or polling failed: the
+/// receive call then says what is wrong).
+fn readable(s: &TcpStream) -> bool {
+    let fd = s.as_fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    !matches!(poll(&mut fds, Some(&now)), Ok(0))
+}
+
+/// `SO_RCVBUF` of `fd` (0 if it cannot be read: `auto` then blocks).
+pub(crate) fn rcvbuf_bytes(fd: impl AsFd) -> u64 {
+    rustix::net::sockopt::socket_recv_buffer_size(fd).map_or(0, |b| b as u64)
+}
+
+/// A connected loopback TCP pair (client, accepted end), for the waiters' tests.
+#[cfg(test)]
+pub(crate) fn loopback_pair() -> (TcpStream, TcpStream) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    (c, s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
-    use std::net::TcpListener;
 
-    fn pair() -> (TcpStream, TcpStream) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        (c, s)
-    }
+    use loopback_pair as pair;
 
     #[test]
     fn paths_that_wait_their_own_way_have_no_waiter() {

@@ -15,14 +15,13 @@
 //! calls are at most [`NAP_MAX_CALL_BYTES`] or the worker serves at least
 //! [`NAP_SHARED_FLOWS`] receiving flows.
 
-use std::os::fd::{AsFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::os::fd::OwnedFd;
 
 use rustix::event::{epoll, Timespec};
 use wirebench_model::side::RecvWaitStats;
-use wirebench_model::spec::{
-    RecvWait, NAPS_BEFORE_BLOCK, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES, NAP_SHARED_FLOWS, NAP_US,
-};
+use wirebench_model::spec::{RecvWait, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES, NAP_SHARED_FLOWS};
+
+use crate::recvwait::nap_until;
 
 /// Receive calls on one flow between two reads of its `SO_RCVBUF` while the worker's sum
 /// is below [`NAP_MIN_RCVBUF_BYTES`] (autotuning grows the buffers within the first round
@@ -39,11 +38,6 @@ pub(crate) struct EpollWait {
     flows: u32,
     /// Sum of the receiving flows' `SO_RCVBUF`, as last read.
     rcvbuf_sum: u64,
-}
-
-/// `SO_RCVBUF` of `fd` (0 if it cannot be read: the sum then stays low and `auto` blocks).
-pub(crate) fn rcvbuf_bytes(fd: impl AsFd) -> u64 {
-    rustix::net::sockopt::socket_recv_buffer_size(fd).map_or(0, |b| b as u64)
 }
 
 impl EpollWait {
@@ -121,21 +115,16 @@ impl EpollWait {
                 tv_sec: 0,
                 tv_nsec: 0,
             };
-            for i in 0..=NAPS_BEFORE_BLOCK {
-                if i > 0 {
-                    let t0 = Instant::now();
-                    std::thread::sleep(Duration::from_micros(NAP_US));
-                    self.stats.naps += 1;
-                    self.stats.nap_ns += t0.elapsed().as_nanos() as u64;
-                }
+            // A zero-timeout epoll_wait; an error ends the naps and is returned.
+            let mut checked = Ok(0);
+            let found = nap_until(&mut self.stats, || {
                 events.clear();
-                let n = epoll::wait(ep, rustix::buffer::spare_capacity(events), Some(&now))?;
-                if n > 0 {
-                    return Ok(n);
-                }
-                self.stats.empty_polls += 1;
+                checked = epoll::wait(ep, rustix::buffer::spare_capacity(events), Some(&now));
+                !matches!(checked, Ok(0))
+            });
+            if found {
+                return checked;
             }
-            self.stats.blocking_waits += 1;
         }
         events.clear();
         epoll::wait(ep, rustix::buffer::spare_capacity(events), Some(timeout))
@@ -151,14 +140,11 @@ impl EpollWait {
 mod tests {
     use super::*;
     use std::io::Write;
-    use std::net::{TcpListener, TcpStream};
+    use std::net::TcpStream;
+    use std::time::Instant;
+    use wirebench_model::spec::{NAPS_BEFORE_BLOCK, NAP_US};
 
-    fn pair() -> (TcpStream, TcpStream) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        (c, s)
-    }
+    use crate::recvwait::loopback_pair as pair;
 
     fn watching(s: &TcpStream) -> OwnedFd {
         let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();

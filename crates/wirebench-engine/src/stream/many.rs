@@ -67,11 +67,12 @@ use wirebench_model::side::{ByteInterval, PathUsed, RecvWaitStats, Role, StreamS
 use wirebench_model::spec::{RecvPath, SendPath};
 use wirebench_model::warning::{Cause, DataThread, FallbackReason, FlowError, Step, Warning};
 
-use super::epwait::{rcvbuf_bytes, EpollWait};
+use super::epwait::EpollWait;
 use super::flowside::{drain_end_ns, socket_facts, FlowDone, PathReport, Run, Shared};
 use super::{verify_counts, FlowPlan, StreamConfig};
 use crate::abort::Abort;
 use crate::paths::{Payload, Verifier};
+use crate::recvwait::rcvbuf_bytes;
 use crate::threads::{spawn_data, started, DataThreads};
 use crate::util::{is_timeout, ns_since};
 #[cfg(doc)]
