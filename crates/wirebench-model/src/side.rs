@@ -202,7 +202,8 @@ impl ZeroCopyStats {
 /// How one receiving stream flow waited for data (`stream --recv-wait`), counted by the
 /// flow's thread; or how one epoll worker waited for its flows (`epoll_workers` 1: see
 /// [`StreamSide::worker_waits`]); in a direction's summary, summed over its flows and the
-/// workers of the end that received it.
+/// workers of the end that received it. Counted over the whole test (warm-up, the
+/// measurement window and the drain), not only the window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecvWaitStats {

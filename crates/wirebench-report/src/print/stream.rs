@@ -173,7 +173,8 @@ fn paths_line(d: &DirectionSummary) -> Option<String> {
 }
 
 /// `forward: receive wait auto: ...`: how the receivers waited for data, summed over the
-/// flows (or the epoll workers that served them); `None` when no receiver reported it.
+/// flows (or the epoll workers that served them), over the whole test; `None` when no
+/// receiver reported it.
 fn wait_line(d: &DirectionSummary) -> Option<String> {
     let w = d.recv_wait.as_ref()?;
     let n = |count: u64, what: &str| format!("{count} {what}{}", text::plural(count));
@@ -204,6 +205,7 @@ fn wait_line(d: &DirectionSummary) -> Option<String> {
         } else {
             ", each blocking until data arrived"
         });
+        line.push_str(WHOLE_TEST);
         return Some(line);
     }
     let _ = write!(
@@ -215,24 +217,24 @@ fn wait_line(d: &DirectionSummary) -> Option<String> {
         w.nap_ns as f64 / 1e6,
         n(w.blocking_waits, wait)
     );
-    if w.small_buffer_calls > 0 {
+    let unchecked = [
+        (w.small_buffer_calls, buffer, NAP_MIN_RCVBUF_BYTES),
+        (w.large_calls, "calls above", NAP_MAX_CALL_BYTES),
+    ];
+    for (count, why, bound) in unchecked.into_iter().filter(|u| u.0 > 0) {
         let _ = write!(
             line,
-            "; {} blocked without a check ({buffer} {})",
-            n(w.small_buffer_calls, wait),
-            units::size(NAP_MIN_RCVBUF_BYTES)
+            "; {} blocked without a check ({why} {})",
+            n(count, wait),
+            units::size(bound)
         );
     }
-    if w.large_calls > 0 {
-        let _ = write!(
-            line,
-            "; {} blocked without a check (calls above {})",
-            n(w.large_calls, wait),
-            units::size(NAP_MAX_CALL_BYTES)
-        );
-    }
+    line.push_str(WHOLE_TEST);
     Some(line)
 }
+
+/// The window of the receive-wait counts: each receiver's (or worker's) whole life.
+const WHOLE_TEST: &str = " (counted over the whole test, warm-up and drain included)";
 
 fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary], u: RateUnit) {
     let name = label::dir(d.dir);
