@@ -189,13 +189,17 @@ pub struct ZeroCopyStats {
 }
 
 impl ZeroCopyStats {
-    /// Add `o` field by field.
+    /// Add `o` field by field (saturating: the counts may come from a peer).
     pub fn add(&mut self, o: &ZeroCopyStats) {
-        self.sends += o.sends;
-        self.sends_completed_zerocopy += o.sends_completed_zerocopy;
-        self.sends_completed_copied += o.sends_completed_copied;
-        self.bytes_mapped += o.bytes_mapped;
-        self.bytes_copied += o.bytes_copied;
+        self.sends = self.sends.saturating_add(o.sends);
+        self.sends_completed_zerocopy = self
+            .sends_completed_zerocopy
+            .saturating_add(o.sends_completed_zerocopy);
+        self.sends_completed_copied = self
+            .sends_completed_copied
+            .saturating_add(o.sends_completed_copied);
+        self.bytes_mapped = self.bytes_mapped.saturating_add(o.bytes_mapped);
+        self.bytes_copied = self.bytes_copied.saturating_add(o.bytes_copied);
     }
 }
 
@@ -244,16 +248,16 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl RecvWaitStats {
-    /// Add `o`'s counts (`asked` stays).
+    /// Add `o`'s counts (`asked` stays; saturating: the counts may come from a peer).
     pub fn add(&mut self, o: &RecvWaitStats) {
-        self.recv_calls += o.recv_calls;
-        self.empty_polls += o.empty_polls;
-        self.naps += o.naps;
-        self.nap_ns += o.nap_ns;
-        self.blocking_waits += o.blocking_waits;
-        self.small_buffer_calls += o.small_buffer_calls;
-        self.large_calls += o.large_calls;
-        self.epoll_workers += o.epoll_workers;
+        self.recv_calls = self.recv_calls.saturating_add(o.recv_calls);
+        self.empty_polls = self.empty_polls.saturating_add(o.empty_polls);
+        self.naps = self.naps.saturating_add(o.naps);
+        self.nap_ns = self.nap_ns.saturating_add(o.nap_ns);
+        self.blocking_waits = self.blocking_waits.saturating_add(o.blocking_waits);
+        self.small_buffer_calls = self.small_buffer_calls.saturating_add(o.small_buffer_calls);
+        self.large_calls = self.large_calls.saturating_add(o.large_calls);
+        self.epoll_workers = self.epoll_workers.saturating_add(o.epoll_workers);
     }
 }
 

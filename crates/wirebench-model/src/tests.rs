@@ -352,3 +352,23 @@ fn iso8601_dates() {
     assert_eq!(iso8601_utc(1_795_520_290_123), "2026-11-24T11:38:10.123Z");
     assert_eq!(iso8601_utc(4_102_444_799_999), "2099-12-31T23:59:59.999Z");
 }
+
+#[test]
+fn summed_peer_counts_saturate_instead_of_wrapping() {
+    use crate::side::{RecvWaitStats, ZeroCopyStats};
+    let huge = RecvWaitStats {
+        naps: u64::MAX,
+        epoll_workers: u32::MAX,
+        ..RecvWaitStats::default()
+    };
+    let mut sum = huge.clone();
+    sum.add(&huge);
+    assert_eq!((sum.naps, sum.epoll_workers), (u64::MAX, u32::MAX));
+    let z = ZeroCopyStats {
+        bytes_copied: u64::MAX,
+        ..ZeroCopyStats::default()
+    };
+    let mut zs = z.clone();
+    zs.add(&z);
+    assert_eq!(zs.bytes_copied, u64::MAX);
+}
