@@ -28,14 +28,25 @@ impl CpuSnapshot {
             .ok()
             .and_then(|t| parse_proc_stat(&t).ok());
         tracing::debug!(at_ns, ?tids, "cpu snapshot");
-        let mut threads = CpuTimes::default();
+        let mut threads = CpuTimes {
+            run_delay_ns: Some(0),
+            ..CpuTimes::default()
+        };
         for (i, &tid) in tids.iter().enumerate() {
             match thread_cpu_times(tid).ok().or_else(|| exited(i)) {
                 Some(t) => {
                     threads.user_ns += t.user_ns;
                     threads.system_ns += t.system_ns;
+                    // One thread without it makes the sum unknown.
+                    threads.run_delay_ns = threads
+                        .run_delay_ns
+                        .zip(t.run_delay_ns)
+                        .map(|(a, b)| a.saturating_add(b));
                 }
-                None => tracing::warn!(tid, "thread CPU time not readable"),
+                None => {
+                    threads.run_delay_ns = None;
+                    tracing::warn!(tid, "thread CPU time not readable");
+                }
             }
         }
         CpuSnapshot {
@@ -70,6 +81,11 @@ pub fn report(
             .threads
             .system_ns
             .saturating_sub(before.threads.system_ns),
+        threads_run_delay_ns: after
+            .threads
+            .run_delay_ns
+            .zip(before.threads.run_delay_ns)
+            .map(|(a, b)| a.saturating_sub(b)),
         cpus_used,
     })
 }

@@ -545,6 +545,18 @@ pub struct EndCpu {
     pub threads_system_ns: u64,
     /// `(threads_user_ns + threads_system_ns) / window_ns × 100`: percent of one CPU.
     pub threads_util_pct_of_one_cpu: f64,
+    /// wirebench data-path threads at this end, summed: time runnable but waiting on a run
+    /// queue for a CPU over the window, ns (schedstat; the time from each wake-up to running
+    /// included). Absent when not measured (or from a peer before protocol version 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_run_delay_ns: Option<u64>,
+    /// The busiest of the CPUs this end's data threads could run on (every CPU when
+    /// `cpus_used` is empty): its number. Absent in results recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_used_cpu: Option<u32>,
+    /// That CPU's breakdown, percent of that CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_used: Option<CpuBreakdown>,
     /// netperf's service demand from system-wide busy time: CPU µs per KB (1024 bytes)
     /// delivered by the whole test.
     pub service_demand_us_per_kb: Option<f64>,

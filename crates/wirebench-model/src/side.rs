@@ -375,6 +375,11 @@ pub struct CpuReport {
     pub threads_user_ns: u64,
     /// wirebench's own data-path threads at this end, kernel mode, ns.
     pub threads_system_ns: u64,
+    /// wirebench's own data-path threads at this end, summed: time runnable but waiting on
+    /// a run queue for a CPU, ns (`/proc/self/task/<tid>/schedstat`; it includes the time
+    /// from each wake-up to running). Absent when a thread's was not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_run_delay_ns: Option<u64>,
     /// The CPUs this end's data threads were allowed to run on (pinned or the affinity
     /// mask), in ascending order; empty when unknown.
     pub cpus_used: Vec<u32>,

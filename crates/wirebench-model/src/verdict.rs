@@ -150,7 +150,8 @@ pub enum Evidence {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dsack_segments: Option<u64>,
     },
-    /// The busiest CPU seen by an end.
+    /// The busiest of the CPUs an end's data threads could run on (the busiest of all, in
+    /// results recorded before the end kept which CPUs it could use).
     BusiestCpu {
         /// The end that measured it.
         host: HostRole,
@@ -162,6 +163,13 @@ pub enum Evidence {
         softirq_pct: f64,
         /// The CPUs that end's data threads used.
         cpus_used: Vec<u32>,
+        /// That end's data threads' CPU time, percent of one CPU.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threads_util_pct_of_one_cpu: Option<f64>,
+        /// That end's data threads' summed run-queue wait (wake-up to running included),
+        /// percent of the window.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threads_run_delay_pct: Option<f64>,
     },
     /// The largest non-idle category of an end's profile (`--profile`).
     ProfileTop {

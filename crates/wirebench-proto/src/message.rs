@@ -28,8 +28,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// `large_calls` in a receiving flow's `recv_wait`, and `auto` no longer naps with calls
 /// above 512 KiB — a version 8 peer would refuse the field; 10: the epoll workers' waits,
 /// `worker_waits` in a stream report and `epoll_workers` in a `recv_wait`, as `auto` now
-/// naps on the epoll engine too — a version 9 peer would refuse them).
-pub const PROTOCOL_VERSION: u16 = 10;
+/// naps on the epoll engine too — a version 9 peer would refuse them; 11: the data threads'
+/// run-queue wait, `threads_run_delay_ns` in a report's `cpu` — a version 10 peer would
+/// refuse it).
+pub const PROTOCOL_VERSION: u16 = 11;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -157,6 +157,7 @@ pub fn full_side_report(host: HostRole) -> SideReport {
             },
             threads_user_ns: 1_500_000_000,
             threads_system_ns: 4_000_000_000,
+            threads_run_delay_ns: Some(250_000_000),
             cpus_used: vec![0, 1],
         }),
         env: Environment {

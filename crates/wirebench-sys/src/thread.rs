@@ -87,6 +87,10 @@ pub struct CpuTimes {
     pub user_ns: u64,
     /// Time spent in kernel mode, nanoseconds.
     pub system_ns: u64,
+    /// Time spent runnable but waiting on a run queue for a CPU, nanoseconds (the second
+    /// field of `/proc/self/task/<tid>/schedstat`; it includes the time from a wake-up to
+    /// running). `None` for process-wide figures and where schedstat is not readable.
+    pub run_delay_ns: Option<u64>,
 }
 
 impl CpuTimes {
@@ -151,10 +155,22 @@ pub fn thread_cpu_times(tid: i32) -> io::Result<CpuTimes> {
         )
     })?;
     let hz = clock_ticks_per_second();
+    let run_delay_ns = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|t| parse_schedstat_run_delay(&t));
     Ok(CpuTimes {
         user_ns: ticks_to_ns(utime, hz),
         system_ns: ticks_to_ns(stime, hz),
+        run_delay_ns,
     })
+}
+
+/// The run-queue wait, ns: the second of the three fields of a `schedstat` file (time on
+/// the CPU, time waiting on a run queue, timeslices run; Documentation/scheduler/sched-stats).
+fn parse_schedstat_run_delay(text: &str) -> Option<u64> {
+    let mut fields = text.split_ascii_whitespace();
+    let _on_cpu: u64 = fields.next()?.parse().ok()?;
+    fields.next()?.parse().ok()
 }
 
 /// Converts a `timeval` to nanoseconds (negative values clamp to 0).
@@ -182,6 +198,7 @@ pub fn process_cpu_times() -> io::Result<CpuTimes> {
     Ok(CpuTimes {
         user_ns: timeval_ns(&ru.ru_utime),
         system_ns: timeval_ns(&ru.ru_stime),
+        run_delay_ns: None,
     })
 }
 
@@ -206,6 +223,19 @@ mod tests {
         assert_eq!(parse_stat_ticks(stat), Some((250, 37)));
         assert_eq!(parse_stat_ticks("garbage"), None);
         assert_eq!(parse_stat_ticks("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn schedstat_run_delay() {
+        assert_eq!(
+            parse_schedstat_run_delay("518000 285000 206987\n"),
+            Some(285_000)
+        );
+        assert_eq!(parse_schedstat_run_delay("518000"), None);
+        assert_eq!(parse_schedstat_run_delay("x 1 2"), None);
+        // This thread has a schedstat of its own.
+        let tid = current_thread_id();
+        assert!(thread_cpu_times(tid).unwrap().run_delay_ns.is_some());
     }
 
     #[test]

@@ -196,10 +196,13 @@ fn pacing_is_named_when_the_rate_is_met() {
 /// is flows × burst / mean RTT from the latency summary, and the experiment it suggests (a
 /// burst of 4 in flight) raises the rate about fourfold (on loopback, where the round trip
 /// is mostly wake-ups, a burst gains only 1.2-1.4x and the margin was lost under load).
+/// Another thread spins on CPU 1 meanwhile, as a neighbour would: a CPU kept busy by other
+/// work while the test's threads neither ran nor waited there is evidence, not the limit.
 #[test]
 fn closed_loop_rr_is_round_trip_bound() {
     require_netns();
     let _g = serial();
+    let _spinner = Spinner::on_cpu(1, std::time::Duration::from_secs(30));
     let (path, d) = delayed_path_with_daemon(std::time::Duration::from_millis(2));
     let port = d.addr.port().to_string();
     let run = |burst: &str| {
@@ -236,6 +239,17 @@ fn closed_loop_rr_is_round_trip_bound() {
         }
         ref l => panic!("{l:?}"),
     }
+    // The spinner's CPU is in the evidence, saturated, with the test's threads idle there.
+    let spun = verdict(&one).evidence.iter().any(|e| {
+        matches!(e, Evidence::BusiestCpu {
+            cpu: 1,
+            busy_pct,
+            threads_util_pct_of_one_cpu: Some(u),
+            threads_run_delay_pct: Some(d),
+            ..
+        } if *busy_pct >= 90.0 && *u < 25.0 && *d < 10.0)
+    });
+    assert!(spun, "{:?}", verdict(&one).evidence);
     let four = run("4");
     let tps4 = four.runs[0]
         .summary
@@ -253,6 +267,119 @@ fn closed_loop_rr_is_round_trip_bound() {
         "burst 4: {tps4}/s vs burst 1: {}/s",
         rr.transactions_per_s
     );
+}
+
+/// The summed run-queue wait of process `pid`'s request/response flow threads (`wb-rr-*`),
+/// ns, read from the kernel's schedstat files from outside the process.
+fn rr_threads_run_delay_ns(pid: u32) -> u64 {
+    let mut sum = 0;
+    for e in std::fs::read_dir(format!("/proc/{pid}/task")).expect("task dir") {
+        let dir = e.expect("task").path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !comm.starts_with("wb-rr-") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("schedstat")).expect("schedstat");
+        let wait: u64 = stat
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .expect("a run delay");
+        sum += wait;
+    }
+    sum
+}
+
+/// A thread of the test process spinning on one CPU until dropped (or for at most `limit`):
+/// the other process a pinned test shares its CPU with. A thread, not a child process, so
+/// that it ends with the test whichever way the test ends.
+struct Spinner {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spinner {
+    fn on_cpu(cpu: usize, limit: std::time::Duration) -> Spinner {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            wirebench_sys::thread::pin_current_thread(cpu).expect("pin the spinner");
+            let end = std::time::Instant::now() + limit;
+            while !flag.load(Ordering::Relaxed) && std::time::Instant::now() < end {
+                std::hint::spin_loop();
+            }
+        });
+        Spinner {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Both ends of a request/response test pinned to CPU 1, where another thread spins: the
+/// verdict names CPU 1 (the threads waited for it), and the run-queue wait the ends report
+/// is the rate the kernel's schedstat showed for their flow threads, read from outside over
+/// one second in the middle of the run. `closed_loop_rr_is_round_trip_bound` is the other
+/// half: there, unpinned beside the same spinner, the round trip stays the limit. (Pinned next
+/// to a spinner, the ends waited 35-38 % of the window each, against 25-28 % when they only wait
+/// for each other; Intel Xeon VM, 2026-11-28.)
+#[test]
+fn a_cpu_shared_with_a_spinning_process_is_the_limit_and_the_wait_is_counted() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let _g = serial();
+    let _spinner = Spinner::on_cpu(1, Duration::from_secs(30));
+    let mut c = Command::new(BIN);
+    c.args(["rr", "-t", "3", "-A", "1,1", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let client = Guarded::spawn(&mut c);
+    let pid = client.id();
+    assert!(wait_engine(pid, Duration::from_secs(10)), "no rr thread");
+    std::thread::sleep(Duration::from_millis(500));
+    let (t0, before) = (Instant::now(), rr_threads_run_delay_ns(pid));
+    std::thread::sleep(Duration::from_secs(1));
+    let (span, after) = (t0.elapsed(), rr_threads_run_delay_ns(pid));
+    let out = client.wait_with_output();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: RunResult = serde_json::from_slice(&out.stdout).expect("json");
+    let observed_pct = 100.0 * after.saturating_sub(before) as f64 / span.as_nanos() as f64;
+    let s = r.runs[0].summary.as_ref().expect("summary");
+    assert_eq!(s.cpu.len(), 2, "{:?}", s.cpu);
+    let reported_pct: f64 = s
+        .cpu
+        .iter()
+        .map(|c| {
+            100.0 * c.threads_run_delay_ns.expect("run delay measured") as f64 / c.window_ns as f64
+        })
+        .sum();
+    eprintln!("run delay: reported {reported_pct:.1} %, schedstat {observed_pct:.1} %");
+    assert!(
+        reported_pct >= 10.0,
+        "{reported_pct} % of the window waiting to run"
+    );
+    assert!(
+        (observed_pct / 2.0..=observed_pct * 2.0 + 1.0).contains(&reported_pct),
+        "reported {reported_pct} % vs schedstat {observed_pct} %"
+    );
+    match verdict(&r).limiter {
+        Limiter::Cpu { cpu: 1, .. } => {}
+        ref l => panic!("{l:?}"),
+    }
 }
 
 /// A machine-limit evidence line: (percent of the limit, whether it is the limit).

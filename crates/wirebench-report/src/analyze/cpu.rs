@@ -99,7 +99,8 @@ pub(crate) fn end(
             system_busy_pct: sys.total.busy_pct,
         });
     }
-    if let Some((cpu, b)) = busiest_used(c) {
+    let used = busiest_used(c);
+    if let Some((cpu, b)) = used {
         if b.busy_pct > CPU_BOUND_PCT && threads_util_pct_of_one_cpu >= CPU_BOUND_THREADS_PCT {
             warnings.run(Warning::CpuBound {
                 host,
@@ -121,6 +122,9 @@ pub(crate) fn end(
         threads_user_ns: c.threads_user_ns,
         threads_system_ns: c.threads_system_ns,
         threads_util_pct_of_one_cpu,
+        threads_run_delay_ns: c.threads_run_delay_ns,
+        busiest_used_cpu: used.map(|(n, _)| n),
+        busiest_used: used.map(|(_, b)| b),
         service_demand_us_per_kb: demand::us_per_kb(sys.total.busy_pct, sys.cpus, delivered_bps),
         threads_service_demand_us_per_kb: demand::us_per_kb_from_cpu_ns(
             threads_ns,

@@ -19,9 +19,15 @@
 //!    the call size, or, both ends on one kernel, the throughput reached at least
 //!    [`LOOPBACK_CEILING_PCT`] % of the loopback TCP ceiling. Either fact is evidence
 //!    whether or not it is the limit; without cached limits the verdict lists them missing.
-//! 4. **CPU** — the busiest CPU an end saw was at least [`CPU_SATURATED_PCT`] % busy over
-//!    the window (`/proc/stat`); the end named is the one whose data threads ran there
-//!    (both ends of a namespace or loopback test share one kernel).
+//! 4. **CPU** — the busiest of the CPUs an end's data threads could run on was at least
+//!    [`CPU_SATURATED_PCT`] % busy over the window (`/proc/stat`), and the test's own work
+//!    kept it busy or waited for it: an end that could run there had its data threads use
+//!    at least [`OWN_WORK_PCT`] % of one CPU, or wait on a run queue (schedstat, wake-up to
+//!    running included) at least [`RUN_DELAY_PCT`] % of the window, or the CPU spent at
+//!    least [`OWN_WORK_PCT`] % in softirq (network processing). A CPU that another
+//!    process kept busy while the test's threads neither ran nor waited there did not limit
+//!    the test (the evidence still shows it). The end named is the one whose data threads
+//!    could run there (both ends of a namespace or loopback test share one kernel).
 //! 5. **Sender idle** — the senders' summed busy time covers less than
 //!    100 − [`IDLE_PCT`] % of flows × the sender window: nothing was in flight for the rest.
 //! 6. **Loss** — counting only the retransmissions the receivers did not report back as
@@ -41,9 +47,18 @@ use wirebench_model::result::{EndCpu, RrSummary, RunResult, StreamSummary};
 use wirebench_model::side::{HostRole, Role, SideData, SideReport};
 use wirebench_model::spec::{FlowDir, TestSpec};
 use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
+use wirebench_stats::cpu::CpuBreakdown;
 
 /// A CPU at least this busy is saturated, percent.
 pub const CPU_SATURATED_PCT: f64 = 90.0;
+/// A saturated CPU is the test's limit only when an end's data threads that could run there
+/// used at least this much of one CPU, or the CPU spent this much in softirq, percent.
+pub const OWN_WORK_PCT: f64 = 25.0;
+/// … or when such an end's data threads waited on a run queue this share of the window
+/// (summed over its threads), percent. Two ends pinned to one CPU, ping-ponging, each wait
+/// 25–38 %; a request/response flow over a 4 ms path, unpinned next to a process spinning on
+/// one CPU, 0.7 % (Intel Xeon VM, 2026-11-28).
+pub const RUN_DELAY_PCT: f64 = 10.0;
 /// Senders limited this share of their busy time are window- or buffer-limited, percent.
 pub const LIMITED_PCT: f64 = 25.0;
 /// A receiving end at least this busy (its threads, percent of one CPU each, or the CPU they
@@ -164,37 +179,57 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// CPU evidence and the saturated CPU, if any.
+/// An end's data threads' run-queue wait, percent of its window.
+fn run_delay_pct(c: &EndCpu) -> Option<f64> {
+    c.threads_run_delay_ns
+        .filter(|_| c.window_ns > 0)
+        .map(|ns| 100.0 * ns as f64 / c.window_ns as f64)
+}
+
+/// CPU evidence and the saturated CPU, if the test's own work kept it busy or waited for it
+/// (rule 4).
 fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> Option<Limiter> {
-    let mut worst: Option<&EndCpu> = None;
+    let mut worst: Option<(u32, CpuBreakdown)> = None;
     for c in cpu {
+        let (n, b) = c
+            .busiest_used_cpu
+            .zip(c.busiest_used)
+            .unwrap_or((c.busiest_cpu, c.busiest));
         evidence.push(Evidence::BusiestCpu {
             host: c.host,
-            cpu: c.busiest_cpu,
-            busy_pct: c.busiest.busy_pct,
-            softirq_pct: c.busiest.softirq_pct,
+            cpu: n,
+            busy_pct: b.busy_pct,
+            softirq_pct: b.softirq_pct,
             cpus_used: c.cpus_used.clone(),
+            threads_util_pct_of_one_cpu: Some(c.threads_util_pct_of_one_cpu),
+            threads_run_delay_pct: run_delay_pct(c),
         });
-        if worst.is_none_or(|w| c.busiest.busy_pct > w.busiest.busy_pct) {
-            worst = Some(c);
+        if worst.is_none_or(|(_, w)| b.busy_pct > w.busy_pct) {
+            worst = Some((n, b));
         }
     }
-    let w = worst?;
-    if w.busiest.busy_pct < CPU_SATURATED_PCT {
+    let (n, b) = worst?;
+    if b.busy_pct < CPU_SATURATED_PCT {
         return None;
     }
-    let users: Vec<HostRole> = cpu
+    let users: Vec<&EndCpu> = cpu
         .iter()
-        .filter(|c| c.cpus_used.contains(&w.busiest_cpu))
-        .map(|c| c.host)
+        .filter(|c| c.cpus_used.is_empty() || c.cpus_used.contains(&n))
         .collect();
+    let worked_or_waited = users.iter().any(|c| {
+        c.threads_util_pct_of_one_cpu >= OWN_WORK_PCT
+            || run_delay_pct(c).is_some_and(|p| p >= RUN_DELAY_PCT)
+    });
+    if !worked_or_waited && b.softirq_pct < OWN_WORK_PCT {
+        return None;
+    }
     Some(Limiter::Cpu {
-        host: (users.len() == 1).then(|| users[0]),
-        cpu: w.busiest_cpu,
-        busy_pct: w.busiest.busy_pct,
-        softirq_pct: w.busiest.softirq_pct,
-        system_pct: w.busiest.system_pct,
-        user_pct: w.busiest.user_pct,
+        host: (users.len() == 1).then(|| users[0].host),
+        cpu: n,
+        busy_pct: b.busy_pct,
+        softirq_pct: b.softirq_pct,
+        system_pct: b.system_pct,
+        user_pct: b.user_pct,
     })
 }
 
@@ -535,6 +570,9 @@ mod tests {
             threads_user_ns: 0,
             threads_system_ns: 0,
             threads_util_pct_of_one_cpu: threads_pct,
+            threads_run_delay_ns: None,
+            busiest_used_cpu: None,
+            busiest_used: None,
             service_demand_us_per_kb: None,
             threads_service_demand_us_per_kb: None,
             service_demand_us_per_tx: None,
@@ -564,6 +602,62 @@ mod tests {
         let server = stream_report(HostRole::Server, flows, None);
         let reports = [(HostRole::Client, &client), (HostRole::Server, &server)];
         receiver_busy(&reports, &[cpu], fwd)
+    }
+
+    /// Rule 4: a saturated CPU is the limit only when the test's own work ran or waited there.
+    #[test]
+    fn a_cpu_busy_with_another_processs_work_is_evidence_not_the_limit() {
+        let limit = |c: &EndCpu| cpu_evidence(std::slice::from_ref(c), &mut Vec::new());
+        // Unpinned, next to a process spinning on CPU 1: the threads used 0.2 % of a CPU
+        // and waited 0.7 % of the window.
+        let mut c = server_cpu(0.2, vec![0, 1], 1, 100.0);
+        c.threads_run_delay_ns = Some(7_000_000);
+        let mut ev = Vec::new();
+        assert_eq!(cpu_evidence(std::slice::from_ref(&c), &mut ev), None);
+        match &ev[..] {
+            [Evidence::BusiestCpu {
+                cpu: 1,
+                threads_util_pct_of_one_cpu: Some(u),
+                threads_run_delay_pct: Some(d),
+                ..
+            }] => {
+                assert_eq!(*u, 0.2);
+                assert!((d - 0.7).abs() < 1e-9, "{d}");
+            }
+            e => panic!("{e:?}"),
+        }
+        // Waiting a tenth of the window for a CPU makes it the limit.
+        c.threads_run_delay_ns = Some(100_000_000);
+        assert!(matches!(
+            limit(&c),
+            Some(Limiter::Cpu {
+                cpu: 1,
+                host: Some(HostRole::Server),
+                ..
+            })
+        ));
+        // So does using a quarter of a CPU, without a run-queue figure (an older peer).
+        c.threads_run_delay_ns = None;
+        c.threads_util_pct_of_one_cpu = 25.0;
+        assert!(matches!(limit(&c), Some(Limiter::Cpu { cpu: 1, .. })));
+        // Or network softirq taking a quarter of it.
+        c.threads_util_pct_of_one_cpu = 1.0;
+        assert_eq!(limit(&c), None);
+        c.busiest.softirq_pct = 30.0;
+        assert!(matches!(limit(&c), Some(Limiter::Cpu { cpu: 1, .. })));
+        // Pinned to CPU 0: the busiest CPU it could use decides, not the machine's busiest.
+        let mut p = server_cpu(90.0, vec![0], 1, 100.0);
+        p.busiest_used_cpu = Some(0);
+        p.busiest_used = Some(CpuBreakdown {
+            busy_pct: 95.0,
+            ..CpuBreakdown::default()
+        });
+        assert!(matches!(limit(&p), Some(Limiter::Cpu { cpu: 0, .. })));
+        p.busiest_used = Some(CpuBreakdown {
+            busy_pct: 60.0,
+            ..CpuBreakdown::default()
+        });
+        assert_eq!(limit(&p), None);
     }
 
     #[test]

@@ -263,6 +263,15 @@ fn cpu_block(out: &mut String, c: &EndCpu) {
         c.threads_user_ns as f64 / 1e9,
         c.threads_system_ns as f64 / 1e9
     );
+    if let Some(ns) = c.threads_run_delay_ns.filter(|_| c.window_ns > 0) {
+        let _ = writeln!(
+            out,
+            "  run-queue wait   {:.1} % of the window ({:.3} s, threads summed; wake-up to \
+             running included)",
+            100.0 * ns as f64 / c.window_ns as f64,
+            ns as f64 / 1e9
+        );
+    }
     if c.service_demand_us_per_tx.is_some() || c.threads_service_demand_us_per_tx.is_some() {
         let _ = writeln!(
             out,

@@ -141,9 +141,11 @@ fn evidence_text(e: &Evidence) -> String {
             busy_pct,
             softirq_pct,
             cpus_used,
+            threads_util_pct_of_one_cpu,
+            threads_run_delay_pct,
         } => {
             let used: Vec<String> = cpus_used.iter().map(u32::to_string).collect();
-            format!(
+            let mut t = format!(
                 "{}: busiest CPU {cpu} {busy_pct:.0} % ({softirq_pct:.0} % softirq); its \
                  threads on CPU {}",
                 label::host(*host),
@@ -152,7 +154,17 @@ fn evidence_text(e: &Evidence) -> String {
                 } else {
                     used.join(",")
                 }
-            )
+            );
+            if let Some(u) = threads_util_pct_of_one_cpu {
+                t.push_str(&format!(", using {u:.1} % of one CPU"));
+            }
+            if let Some(d) = threads_run_delay_pct {
+                t.push_str(&format!(
+                    ", waiting {d:.1} % of the window to run (summed over its threads; \
+                     wake-up to running included)"
+                ));
+            }
+            t
         }
         Evidence::ProfileTop {
             host,

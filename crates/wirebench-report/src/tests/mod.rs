@@ -176,6 +176,7 @@ pub(crate) fn cpu(
         },
         threads_user_ns: threads_ns / 4,
         threads_system_ns: threads_ns - threads_ns / 4,
+        threads_run_delay_ns: None,
         cpus_used: Vec::new(),
     }
 }

@@ -438,6 +438,8 @@ fn from_json_checks_the_version() {
 fn human_output_has_units_and_definitions() {
     let (spec, client, server) = forward_two();
     let mut s = summarize(&spec, &client, Some(&server), true);
+    // The client's threads waited a quarter of its window for a CPU.
+    s.cpu[0].threads_run_delay_ns = Some(s.cpu[0].window_ns / 4);
     // A warning longer than a line.
     s.warnings.push(Noted::at(
         HostRole::Client,
@@ -469,6 +471,7 @@ fn human_output_has_units_and_definitions() {
             "busiest CPU 3",
             "softirq",
             "wirebench threads 50.0 % of one CPU",
+            "run-queue wait   25.0 % of the window",
             "congestion control in use: cubic",
             "SO_SNDBUF 2626560 bytes",
             "SO_RCVBUF 131072 bytes",
