@@ -166,6 +166,10 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
     let mut last_activity = Instant::now();
     let mut failures = Repeated::default();
     let mut poll = POLL_TIMEOUT;
+    // The daemon connects a flow's socket to its client once the setup has named it: then
+    // each answer goes out on the socket's cached route with send(2), where sendto(2) with
+    // an address looks the route up again for every datagram.
+    let connected = s.peer_addr().ok();
     while !ctx.aborted() && !ctx.server_done(last_activity) {
         if ctx.server_poll() != poll {
             poll = ctx.server_poll();
@@ -189,7 +193,11 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
                     end.tally.count(ctx.in_window(), |c| c.garbage += 1);
                 } else {
                     resp[..UDP_SEQ_BYTES].copy_from_slice(&buf[..UDP_SEQ_BYTES]);
-                    match send_to_raw(s, &resp, peer) {
+                    let sent = match connected {
+                        Some(to) if to == peer => send_raw(s, &resp),
+                        _ => send_to_raw(s, &resp, peer),
+                    };
+                    match sent {
                         Ok(_) => end.tally.transaction(ctx.in_window(), None),
                         Err(e) => {
                             end.tally.count(ctx.in_window(), |c| c.errors += 1);
