@@ -346,6 +346,9 @@ fn a_cpu_shared_with_a_spinning_process_is_the_limit_and_the_wait_is_counted() {
     let client = Guarded::spawn(&mut c);
     let pid = client.id();
     assert!(wait_engine(pid, Duration::from_secs(10)), "no rr thread");
+    // The observer's span: from 0.5 s to 1.5 s after the flow thread appeared, well inside
+    // the 3 s window (so the reported rate over the window is comparable), and the rate is
+    // the wait per elapsed time, so a late wake-up of this thread only lengthens the span.
     std::thread::sleep(Duration::from_millis(500));
     let (t0, before) = (Instant::now(), rr_threads_run_delay_ns(pid));
     std::thread::sleep(Duration::from_secs(1));
