@@ -529,8 +529,8 @@ impl SampleSink for ByThread {
 }
 
 /// The receiving thread's copy share (% of its samples) under a loopback transfer, its
-/// samples, and its copy samples' own symbols.
-fn receiver_copy_share(discard: bool) -> (f64, u64, Vec<(String, u64)>) {
+/// samples, its copy samples' own symbols, and its samples by category (largest first).
+fn receiver_copy_share(discard: bool) -> (f64, u64, Vec<(String, u64)>, String) {
     let cpus = online_cpu_list().unwrap();
     let load = loopback(discard);
     let sampler =
@@ -559,34 +559,54 @@ fn receiver_copy_share(discard: bool) -> (f64, u64, Vec<(String, u64)>) {
         .map(|((_, name), n)| (name, n))
         .collect();
     symbols.sort_by_key(|s| std::cmp::Reverse(s.1));
-    (copy, n, symbols)
+    let mut by_category: Vec<(ProfileCategory, u64)> = ProfileCategory::ALL
+        .iter()
+        .map(|c| (*c, counts[c.index()]))
+        .filter(|(_, k)| *k > 0)
+        .collect();
+    by_category.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let by_category = by_category
+        .iter()
+        .map(|(c, k)| format!("{} {:.1} %", c.key(), *k as f64 * 100.0 / n.max(1) as f64))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (copy, n, symbols, by_category)
 }
 
 /// (d) Discarding received data (`MSG_TRUNC`) takes the receiver's copy to near zero, where
-/// reading into a buffer makes copy a large share of the receiving thread's time. (This test
+/// reading into a buffer makes copy a clear share of the receiving thread's time. (This test
 /// found `_copy_to_user`/`_copy_from_user` of system-call arguments counted as copy, 3 % of
 /// the discarding thread's samples; the table now lets their callers decide.)
+///
+/// The copying share is not a constant: besides its reads, the receiving thread carries
+/// whatever else the kernel runs in its context (interrupts, softirq network processing, the
+/// scheduler), and a copy costs more or less per byte on another CPU kind. Idle or beside a
+/// spinner on either CPU this machine gave 50–57 %; the CI machine (busy, its CPU kind not
+/// recorded) once gave 14.3 %. The bound, 5 %, is what separates "copies every byte
+/// it reads" from "copies nothing" (the discarding thread: 0.0 % in every run so far) with
+/// room for both; the categories are printed so that a low share can be explained.
 #[test]
 fn discard_removes_the_receivers_copy() {
     let _g = lock();
     if !perf_usable() {
         return;
     }
-    let (copy_pct, copy_n, _) = receiver_copy_share(false);
-    let (discard_pct, discard_n, left) = receiver_copy_share(true);
+    let (copy_pct, copy_n, _, read_mix) = receiver_copy_share(false);
+    let (discard_pct, discard_n, left, discard_mix) = receiver_copy_share(true);
     eprintln!(
         "receiver copy share: read {copy_pct:.1} % of {copy_n} samples, discard {discard_pct:.1} \
-         % of {discard_n} ({:?})",
+         % of {discard_n} ({:?})\n  reading thread: {read_mix}\n  discarding thread: \
+         {discard_mix}",
         &left[..left.len().min(3)]
     );
     assert!(copy_n > 200 && discard_n > 200, "{copy_n} {discard_n}");
     assert!(
-        copy_pct >= 15.0,
-        "copying receiver: copy only {copy_pct:.1} %"
+        copy_pct >= 5.0,
+        "copying receiver: copy only {copy_pct:.1} % ({read_mix})"
     );
     assert!(
         discard_pct <= 2.0,
-        "discarding receiver: copy {discard_pct:.1} %: {left:?}"
+        "discarding receiver: copy {discard_pct:.1} %: {left:?} ({discard_mix})"
     );
 }
 
