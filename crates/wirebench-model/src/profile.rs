@@ -54,14 +54,21 @@ pub enum ProfileCategory {
     Wirebench,
     /// Everything else (other processes' user space, unclassified kernel code).
     Other,
-    /// The idle task's idle loop (halt, cpuidle), and the window's unsampled CPU time when
-    /// the kernel does not sample idle CPUs (see [`ProfileReport::unsampled_idle_ns`]).
+    /// Busy CPU time no sample stands for: time of the window in which `/proc/stat` counts
+    /// a sampled CPU busy but no sample was taken, because the sampling timer's interrupt
+    /// did not reach the CPU (interrupts disabled, or a virtual CPU held by its
+    /// hypervisor; which, cannot be told from inside). Not classified: where it went is
+    /// unknown (see [`ProfileReport::unsampled_busy_ns`]).
+    Unsampled,
+    /// The idle task's idle loop (halt, cpuidle), and the window's unsampled CPU time that
+    /// `/proc/stat` counts idle, as the kernel does not sample halted CPUs (see
+    /// [`ProfileReport::unsampled_idle_ns`]).
     Idle,
 }
 
 impl ProfileCategory {
     /// Every category, in report order.
-    pub const ALL: [ProfileCategory; 13] = [
+    pub const ALL: [ProfileCategory; 14] = [
         ProfileCategory::Copy,
         ProfileCategory::Checksum,
         ProfileCategory::MemoryManagement,
@@ -74,6 +81,7 @@ impl ProfileCategory {
         ProfileCategory::Locks,
         ProfileCategory::Wirebench,
         ProfileCategory::Other,
+        ProfileCategory::Unsampled,
         ProfileCategory::Idle,
     ];
 
@@ -97,6 +105,7 @@ impl ProfileCategory {
             ProfileCategory::Locks => "locks",
             ProfileCategory::Wirebench => "wirebench",
             ProfileCategory::Other => "other",
+            ProfileCategory::Unsampled => "unsampled",
             ProfileCategory::Idle => "idle",
         }
     }
@@ -167,10 +176,14 @@ pub struct CpuProfile {
     pub cpu: u32,
     /// Samples taken on this CPU.
     pub samples: u64,
-    /// Unsampled time of this CPU in the window, ns, counted as idle.
+    /// Unsampled time of this CPU in the window counted as idle, ns.
     pub unsampled_idle_ns: u64,
-    /// CPU ns per category, in [`ProfileCategory::ALL`] order (13 entries); sums to the
-    /// window.
+    /// Unsampled time of this CPU in the window that `/proc/stat` counts busy, ns (the
+    /// `unsampled` category).
+    #[serde(default)]
+    pub unsampled_busy_ns: u64,
+    /// CPU ns per category, in [`ProfileCategory::ALL`] order (14 entries; 13, without
+    /// `unsampled`, in results recorded before it existed); sums to the window.
     pub cpu_ns: Vec<u64>,
 }
 
@@ -196,14 +209,26 @@ pub struct ProfileReport {
     pub lost_samples: u64,
     /// Times the kernel throttled the event.
     pub throttled: u64,
-    /// CPU time of the window no sample stands for, ns: window × CPUs − samples × period
-    /// (lost samples' time included), when positive. Some kernels do not deliver
-    /// `cpu-clock` samples on a CPU whose idle task is halted; that time is counted in the
-    /// `idle` category (see docs/PROFILE.md).
+    /// CPU time of the window no sample stands for that is counted idle, ns. The
+    /// unsampled time (window × CPUs − samples × period, lost samples' time included, when
+    /// positive) is split per CPU by `/proc/stat` over the same window: what it counts idle
+    /// beyond the idle samples is idle (the kernel does not sample a halted CPU), the rest
+    /// is [`ProfileReport::unsampled_busy_ns`]. Without `/proc/stat`
+    /// ([`ProfileReport::idle_from_proc_stat`] false) all of it is counted idle (see
+    /// docs/PROFILE.md).
     pub unsampled_idle_ns: u64,
+    /// CPU time of the window no sample stands for that `/proc/stat` counts busy, ns: the
+    /// `unsampled` category.
+    #[serde(default)]
+    pub unsampled_busy_ns: u64,
+    /// Whether `/proc/stat`, read as sampling started and stopped, split the unsampled
+    /// time into idle and busy (else it was all counted idle).
+    #[serde(default)]
+    pub idle_from_proc_stat: bool,
     /// Whether kernel symbols were resolved.
     pub kernel_symbols: KernelSymbols,
-    /// Every category, in [`ProfileCategory::ALL`] order (13 entries).
+    /// Every category, in [`ProfileCategory::ALL`] order (14 entries; 13 in results
+    /// recorded before `unsampled` existed).
     pub categories: Vec<CategoryProfile>,
     /// Per CPU, ascending.
     pub per_cpu: Vec<CpuProfile>,
@@ -246,7 +271,7 @@ pub struct CategoryCost {
 pub struct EndProfile {
     /// Which end.
     pub host: HostRole,
-    /// Every category (13 entries).
+    /// Every category (14 entries; 13 in results recorded before `unsampled` existed).
     pub categories: Vec<CategoryCost>,
 }
 

@@ -155,8 +155,15 @@ impl Aggregator {
         self.per_cpu.iter().flat_map(|c| c.samples).sum()
     }
 
-    /// Builds the report of a finished recording.
-    pub fn into_report(self, finished: &Recording) -> ProfileReport {
+    /// Builds the report of a finished recording. `idle_pct`, per CPU, is the share of the
+    /// window `/proc/stat` counts idle (read as sampling started and stopped): the
+    /// unsampled time up to what it counts idle beyond the idle samples is idle, the rest is
+    /// the `unsampled` category (busy, no sample). Without it all unsampled time is idle.
+    pub fn into_report(
+        self,
+        finished: &Recording,
+        idle_pct: Option<&[(u32, f64)]>,
+    ) -> ProfileReport {
         let window_ns = finished.window_ns();
         let samples = self.samples();
         let cycles = finished.event == EventKind::Cycles;
@@ -177,22 +184,31 @@ impl Aggregator {
             }
         };
         let idle = ProfileCategory::Idle.index();
+        let unsampled_k = ProfileCategory::Unsampled.index();
         let mut totals = [0u64; N];
         let mut per_cpu = Vec::with_capacity(self.cpus.len());
-        let mut unsampled_total = 0u64;
+        let (mut idle_total, mut busy_total) = (0u64, 0u64);
         for (cpu, c) in self.cpus.iter().zip(&self.per_cpu) {
             let mut ns: Vec<u64> = (0..N).map(|k| cpu_ns_of(c, k)).collect();
             let sampled: u64 = ns.iter().sum();
             let unsampled = window_ns.saturating_sub(sampled);
-            ns[idle] += unsampled;
-            unsampled_total += unsampled;
+            // A CPU /proc/stat does not list keeps the old rule: unsampled is idle.
+            let cpu_idle_pct =
+                idle_pct.and_then(|v| v.iter().find(|(n, _)| n == cpu).map(|(_, p)| *p));
+            let (unsampled_idle, unsampled_busy) =
+                split_unsampled(unsampled, ns[idle], window_ns, cpu_idle_pct);
+            ns[idle] += unsampled_idle;
+            ns[unsampled_k] += unsampled_busy;
+            idle_total += unsampled_idle;
+            busy_total += unsampled_busy;
             for k in 0..N {
                 totals[k] += ns[k];
             }
             per_cpu.push(CpuProfile {
                 cpu: *cpu,
                 samples: c.samples.iter().sum(),
-                unsampled_idle_ns: unsampled,
+                unsampled_idle_ns: unsampled_idle,
+                unsampled_busy_ns: unsampled_busy,
                 cpu_ns: ns,
             });
         }
@@ -223,7 +239,9 @@ impl Aggregator {
             samples,
             lost_samples: finished.stats.lost,
             throttled: finished.stats.throttled,
-            unsampled_idle_ns: unsampled_total,
+            unsampled_idle_ns: idle_total,
+            unsampled_busy_ns: busy_total,
+            idle_from_proc_stat: idle_pct.is_some(),
             kernel_symbols: self.symbols.kernel_status,
             categories,
             per_cpu,
@@ -236,6 +254,24 @@ impl SampleSink for Aggregator {
         let (cat, name) = self.classify_sample(sample);
         self.count(sample, cat, &name);
     }
+}
+
+/// Splits a CPU's `unsampled` ns of a `window_ns` window into (idle, busy): idle is what
+/// `/proc/stat` counts idle (`idle_pct` of the window) beyond the `sampled_idle_ns` that
+/// idle samples already stand for, at most all of it; busy is the rest. Without
+/// `idle_pct`, all of it is idle.
+pub fn split_unsampled(
+    unsampled: u64,
+    sampled_idle_ns: u64,
+    window_ns: u64,
+    idle_pct: Option<f64>,
+) -> (u64, u64) {
+    let Some(p) = idle_pct else {
+        return (unsampled, 0);
+    };
+    let idle_ns = (p.clamp(0.0, 100.0) / 100.0 * window_ns as f64) as u64;
+    let idle = idle_ns.saturating_sub(sampled_idle_ns).min(unsampled);
+    (idle, unsampled - idle)
 }
 
 /// `part` as a percentage of `whole` (0 for an empty whole).
@@ -258,4 +294,37 @@ fn top_symbols(counts: &HashMap<Box<str>, u64>) -> Vec<SymbolSamples> {
             samples: n,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_unsampled;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn unsampled_time_is_idle_only_as_far_as_proc_stat_counts_idle() {
+        // No /proc/stat: all of it idle, as before.
+        assert_eq!(split_unsampled(400_000_000, 0, S, None), (400_000_000, 0));
+        // A halted CPU, 40 % idle and unsampled: all idle.
+        assert_eq!(
+            split_unsampled(400_000_000, 0, S, Some(40.0)),
+            (400_000_000, 0)
+        );
+        // 10 % idle but 40 % unsampled: 30 % was busy with no sample.
+        assert_eq!(
+            split_unsampled(400_000_000, 0, S, Some(10.0)),
+            (100_000_000, 300_000_000)
+        );
+        // Idle samples already stand for part of the idle time.
+        assert_eq!(
+            split_unsampled(200_000_000, 50_000_000, S, Some(10.0)),
+            (50_000_000, 150_000_000)
+        );
+        // More idle than unsampled time: the unsampled time, no more.
+        assert_eq!(split_unsampled(10, 0, S, Some(90.0)), (10, 0));
+        // Out-of-range shares are clamped; nothing unsampled, nothing to split.
+        assert_eq!(split_unsampled(0, 0, S, Some(150.0)), (0, 0));
+        assert_eq!(split_unsampled(100, 0, S, Some(-5.0)), (0, 100));
+    }
 }

@@ -22,6 +22,7 @@ pub mod usersyms;
 
 pub use wirebench_model::profile::ProfileCategory;
 use wirebench_model::profile::{ProfileReport, ProfileUnavailable};
+use wirebench_stats::cpu::{parse_proc_stat, system_utilization, ProcStat};
 use wirebench_sys::perf::{EventChoice, PerfError, Running, Sampler, SamplerConfig};
 
 use crate::aggregate::{Aggregator, Symbols};
@@ -101,11 +102,16 @@ impl Profiler {
     ///
     /// Why the events could not be enabled.
     pub fn start(self) -> Result<RunningProfile, ProfileUnavailable> {
+        let started = proc_stat();
         let running = self
             .sampler
             .start(self.aggregator)
             .map_err(|e| unavailable(&e))?;
-        Ok(RunningProfile { running })
+        Ok(RunningProfile {
+            running,
+            proc_stat: (started, None),
+            disabled: false,
+        })
     }
 }
 
@@ -113,6 +119,12 @@ impl Profiler {
 #[derive(Debug)]
 pub struct RunningProfile {
     running: Running<Aggregator>,
+    /// `/proc/stat` just before sampling started, and just after it stopped: which share of
+    /// each CPU's window was idle, to tell the unsampled time that was idle from the time
+    /// that was busy.
+    proc_stat: (Option<ProcStat>, Option<ProcStat>),
+    /// Whether [`RunningProfile::disable`] ran.
+    disabled: bool,
 }
 
 impl RunningProfile {
@@ -122,7 +134,10 @@ impl RunningProfile {
     ///
     /// If the events could not be disabled.
     pub fn disable(&mut self) -> Result<(), ProfileUnavailable> {
-        self.running.disable().map_err(|e| unavailable(&e))
+        self.running.disable().map_err(|e| unavailable(&e))?;
+        self.proc_stat.1 = proc_stat();
+        self.disabled = true;
+        Ok(())
     }
 
     /// Stops sampling (if [`RunningProfile::disable`] did not) and builds the report.
@@ -130,10 +145,31 @@ impl RunningProfile {
     /// # Errors
     ///
     /// If the drain thread failed or the events could not be disabled.
-    pub fn stop(self) -> Result<ProfileReport, ProfileUnavailable> {
+    pub fn stop(mut self) -> Result<ProfileReport, ProfileUnavailable> {
+        if !self.disabled {
+            self.disable()?;
+        }
+        let idle = match &self.proc_stat {
+            (Some(before), Some(after)) => system_utilization(before, after).ok().map(|u| {
+                u.per_cpu
+                    .iter()
+                    .map(|(cpu, b)| (*cpu, b.idle_pct))
+                    .collect::<Vec<_>>()
+            }),
+            _ => None,
+        };
         let finished = self.running.stop().map_err(|e| unavailable(&e))?;
-        Ok(finished.sink.into_report(&finished.recording))
+        Ok(finished
+            .sink
+            .into_report(&finished.recording, idle.as_deref()))
     }
+}
+
+/// `/proc/stat` now, if it can be read and parsed.
+fn proc_stat() -> Option<ProcStat> {
+    wirebench_sys::host::read_proc_stat()
+        .ok()
+        .and_then(|t| parse_proc_stat(&t).ok())
 }
 
 /// A profile following a measurement window: prepared before it (events opened, symbols

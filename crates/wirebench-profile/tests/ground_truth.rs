@@ -20,6 +20,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use wirebench_model::profile::{ProfileCategory, ProfileReport};
+
+/// Categories.
+const NCAT: usize = ProfileCategory::ALL.len();
 use wirebench_profile::aggregate::{Aggregator, Symbols};
 use wirebench_profile::classify::{classify, FrameSym};
 use wirebench_profile::{ProfileConfig, Profiler};
@@ -240,7 +243,7 @@ fn categories_sum_to_sampled_time() {
     let finished = running.stop().unwrap();
     let tap = finished.sink;
     let (raw_samples, raw_period, raw_per_cpu) = (tap.raw_samples, tap.raw_period, tap.raw_per_cpu);
-    let r = tap.agg.into_report(&finished.recording);
+    let r = tap.agg.into_report(&finished.recording, None);
     assert!(raw_samples > 1000, "{raw_samples}");
     let cat_samples: u64 = r.categories.iter().map(|c| c.samples).sum();
     let cat_ns: u64 = r.categories.iter().map(|c| c.cpu_ns).sum();
@@ -311,8 +314,8 @@ fn parse_perf_script(text: &str) -> Vec<PerfSample> {
 }
 
 /// Category shares (% of samples) of perf's samples, classified by the same table.
-fn perf_shares(samples: &[PerfSample], own_pid: u32) -> [f64; 13] {
-    let mut counts = [0u64; 13];
+fn perf_shares(samples: &[PerfSample], own_pid: u32) -> [f64; NCAT] {
+    let mut counts = [0u64; NCAT];
     for s in samples {
         let frames = s.frames.iter().map(|(kernel, sym)| {
             if *kernel {
@@ -330,8 +333,8 @@ fn perf_shares(samples: &[PerfSample], own_pid: u32) -> [f64; 13] {
 }
 
 /// Category shares (% of samples, the unsampled remainder left out) of a report.
-fn report_shares(r: &ProfileReport) -> [f64; 13] {
-    let mut out = [0.0; 13];
+fn report_shares(r: &ProfileReport) -> [f64; NCAT] {
+    let mut out = [0.0; NCAT];
     for c in &r.categories {
         out[c.category.index()] = c.samples as f64 * 100.0 / r.samples.max(1) as f64;
     }
@@ -422,7 +425,7 @@ fn compare_with_perf_once() -> Result<(), String> {
     std::thread::sleep(Duration::from_secs(2));
     let finished = running.stop().unwrap();
     let (start, stop) = (finished.recording.started_ns, finished.recording.stopped_ns);
-    let mine = finished.sink.into_report(&finished.recording);
+    let mine = finished.sink.into_report(&finished.recording, None);
     assert!(perf.wait().unwrap().success(), "perf record failed");
     let script = std::process::Command::new("perf")
         .args(["script", "--ns", "-F", "pid,tid,cpu,time,ip,sym,dso", "-i"])
@@ -510,7 +513,7 @@ fn print_symbol_comparison(mine: &ProfileReport, theirs: &[PerfSample]) {
 struct ByThread {
     agg: Aggregator,
     pid: u32,
-    counts: HashMap<u32, [u64; 13]>,
+    counts: HashMap<u32, [u64; NCAT]>,
     /// Own symbols of the copy samples, per thread (for the failure message).
     copy_symbols: HashMap<(u32, String), u64>,
 }
@@ -521,7 +524,7 @@ impl SampleSink for ByThread {
             return;
         }
         let (cat, name) = self.agg.classify_sample(s);
-        self.counts.entry(s.tid).or_insert([0; 13])[cat.index()] += 1;
+        self.counts.entry(s.tid).or_insert([0; NCAT])[cat.index()] += 1;
         if cat == ProfileCategory::Copy {
             *self.copy_symbols.entry((s.tid, name)).or_insert(0) += 1;
         }
@@ -548,7 +551,7 @@ fn receiver_copy_share(discard: bool) -> (f64, u64, Vec<(String, u64)>, String) 
     let finished = running.stop().unwrap();
     let tid = load.receiver_tid.unwrap() as u32;
     drop(load);
-    let counts = finished.sink.counts.get(&tid).copied().unwrap_or([0; 13]);
+    let counts = finished.sink.counts.get(&tid).copied().unwrap_or([0; NCAT]);
     let n: u64 = counts.iter().sum();
     let copy = counts[ProfileCategory::Copy.index()] as f64 * 100.0 / n.max(1) as f64;
     let mut symbols: Vec<(String, u64)> = finished

@@ -30,8 +30,9 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// `worker_waits` in a stream report and `epoll_workers` in a `recv_wait`, as `auto` now
 /// naps on the epoll engine too — a version 9 peer would refuse them; 11: the data threads'
 /// run-queue wait, `threads_run_delay_ns` in a report's `cpu` — a version 10 peer would
-/// refuse it).
-pub const PROTOCOL_VERSION: u16 = 11;
+/// refuse it; 12: a profile's `unsampled` category and `unsampled_busy_ns` /
+/// `idle_from_proc_stat` fields — a version 11 peer would refuse them).
+pub const PROTOCOL_VERSION: u16 = 12;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

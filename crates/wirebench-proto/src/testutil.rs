@@ -224,7 +224,9 @@ pub fn full_profile() -> ProfileReport {
         samples: 7997,
         lost_samples: 3,
         throttled: 0,
-        unsampled_idle_ns: 750_000,
+        unsampled_idle_ns: 500_000,
+        unsampled_busy_ns: 250_000,
+        idle_from_proc_stat: true,
         kernel_symbols: KernelSymbols::Resolved,
         categories: ProfileCategory::ALL
             .iter()
@@ -244,7 +246,8 @@ pub fn full_profile() -> ProfileReport {
             cpu: 0,
             samples: 4000,
             unsampled_idle_ns: 0,
-            cpu_ns: vec![76_923_076; 13],
+            unsampled_busy_ns: 0,
+            cpu_ns: vec![71_428_571; 14],
         }],
     }
 }

@@ -247,13 +247,19 @@ fn missing_common(cpu: &[EndCpu], server: bool, profiled: bool) -> Vec<Missing> 
     m
 }
 
-/// Each profiled end's largest non-idle category.
+/// Each profiled end's largest category of classified busy time (neither idle nor
+/// unsampled).
 fn profile_evidence(profiles: &[EndProfile], evidence: &mut Vec<Evidence>) {
     for p in profiles {
         if let Some(top) = p
             .categories
             .iter()
-            .filter(|c| c.category != ProfileCategory::Idle)
+            .filter(|c| {
+                !matches!(
+                    c.category,
+                    ProfileCategory::Idle | ProfileCategory::Unsampled
+                )
+            })
             .max_by(|a, b| a.pct.total_cmp(&b.pct))
         {
             evidence.push(Evidence::ProfileTop {

@@ -18,8 +18,8 @@ use crate::label;
 const BAR_WIDTH: usize = 64;
 
 /// The glyph of each category in the bar, in [`ProfileCategory::ALL`] order.
-const GLYPHS: [char; 13] = [
-    '█', '▓', '▒', '░', '▞', '▚', '▙', '▟', '▛', '▜', '▀', '▄', '·',
+const GLYPHS: [char; 14] = [
+    '█', '▓', '▒', '░', '▞', '▚', '▙', '▟', '▛', '▜', '▀', '▄', '?', '·',
 ];
 
 /// The category's name in the table.
@@ -37,6 +37,7 @@ pub(crate) fn category_name(c: ProfileCategory) -> &'static str {
         ProfileCategory::Locks => "locks",
         ProfileCategory::Wirebench => "wirebench",
         ProfileCategory::Other => "other",
+        ProfileCategory::Unsampled => "unsampled busy",
         ProfileCategory::Idle => "idle",
     }
 }
@@ -179,12 +180,25 @@ pub(crate) fn block(out: &mut String, p: &EndProfile, r: &ProfileReport) {
         let _ = writeln!(out, "{}", fit(&line, super::MAX_COLUMNS));
     }
     if r.unsampled_idle_ns > r.window_cpu_ns() / 100 {
+        let how = if r.idle_from_proc_stat {
+            "/proc/stat counts it idle"
+        } else {
+            "inferred: /proc/stat was not read"
+        };
         let _ = writeln!(
             out,
-            "  idle includes {:.3} s of CPU time the kernel took no sample in: inferred, not \
-             measured\n  (a halted CPU gives no samples; nor, partly, does work in short bursts \
-             between halts)",
+            "  idle includes {:.3} s of CPU time with no sample ({how}):\n  a halted CPU gives no \
+             samples",
             r.unsampled_idle_ns as f64 / 1e9
+        );
+    }
+    if r.unsampled_busy_ns > r.window_cpu_ns() / 100 {
+        let _ = writeln!(
+            out,
+            "  unsampled busy: {:.3} s that /proc/stat counts busy but no sample stands for: the \
+             sampling\n  timer's interrupts did not reach the CPU (interrupts off, or the \
+             hypervisor held the\n  virtual CPU); the categories above undercount by that much",
+            r.unsampled_busy_ns as f64 / 1e9
         );
     }
     if r.per_cpu.len() > 1 {

@@ -343,8 +343,9 @@ pub fn breakdown_text(
         })
         .collect();
     format!(
-        "{} CPU breakdown, % of its CPUs' time over the window ({}); idle includes the time \
-         the kernel took no sample in (inferred, not measured):\n{}",
+        "{} CPU breakdown, % of its CPUs' time over the window ({}); idle includes the \
+         unsampled time /proc/stat counts idle, unsampled busy is the time it counts busy that \
+         no sample stands for:\n{}",
         crate::label::host(host),
         escape(test),
         table(&head, &rows)
