@@ -298,7 +298,8 @@ pub struct TcpInfoReport {
     /// Time the sender was limited by its send buffer, microseconds (kernel 4.10+).
     pub sndbuf_limited_us: Option<u64>,
     /// Segments the receiver reported back as received twice (D-SACK, `tcpi_dsack_dups`):
-    /// retransmissions of segments that had arrived (reordering, not loss).
+    /// retransmissions of segments that had arrived (reordering, or a loss-probe or
+    /// retransmit timer that fired early: not loss).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dsack_dups: Option<u32>,
 }

@@ -146,7 +146,7 @@ pub enum Evidence {
         /// Segments.
         retransmits: u64,
         /// Of those, the segments the receivers reported back as received twice (D-SACK):
-        /// the originals had arrived (reordering, not loss).
+        /// the originals had arrived (reordering, or a timer that fired early: not loss).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dsack_segments: Option<u64>,
     },
@@ -231,6 +231,10 @@ pub enum Evidence {
 pub enum Suggestion {
     /// Larger socket buffers (`-w`), or `sweep --window` to find the knee.
     LargerWindow,
+    /// Smaller fixed socket buffers (`-w 256K`, or `sweep --window`): many flows whose
+    /// autotuned buffers add up to more than caches hold keep data waiting long enough to
+    /// leave them, so a busy receiver copies it cold.
+    SmallerWindow,
     /// `--profile`: where the saturated CPU's time goes.
     Profile,
     /// Spread the ends over CPUs (`-A`, a study over `placement`).

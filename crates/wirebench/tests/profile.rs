@@ -12,6 +12,7 @@ use common::*;
 use wirebench_model::profile::{ProfileCategory, ProfileReport, ProfileUnavailable};
 use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::side::{HostRole, SideReport};
+use wirebench_model::verdict::{Limiter, Suggestion};
 use wirebench_model::warning::Warning;
 use wirebench_sys::require;
 
@@ -401,6 +402,21 @@ fn unsampled_busy_time_is_not_called_idle() {
         busy_ns / 1e9,
         threads_ns / 1e9
     );
+    // The same run's verdict: 10,000 autotuned buffers behind a busy receiver get the
+    // advice to try smaller fixed ones, not larger ones.
+    let summary = r.runs[0].summary.as_ref().expect("summary");
+    if let Some(v) = summary.verdict.as_ref() {
+        if matches!(
+            v.limiter,
+            Limiter::ReceiveWindow {
+                receiver_busy_pct: Some(_),
+                ..
+            }
+        ) {
+            assert!(v.suggestions.contains(&Suggestion::SmallerWindow), "{v:?}");
+            assert!(!v.suggestions.contains(&Suggestion::LargerWindow), "{v:?}");
+        }
+    }
     let ceiling = (proc_stat_busy_pct + 5.0) / 100.0 * p.window_ns as f64 + 1e8;
     assert!(
         busy_ns <= ceiling,

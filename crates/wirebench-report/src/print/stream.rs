@@ -272,7 +272,7 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
         let line = format!(
             "{name}: of the {} segments retransmitted (TCP_INFO at the senders' close, whole \
              connections), the receivers got {dup} twice (D-SACK): their originals had arrived \
-             (reordering, not loss)",
+             (reordering, or a loss-probe or retransmit timer that fired early; not loss)",
             d.retransmits
         );
         wrap(out, "", "  ", &line);

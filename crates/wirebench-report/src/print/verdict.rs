@@ -129,8 +129,8 @@ fn evidence_text(e: &Evidence) -> String {
             dsack_segments,
         } => match dsack_segments {
             Some(d) if *d > 0 => format!(
-                "{} retransmits {retransmits}, {d} of them received twice (D-SACK: reordering, \
-                 not loss)",
+                "{} retransmits {retransmits}, {d} of them received twice (D-SACK: reordering or \
+                 a timer that fired early, not loss)",
                 label::dir(*dir)
             ),
             _ => format!("{} retransmits {retransmits}", label::dir(*dir)),
@@ -232,6 +232,11 @@ fn evidence_text(e: &Evidence) -> String {
 fn suggestion_text(s: Suggestion) -> &'static str {
     match s {
         Suggestion::LargerWindow => "larger socket buffers (-w, or sweep --window)",
+        Suggestion::SmallerWindow => {
+            "smaller fixed socket buffers (-w 256K, or sweep --window): the flows' autotuned \
+             buffers add up to more than any cache, so data waits in them long enough to be \
+             copied cold"
+        }
         Suggestion::Profile => "--profile (where the CPU time goes)",
         Suggestion::BusyPoll => "--busy-poll (how much of the round trip is wake-up cost)",
         Suggestion::Placement => "other CPU placements (-A, a study over placement)",
