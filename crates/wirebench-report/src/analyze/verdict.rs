@@ -166,6 +166,14 @@ fn receiver_busy(reports: &[(HostRole, &SideReport)], cpu: &[EndCpu], dir: FlowD
 
 /// The largest SO_RCVBUF the receivers in direction `dir` reported at close, bytes.
 fn receiver_rcvbuf(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<u32> {
+    receiver_rcvbufs(reports, dir).max()
+}
+
+/// Each receiving flow's buffer (`SO_RCVBUF` at close) in direction `dir`, bytes.
+fn receiver_rcvbufs<'a>(
+    reports: &'a [(HostRole, &SideReport)],
+    dir: FlowDir,
+) -> impl Iterator<Item = u32> + 'a {
     reports
         .iter()
         .filter_map(|(_, r)| match r.data.as_ref() {
@@ -173,24 +181,13 @@ fn receiver_rcvbuf(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<
             _ => None,
         })
         .flat_map(|st| st.flows.iter())
-        .filter(|f| f.dir == dir && f.role == Role::Receiver)
+        .filter(move |f| f.dir == dir && f.role == Role::Receiver)
         .filter_map(|f| f.socket.rcvbuf_bytes)
-        .max()
 }
 
 /// The receiving flows' buffers (`SO_RCVBUF` at close) in direction `dir`, summed, bytes.
 fn receiver_rcvbuf_sum(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> u64 {
-    reports
-        .iter()
-        .filter_map(|(_, r)| match r.data.as_ref() {
-            Some(SideData::Stream(st)) => Some(st),
-            _ => None,
-        })
-        .flat_map(|st| st.flows.iter())
-        .filter(|f| f.dir == dir && f.role == Role::Receiver)
-        .filter_map(|f| f.socket.rcvbuf_bytes)
-        .map(u64::from)
-        .sum()
+    receiver_rcvbufs(reports, dir).map(u64::from).sum()
 }
 
 /// What to try next on a stream run limited by `limiter`; `autotuned_rcvbuf` is the
