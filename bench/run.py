@@ -25,7 +25,9 @@ VARIANTS (--only takes these keys, or `stream` / `rr`; references are added auto
   streams   wb (wirebench default: 1 MiB calls), wb-128k (-l 128K, iperf3's call size),
             wb-Z (-Z, sendfile), wb-zc (the zero-copy pair: --send-path sendfile
             --recv-path discard, the fastest pair in docs/bench/paths-2026-11-21.md),
-            wb-P10000 (-P 10000 flows; only on loopback and veth-1500), iperf3 (128 KiB
+            wb-P10000 (-P 10000 flows; only on loopback and veth-1500; with it, as
+            informational rows, wb-P10000-lowat: --notsent-lowat 16K, and wb-P10000-w256k:
+            -w 256K, the verdict's two suggestions for many flows), iperf3 (128 KiB
             calls), iperf3-Z, nuttcp (its default 64 KiB), netperf (TCP_STREAM, when
             installed).
   rr        wb-rr-tcp, wb-rr-udp (wirebench rr / rr --udp), sockperf-tcp, sockperf-udp
@@ -187,6 +189,11 @@ def select(args, notes):
     return sorted(st, key=order.index), sorted(rr, key=order.index)
 
 
+def is_p10000(key):
+    """The -P 10000 variants: the target's and the informational ones."""
+    return key.startswith("wb-P10000")
+
+
 def rotated(keys, i):
     k = i % len(keys)
     order = keys[k:] + keys[:k]
@@ -202,10 +209,11 @@ def estimate(args, st, rr, cpus2):
     total = 0.0
     for p in args.paths:
         for k in st:
-            if k == "wb-P10000" and p not in args.p10000_paths:
+            if is_p10000(k) and p not in args.p10000_paths:
                 continue
             tool = T.STREAM_VARIANTS[k][1]
-            total += args.rounds * (args.seconds + OVERHEAD.get(k, OVERHEAD[tool]) + 0.3)
+            extra = OVERHEAD["wb-P10000"] if is_p10000(k) else OVERHEAD.get(k, OVERHEAD[tool])
+            total += args.rounds * (args.seconds + extra + 0.3)
         total += 3
     places = 2 if cpus2 else 1
     for p in args.rr_paths:
@@ -258,9 +266,9 @@ def stream_path(tb, args, keys, runs, log):
                 try:
                     out, srv_cpu, machine = measure(
                         argv, servers[T.server_for(tool)],
-                        args.seconds + (240 if key == "wb-P10000" else 60),
-                        nofile=key == "wb-P10000", observe=obs,
-                        observe_at=0.3 + args.seconds * 0.4 + (1.5 if key == "wb-P10000" else 0))
+                        args.seconds + (240 if is_p10000(key) else 60),
+                        nofile=is_p10000(key), observe=obs,
+                        observe_at=0.3 + args.seconds * 0.4 + (1.5 if is_p10000(key) else 0))
                     rec.update(wall_s=out.wall_s, cpu_client_s=out.cpu_s, cpu_server_s=srv_cpu,
                                machine_busy_cores=machine / out.wall_s, rc=out.returncode)
                     if out.timed_out:
@@ -432,7 +440,7 @@ def main():
     try:
         for pname in dict.fromkeys(args.paths + args.rr_paths):
             keys_st = [k for k in st if pname in args.paths
-                       and (k != "wb-P10000" or pname in args.p10000_paths)]
+                       and (not is_p10000(k) or pname in args.p10000_paths)]
             keys_rr = rr if pname in args.rr_paths else []
             if not keys_st and not keys_rr:
                 continue

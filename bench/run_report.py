@@ -128,7 +128,7 @@ def stream_rows(runs):
                              for b in r.get("recv_paths", [])})
         if paths_used and var not in ("wb", "wb-128k"):
             notes.append("paths " + ",".join(paths_used))
-        if var == "wb-P10000":
+        if var.startswith("wb-P10000"):
             flows = sorted({r.get("flows") for r in ok})
             eng = set()
             for r in ok:

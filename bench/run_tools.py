@@ -39,6 +39,11 @@ STREAM_VARIANTS = {
     "wb-Z": ("wirebench -Z", "wb", ["-Z"], "iperf3-Z"),
     "wb-zc": ("wirebench zero-copy pair", "wb", ZC_PAIR, "iperf3"),
     "wb-P10000": ("wirebench -P 10000", "wb", ["-P", "10000"], "wb"),
+    # Informational (no target): the two experiments the verdict suggests for 10,000 flows.
+    "wb-P10000-lowat": ("wirebench -P 10000 --notsent-lowat 16K (info)", "wb",
+                        ["-P", "10000", "--notsent-lowat", "16K"], "wb"),
+    "wb-P10000-w256k": ("wirebench -P 10000 -w 256K (info)", "wb",
+                        ["-P", "10000", "-w", "256K"], "wb"),
     "nuttcp": ("nuttcp (64 KiB)", "nuttcp", [], "iperf3"),
     "netperf": ("netperf TCP_STREAM", "netperf", [], "iperf3"),
 }

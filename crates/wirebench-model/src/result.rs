@@ -346,6 +346,10 @@ pub struct FlowSummary {
     pub sndbuf_bytes: Option<u32>,
     /// Effective SO_RCVBUF at the receiving end, bytes.
     pub rcvbuf_bytes: Option<u32>,
+    /// The sending socket's own TCP_NOTSENT_LOWAT, read back, bytes; absent when it had
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_lowat_bytes: Option<u32>,
     /// Congestion control on the sender's socket (else the receiver's).
     pub congestion: Option<String>,
     /// Why the flow ended early, at either end.

@@ -158,6 +158,10 @@ pub struct SocketFacts {
     pub pmtu_bytes: Option<u32>,
     /// TCP_INFO read just before the connection was closed.
     pub tcp_info: Option<TcpInfoReport>,
+    /// The socket's own TCP_NOTSENT_LOWAT, as the kernel reads it back, bytes; absent when
+    /// the socket has none (the namespace's `net.ipv4.tcp_notsent_lowat` then applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_lowat_bytes: Option<u32>,
 }
 
 /// Payload verification counts of one receiving flow.

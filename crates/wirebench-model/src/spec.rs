@@ -247,6 +247,13 @@ pub struct TcpOptions {
     /// TCP_MAXSEG on data connections, bytes (set before connect at the client, on the
     /// accepted socket at the server); `None` leaves it to the path.
     pub mss_bytes: Option<u32>,
+    /// `TCP_NOTSENT_LOWAT` on every data connection at both ends, bytes (`--notsent-lowat`,
+    /// iperf2's `--tcp-write-prefetch`): a sending socket counts as writable only while less
+    /// than this of its queue is unsent, so data the window holds back waits in the
+    /// application instead of the kernel. `None` leaves each namespace's
+    /// `net.ipv4.tcp_notsent_lowat` (by default no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_lowat_bytes: Option<u32>,
 }
 
 /// The bulk TCP transfer.
@@ -723,6 +730,8 @@ pub const MIN_WINDOW_BYTES: u32 = 2048;
 pub const MIN_MSS_BYTES: u32 = 88;
 /// Largest TCP_MAXSEG, bytes.
 pub const MAX_MSS_BYTES: u32 = 65_495;
+/// Largest `TCP_NOTSENT_LOWAT` a spec may ask for, bytes (1 GiB; the kernel takes an `int`).
+pub const MAX_NOTSENT_LOWAT_BYTES: u32 = 1 << 30;
 /// Highest CPU number a spec may name.
 pub const MAX_CPU: u32 = 4095;
 

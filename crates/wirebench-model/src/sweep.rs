@@ -53,11 +53,13 @@ pub enum FactorName {
     BusyPoll,
     /// How each receiving flow waits for data (stream): `--recv-wait`.
     RecvWait,
+    /// TCP_NOTSENT_LOWAT at both ends, bytes (stream, rr, crr): `--notsent-lowat`.
+    NotsentLowat,
 }
 
 impl FactorName {
     /// Every factor.
-    pub const ALL: [FactorName; 13] = [
+    pub const ALL: [FactorName; 14] = [
         FactorName::MsgSize,
         FactorName::RequestSize,
         FactorName::ResponseSize,
@@ -71,6 +73,7 @@ impl FactorName {
         FactorName::UnderLoad,
         FactorName::BusyPoll,
         FactorName::RecvWait,
+        FactorName::NotsentLowat,
     ];
 
     /// The long flag that names the factor on the command line (and sets it in a test).
@@ -89,6 +92,7 @@ impl FactorName {
             FactorName::UnderLoad => "--under-load",
             FactorName::BusyPoll => "--busy-poll",
             FactorName::RecvWait => "--recv-wait",
+            FactorName::NotsentLowat => "--notsent-lowat",
         }
     }
 
@@ -122,7 +126,7 @@ impl FactorName {
             FactorName::Window | FactorName::Flows => &[Stream, Rr, Crr, UdpRr, UdpStream],
             FactorName::SendPath | FactorName::RecvPath | FactorName::RecvWait => &[Stream],
             FactorName::Rate => &[Stream, UdpStream, Rr],
-            FactorName::Congestion => &[Stream, Rr, Crr],
+            FactorName::Congestion | FactorName::NotsentLowat => &[Stream, Rr, Crr],
             FactorName::Burst => &[Rr],
             FactorName::UnderLoad | FactorName::BusyPoll => &[Rr, UdpRr],
         }

@@ -87,6 +87,8 @@ spec_fields! {
     FqRateBps = "common.fq_rate_bps",
     /// `workload.tcp.mss_bytes`.
     MssBytes = "workload.tcp.mss_bytes",
+    /// `workload.tcp.notsent_lowat_bytes`.
+    NotsentLowatBytes = "workload.tcp.notsent_lowat_bytes",
     /// `workload.stop_after_bytes`.
     StopAfterBytes = "workload.stop_after_bytes",
     /// `common.profile_hz`.
@@ -501,6 +503,14 @@ impl TestSpec {
                 m.into(),
                 MIN_MSS_BYTES.into(),
                 MAX_MSS_BYTES.into(),
+            )?;
+        }
+        if let Some(l) = self.tcp().and_then(|t| t.notsent_lowat_bytes) {
+            range(
+                SpecField::NotsentLowatBytes,
+                l.into(),
+                1,
+                MAX_NOTSENT_LOWAT_BYTES.into(),
             )?;
         }
         if let Some(cpu) = c.client_cpu {

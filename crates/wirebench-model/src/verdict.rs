@@ -235,6 +235,10 @@ pub enum Suggestion {
     /// autotuned buffers add up to more than caches hold keep data waiting long enough to
     /// leave them, so a busy receiver copies it cold.
     SmallerWindow,
+    /// `--notsent-lowat 16K` (TCP_NOTSENT_LOWAT): many flows whose autotuned send buffers
+    /// add up to more than caches hold queue data the window holds back in kernel memory,
+    /// where it goes cold before the receiver copies it.
+    NotsentLowat,
     /// `--profile`: where the saturated CPU's time goes.
     Profile,
     /// Spread the ends over CPUs (`-A`, a study over `placement`).

@@ -6,8 +6,8 @@ use wirebench_model::spec::TestSpec;
 
 use crate::NetError;
 
-/// Apply window (SO_SNDBUF/SO_RCVBUF), congestion control and TCP_NODELAY to a TCP data
-/// socket (a UDP spec has only the window).
+/// Apply window (SO_SNDBUF/SO_RCVBUF), congestion control, TCP_NODELAY, TCP_MAXSEG and
+/// TCP_NOTSENT_LOWAT to a TCP data socket (a UDP spec has only the window).
 /// Call before `connect` on the client so the window scale is chosen with the buffer in place.
 pub fn apply<F: AsFd>(sock: &F, spec: &TestSpec) -> Result<(), NetError> {
     let s = SockRef::from(sock);
@@ -35,6 +35,10 @@ pub fn apply<F: AsFd>(sock: &F, spec: &TestSpec) -> Result<(), NetError> {
     if let Some(mss) = tcp.and_then(|t| t.mss_bytes) {
         s.set_tcp_mss(mss)
             .map_err(|e| NetError::SocketOption(format!("TCP_MAXSEG {mss}: {e}")))?;
+    }
+    if let Some(l) = tcp.and_then(|t| t.notsent_lowat_bytes) {
+        wirebench_sys::tcp::set_notsent_lowat(sock, l)
+            .map_err(|e| NetError::SocketOption(format!("TCP_NOTSENT_LOWAT {l}: {e}")))?;
     }
     apply_ip(sock, spec)
 }

@@ -31,8 +31,11 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// naps on the epoll engine too — a version 9 peer would refuse them; 11: the data threads'
 /// run-queue wait, `threads_run_delay_ns` in a report's `cpu` — a version 10 peer would
 /// refuse it; 12: a profile's `unsampled` category and `unsampled_busy_ns` /
-/// `idle_from_proc_stat` fields — a version 11 peer would refuse them).
-pub const PROTOCOL_VERSION: u16 = 12;
+/// `idle_from_proc_stat` fields — a version 11 peer would refuse them; 13:
+/// `tcp.notsent_lowat_bytes` in the spec and `notsent_lowat_bytes` in a flow's socket facts
+/// — a version 12 peer would refuse them, where ignoring the spec's would leave the server's
+/// senders unlimited).
+pub const PROTOCOL_VERSION: u16 = 13;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -78,6 +78,7 @@ pub fn full_side_report(host: HostRole) -> SideReport {
                         sndbuf_limited_us: None,
                         dsack_dups: Some(3),
                     }),
+                    notsent_lowat_bytes: None,
                 },
                 error: Some(FlowError {
                     step: Step::Receive,
@@ -455,6 +456,7 @@ pub fn full_spec() -> TestSpec {
                 congestion: Some("bbr".into()),
                 nodelay: true,
                 mss_bytes: Some(1400),
+                notsent_lowat_bytes: Some(16384),
             },
             stop_after_bytes: None,
             recv_wait: RecvWait::Block,

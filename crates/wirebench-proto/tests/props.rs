@@ -76,13 +76,20 @@ fn common() -> impl Strategy<Value = CommonSpec> {
 }
 
 fn tcp() -> impl Strategy<Value = TcpOptions> {
-    (any::<Option<String>>(), any::<bool>(), any::<Option<u32>>()).prop_map(
-        |(congestion, nodelay, mss_bytes)| TcpOptions {
-            congestion,
-            nodelay,
-            mss_bytes,
-        },
+    (
+        any::<Option<String>>(),
+        any::<bool>(),
+        any::<Option<u32>>(),
+        any::<Option<u32>>(),
     )
+        .prop_map(
+            |(congestion, nodelay, mss_bytes, notsent_lowat_bytes)| TcpOptions {
+                congestion,
+                nodelay,
+                mss_bytes,
+                notsent_lowat_bytes,
+            },
+        )
 }
 
 fn stream() -> impl Strategy<Value = StreamSpec> {

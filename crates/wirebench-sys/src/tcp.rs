@@ -335,6 +335,44 @@ pub fn set_rcvlowat<F: AsFd>(sock: &F, bytes: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets `TCP_NOTSENT_LOWAT`: the socket counts as writable (for `poll`/`epoll` and a
+/// blocking `write`) only while fewer than `bytes` of its send queue are not yet sent. Data
+/// the window does not let out yet then waits in the application, not in the kernel. Values
+/// above `i32::MAX` are capped there.
+///
+/// # Errors
+///
+/// Returns the `setsockopt` error.
+pub fn set_notsent_lowat<F: AsFd>(sock: &F, bytes: u32) -> io::Result<()> {
+    let val: libc::c_int = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the descriptor is borrowed and open for the call; `val` is a live c_int and
+    // its exact size is passed as the option length.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The socket's own `TCP_NOTSENT_LOWAT`, bytes; `None` when it has none, and the
+/// namespace's `net.ipv4.tcp_notsent_lowat` applies.
+///
+/// # Errors
+///
+/// Returns the `getsockopt` error.
+pub fn notsent_lowat<F: AsFd>(sock: &F) -> io::Result<Option<u32>> {
+    let v = getsockopt_int(sock.as_fd(), libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT)?;
+    Ok(u32::try_from(v).ok().filter(|&v| v > 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,6 +392,16 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr()?)?;
         let (server, _) = listener.accept()?;
         Ok((client, server))
+    }
+
+    #[test]
+    fn notsent_lowat_reads_back_what_was_set() {
+        let (c, _s) = pair("127.0.0.1:0").unwrap();
+        assert_eq!(notsent_lowat(&c).unwrap(), None);
+        set_notsent_lowat(&c, 16384).unwrap();
+        assert_eq!(notsent_lowat(&c).unwrap(), Some(16384));
+        set_notsent_lowat(&c, u32::MAX).unwrap();
+        assert_eq!(notsent_lowat(&c).unwrap(), Some(i32::MAX as u32));
     }
 
     #[test]

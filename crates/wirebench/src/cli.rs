@@ -581,6 +581,12 @@ pub struct ClientArgs {
     /// TCP maximum segment size on every data connection, bytes (TCP_MAXSEG; like iperf3 -M).
     #[arg(short = 'M', long = "set-mss", value_name = "BYTES")]
     pub mss: Option<u32>,
+    /// TCP_NOTSENT_LOWAT on every data connection at both ends (suffixes K, M, G = 1024^n;
+    /// like iperf2 --tcp-write-prefetch): a sender writes only while less than SIZE of its
+    /// socket's queue is unsent. With many flows, e.g. 16K keeps the unsent data out of the
+    /// kernel's memory.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub notsent_lowat: Option<u64>,
 }
 
 /// Parse a TOS byte: decimal, `0x..` hex or `0..` octal (as iperf3 -S).

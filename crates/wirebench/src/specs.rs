@@ -80,6 +80,7 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::TimeoutMs => "--udp-timeout",
         SpecField::FqRateBps => "--fq-rate",
         SpecField::MssBytes => "-M/--set-mss",
+        SpecField::NotsentLowatBytes => "--notsent-lowat",
         SpecField::StopAfterBytes => "-n/--bytes (-k/--blocks)",
         SpecField::ProfileHz => "--profile-hz",
         SpecField::BusyPollUs => "--busy-poll",
@@ -127,7 +128,8 @@ fn in_units(field: SpecField, v: u64) -> String {
         | SpecField::DatagramBytes
         | SpecField::RequestSizeBytes
         | SpecField::ResponseSizeBytes
-        | SpecField::StopAfterBytes => format!("{} bytes", units::size(v)),
+        | SpecField::StopAfterBytes
+        | SpecField::NotsentLowatBytes => format!("{} bytes", units::size(v)),
         SpecField::RateBps | SpecField::FqRateBps => units::RateUnit::AutoBits.rate(v as f64),
         SpecField::MssBytes => format!("{v} bytes"),
         SpecField::TransactionsPerS => format!("{v} transactions/s"),
@@ -237,8 +239,8 @@ fn check_local_cpu(c: &ClientArgs) -> Result<(), (String, Option<SpecField>)> {
     ))
 }
 
-/// `-C` or `-M` on a UDP test: UDP has no congestion control and no segment size, so the
-/// flag would be ignored.
+/// `-C`, `-M` or `--notsent-lowat` on a UDP test: UDP has no congestion control, no segment
+/// size and no send queue, so the flag would be ignored.
 fn refuse_congestion_on_udp(c: &ClientArgs) -> Result<(), (String, Option<SpecField>)> {
     if let Some(cc) = &c.congestion {
         return Err(usage(
@@ -252,6 +254,12 @@ fn refuse_congestion_on_udp(c: &ClientArgs) -> Result<(), (String, Option<SpecFi
             SpecField::MssBytes,
         ));
     }
+    if let Some(l) = c.notsent_lowat {
+        return Err(usage(
+            format!("--notsent-lowat {l}: UDP has no send queue to hold back (it applies to stream, rr and crr)"),
+            SpecField::NotsentLowatBytes,
+        ));
+    }
     Ok(())
 }
 
@@ -260,6 +268,10 @@ fn tcp(c: &ClientArgs, nodelay: bool) -> TcpOptions {
         congestion: c.congestion.clone(),
         nodelay,
         mss_bytes: c.mss,
+        // Above u32 is above the bound too: validation names the flag and the bound.
+        notsent_lowat_bytes: c
+            .notsent_lowat
+            .map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
     }
 }
 
@@ -544,6 +556,31 @@ mod tests {
     }
 
     #[test]
+    fn notsent_lowat_is_a_tcp_option_with_a_bound() {
+        use clap::Parser;
+        let WorkloadSpec::Stream(st) = stream_of(&["--notsent-lowat", "16K"]).workload else {
+            unreachable!()
+        };
+        assert_eq!(st.tcp.notsent_lowat_bytes, Some(16 << 10));
+        let refused = |args: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(["wirebench"].iter().chain(args))
+                .expect("valid arguments");
+            match cli.command {
+                crate::cli::Command::Stream(a) => stream_spec(&a),
+                crate::cli::Command::Udp(a) => udp_spec(&a),
+                _ => unreachable!(),
+            }
+            .expect_err("refused")
+        };
+        let (msg, field) = refused(&["stream", "--notsent-lowat", "2G"]);
+        assert_eq!(field, Some(SpecField::NotsentLowatBytes));
+        assert!(msg.starts_with("--notsent-lowat"), "{msg}");
+        let (msg, field) = refused(&["udp", "--notsent-lowat", "16K"]);
+        assert_eq!(field, Some(SpecField::NotsentLowatBytes));
+        assert!(msg.contains("UDP has no send queue"), "{msg}");
+    }
+
+    #[test]
     fn every_field_has_a_flag() {
         use SpecField::*;
         for f in [
@@ -567,6 +604,7 @@ mod tests {
             TransactionsPerS,
             MaxOutstanding,
             TimeoutMs,
+            NotsentLowatBytes,
         ] {
             assert!(flag_of(f).starts_with('-'), "{f}");
         }

@@ -436,3 +436,108 @@ fn namespaces_of_one_kernel_are_one_machine() {
     assert!(s.same_host);
     assert!(s.warnings.iter().any(|w| w.warning == Warning::SameHost));
 }
+
+/// The largest unsent queue (`notsent:` in `ss -tin`, bytes) over the established TCP
+/// sockets `filter` selects, and how many sockets it saw, over `samples` looks 200 ms apart.
+fn ss_max_notsent(filter: &str, samples: u32) -> (usize, u64) {
+    let (mut sockets, mut max) = (0, 0);
+    for i in 0..samples {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let out = Command::new("ss")
+            .args(["-tin", "state", "established", filter])
+            .output()
+            .expect("ss (iproute2)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        // One unindented line per socket (after the header), then its indented info line;
+        // `ss` leaves `notsent:` out when nothing is unsent.
+        let seen = text
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with(' ') && !l.starts_with('\t') && !l.is_empty())
+            .count();
+        sockets = sockets.max(seen);
+        for w in text.split_whitespace() {
+            if let Some(n) = w.strip_prefix("notsent:").and_then(|n| n.parse().ok()) {
+                max = max.max(n);
+            }
+        }
+    }
+    (sockets, max)
+}
+
+/// `--notsent-lowat 16K` reaches the kernel at the sending end: with the senders held to
+/// 20 Mbit/s each by a pacing cap (so the window never drains their queues), `ss` sees no
+/// sending socket with more unsent data than the limit plus one 128 KiB write (the kernel
+/// lets a write start below the limit), where without the flag their queues fill their
+/// autotuned buffers. Checked on the thread-per-flow engine at the client (forward, one
+/// flow) and on the epoll engine at the server (reverse, 40 flows); each sending flow's
+/// report reads the limit back.
+#[test]
+fn notsent_lowat_holds_unsent_data_in_the_sender() {
+    const LOWAT: u64 = 16 << 10;
+    const CALL: u64 = 128 << 10;
+    let _g = serial();
+    let d = common::daemon::LocalDaemon::start(&[]);
+    let port = d.addr.port();
+    let run = |flows: &str, reverse: bool, lowat: bool| {
+        let mut c = Command::new(BIN);
+        c.args(["stream", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-t", "3", "-P", flows, "-l", "128K", "-C", "cubic"])
+            .args(["--fq-rate", "20M", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if reverse {
+            c.arg("-R");
+        }
+        if lowat {
+            c.args(["--notsent-lowat", "16K"]);
+        }
+        let child = Guarded::spawn(&mut c);
+        assert!(wait_engine(child.id(), Duration::from_secs(10)));
+        std::thread::sleep(Duration::from_millis(1000)); // the point: let the queues fill
+                                                         // The senders' sockets: the client's (to the port) forward, the server's reverse.
+        let filter = if reverse {
+            format!("( sport = :{port} )")
+        } else {
+            format!("( dport = :{port} )")
+        };
+        let seen = ss_max_notsent(&filter, 4);
+        let out = child.wait_with_output();
+        let r = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+        (seen, r)
+    };
+    for (flows, reverse) in [("1", false), ("40", true)] {
+        let ((sockets, max), r) = run(flows, reverse, true);
+        eprintln!(
+            "-P {flows} reverse {reverse} --notsent-lowat 16K: {sockets} sockets, max unsent {max}"
+        );
+        assert!(sockets > flows.parse().unwrap(), "{sockets} sockets seen");
+        assert!(
+            max <= LOWAT + CALL,
+            "unsent {max} bytes above {LOWAT} + one {CALL}-byte write"
+        );
+        let s = r.runs[0].summary.as_ref().unwrap().stream().unwrap();
+        assert_eq!(s.flows.len(), flows.parse::<usize>().unwrap());
+        assert!(
+            s.flows
+                .iter()
+                .all(|f| f.notsent_lowat_bytes == Some(LOWAT as u32)),
+            "{:?}",
+            s.flows
+                .iter()
+                .map(|f| f.notsent_lowat_bytes)
+                .collect::<Vec<_>>()
+        );
+    }
+    // Without the flag the same senders queue far more: the bound above can fail.
+    let ((sockets, max), r) = run("40", true, false);
+    eprintln!("-P 40 reverse, no --notsent-lowat: {sockets} sockets, max unsent {max}");
+    assert!(max > 2 * (LOWAT + CALL), "unsent {max} bytes");
+    let s = r.runs[0].summary.as_ref().unwrap().stream().unwrap();
+    assert!(s.flows.iter().all(|f| f.notsent_lowat_bytes.is_none()));
+}

@@ -270,6 +270,7 @@ pub fn socket_facts<F: AsFd>(s: &F) -> SocketFacts {
         tcp_info: wirebench_sys::tcp::tcp_info(s)
             .ok()
             .map(|i| tcp_info_report(&i)),
+        notsent_lowat_bytes: wirebench_sys::tcp::notsent_lowat(s).ok().flatten(),
     }
 }
 

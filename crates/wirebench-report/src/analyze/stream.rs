@@ -314,6 +314,7 @@ fn flow_summary(
             .or_else(|| rcv.and_then(|f| f.socket.pmtu_bytes)),
         sndbuf_bytes: snd.and_then(|f| f.socket.sndbuf_bytes),
         rcvbuf_bytes: rcv.and_then(|f| f.socket.rcvbuf_bytes),
+        notsent_lowat_bytes: snd.and_then(|f| f.socket.notsent_lowat_bytes),
         congestion: snd
             .and_then(|f| f.socket.congestion.clone())
             .or_else(|| rcv.and_then(|f| f.socket.congestion.clone())),

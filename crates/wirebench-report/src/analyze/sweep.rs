@@ -139,12 +139,13 @@ pub fn point_count(r: &RunResult) -> Option<u64> {
 }
 
 /// The factor a curve runs along: the first of these the sweep varies.
-const ALONG: [FactorName; 8] = [
+const ALONG: [FactorName; 9] = [
     FactorName::MsgSize,
     FactorName::RequestSize,
     FactorName::ResponseSize,
     FactorName::Rate,
     FactorName::Window,
+    FactorName::NotsentLowat,
     FactorName::Flows,
     FactorName::Burst,
     FactorName::UnderLoad,

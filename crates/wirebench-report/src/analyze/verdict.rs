@@ -62,9 +62,11 @@ pub const RUN_DELAY_PCT: f64 = 10.0;
 
 /// The receiving flows' summed autotuned buffers (`SO_RCVBUF` at close) from which a busy
 /// receiver is told to try smaller fixed buffers ([`Suggestion::SmallerWindow`]) instead of
-/// larger ones: 256 MiB, far beyond any cache. Measured on a 2-vCPU KVM guest (loopback,
+/// larger ones, and the sending flows' (`SO_SNDBUF`) from which it is also told to hold
+/// unsent data back ([`Suggestion::NotsentLowat`]): 256 MiB, far beyond any cache. Measured on a 2-vCPU KVM guest (loopback,
 /// cubic, 3 interleaved rounds): 10,000 autotuned flows (buffers of 1.3–24 MiB each) moved
-/// 0.58x of one flow's rate, and 0.83x with `-w 256K` at both ends.
+/// 0.58x of one flow's rate, and 0.83x with `-w 256K` at both ends; in a second series
+/// (5 rounds) 0.56x, 0.81x with `-w 256K` and 0.70x with `--notsent-lowat 16K`.
 pub const MANY_BUFFERS_BYTES: u64 = 256 << 20;
 /// Senders limited this share of their busy time are window- or buffer-limited, percent.
 pub const LIMITED_PCT: f64 = 25.0;
@@ -166,13 +168,14 @@ fn receiver_busy(reports: &[(HostRole, &SideReport)], cpu: &[EndCpu], dir: FlowD
 
 /// The largest SO_RCVBUF the receivers in direction `dir` reported at close, bytes.
 fn receiver_rcvbuf(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<u32> {
-    receiver_rcvbufs(reports, dir).max()
+    flow_buffers(reports, dir, Role::Receiver).max()
 }
 
 /// Each receiving flow's buffer (`SO_RCVBUF` at close) in direction `dir`, bytes.
-fn receiver_rcvbufs<'a>(
+fn flow_buffers<'a>(
     reports: &'a [(HostRole, &SideReport)],
     dir: FlowDir,
+    role: Role,
 ) -> impl Iterator<Item = u32> + 'a {
     reports
         .iter()
@@ -181,31 +184,48 @@ fn receiver_rcvbufs<'a>(
             _ => None,
         })
         .flat_map(|st| st.flows.iter())
-        .filter(move |f| f.dir == dir && f.role == Role::Receiver)
-        .filter_map(|f| f.socket.rcvbuf_bytes)
+        .filter(move |f| f.dir == dir && f.role == role)
+        .filter_map(move |f| match role {
+            Role::Receiver => f.socket.rcvbuf_bytes,
+            Role::Sender => f.socket.sndbuf_bytes,
+        })
 }
 
-/// The receiving flows' buffers (`SO_RCVBUF` at close) in direction `dir`, summed, bytes.
-fn receiver_rcvbuf_sum(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> u64 {
-    receiver_rcvbufs(reports, dir).map(u64::from).sum()
+/// The `role` flows' buffers at close in direction `dir` (see [`flow_buffers`]), summed,
+/// bytes.
+fn buffer_sum(reports: &[(HostRole, &SideReport)], dir: FlowDir, role: Role) -> u64 {
+    flow_buffers(reports, dir, role).map(u64::from).sum()
 }
 
-/// What to try next on a stream run limited by `limiter`; `autotuned_rcvbuf` is the
-/// receiving flows' summed buffers when autotuning sized them (no `-w`).
-fn stream_suggestions(limiter: &Limiter, autotuned_rcvbuf: Option<u64>) -> Vec<Suggestion> {
+/// The flows' summed buffers at close, where the kernel sized them: `rcvbuf` of the
+/// receivers and `sndbuf` of the senders when the run set no `-w`; `sndbuf` is `None` too
+/// when the senders' unsent data was already held back (`--notsent-lowat`).
+#[derive(Debug, Clone, Copy, Default)]
+struct AutotunedSums {
+    rcvbuf_bytes: Option<u64>,
+    sndbuf_bytes: Option<u64>,
+}
+
+/// What to try next on a stream run limited by `limiter`, with the flows' `autotuned`
+/// buffers.
+fn stream_suggestions(limiter: &Limiter, autotuned: AutotunedSums) -> Vec<Suggestion> {
+    let many = |b: Option<u64>| b.is_some_and(|b| b >= MANY_BUFFERS_BYTES);
     match limiter {
         Limiter::Pacing { .. } => vec![Suggestion::HigherRate],
         // A busy receiver that falls behind keeps the window shut whatever its size; when
         // the autotuned buffers add up to more than caches hold, smaller fixed ones shorten
-        // the time data waits in them.
+        // the time data waits in them, and so does holding unsent data in the senders.
         Limiter::ReceiveWindow {
             receiver_busy_pct: Some(_),
             ..
-        } if autotuned_rcvbuf.is_some_and(|b| b >= MANY_BUFFERS_BYTES) => vec![
-            Suggestion::CheaperReceiver,
-            Suggestion::SmallerWindow,
-            Suggestion::Profile,
-        ],
+        } if many(autotuned.rcvbuf_bytes) => {
+            let mut v = vec![Suggestion::CheaperReceiver, Suggestion::SmallerWindow];
+            if many(autotuned.sndbuf_bytes) {
+                v.push(Suggestion::NotsentLowat);
+            }
+            v.push(Suggestion::Profile);
+            v
+        }
         Limiter::ReceiveWindow {
             receiver_busy_pct: Some(_),
             ..
@@ -424,12 +444,18 @@ pub fn stream(
         });
     }
     let limiter = limiter.unwrap_or(Limiter::Undetermined);
-    let autotuned_rcvbuf = spec
-        .common
-        .window_bytes
-        .is_none()
-        .then(|| receiver_rcvbuf_sum(reports, main.dir));
-    let suggestions = stream_suggestions(&limiter, autotuned_rcvbuf);
+    let autotuned = if spec.common.window_bytes.is_none() {
+        let lowat = spec.tcp().and_then(|t| t.notsent_lowat_bytes);
+        AutotunedSums {
+            rcvbuf_bytes: Some(buffer_sum(reports, main.dir, Role::Receiver)),
+            sndbuf_bytes: lowat
+                .is_none()
+                .then(|| buffer_sum(reports, main.dir, Role::Sender)),
+        }
+    } else {
+        AutotunedSums::default()
+    };
+    let suggestions = stream_suggestions(&limiter, autotuned);
     if profiled {
         missing.retain(|m| *m != Missing::Profile);
     }
@@ -662,21 +688,37 @@ mod tests {
             rcvbuf_bytes: Some(24 << 20),
             rcvbuf_autotuned: true,
         };
+        let sums = |rcvbuf_bytes, sndbuf_bytes| AutotunedSums {
+            rcvbuf_bytes,
+            sndbuf_bytes,
+        };
         let many = Some(10_000 * (2 << 20));
         assert_eq!(
-            stream_suggestions(&rw(Some(90.0)), many),
+            stream_suggestions(&rw(Some(90.0)), sums(many, None)),
             vec![
                 Suggestion::CheaperReceiver,
                 Suggestion::SmallerWindow,
                 Suggestion::Profile
             ]
         );
+        // Many autotuned send buffers too (and no --notsent-lowat): hold unsent data back.
+        assert_eq!(
+            stream_suggestions(&rw(Some(90.0)), sums(many, many)),
+            vec![
+                Suggestion::CheaperReceiver,
+                Suggestion::SmallerWindow,
+                Suggestion::NotsentLowat,
+                Suggestion::Profile
+            ]
+        );
+        let few = Some(24 << 20);
         for (limiter, bufs) in [
-            (rw(Some(90.0)), Some(24 << 20)),
-            (rw(Some(90.0)), None),
-            (rw(None), many),
+            (rw(Some(90.0)), sums(few, many)),
+            (rw(Some(90.0)), sums(None, None)),
+            (rw(None), sums(many, many)),
         ] {
             let got = stream_suggestions(&limiter, bufs);
+            assert!(!got.contains(&Suggestion::NotsentLowat), "{got:?}");
             assert!(!got.contains(&Suggestion::SmallerWindow), "{got:?}");
             assert!(got.contains(&Suggestion::LargerWindow), "{got:?}");
         }

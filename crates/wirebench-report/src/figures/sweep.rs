@@ -34,7 +34,8 @@ pub(crate) fn factor_axis(f: FactorName) -> Axis {
         FactorName::MsgSize
         | FactorName::RequestSize
         | FactorName::ResponseSize
-        | FactorName::Window => Axis::log2(label, Unit::Bytes),
+        | FactorName::Window
+        | FactorName::NotsentLowat => Axis::log2(label, Unit::Bytes),
         FactorName::Rate => Axis::log10(label, Unit::None),
         FactorName::UnderLoad => Axis::linear(label, Unit::None),
         _ => Axis::log2(label, Unit::None),

@@ -286,6 +286,14 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
         range(flows.iter().map(|f| f.pmtu_bytes)),
     );
     wrap(out, "", "  ", &line);
+    if flows.iter().any(|f| f.notsent_lowat_bytes.is_some()) {
+        let line = format!(
+            "{name}: TCP_NOTSENT_LOWAT {} bytes (senders' sockets, read back): a sender \
+             wrote only while less than that was queued unsent",
+            range(flows.iter().map(|f| f.notsent_lowat_bytes)),
+        );
+        wrap(out, "", "  ", &line);
+    }
 }
 
 /// The flows of a direction to show as rows: all of them, or the slowest few.

@@ -237,6 +237,10 @@ fn suggestion_text(s: Suggestion) -> &'static str {
              buffers add up to more than any cache, so data waits in them long enough to be \
              copied cold"
         }
+        Suggestion::NotsentLowat => {
+            "less unsent data queued in the kernel (--notsent-lowat 16K): the senders' \
+             autotuned buffers add up to more than any cache too"
+        }
         Suggestion::Profile => "--profile (where the CPU time goes)",
         Suggestion::BusyPoll => "--busy-poll (how much of the round trip is wake-up cost)",
         Suggestion::Placement => "other CPU placements (-A, a study over placement)",

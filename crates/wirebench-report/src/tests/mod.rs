@@ -247,6 +247,7 @@ pub(crate) fn flow_side(
             congestion: Some("cubic".into()),
             pmtu_bytes: Some(1500),
             tcp_info: Some(tcp_info(if role == Role::Sender { 3 } else { 0 })),
+            notsent_lowat_bytes: None,
         },
         error: None,
         path: match role {

@@ -118,6 +118,7 @@ fn factor_of(flag: &str) -> Option<FactorName> {
         "--under-load" => FactorName::UnderLoad,
         "--busy-poll" => FactorName::BusyPoll,
         "--recv-wait" => FactorName::RecvWait,
+        "--notsent-lowat" => FactorName::NotsentLowat,
         _ => return None,
     })
 }
@@ -489,6 +490,25 @@ mod tests {
         let e = plan("stream", &args("--recv-wait block,sometimes")).unwrap_err();
         assert!(e.contains("sometimes"), "{e}");
         assert!(FactorName::RecvWait.is_named() && !FactorName::Window.is_named());
+    }
+
+    #[test]
+    fn notsent_lowat_is_a_size_factor_of_the_tcp_tests() {
+        use wirebench_model::spec::WorkloadSpec;
+        let p = plan("stream", &args("-t 1 --notsent-lowat 16K,128K")).unwrap();
+        let lowats: Vec<Option<u32>> = p
+            .points
+            .iter()
+            .map(|x| match point_spec(&x.argv).unwrap().0.workload {
+                WorkloadSpec::Stream(s) => s.tcp.notsent_lowat_bytes,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(lowats, [Some(16 << 10), Some(128 << 10)]);
+        assert!(plan("rr", &args("--notsent-lowat 16K")).is_ok());
+        let e = plan("udp", &args("--notsent-lowat 16K")).unwrap_err();
+        assert_eq!(e, "--notsent-lowat is not a factor of `udp`");
+        assert!(!FactorName::NotsentLowat.is_named());
     }
 
     #[test]
