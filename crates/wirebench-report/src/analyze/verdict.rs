@@ -63,8 +63,9 @@ pub const RUN_DELAY_PCT: f64 = 10.0;
 /// The receiving flows' summed autotuned buffers (`SO_RCVBUF` at close) from which a busy
 /// receiver is told to try smaller fixed buffers ([`Suggestion::SmallerWindow`]) instead of
 /// larger ones, and the sending flows' (`SO_SNDBUF`) from which it is also told to hold
-/// unsent data back ([`Suggestion::NotsentLowat`]): 256 MiB, far beyond any cache. Measured on a 2-vCPU KVM guest (loopback,
-/// cubic, 3 interleaved rounds): 10,000 autotuned flows (buffers of 1.3–24 MiB each) moved
+/// unsent data back ([`Suggestion::NotsentLowat`]): 256 MiB, far beyond any cache.
+/// Measured on a 2-vCPU KVM guest (loopback, cubic, 3 interleaved rounds): 10,000
+/// autotuned flows (buffers of 1.3–24 MiB each) moved
 /// 0.58x of one flow's rate, and 0.83x with `-w 256K` at both ends; in a second series
 /// (5 rounds) 0.56x, 0.81x with `-w 256K` and 0.70x with `--notsent-lowat 16K`.
 pub const MANY_BUFFERS_BYTES: u64 = 256 << 20;
@@ -171,7 +172,8 @@ fn receiver_rcvbuf(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<
     flow_buffers(reports, dir, Role::Receiver).max()
 }
 
-/// Each receiving flow's buffer (`SO_RCVBUF` at close) in direction `dir`, bytes.
+/// Each `role` flow's buffer at close in direction `dir`, bytes: `SO_RCVBUF` of a receiving
+/// flow, `SO_SNDBUF` of a sending one.
 fn flow_buffers<'a>(
     reports: &'a [(HostRole, &SideReport)],
     dir: FlowDir,
