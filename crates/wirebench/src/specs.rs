@@ -256,7 +256,11 @@ fn refuse_congestion_on_udp(c: &ClientArgs) -> Result<(), (String, Option<SpecFi
     }
     if let Some(l) = c.notsent_lowat {
         return Err(usage(
-            format!("--notsent-lowat {l}: UDP has no send queue to hold back (it applies to stream, rr and crr)"),
+            format!(
+                "--notsent-lowat {}: UDP has no send queue to hold back (it applies to stream, \
+                 rr and crr)",
+                in_units(SpecField::NotsentLowatBytes, l)
+            ),
             SpecField::NotsentLowatBytes,
         ));
     }
