@@ -2,26 +2,9 @@
 //! and path-MTU discovery (`IP_MTU_DISCOVER` / `IPV6_MTU_DISCOVER`, "don't fragment").
 
 use std::io;
-use std::mem::size_of;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
-fn set<T: Copy>(fd: std::os::fd::BorrowedFd<'_>, level: i32, name: i32, v: T) -> io::Result<()> {
-    // SAFETY: `fd` is open for the borrow; `v` is a plain value whose size is passed, and the
-    // kernel only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&v as *const T).cast(),
-            size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
+use crate::sockopt::setsockopt as set;
 
 /// Cap the socket's pacing rate at `bytes_per_s` (`SO_MAX_PACING_RATE`; TCP paces itself
 /// without the fq qdisc since Linux 4.13). Rates above what a u32 holds use the 64-bit form.

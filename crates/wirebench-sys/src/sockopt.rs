@@ -61,3 +61,21 @@ pub(crate) fn getsockopt_int(
     }
     Ok(v)
 }
+
+/// `setsockopt(fd, level, name, &v)` with a plain value `v` whose size is the option length.
+pub(crate) fn setsockopt<T: Copy>(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: T,
+) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(size_of::<T>())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "option value too large"))?;
+    // SAFETY: `fd` is open for the borrow; `v` is a live plain value of `len` bytes, which
+    // the kernel only reads.
+    let rc = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, (&v as *const T).cast(), len) };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -5,11 +5,11 @@
 
 use std::io;
 use std::mem::{offset_of, size_of};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
 use socket2::SockRef;
 
-use crate::sockopt::{getsockopt, getsockopt_int, Pod};
+use crate::sockopt::{getsockopt, getsockopt_int, setsockopt, Pod};
 
 /// Selected fields of the kernel's `struct tcp_info` (`TCP_INFO` socket option).
 ///
@@ -318,21 +318,7 @@ pub fn ip_mtu<F: AsFd>(sock: &F) -> io::Result<u32> {
 /// Returns the `setsockopt` error.
 pub fn set_rcvlowat<F: AsFd>(sock: &F, bytes: u32) -> io::Result<()> {
     let val: libc::c_int = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: the descriptor is borrowed and open for the call; `val` is a live c_int and
-    // its exact size is passed as the option length.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    setsockopt(sock.as_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, val)
 }
 
 /// Sets `TCP_NOTSENT_LOWAT`: the socket counts as writable (for `poll`/`epoll` and a
@@ -345,21 +331,12 @@ pub fn set_rcvlowat<F: AsFd>(sock: &F, bytes: u32) -> io::Result<()> {
 /// Returns the `setsockopt` error.
 pub fn set_notsent_lowat<F: AsFd>(sock: &F, bytes: u32) -> io::Result<()> {
     let val: libc::c_int = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: the descriptor is borrowed and open for the call; `val` is a live c_int and
-    // its exact size is passed as the option length.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    setsockopt(
+        sock.as_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        val,
+    )
 }
 
 /// The socket's own `TCP_NOTSENT_LOWAT`, bytes; `None` when it has none, and the
