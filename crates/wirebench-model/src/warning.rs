@@ -361,6 +361,24 @@ pub enum Warning {
         /// The duration bound, milliseconds.
         bound_ms: u64,
     },
+    /// The receivers' rate of a direction changed during the run: its slowest full interval
+    /// was at most half its fastest (the first interval after the warm-up, which holds the
+    /// ramp-up, and intervals shorter than the rest are left out). The total is then an
+    /// average over different states of the path or the machine.
+    RateVaried {
+        /// The direction.
+        dir: FlowDir,
+        /// Intervals compared.
+        intervals: u32,
+        /// Their median length, seconds.
+        interval_s: f64,
+        /// The slowest interval's receiver rate, bits per second.
+        min_bps: f64,
+        /// The median interval's receiver rate, bits per second.
+        median_bps: f64,
+        /// The fastest interval's receiver rate, bits per second.
+        max_bps: f64,
+    },
     /// A note: senders and receivers count different bytes inside their windows (bytes in
     /// flight at the window edges).
     WindowEdgeDifference {

@@ -139,15 +139,18 @@ pub(crate) struct Live {
     format: Format,
     human: HumanOptions,
     timestamps: bool,
+    /// False when the intervals are sampled for the result only.
+    print_intervals: bool,
 }
 
 impl Live {
-    /// Live lines as the client flags ask.
-    pub(crate) fn of(a: &ClientArgs) -> Live {
+    /// Live lines as the client flags ask; interval lines only if `print_intervals`.
+    pub(crate) fn of(a: &ClientArgs, print_intervals: bool) -> Live {
         Live {
             format: Format::of(a),
             human: human_options(a),
             timestamps: a.timestamps,
+            print_intervals,
         }
     }
 }
@@ -164,6 +167,9 @@ impl Observer for Live {
     }
 
     fn interval(&mut self, spec: &TestSpec, m: &IntervalMsg) {
+        if !self.print_intervals {
+            return;
+        }
         let mut out = std::io::stdout().lock();
         match self.format {
             Format::Human => {
@@ -208,24 +214,44 @@ pub fn exit_code(r: &RunResult) -> i32 {
     }
 }
 
-/// The live interval when the user gave none: every second on a terminal with human output
-/// and with --json-stream (as long as the test is), none otherwise; `-i 0` turns it off.
-fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) {
+/// The interval when the user gave none (`-i 0` turns sampling off). Printed live every
+/// second on a terminal with human output and with --json-stream (as long as the test is);
+/// otherwise, for a stream test of at least 2 s, unprinted samples of an eighth of the test
+/// (0.25 to 1 s), so that the result can say whether the rate held (the `rate_varied`
+/// warning) and CSV `--intervals` has rows, as iperf3's JSON always has intervals, unless
+/// that makes more than [`UNPRINTED_SAMPLE_BUDGET`] samples × connections. Printed intervals
+/// are coarser when intervals × connections would exceed the bound. Returns whether the
+/// samples are printed live.
+fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) -> bool {
     if a.interval.is_some() {
-        return;
+        return true;
     }
-    let wanted = match format {
+    let live = match format {
         Format::Human => std::io::stdout().is_terminal(),
         Format::JsonStream => true,
         Format::Json | Format::Csv => false,
     };
-    if wanted && spec.common.duration_ms >= 1000 {
-        // Every second, or coarser so that intervals × connections stays within the bound.
-        let conns = u64::from(spec.connection_count().max(1));
-        let per = (spec.common.duration_ms * conns).div_ceil(MAX_INTERVAL_SAMPLES);
-        spec.common.interval_ms = Some(per.max(1000));
+    let duration_ms = spec.common.duration_ms;
+    let conns = u64::from(spec.connection_count().max(1));
+    let bound_ms = (duration_ms * conns).div_ceil(MAX_INTERVAL_SAMPLES);
+    if live && duration_ms >= 1000 {
+        spec.common.interval_ms = Some(bound_ms.max(1000));
+        return true;
     }
+    let per_ms = (duration_ms / 8).clamp(250, 1000);
+    let samples = duration_ms.div_ceil(per_ms) * conns;
+    if spec.kind() == wirebench_model::spec::WorkloadKind::Stream
+        && duration_ms >= 2000
+        && samples <= UNPRINTED_SAMPLE_BUDGET
+    {
+        spec.common.interval_ms = Some(per_ms);
+    }
+    false
 }
+
+/// Most interval samples × connections taken by default when nobody prints them: each sample
+/// carries every flow's count in both ends' reports, so 10,000 flows are not sampled unasked.
+const UNPRINTED_SAMPLE_BUDGET: u64 = 20_000;
 
 /// Check before the test that `-o FILE` can be written (its directory takes a new file).
 fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
@@ -289,7 +315,7 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
     if let Err(info) = check_output(&out.sink) {
         return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
     }
-    live_interval(a, format, &mut spec);
+    let print_intervals = live_interval(a, format, &mut spec);
     let cfg = match runner_config(a) {
         Ok(c) => c,
         Err(info) => {
@@ -301,9 +327,9 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
-    let mut live = Live::of(a);
+    let mut live = Live::of(a, print_intervals);
     // No live lines: a bar over the expected time instead (terminal, human output only).
-    let bar = spec.common.interval_ms.is_none().then(|| {
+    let bar = (!print_intervals || spec.common.interval_ms.is_none()).then(|| {
         let one = Duration::from_millis(spec.common.warmup_ms + spec.common.duration_ms);
         let runs = cfg.repetition.max_runs.max(1) * if load.is_some() { 2 } else { 1 };
         crate::progress::TimeBar::start(one * runs, format == Format::Human, "measuring")

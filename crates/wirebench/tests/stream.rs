@@ -370,6 +370,143 @@ fn veth_rate_limited_to_1gbit_measures_the_limit() {
     assert_eq!(env.interface.as_ref().unwrap().mtu_bytes, Some(1500));
 }
 
+/// The `rate_varied` warning of `r`'s forward direction, as (slowest, median, fastest)
+/// interval rates in bit/s.
+fn rate_varied(r: &RunResult) -> Option<(f64, f64, f64)> {
+    r.runs
+        .last()?
+        .summary
+        .as_ref()?
+        .warnings
+        .iter()
+        .find_map(|n| match &n.warning {
+            Warning::RateVaried {
+                dir: FlowDir::ClientToServer,
+                min_bps,
+                median_bps,
+                max_bps,
+                ..
+            } => Some((*min_bps, *median_bps, *max_bps)),
+            _ => None,
+        })
+}
+
+/// The payload rate a tbf limit of `bps` allows at MSS `mss`: tbf meters link-layer bytes,
+/// MSS + 66 header bytes per segment.
+fn tbf_payload_bps(bps: f64, mss: f64) -> f64 {
+    bps * mss / (mss + 66.0)
+}
+
+/// A rate that changes during the run is named, with the rates it changed between: a tbf
+/// limit of 200 Mbit/s changed to 50 Mbit/s (`tc qdisc change`, queue kept) after 1.5 s of
+/// data gives the `rate_varied` warning, whose slowest and fastest intervals are the two
+/// limits' payload rates and whose total lies between them. The same path held at 200 Mbit/s
+/// gives no such warning. (The samples are taken although the output is plain JSON.)
+#[test]
+fn a_rate_that_changes_during_the_run_is_named() {
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    tb.rate_limit(Side::A, 200_000_000).unwrap();
+    let _d = daemon_in(&tb, Side::B, &[]);
+    let args = ["stream", "-H", wirebench_lab::ADDR_B, "-C", "cubic"];
+    let steady = wb_in(&tb, Side::A, &[&args[..], &["-t", "3", "--json"]].concat());
+    assert_eq!(steady.code, 0, "{}", steady.stderr);
+    let steady = steady.json();
+    let intervals = &stream_sum(&steady, 0).intervals;
+    assert!(
+        intervals.len() >= 6,
+        "{} intervals sampled",
+        intervals.len()
+    );
+    assert_eq!(rate_varied(&steady), None, "{:?}", intervals);
+
+    let mut c = tb.command(Side::A, BIN);
+    c.args(args)
+        .args(["-t", "4", "-i", "0.25", "--json-stream"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = Guarded::spawn(&mut c);
+    let out = child.child().stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut lines = Vec::new();
+        let mut server_intervals = 0;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains(r#""event":"interval""#) && line.contains(r#""host":"server""#) {
+                server_intervals += 1;
+                if server_intervals == 6 {
+                    let _ = tx.send(());
+                }
+            }
+            lines.push(line);
+        }
+        lines
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "no 6 receiver intervals within 20 s"
+    );
+    let changed = tb
+        .command(Side::A, "tc")
+        .args([
+            "qdisc",
+            "change",
+            "dev",
+            wirebench_lab::IF_A,
+            "root",
+            "tbf",
+            "rate",
+            "50mbit",
+            "burst",
+            "262144",
+            "limit",
+            "524288",
+        ])
+        .status()
+        .expect("tc");
+    assert!(changed.success(), "tc qdisc change");
+    assert!(child.wait().success());
+    let lines = reader.join().expect("reader");
+    let last: serde_json::Value = serde_json::from_str(lines.last().expect("a line")).unwrap();
+    let res: RunResult = serde_json::from_value(last["result"].clone()).expect("result event");
+    let mss = flows(&res, HostRole::Client)[0]
+        .socket
+        .tcp_info
+        .as_ref()
+        .unwrap()
+        .snd_mss_bytes as f64;
+    let (fast, slow) = (tbf_payload_bps(200e6, mss), tbf_payload_bps(50e6, mss));
+    let (min, median, max) = rate_varied(&res).expect("rate_varied after the change");
+    assert!(
+        (0.8 * slow..=1.05 * slow).contains(&min),
+        "slowest interval {min:.0} bit/s, limit allows {slow:.0}"
+    );
+    assert!(
+        (0.85 * fast..=1.05 * fast).contains(&max),
+        "fastest interval {max:.0} bit/s, limit allows {fast:.0}"
+    );
+    assert!(min <= median && median <= max);
+    let total = stream_sum(&res, 0).directions[0].receiver_throughput_bps;
+    assert!(
+        (min..=max).contains(&total),
+        "total {total:.0} outside [{min:.0}, {max:.0}]"
+    );
+    let text = text::warning(&Warning::RateVaried {
+        dir: FlowDir::ClientToServer,
+        intervals: 1,
+        interval_s: 0.25,
+        min_bps: min,
+        median_bps: median,
+        max_bps: max,
+    });
+    assert!(
+        text.contains("Mbit/s") && text.contains("changed"),
+        "{text}"
+    );
+}
+
 #[test]
 fn cpu_figures_agree_with_an_independent_proc_stat_reading() {
     let _g = serial();

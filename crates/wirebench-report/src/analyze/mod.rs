@@ -31,6 +31,7 @@ pub mod live;
 pub mod profile;
 pub mod rr;
 pub mod sanity;
+pub mod stability;
 pub mod stream;
 pub mod study;
 pub mod sweep;

@@ -43,7 +43,8 @@
 //! Interval rows come from the end that *receives* each direction: per sample, the bytes of
 //! that end's `Receiver` entries for the direction's flows, and `throughput_bps = bytes × 8 /
 //! (interval length / 1e9)` (0 for an empty interval). Times are seconds after that end's
-//! start, on that end's clock. TCP_INFO per interval: [`super::tcp_series`].
+//! start, on that end's clock. TCP_INFO per interval: [`super::tcp_series`]. Whether the rate
+//! held over them: [`super::stability`].
 
 use std::collections::BTreeMap;
 
@@ -213,6 +214,11 @@ pub(crate) fn summarize(
             {
                 intervals.extend(interval_row(host, d.dir, &map, s));
             }
+        }
+    }
+    for d in &directions {
+        if let Some(w) = super::stability::rate_varied(d.dir, &intervals) {
+            warnings.run(w);
         }
     }
     let tcp_intervals = directions

@@ -372,6 +372,27 @@ fn analysis_warning(w: &Warning) -> String {
             label::dir(*dir),
             *bound_ms as f64 / 1000.0
         ),
+        Warning::RateVaried {
+            dir,
+            intervals,
+            interval_s,
+            min_bps,
+            median_bps,
+            max_bps,
+        } => {
+            let u = crate::print::units::RateUnit::AutoBits;
+            format!(
+                "{}: the receivers' rate changed during the run: {} to {} (median {}) over \
+                 {intervals} intervals of {} s after the ramp-up; the total averages different \
+                 states of the path or the machine: repeat it (--iterations) before trusting one \
+                 figure",
+                label::dir(*dir),
+                u.rate(*min_bps),
+                u.rate(*max_bps),
+                u.rate(*median_bps),
+                crate::print::units::number(*interval_s),
+            )
+        }
         Warning::WindowEdgeDifference {
             dir,
             sender_bytes,
