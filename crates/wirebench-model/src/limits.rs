@@ -68,6 +68,9 @@ pub struct LimitsResult {
     pub wakeup: Option<WakeupLatency>,
     /// The loopback TCP ceiling.
     pub loopback: Option<LoopbackCeiling>,
+    /// How fast bytes cross from one CPU to another through memory; `None` on one CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<CrossCpuTransfer>,
     /// What could not be measured, and why.
     pub notes: Vec<LimitsNote>,
 }
@@ -115,6 +118,25 @@ pub struct WakeupLatency {
     pub wakeup_cross_cpu_ns: Option<Spread>,
     /// The CPUs used: the same-CPU test ran on the first, the cross-CPU test on both.
     pub cpus: Vec<u32>,
+}
+
+/// Bytes crossing from one CPU to another through memory, as a stream's payload does between
+/// a sender and a receiver on different CPUs, with no kernel in the path: a writer thread
+/// pinned to `from_cpu` copies `chunk_bytes` chunks from its own cached 1 MiB source into a
+/// ring of `ring_bytes`; a reader pinned to `to_cpu` copies each out into its own buffer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CrossCpuTransfer {
+    /// The writer's CPU.
+    pub from_cpu: u32,
+    /// The reader's CPU.
+    pub to_cpu: u32,
+    /// Bytes of the ring between them.
+    pub ring_bytes: u64,
+    /// Bytes per chunk.
+    pub chunk_bytes: u64,
+    /// Bytes the reader copied out per second (each byte counted once), over the batches.
+    /// On a virtual machine the spread shows the host moving the vCPUs.
+    pub bytes_per_s: Spread,
 }
 
 /// The loopback TCP ceiling: a short stream test against the embedded server.
@@ -218,6 +240,12 @@ pub struct LimitsSamples {
     pub wakeup_cross_cpu: Vec<Batch>,
     /// The CPUs of the ping-pong: the same-CPU test ran on the first.
     pub wakeup_cpus: Vec<u32>,
+    /// Cross-CPU transfer batches: `count` bytes (empty on one CPU).
+    pub transfer: Vec<Batch>,
+    /// The transfer's writer and reader CPUs.
+    pub transfer_cpus: Vec<u32>,
+    /// The transfer's ring and chunk, bytes.
+    pub transfer_ring_chunk_bytes: (u64, u64),
     /// What could not be measured.
     pub notes: Vec<LimitsNote>,
 }

@@ -147,6 +147,19 @@ fn json_fits_the_schema_and_is_cached_per_boot() {
     let lo = l1.loopback.as_ref().expect("a loopback ceiling");
     assert!(lo.throughput_bps > 1e8, "{lo:?}");
     assert!(lo.congestion.is_some());
+    // Bytes crossing between the first and the last CPU, on a machine with two or more.
+    match (l1.cpus_used.first(), l1.cpus_used.last(), &l1.transfer) {
+        (Some(a), Some(b), Some(t)) if a != b => {
+            assert_eq!((t.from_cpu, t.to_cpu), (*a, *b));
+            assert_eq!((t.ring_bytes, t.chunk_bytes), (4 << 20, 64 << 10));
+            let s = &t.bytes_per_s;
+            assert!(
+                s.min > 0.0 && s.min <= s.median && s.median <= s.max,
+                "{s:?}"
+            );
+        }
+        (_, _, t) => assert!(l1.cpus_used.len() < 2 && t.is_none(), "{t:?}"),
+    }
     let file = dir.0.join(format!("limits-{}.json", boot_id()));
     assert!(file.is_file());
 
@@ -242,6 +255,7 @@ fn stream_results_are_put_against_the_cached_limits() {
         syscall: None,
         wakeup: None,
         loopback: None,
+        transfer: None,
         notes: vec![],
     };
     let file = dir.0.join(format!("limits-{}.json", boot_id()));

@@ -1,5 +1,6 @@
 //! The machine-limit probes of `wirebench limits`: memory copy and Internet-checksum
-//! batches per buffer size ([`memory`]), system call and wake-up batches ([`probes`]).
+//! batches per buffer size ([`memory`]), system call and wake-up batches ([`probes`]), and
+//! bytes crossing between two CPUs ([`transfer`]).
 //!
 //! Like every engine these count and time ([`Batch`]: units and nanoseconds); the figures
 //! (rates, medians, spreads) are computed by `wirebench-report`'s analysis. The loopback TCP
@@ -10,6 +11,7 @@
 pub mod checksum;
 pub mod memory;
 pub mod probes;
+pub mod transfer;
 
 use std::time::Duration;
 
@@ -66,7 +68,7 @@ pub fn geometric(lo: u64, hi: u64, step: u64) -> Vec<u64> {
     v
 }
 
-/// Run every probe of `plan` (memory, then the system call, then the wake-ups), each on
+/// Run every probe of `plan` (memory, then the system call, the wake-ups, the transfer), each on
 /// threads pinned to the plan's CPUs; `step` is called with the name of each probe as it
 /// starts.
 pub fn measure(plan: &LimitsPlan, step: &mut dyn FnMut(&str)) -> LimitsSamples {
@@ -117,9 +119,22 @@ pub fn measure(plan: &LimitsPlan, step: &mut dyn FnMut(&str)) -> LimitsSamples {
             Ok(b) => out.wakeup_cross_cpu = b,
             Err(e) => out.notes.push(failed("wakeup", &e)),
         }
+        step("transfer");
+        out.transfer_ring_chunk_bytes = (transfer::RING_BYTES as u64, transfer::CHUNK_BYTES as u64);
+        // Longer batches than the other probes': the state they show can last seconds.
+        match transfer::transfer_batches(first, last, n, t * TRANSFER_BATCH_FACTOR) {
+            Ok(b) => {
+                out.transfer = b;
+                out.transfer_cpus = vec![first as u32, last as u32];
+            }
+            Err(e) => out.notes.push(failed("transfer", &e)),
+        }
     }
     out
 }
+
+/// The transfer probe's batches are this many times the other probes' batch time.
+const TRANSFER_BATCH_FACTOR: u32 = 5;
 
 fn failed(probe: &str, e: &std::io::Error) -> LimitsNote {
     LimitsNote::ProbeFailed {
@@ -159,7 +174,14 @@ mod tests {
         plan.probe_batch_time = Duration::from_millis(2);
         let mut steps = Vec::new();
         let s = measure(&plan, &mut |p| steps.push(p.to_string()));
-        assert_eq!(steps, ["memory", "syscall", "wakeup"]);
+        let two = cpus.len() > 1;
+        let want: &[&str] = if two {
+            &["memory", "syscall", "wakeup", "transfer"]
+        } else {
+            &["memory", "syscall", "wakeup"]
+        };
+        assert_eq!(steps, want);
+        assert_eq!(s.transfer.len(), if two { 2 } else { 0 });
         assert_eq!(s.memory.len(), 1);
         assert_eq!(s.syscall.len(), 2);
         assert_eq!(s.wakeup_same_cpu.len(), 2);

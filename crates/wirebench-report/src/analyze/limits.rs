@@ -25,8 +25,8 @@
 //! threads otherwise.
 
 use wirebench_model::limits::{
-    Batch, LimitsNote, LimitsResult, LimitsSamples, LoopbackCeiling, MemoryRow, MemorySamples,
-    PhysicalContext, SyscallCost, WakeupLatency, LIMITS_SCHEMA_VERSION,
+    Batch, CrossCpuTransfer, LimitsNote, LimitsResult, LimitsSamples, LoopbackCeiling, MemoryRow,
+    MemorySamples, PhysicalContext, SyscallCost, WakeupLatency, LIMITS_SCHEMA_VERSION,
 };
 use wirebench_model::result::{iso8601_utc, RunResult, RunStatus};
 use wirebench_model::side::{Environment, HostRole, ZeroCopyStats};
@@ -83,6 +83,18 @@ pub fn wakeup(s: &LimitsSamples) -> Option<WakeupLatency> {
         wakeup_same_cpu_ns: ns_per(&s.wakeup_same_cpu, 2)?,
         wakeup_cross_cpu_ns: ns_per(&s.wakeup_cross_cpu, 2),
         cpus: s.wakeup_cpus.clone(),
+    })
+}
+
+/// The cross-CPU transfer, if it was measured.
+pub fn transfer(s: &LimitsSamples) -> Option<CrossCpuTransfer> {
+    let (&from_cpu, &to_cpu) = (s.transfer_cpus.first()?, s.transfer_cpus.get(1)?);
+    Some(CrossCpuTransfer {
+        from_cpu,
+        to_cpu,
+        ring_bytes: s.transfer_ring_chunk_bytes.0,
+        chunk_bytes: s.transfer_ring_chunk_bytes.1,
+        bytes_per_s: per_second(&s.transfer)?,
     })
 }
 
@@ -180,6 +192,7 @@ pub fn limits_result(
         memory: samples.memory.iter().map(memory_row).collect(),
         syscall: syscall_cost(samples),
         wakeup: wakeup(samples),
+        transfer: transfer(samples),
         loopback,
         notes,
     }

@@ -251,6 +251,26 @@ fn probes(out: &mut String, l: &LimitsResult) {
         }
         None => out.push_str("wake-up: not measured\n"),
     }
+    if let Some(x) = &l.transfer {
+        let b = &x.bytes_per_s;
+        wrap(
+            out,
+            "",
+            "  ",
+            &format!(
+                "cross-CPU transfer (CPU {} copies {} chunks into a {} ring, CPU {} copies them \
+                 out), median of {} batches: {} GB/s [{}–{}]",
+                x.from_cpu,
+                binary_size(x.chunk_bytes),
+                binary_size(x.ring_bytes),
+                x.to_cpu,
+                b.n,
+                number(b.median / 1e9),
+                number(b.min / 1e9),
+                number(b.max / 1e9)
+            ),
+        );
+    }
     match &l.loopback {
         Some(lo) => wrap(
             out,

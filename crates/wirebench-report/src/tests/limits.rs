@@ -67,6 +67,7 @@ fn limits() -> LimitsResult {
         syscall: None,
         wakeup: None,
         loopback: None,
+        transfer: None,
         notes: vec![],
     }
 }
@@ -153,6 +154,9 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         wakeup_same_cpu: vec![b(1000, 4)],
         wakeup_cross_cpu: vec![],
         wakeup_cpus: vec![0],
+        transfer: vec![b(2 << 30, 100), b(1 << 30, 100), b(3 << 30, 100)],
+        transfer_cpus: vec![0, 1],
+        transfer_ring_chunk_bytes: (4 << 20, 64 << 10),
         notes: vec![LimitsNote::SingleCpu],
     };
     let run = LimitsRun {
@@ -178,6 +182,22 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
     // 1000 round trips in 4 ms: 2 µs one way.
     assert!(close(w.wakeup_same_cpu_ns.median, 2000.0));
     assert_eq!(w.wakeup_cross_cpu_ns, None);
+    // 2 GiB of 3, 1 and 2 GiB per 100 ms batch: the middle one.
+    let t = l.transfer.as_ref().unwrap();
+    assert_eq!(
+        (t.from_cpu, t.to_cpu, t.ring_bytes, t.chunk_bytes),
+        (0, 1, 4 << 20, 64 << 10)
+    );
+    assert!(close(t.bytes_per_s.median, (2u64 << 30) as f64 / 0.1));
+    assert!(close(t.bytes_per_s.min, (1u64 << 30) as f64 / 0.1));
+    let printed = unwrapped(&human(&l, &Provenance::Cached { path: "p".into() }));
+    assert_contains(
+        &printed,
+        &[
+            "cross-CPU transfer (CPU 0 copies 64 KiB chunks into a 4 MiB ring, CPU 1 copies them \
+           out), median of 3 batches: 21.47 GB/s [10.74–32.21]",
+        ],
+    );
     assert_eq!(l.loopback, None);
     assert_eq!(
         l.notes,
