@@ -147,6 +147,8 @@ def stream_rows(runs):
             "gbps": med([r["gbps"] for r in ok]),
             "per_round_gbps": [round(g[(path, None, var)][i]["gbps"], 2)
                                for i in sorted(g.get((path, None, var), {}))],
+            "per_round_rate_varied": [bool(g[(path, None, var)][i].get("rate_varied"))
+                                      for i in sorted(g.get((path, None, var), {}))],
             "ratio": med(pr), "ratio_min": min(pr) if pr else None,
             "ratio_max": max(pr) if pr else None,
             "ratio_iperf3": med(pi),
@@ -338,10 +340,21 @@ def markdown(doc, srows, rrows):
         L.append("")
     L.append("## Per-round figures")
     L.append("")
+    varied = 0
     for r in srows:
-        L.append(f"- {r['path']} {r['label']}: {r['per_round_gbps']} Gbit/s")
+        marks = r.get("per_round_rate_varied") or []
+        figs = ", ".join(f"{x}{'†' if i < len(marks) and marks[i] else ''}"
+                         for i, x in enumerate(r["per_round_gbps"]))
+        varied += sum(marks)
+        L.append(f"- {r['path']} {r['label']}: [{figs}] Gbit/s")
     for r in rrows:
         L.append(f"- {r['path']} {r['placement']} {r['label']}: {r['per_round_ktps']} k tx/s")
+    if varied:
+        L.append("")
+        L.append(f"† {varied} wirebench run{'s' if varied != 1 else ''} warned `rate_varied`: "
+                 "its slowest interval moved at most half of its fastest (a state of the path "
+                 "or of the machine changed during the run; see "
+                 "docs/bench/cross-cpu-2026-11-28.md).")
     fails = [x for x in doc["runs"] if not x.get("ok")]
     if fails:
         L.append("")

@@ -182,6 +182,10 @@ def parse_wb_stream(out):
         "engines": engines,
         "flow_errors": sum(1 for f in flows if f.get("error")),
         "retransmits": sum(d.get("retransmits", 0) or 0 for d in dirs),
+        # wirebench's own check of its receivers' intervals: the rate changed during the run
+        # (slowest interval at most half the fastest), e.g. the host moved the vCPUs.
+        "rate_varied": [w["params"] for w in s.get("warnings") or []
+                        if w.get("code") == "rate_varied"],
         "wb_sd_snd_system": cpu.get("client", {}).get("service_demand_us_per_kb"),
         "wb_sd_rcv_system": cpu.get("server", {}).get("service_demand_us_per_kb"),
         "wb_sd_snd_threads": cpu.get("client", {}).get("threads_service_demand_us_per_kb"),
