@@ -207,7 +207,15 @@ pub enum Evidence {
         ceiling_bps: f64,
         /// `throughput_bps / ceiling_bps × 100`.
         ceiling_pct: f64,
-        /// At least the verdict's threshold: the ceiling is the limit.
+        /// The congestion control the ceiling was measured with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ceiling_congestion: Option<String>,
+        /// The congestion control this run's data sockets ran (the first end that said).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        congestion: Option<String>,
+        /// Between the verdict's thresholds, with the same congestion control: the ceiling is
+        /// the limit. A run well above the ceiling, or under another congestion control, is
+        /// not comparable with it.
         limiting: bool,
     },
     /// The pacing asked for.

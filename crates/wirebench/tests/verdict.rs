@@ -432,8 +432,8 @@ fn cache(dir: &StateDir, limits: &LimitsResult) {
 /// document) and stays limited by its pacing. With the same document but a copy bandwidth
 /// a million times lower (tens of kB/s), an unpaced stream's copies exceed
 /// it and the verdict names the copy bandwidth with the figure; with a loopback ceiling a
-/// hundred times lower instead, the ceiling (unless the real copy bandwidth is itself
-/// reached, which is then named first). A 4 KiB buffer (under 1 Mbit/s on this loopback)
+/// hundred times lower instead, the run is far above it: the ceiling is evidence that was
+/// measured low, never the limit. A 4 KiB buffer (under 1 Mbit/s on this loopback)
 /// is still a receive-window limit under the slow-memory document, whose copy bandwidth
 /// it also exceeds: the machine does not mask the window. An unpaced loopback stream whose
 /// senders the window held back for a quarter of their busy time (rule 2; 7–15 % is usual
@@ -528,6 +528,8 @@ fn the_verdict_weighs_this_machines_limits() {
         "the slow memory is evidence, not the verdict: {v:?}"
     );
 
+    // A loopback ceiling a hundred times lower: the run is far above it, so the ceiling was
+    // measured low (or under another congestion control): evidence, never the limit.
     let mut slow_loopback = real;
     if let Some(l) = slow_loopback.loopback.as_mut() {
         l.throughput_bps /= 100.0;
@@ -535,34 +537,13 @@ fn the_verdict_weighs_this_machines_limits() {
     cache(&dir, &slow_loopback);
     let r = stream_in(&dir, &["-t", "1"]);
     let v = verdict(&r);
-    let (copy, loopback) = machine_evidence(v);
-    match v.limiter {
-        Limiter::LoopbackCeiling {
-            throughput_bps,
-            ceiling_bps,
-            ceiling_pct,
-        } => {
-            let want = ceiling / 100.0;
-            assert!(
-                (ceiling_bps - want).abs() < 1e-9 * want,
-                "{ceiling_bps} vs {want}"
-            );
-            let got = throughput(&r);
-            assert!(
-                (throughput_bps - got).abs() < 1e-6 * got,
-                "{throughput_bps} vs {got}"
-            );
-            assert!(
-                ceiling_pct >= 90.0 && loopback.is_some_and(|l| l.1),
-                "{ceiling_pct} {loopback:?}"
-            );
-        }
-        Limiter::CopyBandwidth { .. } => assert!(copy.is_some_and(|c| c.1), "{v:?}"),
-        // Rule 2 first, as above: the ceiling stays evidence, reached.
-        Limiter::ReceiveWindow { limited_pct, .. } => {
-            assert!(limited_pct >= 25.0, "{v:?}");
-            assert!(loopback.is_some_and(|l| l.1), "{v:?}");
-        }
-        ref l => panic!("slow loopback: {l:?}"),
-    }
+    assert!(
+        !matches!(v.limiter, Limiter::LoopbackCeiling { .. }),
+        "a ceiling the run exceeds a hundredfold named as its limit: {v:?}"
+    );
+    let (_, loopback) = machine_evidence(v);
+    let (pct, limiting) = loopback.expect("loopback evidence (same host)");
+    let want = throughput(&r) / (ceiling / 100.0) * 100.0;
+    assert!((pct - want).abs() < 1e-6 * want, "{pct} vs {want}");
+    assert!(pct > 1000.0 && !limiting, "{pct}");
 }

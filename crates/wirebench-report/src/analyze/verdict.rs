@@ -17,8 +17,12 @@
 //!    [`machine_limits`] after the run) — the payload × the copies made of it on this
 //!    machine reached at least [`COPY_LIMIT_PCT`] % of the memory copy bandwidth measured at
 //!    the call size, or, both ends on one kernel, the throughput reached at least
-//!    [`LOOPBACK_CEILING_PCT`] % of the loopback TCP ceiling. Either fact is evidence
-//!    whether or not it is the limit; without cached limits the verdict lists them missing.
+//!    [`LOOPBACK_CEILING_PCT`] % of the loopback TCP ceiling, and at most
+//!    [`LOOPBACK_CEILING_OVER_PCT`] % (further above, the ceiling was measured low), with the
+//!    congestion control the ceiling was measured with (another one makes the two not
+//!    comparable: bbr paces a loopback flow to about a third of cubic's rate). Either fact is
+//!    evidence whether or not it is the limit; without cached limits the verdict lists them
+//!    missing.
 //! 4. **CPU** — the busiest of the CPUs an end's data threads could run on was at least
 //!    [`CPU_SATURATED_PCT`] % busy over the window (`/proc/stat`), and the test's own work
 //!    kept it busy or waited for it: an end that could run there had its data threads use
@@ -93,6 +97,9 @@ pub const COPY_LIMIT_PCT: f64 = 75.0;
 /// A run with both ends on one kernel at least this share of the loopback TCP ceiling is at
 /// the machine's limit, percent.
 pub const LOOPBACK_CEILING_PCT: f64 = 90.0;
+/// Above this share of the loopback TCP ceiling a run shows the ceiling was measured low
+/// (under load, say): it is not the limit, percent.
+pub const LOOPBACK_CEILING_OVER_PCT: f64 = 125.0;
 /// A closed-loop rate within this distance of flows × burst / RTT is round-trip bound,
 /// percent.
 pub const ROUND_TRIP_MATCH_PCT: f64 = 20.0;
@@ -548,6 +555,7 @@ pub fn machine_limits(result: &mut RunResult, limits: Option<&LimitsResult>) {
             .map(|d| d.receiver_throughput_bps)
             .sum();
         let same_host = summary.same_host;
+        let congestion = summary.congestion.first().cloned();
         let profiled = !summary.profiles.is_empty();
         let Some(v) = summary.verdict.as_mut() else {
             continue;
@@ -584,11 +592,18 @@ pub fn machine_limits(result: &mut RunResult, limits: Option<&LimitsResult>) {
         if let Some(ceiling) = limits.loopback.as_ref().filter(|_| same_host) {
             if ceiling.throughput_bps > 0.0 {
                 let pct = throughput_bps / ceiling.throughput_bps * 100.0;
-                let limiting = pct >= LOOPBACK_CEILING_PCT;
+                let same_cc = match (&ceiling.congestion, &congestion) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                };
+                let limiting =
+                    same_cc && (LOOPBACK_CEILING_PCT..=LOOPBACK_CEILING_OVER_PCT).contains(&pct);
                 v.evidence.push(Evidence::LoopbackCeiling {
                     throughput_bps,
                     ceiling_bps: ceiling.throughput_bps,
                     ceiling_pct: pct,
+                    ceiling_congestion: ceiling.congestion.clone(),
+                    congestion: congestion.clone(),
                     limiting,
                 });
                 if limiting && reached.is_none() {

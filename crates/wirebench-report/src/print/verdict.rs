@@ -5,6 +5,7 @@ use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
 
 use super::limits::{binary_size, gb_s};
 use super::units::RateUnit;
+use crate::analyze::verdict::LOOPBACK_CEILING_OVER_PCT;
 use crate::label;
 
 /// The limiter in words.
@@ -200,17 +201,33 @@ fn evidence_text(e: &Evidence) -> String {
             throughput_bps,
             ceiling_bps,
             ceiling_pct,
+            ceiling_congestion,
+            congestion,
             limiting,
-        } => format!(
-            "{} = {ceiling_pct:.0} % of this machine's loopback TCP ceiling ({}): {}",
-            RateUnit::AutoBits.rate(*throughput_bps),
-            RateUnit::AutoBits.rate(*ceiling_bps),
-            if *limiting {
-                "the limit"
-            } else {
-                "not the limit"
-            }
-        ),
+        } => {
+            let cc = |c: &Option<String>| {
+                c.as_deref()
+                    .map_or("?".into(), wirebench_model::text::escape)
+            };
+            let why = match (ceiling_congestion, congestion) {
+                (Some(a), Some(b)) if a != b => format!(
+                    "not comparable: the ceiling was measured with {}, this run used {}",
+                    cc(ceiling_congestion),
+                    cc(congestion)
+                ),
+                _ if *limiting => "the limit".into(),
+                _ if *ceiling_pct > LOOPBACK_CEILING_OVER_PCT => "above it, so that ceiling was \
+                     measured low (under load, say): not the limit; `wirebench limits \
+                     --refresh` measures it again"
+                    .into(),
+                _ => "not the limit".into(),
+            };
+            format!(
+                "{} = {ceiling_pct:.0} % of this machine's loopback TCP ceiling ({}): {why}",
+                RateUnit::AutoBits.rate(*throughput_bps),
+                RateUnit::AutoBits.rate(*ceiling_bps),
+            )
+        }
         Evidence::Paced {
             target_bps,
             achieved_bps,

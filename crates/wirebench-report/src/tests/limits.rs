@@ -467,3 +467,79 @@ fn limits_schema_file_is_current() {
         assert!(v["properties"].get(field).is_some(), "{field}");
     }
 }
+
+/// The loopback ceiling names the limit only when the run reached it under the congestion
+/// control it was measured with: a run far above it shows that the ceiling was measured low
+/// (under load, say), and a run under another congestion control is not comparable with it.
+#[test]
+fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
+    use crate::analyze::verdict::machine_limits;
+    use wirebench_model::limits::LoopbackCeiling;
+    use wirebench_model::verdict::{Evidence, Limiter, Verdict};
+    let run = |ceiling_bps: f64, cc: &str| -> Verdict {
+        let mut r = stream_result(one_flow(), 20e9);
+        let s = r.runs[0].summary.as_mut().unwrap();
+        s.same_host = true;
+        s.congestion = vec!["cubic".into()];
+        s.verdict.as_mut().expect("a verdict").limiter = Limiter::Undetermined;
+        let mut l = limits();
+        l.loopback = Some(LoopbackCeiling {
+            throughput_bps: ceiling_bps,
+            congestion: Some(cc.into()),
+            flows: 1,
+            msg_bytes: 1 << 20,
+            duration_ms: 1000,
+            warmup_ms: 250,
+            retransmits: 0,
+        });
+        machine_limits(&mut r, Some(&l));
+        r.runs[0].summary.take().unwrap().verdict.unwrap()
+    };
+    let ceiling = |v: &Verdict| {
+        v.evidence
+            .iter()
+            .find_map(|e| match e {
+                Evidence::LoopbackCeiling {
+                    ceiling_pct,
+                    limiting,
+                    ..
+                } => Some((*ceiling_pct, *limiting)),
+                _ => None,
+            })
+            .expect("ceiling evidence")
+    };
+    let text = |v: &Verdict| {
+        crate::print::verdict::lines(v)
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // 20 of 21 Gbit/s, the same algorithm: the limit.
+    let reached = run(21e9, "cubic");
+    assert!(
+        matches!(reached.limiter, Limiter::LoopbackCeiling { .. }),
+        "{reached:?}"
+    );
+    assert!(ceiling(&reached).1);
+    // 20 of 10 Gbit/s: 200 %, so the ceiling is low, not the limit.
+    let low = run(10e9, "cubic");
+    assert_eq!(low.limiter, Limiter::Undetermined);
+    let (pct, limiting) = ceiling(&low);
+    assert!(close(pct, 200.0) && !limiting);
+    assert!(
+        text(&low).contains("so that ceiling was measured low"),
+        "{}",
+        text(&low)
+    );
+    // Measured under bbr, run under cubic: not comparable.
+    let other = run(21e9, "bbr");
+    assert_eq!(other.limiter, Limiter::Undetermined);
+    assert!(!ceiling(&other).1);
+    assert!(
+        text(&other)
+            .contains("not comparable: the ceiling was measured with bbr, this run used cubic"),
+        "{}",
+        text(&other)
+    );
+}
