@@ -44,8 +44,8 @@ pub enum Command {
     /// Write a result as one self-contained HTML page (inline SVG and CSS, opens offline).
     Report(ReportArgs),
     /// This machine's physical limits in a few seconds: memory copy and checksum bandwidth
-    /// per buffer size, system call cost, wake-up latency, the loopback TCP ceiling. Cached
-    /// per boot; stream results are compared with them.
+    /// per buffer size, system call cost, wake-up latency, how fast bytes cross between two
+    /// CPUs, the loopback TCP ceiling. Cached per boot; stream results are compared with them.
     Limits(LimitsArgs),
 }
 
