@@ -237,7 +237,7 @@ pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;paddin
 .verdict{border:1px solid;border-left-width:5px;border-radius:6px;padding:10px 16px;margin:12px 0 18px}
 .verdict .badge{display:inline-block;font-weight:700;font-size:13px;letter-spacing:.04em;text-transform:uppercase;margin-right:8px}
 .verdict .headline{font-weight:600;font-size:16px}
-.verdict p{margin:6px 0 0}
+.verdict p{margin:6px 0 0;white-space:pre-line}
 .holds{color:var(--ok)} .fails{color:var(--bad)} .unsure{color:var(--unsure)}
 .verdict.holds{background:var(--ok-bg);border-color:var(--ok)}
 .verdict.fails{background:var(--bad-bg);border-color:var(--bad)}
