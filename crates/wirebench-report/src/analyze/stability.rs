@@ -13,6 +13,7 @@
 use wirebench_model::result::IntervalRow;
 use wirebench_model::spec::FlowDir;
 use wirebench_model::warning::Warning;
+use wirebench_stats::summary::spread;
 
 /// Fastest over slowest interval rate at or above which the rate counts as varied.
 pub const RATE_VARIED_RATIO: f64 = 2.0;
@@ -32,9 +33,9 @@ pub(crate) fn rate_varied(dir: FlowDir, rows: &[IntervalRow]) -> Option<Warning>
         .collect();
     mine.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
     let after_ramp = mine.get(1..)?;
-    let mut lengths: Vec<f64> = after_ramp.iter().map(|r| r.end_s - r.start_s).collect();
-    let median_len = median(&mut lengths)?;
-    let mut rates: Vec<f64> = after_ramp
+    let lengths: Vec<f64> = after_ramp.iter().map(|r| r.end_s - r.start_s).collect();
+    let median_len = spread(&lengths)?.median;
+    let rates: Vec<f64> = after_ramp
         .iter()
         .filter(|r| r.end_s - r.start_s >= FULL_INTERVAL_SHARE * median_len)
         .map(|r| r.throughput_bps)
@@ -42,27 +43,15 @@ pub(crate) fn rate_varied(dir: FlowDir, rows: &[IntervalRow]) -> Option<Warning>
     if rates.len() < MIN_INTERVALS || median_len <= 0.0 {
         return None;
     }
-    let median_bps = median(&mut rates)?;
-    let (min_bps, max_bps) = (rates[0], rates[rates.len() - 1]);
-    (max_bps > 0.0 && min_bps * RATE_VARIED_RATIO <= max_bps).then(|| Warning::RateVaried {
+    let s = spread(&rates)?;
+    (s.max > 0.0 && s.min * RATE_VARIED_RATIO <= s.max).then_some(Warning::RateVaried {
         dir,
-        intervals: u32::try_from(rates.len()).unwrap_or(u32::MAX),
+        intervals: s.n,
         interval_s: median_len,
-        min_bps,
-        median_bps,
-        max_bps,
+        min_bps: s.min,
+        median_bps: s.median,
+        max_bps: s.max,
     })
-}
-
-/// Sorts `v` and returns its median (the mean of the middle two for an even count).
-fn median(v: &mut [f64]) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 #[cfg(test)]
