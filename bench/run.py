@@ -29,7 +29,10 @@ VARIANTS (--only takes these keys, or `stream` / `rr`; references are added auto
             informational rows, wb-P10000-lowat: --notsent-lowat 16K, and wb-P10000-w256k:
             -w 256K, the verdict's two suggestions for many flows), iperf3 (128 KiB
             calls), iperf3-Z, nuttcp (its default 64 KiB), netperf (TCP_STREAM, when
-            installed).
+            installed), neper-F1 / neper-F10000 (informational: Google's neper tcp_stream at
+            one and 10,000 flows, 256 KiB calls, one thread per end, a fresh server per run;
+            where -P 10000 runs, when --neper or `tcp_stream` on PATH names it; neper is not
+            a Debian package, so the user builds it).
   rr        wb-rr-tcp, wb-rr-udp (wirebench rr / rr --udp), sockperf-tcp, sockperf-udp
             (sockperf ping-pong --full-rtt), wb-rr-busy (rr --busy-poll, informational, when
             `wirebench rr --help` lists it), netperf-tcp-rr / -udp-rr (when installed).
@@ -45,8 +48,10 @@ METHOD
     tx/s            rr: median transactions per second (tool's own window count).
     paired ratio    median over rounds of variant/reference measured in the same round, with
                     the [min-max] of those per-round ratios. References: iperf3 for streams,
-                    iperf3 -Z for wirebench -Z, wirebench default for -P 10000, sockperf (same
-                    protocol) for rr. Verdicts use this median paired ratio.
+                    iperf3 -Z for wirebench -Z, wirebench default for -P 10000, neper -F 1
+                    for neper -F 10000, sockperf (same protocol) for rr. Verdicts use this
+                    median paired ratio. Where both ran, the report also gives wirebench
+                    -P 10000 over neper -F 10000, paired.
     busy cores      (client CPU-s + server CPU-s) / client wall-s, where CPU-s is user+system
                     time of the tool's own processes (all threads): the client's from wait4()'s
                     rusage, the server's as the delta of /proc/PID/stat utime+stime(+cutime+
@@ -126,6 +131,9 @@ def parse_args(argv=None):
     ap.add_argument("--cc", default="cubic", help="congestion control on every route (cubic)")
     ap.add_argument("--zc-pair", default=" ".join(T.ZC_PAIR),
                     help="wirebench arguments of the zero-copy pair (default: %(default)s)")
+    ap.add_argument("--neper", metavar="PATH",
+                    help="neper's tcp_stream binary for the informational neper rows "
+                         "(default: `tcp_stream` on PATH; none: the rows are skipped)")
     ap.add_argument("--rerender", metavar="RUN.json",
                     help="only rewrite the Markdown report (and JSON summary) of an earlier run "
                          "from its JSON file, next to it unless --out-dir is given")
@@ -141,6 +149,9 @@ def parse_args(argv=None):
     args.seconds = args.seconds or (2.0 if q else 3.0)
     args.rr_seconds = args.rr_seconds or (2 if q else 3)
     args.zc_pair = args.zc_pair.split()
+    T.NEPER = args.neper or shutil.which("tcp_stream")
+    if args.neper and not os.access(args.neper, os.X_OK):
+        ap.error(f"--neper {args.neper}: not an executable file")
     for p in args.paths + args.rr_paths + args.p10000_paths:
         if p != "loopback" and not (p.startswith("veth-") and p[5:].isdigit()):
             ap.error(f"unknown path {p!r}: loopback or veth-<MTU>")
@@ -168,6 +179,12 @@ def select(args, notes):
         rr = [k for k in rr if not k.startswith("netperf")]
     else:
         notes.append("netperf: installed, included (informational rows)")
+    neper = [k for k in st if T.STREAM_VARIANTS[k][1] == "neper"]
+    if neper and not T.NEPER:
+        notes.append("neper: tcp_stream not found (--neper PATH or on PATH), its rows skipped")
+        st = [k for k in st if k not in neper]
+    elif neper:
+        notes.append(f"neper: {T.NEPER}, included (informational rows, --p10000-paths only)")
     if not shutil.which("nuttcp") and "nuttcp" in st:
         notes.append("nuttcp: not installed, skipped")
         st.remove("nuttcp")
@@ -190,8 +207,9 @@ def select(args, notes):
 
 
 def is_p10000(key):
-    """The -P 10000 variants: the target's and the informational ones."""
-    return key.startswith("wb-P10000")
+    """The variants run only on --p10000-paths: wirebench's -P 10000 ones (the target's and
+    the informational ones) and neper's pair."""
+    return key.startswith("wb-P10000") or key.startswith("neper-")
 
 
 def rotated(keys, i):
@@ -263,12 +281,20 @@ def stream_path(tb, args, keys, runs, log):
                 dead = [s.name for s in servers.values() if not s.alive()]
                 if dead:
                     raise SetupError(f"{tb.name}: server(s) died: {dead}")
+                own = None  # a server for this run only (neper serves one test)
                 try:
+                    if tool == "neper":
+                        own = T.neper_server(tb, key, args.seconds)
                     out, srv_cpu, machine = measure(
-                        argv, servers[T.server_for(tool)],
+                        argv, own or servers[T.server_for(tool)],
                         args.seconds + (240 if is_p10000(key) else 60),
                         nofile=is_p10000(key), observe=obs,
                         observe_at=0.3 + args.seconds * 0.4 + (1.5 if is_p10000(key) else 0))
+                    if own:
+                        srv_cpu = T.neper_server_cpu_s(own)
+                        if srv_cpu is None:
+                            raise RuntimeError("the neper server printed no rusage: "
+                                               + own.output().strip()[-300:])
                     rec.update(wall_s=out.wall_s, cpu_client_s=out.cpu_s, cpu_server_s=srv_cpu,
                                machine_busy_cores=machine / out.wall_s, rc=out.returncode)
                     if out.timed_out:
@@ -287,6 +313,9 @@ def stream_path(tb, args, keys, runs, log):
                         subprocess.TimeoutExpired) as e:
                     rec.update(ok=False, error=str(e)[:600])
                     log(f"  {tb.name} round {i + 1} {key}: FAILED: {str(e)[:300]}")
+                finally:
+                    if own:
+                        own.stop()
                 runs.append(rec)
                 time.sleep(0.3)
             log(f"  {tb.name} round {i + 1}/{args.rounds} Gbit/s: " + ", ".join(line))
@@ -359,6 +388,7 @@ def host_facts():
             "sockperf": common.tool_version(["sockperf", "--version"]) if shutil.which("sockperf") else "not installed",
             "nuttcp": common.tool_version(["nuttcp", "-V"]) if shutil.which("nuttcp") else "not installed",
             "netperf": common.tool_version(["netperf", "-V"]) if T.have_netperf() else "not installed",
+            "neper": common.tool_version([T.NEPER, "-v", "--nolog"]) if T.NEPER else "not found",
             "python": sys.version.split()[0],
         },
     }

@@ -139,6 +139,9 @@ def stream_rows(runs):
                     except (ValueError, AttributeError):
                         eng.add(str(e)[:40])
             notes.append(f"flows {flows}; engine per end: {', '.join(sorted(eng))}")
+            pn = paired(g, path, None, var, "neper-F10000", "gbps")
+            if pn:
+                notes.append(f"vs neper -F 10000: {med(pn):.2f}x [{min(pn):.2f}–{max(pn):.2f}]")
         if n_all > len(ok):
             notes.append(f"{n_all - len(ok)} of {n_all} runs FAILED")
         rows.append({
@@ -242,7 +245,7 @@ def markdown(doc, srows, rrows):
                       f"{h['wirebench_binary']} built {h['wirebench_binary_mtime']}, sha256 "
                       f"{h.get('wirebench_sha256', '?')}… (a copy of it was measured)"),
         ("peers", f"iperf3: {v['iperf3']}; sockperf: {v['sockperf']}; nuttcp: {v['nuttcp']}; "
-                  f"netperf: {v['netperf']}"),
+                  f"netperf: {v['netperf']}; neper: {v.get('neper', 'not recorded')}"),
         ("congestion control", f"host default {h['host_default_cc']} (untouched); every "
                                f"namespace route carries congctl {cfg['cc']}, read back below"),
         ("load average (1/5/15 min)", f"before {h['loadavg_before']}, after {h['loadavg_after']}"),

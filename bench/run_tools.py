@@ -22,7 +22,13 @@ RR_SIZE = 14  # bytes each way: sockperf's minimum, used by every tool
 RR_WARMUP = 0.4  # wirebench --warmup; sockperf drops its own 0.4 s warm-up
 
 PORTS = {"wb": 5301, "iperf3": 5201, "nuttcp": 5000, "netperf": 12865,
-         "sockperf-tcp": 11111, "sockperf-udp": 11112}
+         "sockperf-tcp": 11111, "sockperf-udp": 11112, "neper": 12866, "neper-data": 12867}
+
+# neper's tcp_stream (github.com/google/neper; not a Debian package: built by the user and
+# named with --neper or found on PATH as `tcp_stream`); None: its rows are skipped.
+NEPER = None
+# neper's read and write size, both ends: wirebench's default call size at 10,000 flows.
+NEPER_CALL = 262144
 
 # The best zero-copy pair: in docs/bench/paths-2026-11-21.md (all paths, 5 rounds) the fastest
 # variants were `--recv-path discard` (1.97-2.85x iperf3) and `-Z --recv-path discard`
@@ -44,6 +50,10 @@ STREAM_VARIANTS = {
                         ["-P", "10000", "--notsent-lowat", "16K"], "wb"),
     "wb-P10000-w256k": ("wirebench -P 10000 -w 256K (info)", "wb",
                         ["-P", "10000", "-w", "256K"], "wb"),
+    # Informational: Google's many-flow tool (epoll threads, like wirebench's many-flow engine)
+    # at one flow and at 10,000, same 256 KiB calls, one thread per end; run where -P 10000 is.
+    "neper-F1": ("neper tcp_stream -F 1 (info)", "neper", ["-F", "1"], None),
+    "neper-F10000": ("neper tcp_stream -F 10000 (info)", "neper", ["-F", "10000"], "neper-F1"),
     "nuttcp": ("nuttcp (64 KiB)", "nuttcp", [], "iperf3"),
     "netperf": ("netperf TCP_STREAM", "netperf", [], "iperf3"),
 }
@@ -115,6 +125,31 @@ def start_servers(tb, cpu, tools, rr_protos=()):
     return servers
 
 
+def neper_server(tb, key, secs):
+    """neper serves one test and exits, so every neper run gets its own server (pinned like
+    the others), ready when its control port listens."""
+    c, s = STREAM_CPUS
+    flows = STREAM_VARIANTS[key][2][1]
+    return Proc("neper tcp_stream server", in_ns(
+        tb.server_ns, s, NEPER, "-F", flows, "-T", "1", "-B", str(NEPER_CALL),
+        "-l", f"{secs:g}", "-C", str(PORTS["neper"]), "-P", str(PORTS["neper-data"]),
+        "--nolog"), ready=lambda: listening(tb.server_ns, PORTS["neper"]), nofile=True)
+
+
+def neper_server_cpu_s(server, timeout=30):
+    """The neper server's whole-life CPU seconds, from the rusage it prints as it exits
+    (utime_end + stime_end, getrusage(RUSAGE_SELF): all its threads); None if it did not."""
+    try:
+        server.p.wait(timeout=timeout)
+    except Exception:  # noqa: BLE001 (TimeoutExpired: stopped by the caller)
+        return None
+    kv = dict(re.findall(r"^(\w+)=([-\d.]+)$", server.output(), re.M))
+    try:
+        return float(kv["utime_end"]) + float(kv["stime_end"])
+    except KeyError:
+        return None
+
+
 def server_for(tool, proto=None):
     return f"sockperf-{proto}" if tool == "sockperf" else tool
 
@@ -135,6 +170,10 @@ def stream_cmd(tb, key, secs, zc_pair=None):
                      "-J", *extra)
     if tool == "nuttcp":
         return in_ns(ns, c, "nuttcp", "-P", str(PORTS["nuttcp"]), f"-T{secs:g}", "-fparse", addr)
+    if tool == "neper":
+        return in_ns(ns, c, NEPER, "-c", "-H", addr, "-C", str(PORTS["neper"]), "-P",
+                     str(PORTS["neper-data"]), *extra, "-T", "1", "-B", str(NEPER_CALL), "-l",
+                     f"{secs:g}", "--nolog")
     if tool == "netperf":
         return in_ns(ns, c, "netperf", "-H", addr, "-p", str(PORTS["netperf"]), "-l",
                      str(max(1, round(secs))), "-P", "0", "-t", "TCP_STREAM", "--", "-o",
@@ -234,8 +273,20 @@ def parse_netperf_stream(out):
     return {"gbps": gbps, "bytes": gbps * 1e9 / 8 * float(secs), "cc_reported": None}
 
 
+def parse_neper(out):
+    """The client prints the server's (receiver's) rate as remote_throughput, bit/s: bytes read
+    between the receiver's first and last 1 s samples over that time, so connection setup is
+    outside its window (wirebench's receiver window starts at its first byte)."""
+    kv = dict(re.findall(r"^(\w+)=([-\d.]+)$", out.stdout, re.M))
+    if out.returncode != 0 or "remote_throughput" not in kv:
+        raise RuntimeError(f"neper rc={out.returncode}: {(out.stdout + out.stderr).strip()[-300:]}")
+    gbps = float(kv["remote_throughput"]) / 1e9
+    secs = float(kv.get("total_run_time", "nan"))
+    return {"gbps": gbps, "bytes": gbps * 1e9 / 8 * secs, "cc_reported": None}
+
+
 STREAM_PARSERS = {"wb": parse_wb_stream, "iperf3": parse_iperf3, "nuttcp": parse_nuttcp,
-                  "netperf": parse_netperf_stream}
+                  "netperf": parse_netperf_stream, "neper": parse_neper}
 
 
 # ───────────── request/response ─────────────
