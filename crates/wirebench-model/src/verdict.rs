@@ -217,6 +217,10 @@ pub enum Evidence {
         /// the limit. A run well above the ceiling, or under another congestion control, is
         /// not comparable with it.
         limiting: bool,
+        /// How the analysis read the run against the ceiling (absent in older records,
+        /// whose `limiting` alone says whether it was the limit).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reading: Option<CeilingReading>,
     },
     /// The pacing asked for.
     Paced {
@@ -231,6 +235,21 @@ pub enum Evidence {
         /// SO_BUSY_POLL asked for, microseconds (0: not set).
         so_busy_poll_us: u32,
     },
+}
+
+/// How a run compares with this machine's loopback TCP ceiling ([`Evidence::LoopbackCeiling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CeilingReading {
+    /// Within the verdict's band around the ceiling, same congestion control: the limit.
+    Reached,
+    /// Below the band: the ceiling is not what held this run back.
+    Below,
+    /// Above the band: the ceiling was measured low (under load, say) and should be measured
+    /// again (`wirebench limits --refresh`).
+    MeasuredLow,
+    /// The ceiling was measured under another congestion control than this run's.
+    NotComparable,
 }
 
 /// An experiment that would test the verdict.

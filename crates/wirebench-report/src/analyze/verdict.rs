@@ -50,7 +50,7 @@ use wirebench_model::profile::{EndProfile, ProfileCategory};
 use wirebench_model::result::{EndCpu, RrSummary, RunResult, StreamSummary};
 use wirebench_model::side::{HostRole, Role, SideData, SideReport};
 use wirebench_model::spec::{FlowDir, TestSpec};
-use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
+use wirebench_model::verdict::{CeilingReading, Evidence, Limiter, Missing, Suggestion, Verdict};
 use wirebench_stats::cpu::CpuBreakdown;
 
 /// A CPU at least this busy is saturated, percent.
@@ -596,8 +596,16 @@ pub fn machine_limits(result: &mut RunResult, limits: Option<&LimitsResult>) {
                     (Some(a), Some(b)) => a == b,
                     _ => true,
                 };
-                let limiting =
-                    same_cc && (LOOPBACK_CEILING_PCT..=LOOPBACK_CEILING_OVER_PCT).contains(&pct);
+                let reading = if !same_cc {
+                    CeilingReading::NotComparable
+                } else if pct > LOOPBACK_CEILING_OVER_PCT {
+                    CeilingReading::MeasuredLow
+                } else if pct >= LOOPBACK_CEILING_PCT {
+                    CeilingReading::Reached
+                } else {
+                    CeilingReading::Below
+                };
+                let limiting = reading == CeilingReading::Reached;
                 v.evidence.push(Evidence::LoopbackCeiling {
                     throughput_bps,
                     ceiling_bps: ceiling.throughput_bps,
@@ -605,6 +613,7 @@ pub fn machine_limits(result: &mut RunResult, limits: Option<&LimitsResult>) {
                     ceiling_congestion: ceiling.congestion.clone(),
                     congestion: congestion.clone(),
                     limiting,
+                    reading: Some(reading),
                 });
                 if limiting && reached.is_none() {
                     reached = Some(Limiter::LoopbackCeiling {

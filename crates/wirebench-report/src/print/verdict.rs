@@ -1,11 +1,10 @@
 //! The verdict in words: the limiter with its figures, the other evidence, the experiment
 //! that would test it, and what evidence was missing.
 
-use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
+use wirebench_model::verdict::{CeilingReading, Evidence, Limiter, Missing, Suggestion, Verdict};
 
 use super::limits::{binary_size, gb_s};
 use super::units::RateUnit;
-use crate::analyze::verdict::LOOPBACK_CEILING_OVER_PCT;
 use crate::label;
 
 /// The limiter in words.
@@ -204,23 +203,26 @@ fn evidence_text(e: &Evidence) -> String {
             ceiling_congestion,
             congestion,
             limiting,
+            reading,
         } => {
             let cc = |c: &Option<String>| {
                 c.as_deref()
                     .map_or("?".into(), wirebench_model::text::escape)
             };
-            let why = match (ceiling_congestion, congestion) {
-                (Some(a), Some(b)) if a != b => format!(
+            let why = match reading {
+                Some(CeilingReading::NotComparable) => format!(
                     "not comparable: the ceiling was measured with {}, this run used {}",
                     cc(ceiling_congestion),
                     cc(congestion)
                 ),
-                _ if *limiting => "the limit".into(),
-                _ if *ceiling_pct > LOOPBACK_CEILING_OVER_PCT => "above it, so that ceiling was \
-                     measured low (under load, say): not the limit; `wirebench limits \
-                     --refresh` measures it again"
+                Some(CeilingReading::MeasuredLow) => "above it, so that ceiling was measured \
+                     low (under load, say): not the limit; `wirebench limits --refresh` \
+                     measures it again"
                     .into(),
-                _ => "not the limit".into(),
+                Some(CeilingReading::Reached) => "the limit".into(),
+                Some(CeilingReading::Below) => "not the limit".into(),
+                None if *limiting => "the limit".into(),
+                None => "not the limit".into(),
             };
             format!(
                 "{} = {ceiling_pct:.0} % of this machine's loopback TCP ceiling ({}): {why}",

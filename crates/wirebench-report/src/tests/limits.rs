@@ -475,7 +475,7 @@ fn limits_schema_file_is_current() {
 fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
     use crate::analyze::verdict::machine_limits;
     use wirebench_model::limits::LoopbackCeiling;
-    use wirebench_model::verdict::{Evidence, Limiter, Verdict};
+    use wirebench_model::verdict::{CeilingReading, Evidence, Limiter, Verdict};
     let run = |ceiling_bps: f64, cc: &str| -> Verdict {
         let mut r = stream_result(one_flow(), 20e9);
         let s = r.runs[0].summary.as_mut().unwrap();
@@ -502,8 +502,9 @@ fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
                 Evidence::LoopbackCeiling {
                     ceiling_pct,
                     limiting,
+                    reading,
                     ..
-                } => Some((*ceiling_pct, *limiting)),
+                } => Some((*ceiling_pct, *limiting, *reading)),
                 _ => None,
             })
             .expect("ceiling evidence")
@@ -522,11 +523,25 @@ fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
         "{reached:?}"
     );
     assert!(ceiling(&reached).1);
+    assert_eq!(ceiling(&reached).2, Some(CeilingReading::Reached));
+    // 20 of 40 Gbit/s: below it, not the limit.
+    let below = run(40e9, "cubic");
+    assert_eq!(below.limiter, Limiter::Undetermined);
+    assert_eq!(ceiling(&below).2, Some(CeilingReading::Below));
+    assert!(!ceiling(&below).1);
+    assert!(
+        text(&below).contains("= 50 % of this machine's loopback TCP ceiling")
+            && text(&below).contains("not the limit")
+            && !text(&below).contains("measured low"),
+        "{}",
+        text(&below)
+    );
     // 20 of 10 Gbit/s: 200 %, so the ceiling is low, not the limit.
     let low = run(10e9, "cubic");
     assert_eq!(low.limiter, Limiter::Undetermined);
-    let (pct, limiting) = ceiling(&low);
+    let (pct, limiting, reading) = ceiling(&low);
     assert!(close(pct, 200.0) && !limiting);
+    assert_eq!(reading, Some(CeilingReading::MeasuredLow));
     assert!(
         text(&low).contains("so that ceiling was measured low"),
         "{}",
@@ -536,6 +551,18 @@ fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
     let other = run(21e9, "bbr");
     assert_eq!(other.limiter, Limiter::Undetermined);
     assert!(!ceiling(&other).1);
+    assert_eq!(ceiling(&other).2, Some(CeilingReading::NotComparable));
+    // A record written before the reading existed: its `limiting` flag decides the words.
+    let mut old = serde_json::to_value(&reached).unwrap();
+    for e in old["evidence"].as_array_mut().unwrap() {
+        if e["kind"] == "loopback_ceiling" {
+            assert!(e.as_object_mut().unwrap().remove("reading").is_some());
+        }
+    }
+    let old: Verdict = serde_json::from_value(old).unwrap();
+    assert_eq!(ceiling(&old).2, None);
+    assert!(text(&old).contains("TCP ceiling (21"), "{}", text(&old));
+    assert!(text(&old).contains("): the limit"), "{}", text(&old));
     assert!(
         text(&other)
             .contains("not comparable: the ceiling was measured with bbr, this run used cubic"),
