@@ -276,7 +276,9 @@ def parse_netperf_stream(out):
 def parse_neper(out):
     """The client prints the server's (receiver's) rate as remote_throughput, bit/s: bytes read
     between the receiver's first and last 1 s samples over that time, so connection setup is
-    outside its window (wirebench's receiver window starts at its first byte)."""
+    outside its window (wirebench's receiver window starts at its first byte). neper prints no
+    byte count, so the bytes (for service demand) are that rate over its test length, as for
+    netperf."""
     kv = dict(re.findall(r"^(\w+)=([-\d.]+)$", out.stdout, re.M))
     if out.returncode != 0 or "remote_throughput" not in kv:
         raise RuntimeError(f"neper rc={out.returncode}: {(out.stdout + out.stderr).strip()[-300:]}")
