@@ -35,7 +35,9 @@ VARIANTS (--only takes these keys, or `stream` / `rr`; references are added auto
             a Debian package, so the user builds it).
   rr        wb-rr-tcp, wb-rr-udp (wirebench rr / rr --udp), sockperf-tcp, sockperf-udp
             (sockperf ping-pong --full-rtt), wb-rr-busy (rr --busy-poll, informational, when
-            `wirebench rr --help` lists it), netperf-tcp-rr / -udp-rr (when installed).
+            `wirebench rr --help` lists it), netperf-tcp-rr / -udp-rr (when installed),
+            neper-rr-tcp (informational: neper's tcp_rr, one flow, a fresh server per run;
+            found beside --neper's tcp_stream or on PATH).
             14 bytes each way for every tool (sockperf's minimum).
 
 METHOD
@@ -150,6 +152,8 @@ def parse_args(argv=None):
     args.rr_seconds = args.rr_seconds or (2 if q else 3)
     args.zc_pair = args.zc_pair.split()
     T.NEPER = args.neper or shutil.which("tcp_stream")
+    beside = os.path.join(os.path.dirname(T.NEPER), "tcp_rr") if T.NEPER else ""
+    T.NEPER_RR = beside if os.access(beside, os.X_OK) else shutil.which("tcp_rr")
     if args.neper and not os.access(args.neper, os.X_OK):
         ap.error(f"--neper {args.neper}: not an executable file")
     for p in args.paths + args.rr_paths + args.p10000_paths:
@@ -185,6 +189,13 @@ def select(args, notes):
         st = [k for k in st if k not in neper]
     elif neper:
         notes.append(f"neper: {T.NEPER}, included (informational rows, --p10000-paths only)")
+    if "neper-rr-tcp" in rr:
+        if T.NEPER_RR:
+            notes.append(f"neper: {T.NEPER_RR}, included (informational rr row)")
+        else:
+            notes.append("neper: tcp_rr not found (beside --neper's tcp_stream or on PATH), "
+                         "its rr row skipped")
+            rr.remove("neper-rr-tcp")
     if not shutil.which("nuttcp") and "nuttcp" in st:
         notes.append("nuttcp: not installed, skipped")
         st.remove("nuttcp")
@@ -219,7 +230,7 @@ def rotated(keys, i):
 
 
 # Measured per-run overheads (s) beyond the run's own length, for the time estimate.
-OVERHEAD = {"wb": 0.1, "iperf3": 0.1, "nuttcp": 0.1, "netperf": 0.5, "sockperf": 2.3,
+OVERHEAD = {"wb": 0.1, "iperf3": 0.1, "nuttcp": 0.1, "netperf": 0.5, "sockperf": 2.3, "neper": 1.0,
             "wb-P10000": 1.5, "wb-rr": 0.5}
 
 
@@ -340,9 +351,17 @@ def rr_path(tb, args, keys, runs, log, places):
                     dead = [s.name for s in servers.values() if not s.alive()]
                     if dead:
                         raise SetupError(f"{tb.name} {place}: server(s) died: {dead}")
+                    own = None  # neper serves one test: a server for this run only
                     try:
-                        out, srv_cpu, machine = measure(argv, servers[T.server_for(tool, proto)],
-                                                        args.rr_seconds + 60)
+                        if tool == "neper":
+                            own = T.neper_rr_server(tb, T.PLACEMENTS[place][1], args.rr_seconds)
+                        out, srv_cpu, machine = measure(
+                            argv, own or servers[T.server_for(tool, proto)], args.rr_seconds + 60)
+                        if own:
+                            srv_cpu = T.neper_server_cpu_s(own)
+                            if srv_cpu is None:
+                                raise RuntimeError("the neper server printed no rusage: "
+                                                   + own.output().strip()[-300:])
                         rec.update(wall_s=out.wall_s, cpu_client_s=out.cpu_s,
                                    cpu_server_s=srv_cpu, machine_busy_cores=machine / out.wall_s,
                                    rc=out.returncode)
@@ -359,6 +378,9 @@ def rr_path(tb, args, keys, runs, log, places):
                             subprocess.TimeoutExpired) as e:
                         rec.update(ok=False, error=str(e)[:600])
                         log(f"  {tb.name} {place} round {i + 1} {key}: FAILED: {str(e)[:300]}")
+                    finally:
+                        if own:
+                            own.stop()
                     runs.append(rec)
                     time.sleep(0.3)
                 log(f"  {tb.name} rr {place} round {i + 1}/{args.rounds} tx/s: " + ", ".join(line))

@@ -24,9 +24,11 @@ RR_WARMUP = 0.4  # wirebench --warmup; sockperf drops its own 0.4 s warm-up
 PORTS = {"wb": 5301, "iperf3": 5201, "nuttcp": 5000, "netperf": 12865,
          "sockperf-tcp": 11111, "sockperf-udp": 11112, "neper": 12866, "neper-data": 12867}
 
-# neper's tcp_stream (github.com/google/neper; not a Debian package: built by the user and
-# named with --neper or found on PATH as `tcp_stream`); None: its rows are skipped.
+# neper's tcp_stream and tcp_rr (github.com/google/neper; not a Debian package: built by the
+# user; tcp_stream named with --neper or found on PATH, tcp_rr beside it or on PATH); None:
+# their rows are skipped.
 NEPER = None
+NEPER_RR = None
 # neper's read and write size, both ends: wirebench's default call size at 10,000 flows.
 NEPER_CALL = 262144
 
@@ -63,6 +65,8 @@ RR_VARIANTS = {
     "wb-rr-tcp": ("wirebench rr TCP", "wb", "tcp", "sockperf-tcp"),
     "wb-rr-udp": ("wirebench rr --udp", "wb", "udp", "sockperf-udp"),
     "wb-rr-busy": ("wirebench rr --busy-poll (info)", "wb", "tcp", "sockperf-tcp"),
+    # Informational: neper's tcp_rr, one flow and one thread (it waits in epoll_wait).
+    "neper-rr-tcp": ("neper tcp_rr (info)", "neper", "tcp", "sockperf-tcp"),
     "netperf-tcp-rr": ("netperf TCP_RR", "netperf", "tcp", "sockperf-tcp"),
     "netperf-udp-rr": ("netperf UDP_RR", "netperf", "udp", "sockperf-udp"),
 }
@@ -134,6 +138,15 @@ def neper_server(tb, key, secs):
         tb.server_ns, s, NEPER, "-F", flows, "-T", "1", "-B", str(NEPER_CALL),
         "-l", f"{secs:g}", "-C", str(PORTS["neper"]), "-P", str(PORTS["neper-data"]),
         "--nolog"), ready=lambda: listening(tb.server_ns, PORTS["neper"]), nofile=True)
+
+
+def neper_rr_server(tb, cpu, secs):
+    """A tcp_rr server for one run (neper serves one test), pinned to `cpu`."""
+    return Proc("neper tcp_rr server", in_ns(
+        tb.server_ns, cpu, NEPER_RR, "-F", "1", "-T", "1", "-Q", str(RR_SIZE), "-R",
+        str(RR_SIZE), "-l", f"{secs:g}", "-C", str(PORTS["neper"]), "-P",
+        str(PORTS["neper-data"]), "--nolog"),
+        ready=lambda: listening(tb.server_ns, PORTS["neper"]))
 
 
 def neper_server_cpu_s(server, timeout=30):
@@ -311,6 +324,10 @@ def rr_cmd(tb, key, secs, place):
         return in_ns(ns, c, "sockperf", "pp", "-i", addr, "-p", str(PORTS[f"sockperf-{proto}"]),
                      "-m", str(RR_SIZE), "-t", str(max(1, round(secs))), "--full-rtt",
                      *(["--tcp"] if proto == "tcp" else []))
+    if tool == "neper":
+        return in_ns(ns, c, NEPER_RR, "-c", "-H", addr, "-C", str(PORTS["neper"]), "-P",
+                     str(PORTS["neper-data"]), "-F", "1", "-T", "1", "-Q", str(RR_SIZE), "-R",
+                     str(RR_SIZE), "-l", f"{secs:g}", "--nolog")
     if tool == "netperf":
         return in_ns(ns, c, "netperf", "-H", addr, "-p", str(PORTS["netperf"]), "-l",
                      str(max(1, round(secs))), "-P", "0", "-t",
@@ -368,4 +385,19 @@ def parse_netperf_rr(out):
             "errors": 0, "cc_reported": None}
 
 
-RR_PARSERS = {"wb": parse_wb_rr, "sockperf": parse_sockperf_rr, "netperf": parse_netperf_rr}
+def parse_neper_rr(out):
+    """neper's client: throughput = transactions/s over its own sample window; it prints the
+    mean latency, not percentiles."""
+    kv = dict(re.findall(r"^(\w+)=([-\d.]+)$", out.stdout, re.M))
+    if out.returncode != 0 or "throughput" not in kv:
+        raise RuntimeError(f"neper tcp_rr rc={out.returncode}: "
+                           f"{(out.stdout + out.stderr).strip()[-300:]}")
+    tps = float(kv["throughput"])
+    n = int(kv.get("num_transactions", 0)) or tps * float(kv.get("total_run_time", "nan"))
+    return {"tps": tps, "transactions": n, "transactions_total": n, "p50_us": None,
+            "p99_us": None, "lost": None, "errors": 0, "cc_reported": None,
+            "mean_us": float(kv.get("latency_mean", "nan")) * 1e6}
+
+
+RR_PARSERS = {"wb": parse_wb_rr, "sockperf": parse_sockperf_rr, "netperf": parse_netperf_rr,
+              "neper": parse_neper_rr}
