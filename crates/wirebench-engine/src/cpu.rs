@@ -33,7 +33,7 @@ impl CpuSnapshot {
             ..CpuTimes::default()
         };
         for (i, &tid) in tids.iter().enumerate() {
-            match thread_cpu_times(tid).ok().or_else(|| exited(i)) {
+            match pick_times(thread_cpu_times(tid).ok(), || exited(i)) {
                 Some(t) => {
                     threads.user_ns += t.user_ns;
                     threads.system_ns += t.system_ns;
@@ -54,6 +54,19 @@ impl CpuSnapshot {
             system,
             threads,
         }
+    }
+}
+
+/// A thread's times for a snapshot: read live, or what it left behind as it exited. A thread
+/// that exits between the reads of its `stat` and its `schedstat` has times without its
+/// run-queue wait; what it left behind (read by itself, just before) has both.
+fn pick_times(
+    live: Option<CpuTimes>,
+    exited: impl FnOnce() -> Option<CpuTimes>,
+) -> Option<CpuTimes> {
+    match live {
+        Some(t) if t.run_delay_ns.is_some() => Some(t),
+        live => exited().or(live),
     }
 }
 
@@ -88,4 +101,45 @@ pub fn report(
             .map(|(a, b)| a.saturating_sub(b)),
         cpus_used,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn times(run_delay_ns: Option<u64>) -> CpuTimes {
+        CpuTimes {
+            user_ns: 1,
+            system_ns: 2,
+            run_delay_ns,
+        }
+    }
+
+    /// Live times with the run-queue wait win; live times without it (the thread exited
+    /// between its two files) give way to what the thread left behind, if anything.
+    #[test]
+    fn a_thread_that_exits_mid_read_keeps_its_run_queue_wait() {
+        let whole = times(Some(5));
+        let partial = times(None);
+        let left = CpuTimes {
+            user_ns: 3,
+            ..times(Some(7))
+        };
+        assert_eq!(pick_times(Some(whole), || Some(left)), Some(whole));
+        assert_eq!(pick_times(Some(partial), || Some(left)), Some(left));
+        assert_eq!(pick_times(Some(partial), || None), Some(partial));
+        assert_eq!(pick_times(None, || Some(left)), Some(left));
+        assert_eq!(pick_times(None, || None), None);
+    }
+
+    /// A thread of this process that is alive: its times are read, run-queue wait included
+    /// where the kernel has schedstat.
+    #[test]
+    fn a_live_thread_is_read() {
+        let tid = wirebench_sys::thread::current_thread_id();
+        let s = CpuSnapshot::take(0, &[tid], &|_| None);
+        let own = thread_cpu_times(tid).expect("own stat");
+        assert_eq!(s.threads.run_delay_ns.is_some(), own.run_delay_ns.is_some());
+        assert!(s.threads.total_ns() <= own.total_ns());
+    }
 }
