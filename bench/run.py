@@ -151,11 +151,11 @@ def parse_args(argv=None):
     args.seconds = args.seconds or (2.0 if q else 3.0)
     args.rr_seconds = args.rr_seconds or (2 if q else 3)
     args.zc_pair = args.zc_pair.split()
+    if args.neper and not os.access(args.neper, os.X_OK):
+        ap.error(f"--neper {args.neper}: not an executable file")
     T.NEPER = args.neper or shutil.which("tcp_stream")
     beside = os.path.join(os.path.dirname(T.NEPER), "tcp_rr") if T.NEPER else ""
     T.NEPER_RR = beside if os.access(beside, os.X_OK) else shutil.which("tcp_rr")
-    if args.neper and not os.access(args.neper, os.X_OK):
-        ap.error(f"--neper {args.neper}: not an executable file")
     for p in args.paths + args.rr_paths + args.p10000_paths:
         if p != "loopback" and not (p.startswith("veth-") and p[5:].isdigit()):
             ap.error(f"unknown path {p!r}: loopback or veth-<MTU>")
@@ -303,9 +303,6 @@ def stream_path(tb, args, keys, runs, log):
                         observe_at=0.3 + args.seconds * 0.4 + (1.5 if is_p10000(key) else 0))
                     if own:
                         srv_cpu = T.neper_server_cpu_s(own)
-                        if srv_cpu is None:
-                            raise RuntimeError("the neper server printed no rusage: "
-                                               + own.output().strip()[-300:])
                     rec.update(wall_s=out.wall_s, cpu_client_s=out.cpu_s, cpu_server_s=srv_cpu,
                                machine_busy_cores=machine / out.wall_s, rc=out.returncode)
                     if out.timed_out:
@@ -359,9 +356,6 @@ def rr_path(tb, args, keys, runs, log, places):
                             argv, own or servers[T.server_for(tool, proto)], args.rr_seconds + 60)
                         if own:
                             srv_cpu = T.neper_server_cpu_s(own)
-                            if srv_cpu is None:
-                                raise RuntimeError("the neper server printed no rusage: "
-                                                   + own.output().strip()[-300:])
                         rec.update(wall_s=out.wall_s, cpu_client_s=out.cpu_s,
                                    cpu_server_s=srv_cpu, machine_busy_cores=machine / out.wall_s,
                                    rc=out.returncode)

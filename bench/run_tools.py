@@ -149,18 +149,24 @@ def neper_rr_server(tb, cpu, secs):
         ready=lambda: listening(tb.server_ns, PORTS["neper"]))
 
 
+def _neper_kv(text):
+    """neper prints its results as `key=value` lines; the numeric ones."""
+    return dict(re.findall(r"^(\w+)=([-\d.]+)$", text, re.M))
+
+
 def neper_server_cpu_s(server, timeout=30):
     """The neper server's whole-life CPU seconds, from the rusage it prints as it exits
-    (utime_end + stime_end, getrusage(RUSAGE_SELF): all its threads); None if it did not."""
+    (utime_end + stime_end, getrusage(RUSAGE_SELF): all its threads). Raises RuntimeError
+    when it printed none (the caller stops the server)."""
     try:
         server.p.wait(timeout=timeout)
-    except Exception:  # noqa: BLE001 (TimeoutExpired: stopped by the caller)
-        return None
-    kv = dict(re.findall(r"^(\w+)=([-\d.]+)$", server.output(), re.M))
-    try:
-        return float(kv["utime_end"]) + float(kv["stime_end"])
-    except KeyError:
-        return None
+    except Exception:  # noqa: BLE001 (TimeoutExpired)
+        raise RuntimeError(f"the neper server did not exit within {timeout} s of its client")
+    kv = _neper_kv(server.output())
+    if "utime_end" not in kv or "stime_end" not in kv:
+        raise RuntimeError("the neper server printed no rusage: "
+                           + server.output().strip()[-300:])
+    return float(kv["utime_end"]) + float(kv["stime_end"])
 
 
 def server_for(tool, proto=None):
@@ -292,7 +298,7 @@ def parse_neper(out):
     outside its window (wirebench's receiver window starts at its first byte). neper prints no
     byte count, so the bytes (for service demand) are that rate over its test length, as for
     netperf."""
-    kv = dict(re.findall(r"^(\w+)=([-\d.]+)$", out.stdout, re.M))
+    kv = _neper_kv(out.stdout)
     if out.returncode != 0 or "remote_throughput" not in kv:
         raise RuntimeError(f"neper rc={out.returncode}: {(out.stdout + out.stderr).strip()[-300:]}")
     gbps = float(kv["remote_throughput"]) / 1e9
@@ -388,7 +394,7 @@ def parse_netperf_rr(out):
 def parse_neper_rr(out):
     """neper's client: throughput = transactions/s over its own sample window; it prints the
     mean latency, not percentiles."""
-    kv = dict(re.findall(r"^(\w+)=([-\d.]+)$", out.stdout, re.M))
+    kv = _neper_kv(out.stdout)
     if out.returncode != 0 or "throughput" not in kv:
         raise RuntimeError(f"neper tcp_rr rc={out.returncode}: "
                            f"{(out.stdout + out.stderr).strip()[-300:]}")
