@@ -29,6 +29,7 @@
 //!   cost, wake-up latency) of `wirebench limits`.
 
 pub mod abort;
+mod buffers;
 pub mod cpu;
 pub mod env;
 pub mod limits;
@@ -89,6 +90,8 @@ pub struct EngineOutput<D> {
     pub window: Option<Span>,
     /// Which engine ran and where its threads were.
     pub engine: EngineKind,
+    /// Where the engine's data buffers started, bytes past a page boundary.
+    pub buffer_offset: usize,
 }
 
 /// Where an end pins its data threads.

@@ -34,6 +34,7 @@ use crate::stream::flowside::PathReport;
 use std::net::TcpStream;
 use std::time::Duration;
 
+use crate::buffers;
 use wirebench_model::side::{PathUsed, ZeroCopyStats};
 use wirebench_model::spec::{RecvPath, SendPath};
 use wirebench_model::warning::{FallbackReason, FlowError, OsError, Step};
@@ -42,6 +43,7 @@ use wirebench_sys::datapath::{
     UringReceiver, UringSendOp, UringSender, ZeroCopyCompletions, ZeroCopyReceiver,
     DEFAULT_PIPE_SIZE, DEFAULT_ZC_CHUNK,
 };
+use wirebench_sys::mem::PlacedBuf;
 
 /// Length of the payload block whose repetition is every flow's stream, bytes.
 pub const PAYLOAD_BLOCK_BYTES: usize = 1 << 20;
@@ -127,26 +129,31 @@ fn seeded_block(seed: u64, len: usize) -> Vec<u8> {
 /// `msg` bytes starting inside the first block is one contiguous slice.
 #[derive(Debug)]
 pub(crate) struct Payload {
-    bytes: Vec<u8>,
+    bytes: PlacedBuf,
 }
 
 impl Payload {
-    /// The payload for messages of up to `msg` bytes; the seeded block if `seeded`, else a
-    /// random one.
-    pub(crate) fn new(msg: usize, seeded: bool) -> Payload {
-        let block = if seeded {
-            seeded_block(PAYLOAD_SEED, PAYLOAD_BLOCK_BYTES)
-        } else {
-            let mut b = vec![0u8; PAYLOAD_BLOCK_BYTES];
-            fill_random(&mut b);
-            b
-        };
+    /// The payload for messages of up to `msg` bytes, starting `offset` bytes past a page
+    /// boundary; the seeded block if `seeded`, else a random one.
+    pub(crate) fn new(msg: usize, seeded: bool, offset: usize) -> Payload {
         let copies = 1 + msg.max(1).div_ceil(PAYLOAD_BLOCK_BYTES);
-        let mut bytes = Vec::with_capacity(copies * PAYLOAD_BLOCK_BYTES);
-        for _ in 0..copies {
-            bytes.extend_from_slice(&block);
+        let mut bytes = buffers::zeroed(copies * PAYLOAD_BLOCK_BYTES, offset);
+        let (block, rest) = bytes.split_at_mut(PAYLOAD_BLOCK_BYTES);
+        if seeded {
+            block.copy_from_slice(&seeded_block(PAYLOAD_SEED, PAYLOAD_BLOCK_BYTES));
+        } else {
+            fill_random(block);
+        }
+        for copy in rest.chunks_exact_mut(PAYLOAD_BLOCK_BYTES) {
+            copy.copy_from_slice(block);
         }
         Payload { bytes }
+    }
+
+    /// Bytes from the page boundary before the payload to its first byte.
+    #[cfg(test)]
+    pub(crate) fn offset(&self) -> usize {
+        self.bytes.offset()
     }
 
     /// The block whose repetition is the stream.
@@ -569,7 +576,7 @@ mod tests {
     #[test]
     fn windows_are_the_block_repeated() {
         for msg in [1, 4096, PAYLOAD_BLOCK_BYTES - 1, PAYLOAD_BLOCK_BYTES + 3] {
-            let p = Payload::new(msg, true);
+            let p = Payload::new(msg, true, 0);
             let block = p.block().to_vec();
             for offset in [
                 0u64,
@@ -588,9 +595,18 @@ mod tests {
     }
 
     #[test]
+    fn the_payload_starts_at_the_run_buffer_offset() {
+        for offset in [0, 16, 2048, 4095] {
+            let p = Payload::new(96 << 10, false, offset);
+            assert_eq!(p.offset(), offset);
+            assert_eq!(p.window(0, 10).as_ptr() as usize % 4096, offset);
+        }
+    }
+
+    #[test]
     fn seeded_block_is_fixed_and_random_looking() {
-        let a = Payload::new(10, true);
-        let b = Payload::new(1 << 20, true);
+        let a = Payload::new(10, true, 0);
+        let b = Payload::new(1 << 20, true, 16);
         assert_eq!(a.block(), b.block());
         let mut counts = [0u32; 256];
         for &x in a.block() {
@@ -601,12 +617,12 @@ mod tests {
             counts.iter().all(|&c| (3500..4700).contains(&c)),
             "{counts:?}"
         );
-        assert_ne!(Payload::new(10, false).block(), a.block());
+        assert_ne!(Payload::new(10, false, 0).block(), a.block());
     }
 
     #[test]
     fn verifier_counts_and_locates_mismatches() {
-        let p = Payload::new(64, true);
+        let p = Payload::new(64, true, 0);
         let mut v = Verifier::new(p.block());
         // Cut across the block boundary in odd pieces.
         let mut stream = Vec::new();

@@ -109,6 +109,7 @@ fn config(warmup_ms: u64, duration_ms: u64, interval_ms: Option<u64>) -> StreamC
         // These tests call the epoll engine directly with their worker count.
         threads: None,
         stop_after_bytes: None,
+        buffer_offset: 0,
     }
 }
 

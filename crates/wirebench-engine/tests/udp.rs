@@ -65,6 +65,7 @@ fn config(
         reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
         pin: Pinning::default(),
         policy: None,
+        buffer_offset: 0,
     }
 }
 

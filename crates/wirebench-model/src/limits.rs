@@ -82,8 +82,16 @@ pub struct MemoryRow {
     /// Bytes per copy (checksum) call.
     pub buffer_bytes: u64,
     /// One pinned thread: bytes copied per second (`copy_from_slice`, the C library's
-    /// `memcpy`), over the batches.
+    /// `memcpy`), over the batches; source and destination page-aligned, the fastest
+    /// placement (the machine's limit).
     pub copy_one_thread_bytes_per_s: Option<Spread>,
+    /// One pinned thread copying into a destination 16 bytes after the source modulo a page
+    /// (where `malloc` puts a block behind its header): bytes copied per second, over the
+    /// batches. Against `copy_one_thread_bytes_per_s` it is the penalty of an unlucky
+    /// placement (about 20x at 32–64 KiB on AMD Zen 3). `None` in results from before it was
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_unlucky_bytes_per_s: Option<Spread>,
     /// One pinned thread on each CPU of `cpus_used`, each copying its own buffers: all
     /// threads' bytes copied per second together (a batch's bytes over the time until its
     /// slowest thread finished), over the batches.
@@ -217,6 +225,9 @@ pub struct MemorySamples {
     pub copy_all: Vec<Batch>,
     /// One thread checksumming: bytes summed per batch.
     pub checksum: Vec<Batch>,
+    /// One thread copying into a destination placed 16 bytes after the source modulo a page
+    /// (the unlucky placement): bytes copied per batch.
+    pub copy_unlucky: Vec<Batch>,
 }
 
 /// Everything the probes counted and timed (engine output, analysis input).

@@ -508,6 +508,11 @@ pub struct SideReport {
     /// end could take it (else a [`Warning::ProfileUnavailable`] says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileReport>,
+    /// Where this end's data buffers started, bytes past a page boundary (0: page-aligned),
+    /// as its engine placed them (`--buffer-offset`). `None` where no engine ran, and in
+    /// results written before buffers were placed (when the allocator decided: typically 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_offset_bytes: Option<u32>,
 }
 
 impl SideReport {

@@ -214,6 +214,12 @@ pub struct CommonSpec {
     /// only if its policy allows it (`serve --allow-profile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_hz: Option<u32>,
+    /// Where every data buffer starts at both ends, bytes past a page boundary
+    /// (`--buffer-offset`, 0 to [`MAX_BUFFER_OFFSET_BYTES`]); `None` for the default,
+    /// page-aligned (0). Each end reports the placement it used
+    /// (`SideReport::buffer_offset_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_offset_bytes: Option<u32>,
 }
 
 impl Default for CommonSpec {
@@ -231,6 +237,7 @@ impl Default for CommonSpec {
             fq_rate_bps: None,
             dont_fragment: false,
             profile_hz: None,
+            buffer_offset_bytes: None,
         }
     }
 }
@@ -732,6 +739,8 @@ pub const MIN_MSS_BYTES: u32 = 88;
 pub const MAX_MSS_BYTES: u32 = 65_495;
 /// Largest `TCP_NOTSENT_LOWAT` a spec may ask for, bytes (1 GiB; the kernel takes an `int`).
 pub const MAX_NOTSENT_LOWAT_BYTES: u32 = 1 << 30;
+/// Largest buffer offset a spec may ask for, bytes: one below the smallest page size (4 KiB).
+pub const MAX_BUFFER_OFFSET_BYTES: u32 = 4095;
 /// Highest CPU number a spec may name.
 pub const MAX_CPU: u32 = 4095;
 

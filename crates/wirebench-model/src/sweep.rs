@@ -55,11 +55,14 @@ pub enum FactorName {
     RecvWait,
     /// TCP_NOTSENT_LOWAT at both ends, bytes (stream, rr, crr): `--notsent-lowat`.
     NotsentLowat,
+    /// Where every data buffer starts at both ends, bytes past a page boundary:
+    /// `--buffer-offset`.
+    BufferOffset,
 }
 
 impl FactorName {
     /// Every factor.
-    pub const ALL: [FactorName; 14] = [
+    pub const ALL: [FactorName; 15] = [
         FactorName::MsgSize,
         FactorName::RequestSize,
         FactorName::ResponseSize,
@@ -74,6 +77,7 @@ impl FactorName {
         FactorName::BusyPoll,
         FactorName::RecvWait,
         FactorName::NotsentLowat,
+        FactorName::BufferOffset,
     ];
 
     /// The long flag that names the factor on the command line (and sets it in a test).
@@ -93,6 +97,7 @@ impl FactorName {
             FactorName::BusyPoll => "--busy-poll",
             FactorName::RecvWait => "--recv-wait",
             FactorName::NotsentLowat => "--notsent-lowat",
+            FactorName::BufferOffset => "--buffer-offset",
         }
     }
 
@@ -123,7 +128,9 @@ impl FactorName {
         match self {
             FactorName::MsgSize => &[Stream, UdpStream, Rr, UdpRr],
             FactorName::RequestSize | FactorName::ResponseSize => &[Rr, Crr, UdpRr],
-            FactorName::Window | FactorName::Flows => &[Stream, Rr, Crr, UdpRr, UdpStream],
+            FactorName::Window | FactorName::Flows | FactorName::BufferOffset => {
+                &[Stream, Rr, Crr, UdpRr, UdpStream]
+            }
             FactorName::SendPath | FactorName::RecvPath | FactorName::RecvWait => &[Stream],
             FactorName::Rate => &[Stream, UdpStream, Rr],
             FactorName::Congestion | FactorName::NotsentLowat => &[Stream, Rr, Crr],

@@ -93,6 +93,8 @@ spec_fields! {
     StopAfterBytes = "workload.stop_after_bytes",
     /// `common.profile_hz`.
     ProfileHz = "common.profile_hz",
+    /// `common.buffer_offset_bytes`.
+    BufferOffsetBytes = "common.buffer_offset_bytes",
     /// `workload.busy_poll.so_busy_poll_us`.
     BusyPollUs = "workload.busy_poll.so_busy_poll_us",
     /// `workload.recv_wait`.
@@ -511,6 +513,14 @@ impl TestSpec {
                 l.into(),
                 1,
                 MAX_NOTSENT_LOWAT_BYTES.into(),
+            )?;
+        }
+        if let Some(o) = c.buffer_offset_bytes {
+            range(
+                SpecField::BufferOffsetBytes,
+                o.into(),
+                0,
+                MAX_BUFFER_OFFSET_BYTES.into(),
             )?;
         }
         if let Some(cpu) = c.client_cpu {

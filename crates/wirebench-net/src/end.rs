@@ -21,7 +21,7 @@ use wirebench_model::rr::RrInterval;
 use wirebench_model::side::{
     ByteInterval, HostRole, IntervalData, SideData, SideReport, SideStatus,
 };
-use wirebench_model::spec::{RrLoop, TestSpec, WorkloadSpec};
+use wirebench_model::spec::{CommonSpec, RrLoop, TestSpec, WorkloadSpec};
 use wirebench_model::udp::UdpInterval;
 use wirebench_model::warning::Warning;
 use wirebench_profile::WindowProfile;
@@ -194,6 +194,7 @@ pub(crate) fn rr_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy
         pin,
         peer_timeout: CRR_PEER_TIMEOUT,
         policy,
+        buffer_offset: buffer_offset(c),
         ..RrConfig::default()
     };
     cfg.busy_poll = spec.workload.busy_poll().map(|b| b.so_busy_poll_us);
@@ -244,6 +245,7 @@ fn stream_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> S
         verify: s.verify,
         threads: s.threads,
         stop_after_bytes: s.stop_after_bytes,
+        buffer_offset: buffer_offset(c),
     }
 }
 
@@ -264,7 +266,15 @@ fn udp_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> UdpC
         reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
         pin,
         policy,
+        buffer_offset: buffer_offset(c),
     }
+}
+
+/// Where the spec places every data buffer, bytes past a page boundary (page-aligned unless
+/// it says otherwise).
+fn buffer_offset(c: &CommonSpec) -> usize {
+    c.buffer_offset_bytes
+        .map_or(wirebench_sys::mem::DEFAULT_OFFSET_BYTES, |o| o as usize)
 }
 
 /// A report of this end with no engine figures (the engine could not run), aborted for
@@ -284,6 +294,7 @@ pub(crate) fn empty_report(
         warnings: Vec::new(),
         engine: None,
         profile: None,
+        buffer_offset_bytes: None,
     }
 }
 
@@ -307,6 +318,7 @@ fn report<D>(
         warnings: out.warnings,
         engine: Some(out.engine),
         profile: None,
+        buffer_offset_bytes: u32::try_from(out.buffer_offset).ok(),
     }
 }
 

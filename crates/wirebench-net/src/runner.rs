@@ -451,6 +451,7 @@ mod tests {
             warnings: Vec::new(),
             engine: None,
             profile: None,
+            buffer_offset_bytes: None,
         }
     }
 

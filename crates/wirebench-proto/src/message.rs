@@ -35,7 +35,7 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// `tcp.notsent_lowat_bytes` in the spec and `notsent_lowat_bytes` in a flow's socket facts
 /// — a version 12 peer would refuse them, where ignoring the spec's would leave the server's
 /// senders unlimited).
-pub const PROTOCOL_VERSION: u16 = 13;
+pub const PROTOCOL_VERSION: u16 = 14;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

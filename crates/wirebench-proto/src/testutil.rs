@@ -211,6 +211,7 @@ pub fn full_side_report(host: HostRole) -> SideReport {
             placement: Placement::RoundRobin { cpus: vec![0, 1] },
         }),
         profile: Some(full_profile()),
+        buffer_offset_bytes: Some(16),
     }
 }
 
@@ -441,6 +442,7 @@ pub fn full_spec() -> TestSpec {
             fq_rate_bps: Some(5_000_000_000),
             dont_fragment: true,
             profile_hz: Some(4000),
+            buffer_offset_bytes: Some(64),
         },
         workload: WorkloadSpec::Stream(StreamSpec {
             direction: Direction::Bidir,

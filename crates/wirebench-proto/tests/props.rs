@@ -45,7 +45,12 @@ fn common() -> impl Strategy<Value = CommonSpec> {
         any::<Option<u32>>(),
         any::<Option<u32>>(),
         any::<Option<u32>>(),
-        (any::<Option<u8>>(), any::<Option<u64>>(), any::<bool>()),
+        (
+            any::<Option<u8>>(),
+            any::<Option<u64>>(),
+            any::<bool>(),
+            any::<Option<u32>>(),
+        ),
     )
         .prop_map(
             |(
@@ -56,7 +61,7 @@ fn common() -> impl Strategy<Value = CommonSpec> {
                 window_bytes,
                 server_cpu,
                 client_cpu,
-                (tos, fq_rate_bps, dont_fragment),
+                (tos, fq_rate_bps, dont_fragment, buffer_offset_bytes),
             )| {
                 CommonSpec {
                     flows,
@@ -70,6 +75,7 @@ fn common() -> impl Strategy<Value = CommonSpec> {
                     fq_rate_bps,
                     dont_fragment,
                     profile_hz: None,
+                    buffer_offset_bytes,
                 }
             },
         )

@@ -18,6 +18,7 @@
 //! * [`udp`]: UDP drop counters (`SO_RXQ_OVFL`, `/proc/net/udp` drops, `/proc/net/snmp`).
 //! * [`perf`]: a system-wide sampling profiler (`perf_event_open`, one event and ring per CPU).
 //! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
+//! * [`mem`]: placed buffers (memory at a chosen offset from a page boundary) for every data path.
 //! * [`probe`]: the machine-limit probes' primitives (a trivial system call, futex wait/wake).
 
 #[cfg(not(target_os = "linux"))]
@@ -26,6 +27,7 @@ compile_error!("wirebench-sys supports Linux only");
 pub mod datapath;
 pub mod host;
 pub mod ipopt;
+pub mod mem;
 pub mod netif;
 pub mod netns;
 pub mod packet;

@@ -587,6 +587,11 @@ pub struct ClientArgs {
     /// kernel's memory.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub notsent_lowat: Option<u64>,
+    /// Start every data buffer at both ends BYTES past a page boundary (0-4095; default 0,
+    /// page-aligned). On some CPUs (AMD Zen 3) the kernel copies into a buffer that starts
+    /// 1-31 bytes after the socket data's offset in its page about 20x slower; this shows it.
+    #[arg(long, value_name = "BYTES")]
+    pub buffer_offset: Option<u32>,
 }
 
 /// Parse a TOS byte: decimal, `0x..` hex or `0..` octal (as iperf3 -S).

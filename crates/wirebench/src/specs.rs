@@ -85,6 +85,7 @@ pub fn flag_of(field: SpecField) -> &'static str {
         SpecField::ProfileHz => "--profile-hz",
         SpecField::BusyPollUs => "--busy-poll",
         SpecField::RecvWait => "--recv-wait",
+        SpecField::BufferOffsetBytes => "--buffer-offset",
     }
 }
 
@@ -131,7 +132,7 @@ fn in_units(field: SpecField, v: u64) -> String {
         | SpecField::StopAfterBytes
         | SpecField::NotsentLowatBytes => format!("{} bytes", units::size(v)),
         SpecField::RateBps | SpecField::FqRateBps => units::RateUnit::AutoBits.rate(v as f64),
-        SpecField::MssBytes => format!("{v} bytes"),
+        SpecField::MssBytes | SpecField::BufferOffsetBytes => format!("{v} bytes"),
         SpecField::TransactionsPerS => format!("{v} transactions/s"),
         SpecField::ProfileHz => format!("{v} Hz"),
         SpecField::BusyPollUs => format!("{v} µs"),
@@ -217,6 +218,7 @@ fn common_with(
         fq_rate_bps: c.fq_rate,
         dont_fragment: c.dont_fragment,
         profile_hz: c.profile_hz.or(c.profile.then_some(DEFAULT_PROFILE_HZ)),
+        buffer_offset_bytes: c.buffer_offset,
     })
 }
 

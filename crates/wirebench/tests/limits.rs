@@ -235,6 +235,7 @@ fn stream_results_are_put_against_the_cached_limits() {
         copy_one_thread_bytes_per_s: flat(bw),
         copy_all_threads_bytes_per_s: flat(2.0 * bw),
         checksum_bytes_per_s: flat(bw / 2.0),
+        copy_unlucky_bytes_per_s: None,
     };
     let limits = LimitsResult {
         schema_version: LIMITS_SCHEMA_VERSION,

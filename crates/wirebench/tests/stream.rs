@@ -945,3 +945,102 @@ fn threads_choose_the_epoll_engine_and_its_workers() {
         assert!(r.stderr.contains("threads"), "{}", r.stderr);
     }
 }
+
+/// The placement of the data buffers, observed from outside by `strace`: the buffer address
+/// of every receive call of the data size, and of the first send, lies `--buffer-offset`
+/// bytes past a page boundary at both ends (the embedded server is in the traced process).
+/// The run's JSON reports the same placement for both ends. 96 KiB calls: no control-path
+/// buffer has that length (the control connection reads into 64 KiB).
+#[test]
+fn data_buffers_lie_where_buffer_offset_puts_them_as_strace_sees() {
+    if !wirebench_sys::require::capability(
+        "strace",
+        wirebench_sys::require::command_works("strace", "-V"),
+        "strace is not installed",
+    ) {
+        return;
+    }
+    let _g = serial();
+    const CALL: usize = 96 * 1024;
+    let dir = tempfile_dir("placement");
+    for (flag, want) in [(None, 0usize), (Some("16"), 16), (Some("2048"), 2048)] {
+        let trace = dir.join(format!("trace-{want}"));
+        let mut c = std::process::Command::new("strace");
+        c.args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=recvfrom,sendto",
+            "-e",
+            "raw=recvfrom,sendto",
+        ])
+        .arg("-o")
+        .arg(&trace)
+        .arg(BIN)
+        .args(["stream", "-t", "0.5", "-l", "96K", "--json"]);
+        if let Some(f) = flag {
+            c.args(["--buffer-offset", f]);
+        }
+        let r = finish(c);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let res = r.json();
+        for host in [HostRole::Client, HostRole::Server] {
+            assert_eq!(
+                side(&res, host).buffer_offset_bytes,
+                Some(want as u32),
+                "{host:?} reports its placement"
+            );
+        }
+        // `recvfrom(0x5, 0x7f2b4c1f0010, 0x18000, 0, 0, 0) = 0x18000`: (call, address, length).
+        let text = std::fs::read_to_string(&trace).expect("strace output");
+        let calls: Vec<(&str, usize)> = text
+            .lines()
+            .filter_map(|l| {
+                let call = if l.contains("recvfrom(") {
+                    "recvfrom"
+                } else if l.contains("sendto(") {
+                    "sendto"
+                } else {
+                    return None;
+                };
+                let args = l.split_once('(')?.1;
+                let mut it = args.split(", ");
+                let _fd = it.next()?;
+                let addr = usize::from_str_radix(it.next()?.trim_start_matches("0x"), 16).ok()?;
+                let len = usize::from_str_radix(it.next()?.trim_start_matches("0x"), 16).ok()?;
+                (len == CALL).then_some((call, addr))
+            })
+            .collect();
+        let recvs: Vec<usize> = calls
+            .iter()
+            .filter(|c| c.0 == "recvfrom")
+            .map(|c| c.1)
+            .collect();
+        let first_send = calls.iter().find(|c| c.0 == "sendto").map(|c| c.1);
+        // 0.5 s of a loopback stream is thousands of 96 KiB calls; ten is a floor far below.
+        assert!(
+            recvs.len() >= 10,
+            "only {} receive calls traced",
+            recvs.len()
+        );
+        assert!(
+            recvs.iter().all(|a| a % 4096 == want),
+            "receive buffers at {:?} (mod 4096), want {want}",
+            recvs
+                .iter()
+                .map(|a| a % 4096)
+                .collect::<std::collections::BTreeSet<_>>()
+        );
+        let s = first_send.expect("a traced send of the call size");
+        assert_eq!(s % 4096, want, "the first send's buffer");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory under the system's temporary directory, for this test process.
+fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("wb-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}

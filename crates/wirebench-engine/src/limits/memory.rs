@@ -7,9 +7,17 @@
 //! 1. all threads copy their buffers `reps` times at once (a [`Barrier`] starts them); the
 //!    batch counts every thread's bytes over the time of the slowest thread;
 //! 2. thread 0 alone copies `reps` times (the others wait at the next barrier);
-//! 3. thread 0 alone checksums its source `reps_checksum` times.
+//! 3. thread 0 alone checksums its source `reps_checksum` times;
+//! 4. thread 0 alone copies `reps` times into a second destination placed
+//!    [`UNLUCKY_DISTANCE_BYTES`] after the source modulo a page (where `malloc` puts a block
+//!    behind its header): the penalty of an unlucky placement.
 //!
-//! So the three figures are interleaved, and a burst of noise lands on all of them. Every
+//! Every buffer is a [`PlacedBuf`] from the one allocator of the data paths: the source and
+//! the first destination start on page boundaries, the placement at which the copy is
+//! fastest on every CPU measured (AMD Zen 3 copies 20x slower at a distance of 1 to 31
+//! bytes; see [`wirebench_sys::mem`]), so the copy figures are the machine's limit.
+//!
+//! So the four figures are interleaved, and a burst of noise lands on all of them. Every
 //! copy goes through [`std::hint::black_box`] so that the compiler can neither merge the
 //! repeated copies nor drop them, and every checksum result is consumed.
 
@@ -20,7 +28,13 @@ use std::time::{Duration, Instant};
 
 use wirebench_model::limits::{Batch, LimitsNote, MemorySamples};
 
+use wirebench_sys::mem::PlacedBuf;
+
 use super::checksum::ones_complement_sum;
+
+/// Where the unlucky destination starts after the source, modulo a page, bytes: the offset of
+/// a `malloc`ed block behind its 16-byte header.
+pub const UNLUCKY_DISTANCE_BYTES: usize = 16;
 
 /// What the memory probe measures.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,10 +108,17 @@ fn worker(index: usize, cpu: usize, size: usize, plan: &MemoryPlan, sh: &Shared)
         }
     }
     // Allocated and written by the thread itself, so its pages are local to its CPU.
-    let src: Vec<u8> = (0..size).map(|i| (i * 7 + 3) as u8).collect();
-    let mut dst = vec![0u8; size];
-    // Touch the destination and warm the caches and TLB: untimed.
+    let mut src = placed(size, 0);
+    for (i, b) in src.iter_mut().enumerate() {
+        *b = (i * 7 + 3) as u8;
+    }
+    let mut dst = placed(size, 0);
+    let mut unlucky = (index == 0).then(|| placed(size, UNLUCKY_DISTANCE_BYTES));
+    // Touch the destinations and warm the caches and TLB: untimed.
     let first = copy_reps(&src, &mut dst, 1);
+    if let Some(u) = unlucky.as_mut() {
+        copy_reps(&src, u, 1);
+    }
     let mut out = MemorySamples {
         buffer_bytes: size as u64,
         ..MemorySamples::default()
@@ -143,8 +164,24 @@ fn worker(index: usize, cpu: usize, size: usize, plan: &MemoryPlan, sh: &Shared)
             count: size as u64 * reps_checksum,
             elapsed_ns: ns(t),
         });
+        if let Some(u) = unlucky.as_mut() {
+            // The unlucky copy may be 20x slower: a twentieth of the repetitions keeps the
+            // batch near its time.
+            let reps_unlucky = reps.div_ceil(20);
+            let t = copy_reps(&src, u, reps_unlucky);
+            out.copy_unlucky.push(Batch {
+                count: size as u64 * reps_unlucky,
+                elapsed_ns: ns(t),
+            });
+        }
     }
     out
+}
+
+/// A probe buffer of `size` bytes, `offset` bytes past a page boundary.
+fn placed(size: usize, offset: usize) -> PlacedBuf {
+    PlacedBuf::at_offset(size, offset)
+        .unwrap_or_else(|e| panic!("cannot map a {size}-byte probe buffer: {e}"))
 }
 
 /// Measure one buffer size on `threads` threads (the plan's first CPUs).

@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use wirebench_model::limits::Batch;
+use wirebench_sys::mem::PlacedBuf;
 
 /// Bytes per chunk copied in and out.
 pub const CHUNK_BYTES: usize = 64 * 1024;
@@ -33,7 +34,7 @@ const STALL: Duration = Duration::from_secs(2);
 
 /// The ring and its two positions (chunks written and chunks read, ever).
 struct Ring {
-    slots: Vec<Mutex<Vec<u8>>>,
+    slots: Vec<Mutex<PlacedBuf>>,
     written: AtomicU64,
     read: AtomicU64,
     stop: AtomicBool,
@@ -43,7 +44,7 @@ impl Ring {
     fn new() -> Ring {
         Ring {
             slots: (0..RING_BYTES / CHUNK_BYTES)
-                .map(|_| Mutex::new(vec![0u8; CHUNK_BYTES]))
+                .map(|_| Mutex::new(placed(CHUNK_BYTES)))
                 .collect(),
             written: AtomicU64::new(0),
             read: AtomicU64::new(0),
@@ -51,9 +52,15 @@ impl Ring {
         }
     }
 
-    fn slot(&self, n: u64) -> &Mutex<Vec<u8>> {
+    fn slot(&self, n: u64) -> &Mutex<PlacedBuf> {
         &self.slots[(n % self.slots.len() as u64) as usize]
     }
+}
+
+/// A page-aligned buffer (see [`wirebench_sys::mem`]: every copy of the probes runs at the
+/// fastest placement).
+fn placed(len: usize) -> PlacedBuf {
+    PlacedBuf::new(len).unwrap_or_else(|e| panic!("cannot map a {len}-byte probe buffer: {e}"))
 }
 
 /// Spin until `ready()` or the ring stops; an error after [`STALL`] without it.
@@ -75,7 +82,10 @@ fn wait_until(ring: &Ring, ready: impl Fn() -> bool, what: &str) -> io::Result<b
 
 /// The writer: fills free slots until the ring stops.
 fn write_chunks(ring: &Ring) -> io::Result<()> {
-    let src: Vec<u8> = (0..PRIVATE_BYTES).map(|i| (i * 7) as u8).collect();
+    let mut src = placed(PRIVATE_BYTES);
+    for (i, b) in src.iter_mut().enumerate() {
+        *b = (i * 7) as u8;
+    }
     let mut off = 0;
     loop {
         let n = ring.written.load(Ordering::Relaxed);
@@ -98,7 +108,7 @@ fn write_chunks(ring: &Ring) -> io::Result<()> {
 /// The reader: `batches` timed batches of about `batch_time` each, after an untimed warm-up
 /// of a quarter of one.
 fn read_batches(ring: &Ring, batches: u32, batch_time: Duration) -> io::Result<Vec<Batch>> {
-    let mut dst = vec![0u8; PRIVATE_BYTES];
+    let mut dst = placed(PRIVATE_BYTES);
     let mut off = 0;
     let mut read_one = || -> io::Result<()> {
         let n = ring.read.load(Ordering::Relaxed);

@@ -15,11 +15,12 @@ use super::io::{
     FlowEnd, Repeated, Tally,
 };
 use super::{ConnectFn, FlowCtx, ERROR_BACKOFF};
+use crate::buffers;
 use crate::util::is_timeout;
 
 pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
-    let req = payload(ctx.cfg.request_size_bytes);
-    let mut resp = vec![0u8; ctx.cfg.response_size_bytes];
+    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
+    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(true));
     let (mut connects, mut others) = (Repeated::default(), Repeated::default());
     while !ctx.stopping() {
@@ -86,8 +87,8 @@ fn transaction(
 }
 
 pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
-    let mut req = vec![0u8; ctx.cfg.request_size_bytes];
-    let resp = payload(ctx.cfg.response_size_bytes);
+    let mut req = buffers::zeroed(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
+    let resp = payload(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(false));
     let mut last_activity = Instant::now();
     let mut failures = Repeated::default();

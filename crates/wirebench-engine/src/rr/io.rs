@@ -7,7 +7,6 @@ use std::os::fd::AsFd;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::RngCore;
 use socket2::SockRef;
 use wirebench_model::rr::{BusyPollFlow, RrCounts};
 use wirebench_model::side::TcpInfoReport;
@@ -15,7 +14,9 @@ use wirebench_model::warning::{Cause, FlowError, OsError, Step, Warning};
 use wirebench_stats::latency::LatencyHistogram;
 
 use super::{FlowCtx, POLL_TIMEOUT};
+use crate::buffers;
 use crate::util::is_timeout;
+use wirebench_sys::mem::PlacedBuf;
 
 /// Why a full read or write did not complete.
 #[derive(Debug)]
@@ -141,6 +142,8 @@ pub(super) fn read_full(
     let mut off = 0;
     while off < buf.len() {
         match recv_raw(s, &mut buf[off..]) {
+            // The waker's shutdown reads as end-of-file: it means the run gave up.
+            Ok(0) if give_up() => return Err(Stall::GaveUp { partial: off > 0 }),
             Ok(0) => return Err(Stall::Eof { partial: off > 0 }),
             Ok(n) => off += n,
             Err(e) if is_timeout(&e) => {
@@ -155,11 +158,9 @@ pub(super) fn read_full(
     Ok(())
 }
 
-/// `len` random bytes.
-pub(super) fn payload(len: usize) -> Vec<u8> {
-    let mut v = vec![0u8; len];
-    rand::rng().fill_bytes(&mut v);
-    v
+/// `len` random bytes, `offset` bytes past a page boundary.
+pub(super) fn payload(len: usize, offset: usize) -> PlacedBuf {
+    buffers::random(len, offset)
 }
 
 /// TCP_NODELAY and the poll-period socket timeouts.
@@ -188,6 +189,15 @@ pub(super) fn orderly_finish(
     let mut sink = [0u8; 256];
     loop {
         match s.read(&mut sink) {
+            // End-of-file after an abort or past the drain may be the waker's shutdown.
+            Ok(0) if ctx.aborted() || ctx.drain_expired() => {
+                return Err(FlowError {
+                    step: Step::PeerClose,
+                    cause: Cause::TimedOut {
+                        after_ms: limit.as_millis() as u64,
+                    },
+                })
+            }
             Ok(0) => return Ok(()),
             Ok(_) => {
                 return Err(FlowError::os(

@@ -136,6 +136,7 @@ mod io;
 mod sample;
 mod tcp;
 mod udp;
+mod waker;
 
 use std::io as stdio;
 use std::net::{TcpStream, UdpSocket};
@@ -145,7 +146,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use wirebench_model::abort::EngineKind;
+use wirebench_model::abort::{AbortReason, EngineKind};
 use wirebench_model::rr::{
     OpenLoopCounts, RrCounts, RrFlowInterval, RrFlowSide, RrInterval, RrRole, RrSide,
 };
@@ -164,6 +165,7 @@ use crate::{EngineOutput, Pinning, Sink};
 use io::{prepare_tcp, Addresses, FlowEnd, Tally};
 use sample::{RrSampler, RttScratch};
 use socket2::SockRef;
+use waker::Waker;
 
 /// How often blocked calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -226,12 +228,15 @@ pub struct RrConfig {
     /// TCP RR and UDP RR: busy polling (see the module docs); the value is SO_BUSY_POLL in
     /// microseconds (0: spin without setting it). `None`: blocking calls.
     pub busy_poll: Option<u32>,
+    /// Where every request and response buffer starts: bytes past a page boundary (below
+    /// the page size; 0 is page-aligned, the default).
+    pub buffer_offset: usize,
 }
 
 impl Default for RrConfig {
     /// 1-byte request and response, no warm-up, 10 s, no intervals, 2 s drain, burst 1,
     /// closed loop, orderly close, 1 s peer timeout, 100 ms UDP timeout, no policy, no busy
-    /// polling.
+    /// polling, page-aligned buffers.
     fn default() -> Self {
         RrConfig {
             request_size_bytes: 1,
@@ -248,6 +253,7 @@ impl Default for RrConfig {
             udp_timeout: Duration::from_millis(100),
             policy: None,
             busy_poll: None,
+            buffer_offset: 0,
         }
     }
 }
@@ -384,6 +390,17 @@ struct Shared {
     final_cpu: Vec<Mutex<Option<CpuTimes>>>,
 }
 
+impl Shared {
+    /// The stop instant, if it has passed.
+    fn stop_instant(&self) -> Option<Instant> {
+        if !self.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let ns = self.stop_at_ns.load(Ordering::Relaxed);
+        Some(self.start + Duration::from_nanos(ns))
+    }
+}
+
 /// What one flow thread sees of the run.
 struct FlowCtx<'a> {
     shared: &'a Shared,
@@ -391,6 +408,8 @@ struct FlowCtx<'a> {
     cfg: &'a RrConfig,
     idx: usize,
     flow: u32,
+    /// Set when the flow's reads block without a timeout and the waker ends them.
+    waker: Option<&'a Waker>,
 }
 
 impl FlowCtx<'_> {
@@ -405,11 +424,7 @@ impl FlowCtx<'_> {
     }
     /// The stop instant, if it has passed.
     fn stop_at(&self) -> Option<Instant> {
-        if !self.shared.stop.load(Ordering::Acquire) {
-            return None;
-        }
-        let ns = self.shared.stop_at_ns.load(Ordering::Relaxed);
-        Some(self.shared.start + Duration::from_nanos(ns))
+        self.shared.stop_instant()
     }
     /// Past the stop instant by more than the drain limit.
     fn drain_expired(&self) -> bool {
@@ -467,18 +482,39 @@ impl FlowCtx<'_> {
     }
 }
 
+/// True when this end's flows are TCP RR flows that block in their reads with no timeout and
+/// are ended by the [`Waker`]: closed-loop clients and servers without busy polling (an
+/// open-loop client's two threads and a busy-polling flow keep their poll periods).
+fn blocking_reads(cfg: &RrConfig, jobs: &[(u32, Job)]) -> bool {
+    cfg.busy_poll.is_none()
+        && !jobs.is_empty()
+        && jobs.iter().all(|(_, j)| match j {
+            Job::TcpClient(_) => cfg.open_loop.is_none(),
+            Job::TcpServer(_) => true,
+            _ => false,
+        })
+}
+
 /// Run `f` on `s` once its TCP options (and busy polling, if asked) are set; a flow that
 /// could not set them ends at once.
 fn with_tcp(
     s: &TcpStream,
-    client: bool,
+    (client, woken): (bool, bool),
     busy: Option<u32>,
     f: impl FnOnce(&TcpStream) -> FlowEnd,
 ) -> FlowEnd {
-    let prepared = prepare_tcp(s).and_then(|()| {
-        busy.map(|us| io::busy_poll(SockRef::from(s), us))
-            .transpose()
-    });
+    let prepared = prepare_tcp(s)
+        .and_then(|()| {
+            if woken {
+                s.set_read_timeout(None)
+            } else {
+                Ok(())
+            }
+        })
+        .and_then(|()| {
+            busy.map(|us| io::busy_poll(SockRef::from(s), us))
+                .transpose()
+        });
     match prepared {
         Ok(applied) => {
             let mut end = f(s);
@@ -511,12 +547,13 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
         Job::UdpClient(s) | Job::UdpServer(s) => Some(Addresses::of(s.local_addr(), s.peer_addr())),
         Job::CrrClient(_) | Job::CrrServer(_) => None,
     };
+    let woken = ctx.waker.is_some();
     let (mut end, pin_err) = account_thread(final_cpu, slot, reg_tx, cpu, move || match job {
-        Job::TcpClient(s) => with_tcp(&s, true, busy, |s| match (open_loop, keep_tx) {
+        Job::TcpClient(s) => with_tcp(&s, (true, woken), busy, |s| match (open_loop, keep_tx) {
             (Some(ol), Some(tx)) => tcp::client_open(ctx, s, &ol, tx),
             _ => tcp::client_closed(ctx, s),
         }),
-        Job::TcpServer(s) => with_tcp(&s, false, busy, |s| tcp::server(ctx, s)),
+        Job::TcpServer(s) => with_tcp(&s, (false, woken), busy, |s| tcp::server(ctx, s)),
         Job::CrrClient(mut connect) => crr::client(ctx, &mut connect),
         Job::CrrServer(rx) => crr::server(ctx, &rx),
         Job::UdpClient(s) => udp::client(ctx, &s),
@@ -527,6 +564,9 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
     }
     if let Some(a) = addresses {
         end.addresses = a;
+    }
+    if let Some(w) = ctx.waker {
+        w.flow_done();
     }
     end
 }
@@ -614,6 +654,15 @@ pub fn run(
     let role = flows.role();
     let crr_client = flows.is_crr_client();
     let jobs = flows.into_jobs();
+    let waker = blocking_reads(cfg, &jobs)
+        .then(|| {
+            Waker::new(jobs.iter().filter_map(|(_, j)| match j {
+                Job::TcpClient(s) | Job::TcpServer(s) => Some(s),
+                _ => None,
+            }))
+        })
+        .flatten();
+    let waker = waker.as_ref();
     let n = jobs.len();
     let ids: Vec<u32> = jobs.iter().map(|j| j.0).collect();
     let interval = cfg.interval.filter(|i| !i.is_zero());
@@ -660,10 +709,23 @@ pub fn run(
                         cfg,
                         idx,
                         flow,
+                        waker,
                     };
                     flow_thread(&ctx, job, tx)
                 });
             handles.push(started(h, DataThread::Flow(flow), &mut warnings));
+        }
+        if let Some(w) = waker {
+            let shared = &shared;
+            let spawned = thread::Builder::new()
+                .name("wb-rr-waker".into())
+                .spawn_scoped(scope, move || w.watch(shared, abort, cfg.drain_limit));
+            if let Err(e) = spawned {
+                // Without the waker nothing would end a blocked read: stop the flows now.
+                abort.abort(AbortReason::EngineFailed {
+                    detail: format!("starting the waker thread: {e}"),
+                });
+            }
         }
         let threads = DataThreads::collect(tid_tx, &tid_rx, &shared.final_cpu);
         let mut sampler = RrSampler {
@@ -736,6 +798,7 @@ pub fn run(
                 threads: (n * threads_per_flow) as u32,
                 placement: cfg.pin.placement(n * threads_per_flow),
             },
+            buffer_offset: cfg.buffer_offset,
         }
     })
 }

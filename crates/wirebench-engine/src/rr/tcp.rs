@@ -13,12 +13,13 @@ use wirebench_model::warning::{Cause, DataThread, FlowError, OsError, Step, Warn
 
 use super::io::{orderly_finish, payload, read_full, write_full, FlowEnd, Stall, Tally};
 use super::{FlowCtx, OpenLoop};
+use crate::buffers;
 use crate::pace::{wait_until, Schedule};
 use crate::threads::account_thread;
 
 pub(super) fn client_closed(ctx: &FlowCtx, s: &TcpStream) -> FlowEnd {
-    let req = payload(ctx.cfg.request_size_bytes);
-    let mut resp = vec![0u8; ctx.cfg.response_size_bytes];
+    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
+    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
     let burst = ctx.cfg.burst.max(1) as usize;
     let mut sent_at: VecDeque<Instant> = VecDeque::with_capacity(burst);
     let mut end = FlowEnd::new(Tally::new(true));
@@ -75,8 +76,8 @@ pub(super) fn finish_flow(ctx: &FlowCtx, s: &TcpStream, end: &mut FlowEnd) {
 }
 
 pub(super) fn server(ctx: &FlowCtx, s: &TcpStream) -> FlowEnd {
-    let mut req = vec![0u8; ctx.cfg.request_size_bytes];
-    let resp = payload(ctx.cfg.response_size_bytes);
+    let mut req = buffers::zeroed(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
+    let resp = payload(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(false));
     let give_up = || ctx.aborted() || ctx.drain_expired();
     let waited = ctx.cfg.drain_limit;
@@ -126,7 +127,7 @@ fn open_sender(
     ol: &OpenLoop,
     st: &OpenState,
 ) -> (u64, u64, Option<FlowError>) {
-    let req = payload(ctx.cfg.request_size_bytes);
+    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
     let cap = u64::from(ol.max_outstanding.max(1));
     let schedule = Schedule::per_second(ctx.shared.start, ol.per_s);
     let give_up =
@@ -167,7 +168,7 @@ fn open_sender(
 /// The receiver of an open-loop flow: response `j` answers request `j` (TCP keeps order);
 /// its latency runs from request `j`'s scheduled time.
 fn open_receiver(ctx: &FlowCtx, s: &TcpStream, ol: &OpenLoop, st: &OpenState, end: &mut FlowEnd) {
-    let mut resp = vec![0u8; ctx.cfg.response_size_bytes];
+    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
     let schedule = Schedule::per_second(ctx.shared.start, ol.per_s);
     let mut j = 0u64;
     loop {

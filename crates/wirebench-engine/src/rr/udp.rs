@@ -14,6 +14,7 @@ use super::io::{
     spin_yield, FlowEnd, Repeated, Tally,
 };
 use super::{FlowCtx, ERROR_BACKOFF, POLL_TIMEOUT, UDP_SEQ_BYTES};
+use crate::buffers;
 use crate::util::is_timeout;
 
 enum Outcome {
@@ -51,10 +52,13 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         end.error = Some(FlowError::os(Step::Connect, &e));
         return end;
     }
-    let mut req = payload(ctx.cfg.request_size_bytes.max(UDP_SEQ_BYTES));
+    let mut req = payload(
+        ctx.cfg.request_size_bytes.max(UDP_SEQ_BYTES),
+        ctx.cfg.buffer_offset,
+    );
     let resp_len = ctx.cfg.response_size_bytes;
     // One spare byte so that an oversized datagram shows up as longer than expected.
-    let mut buf = vec![0u8; resp_len + 1];
+    let mut buf = buffers::zeroed(resp_len + 1, ctx.cfg.buffer_offset);
     let timeout = ctx.cfg.udp_timeout;
     let base_to = timeout.min(POLL_TIMEOUT);
     if let Err(e) = s
@@ -161,8 +165,11 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         return end;
     }
     let req_len = ctx.cfg.request_size_bytes;
-    let mut buf = vec![0u8; req_len + 1];
-    let mut resp = payload(ctx.cfg.response_size_bytes.max(UDP_SEQ_BYTES));
+    let mut buf = buffers::zeroed(req_len + 1, ctx.cfg.buffer_offset);
+    let mut resp = payload(
+        ctx.cfg.response_size_bytes.max(UDP_SEQ_BYTES),
+        ctx.cfg.buffer_offset,
+    );
     let mut last_activity = Instant::now();
     let mut failures = Repeated::default();
     let mut poll = POLL_TIMEOUT;

@@ -537,6 +537,7 @@ impl<'a> Run<'a> {
                 end_ns: out.stop_ns,
             }),
             engine,
+            buffer_offset: cfg.buffer_offset,
         }
     }
 }

@@ -66,11 +66,13 @@ use wirebench_model::abort::EngineKind;
 use wirebench_model::side::{ByteInterval, PathUsed, RecvWaitStats, Role, StreamSide};
 use wirebench_model::spec::{RecvPath, SendPath};
 use wirebench_model::warning::{Cause, DataThread, FallbackReason, FlowError, Step, Warning};
+use wirebench_sys::mem::PlacedBuf;
 
 use super::epwait::EpollWait;
 use super::flowside::{drain_end_ns, socket_facts, FlowDone, PathReport, Run, Shared};
 use super::{verify_counts, FlowPlan, StreamConfig};
 use crate::abort::Abort;
+use crate::buffers;
 use crate::paths::{Payload, Verifier};
 use crate::recvwait::rcvbuf_bytes;
 use crate::threads::{spawn_data, started, DataThreads};
@@ -164,7 +166,7 @@ struct Worker<'a> {
     /// Flows not yet done.
     active: usize,
     /// Receive buffer (one message), shared by the worker's receiving flows.
-    buf: Vec<u8>,
+    buf: PlacedBuf,
     /// How the worker waits, if it has receiving flows (else it blocks in `epoll_wait`).
     wait: Option<EpollWait>,
 }
@@ -474,7 +476,7 @@ fn run_worker<'a>(
         ep,
         flows: Vec::with_capacity(plans.len()),
         active: 0,
-        buf: Vec::new(),
+        buf: buffers::zeroed(0, 0),
         wait: None,
     };
     let mut setup_errors = Vec::new();
@@ -530,7 +532,7 @@ fn run_worker<'a>(
         w.active += 1;
     }
     if w.flows.iter().any(|f| f.role == Role::Receiver) {
-        w.buf = vec![0u8; msg];
+        w.buf = buffers::zeroed(msg, env.cfg.buffer_offset);
     }
     for (i, e) in setup_errors {
         w.flows[i].error.get_or_insert(e);
@@ -564,6 +566,7 @@ pub fn run(
     let payload = Payload::new(
         cfg.send_size_bytes.max(cfg.recv_size_bytes).max(1),
         cfg.verify,
+        cfg.buffer_offset,
     );
     let env = Env {
         cfg,

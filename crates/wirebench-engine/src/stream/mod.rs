@@ -63,6 +63,7 @@ pub use flowside::{socket_facts, tcp_info_report};
 use flowside::{FlowDone, Run, Shared};
 
 use crate::abort::Abort;
+use crate::buffers;
 use crate::pace::Schedule;
 use crate::paths::{Disabled, Payload, Receiver, SendShared, Sender, Verifier};
 use crate::recvwait::Waiter;
@@ -128,6 +129,9 @@ pub struct StreamConfig {
     /// to the kernel, split over them by [`flow_budgets`]; `duration` is then an upper
     /// bound. The run ends when every flow at this end has finished.
     pub stop_after_bytes: Option<u64>,
+    /// Where every data buffer of this end starts: bytes past a page boundary (below the
+    /// page size; 0 is page-aligned, the default).
+    pub buffer_offset: usize,
 }
 
 /// Each flow's share of [`StreamConfig::stop_after_bytes`], by flow index: the sending flows
@@ -346,7 +350,7 @@ fn run_receiver(
     let cfg = env.cfg;
     let msg = cfg.recv_size_bytes.max(1);
     let (mut rx, fallback) = Receiver::setup(cfg.recv_path, &s, msg, env.disabled);
-    let mut buf = vec![0u8; msg];
+    let mut buf = buffers::zeroed(msg, cfg.buffer_offset);
     // Verification needs the data in user space: only on the paths that deliver it.
     let delivers = !matches!(rx, Receiver::Discard | Receiver::Splice(_));
     let mut verifier = (cfg.verify && delivers).then(|| Verifier::new(env.payload.block()));
@@ -437,6 +441,7 @@ fn run_threads(
     let payload = Payload::new(
         cfg.send_size_bytes.max(cfg.recv_size_bytes).max(1),
         cfg.verify,
+        cfg.buffer_offset,
     );
     let disabled = Disabled::from_env();
     let senders = plans.iter().any(|p| p.role == Role::Sender);

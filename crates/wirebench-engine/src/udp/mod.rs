@@ -76,9 +76,10 @@ use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::RngCore;
 use thiserror::Error;
 use wirebench_model::abort::EngineKind;
+
+use crate::buffers;
 use wirebench_model::side::{Role, Span};
 use wirebench_model::udp::{
     UdpFlowInterval, UdpHostDrops, UdpInterval, UdpRecvReport, UdpRecvSocketReport, UdpSendReport,
@@ -180,6 +181,9 @@ pub struct UdpConfig {
     pub pin: Pinning,
     /// The server's rate policy, enforced on every byte this end moves.
     pub policy: Option<RatePolicy>,
+    /// Where every datagram buffer starts: bytes past a page boundary (below the page size;
+    /// 0 is page-aligned, the default).
+    pub buffer_offset: usize,
 }
 
 /// A plan the engine refuses before sending anything (the caller built it wrong).
@@ -577,6 +581,7 @@ pub fn run(
                 threads: n_threads as u32,
                 placement: cfg.pin.placement(n_threads),
             },
+            buffer_offset: cfg.buffer_offset,
         }
     });
     Ok(out)
@@ -598,6 +603,7 @@ mod tests {
             reorder_window_seqs: 64,
             pin: Pinning::default(),
             policy: None,
+            buffer_offset: 0,
         }
     }
 

@@ -48,7 +48,7 @@ pub(super) fn run_receiver(
             .collect(),
     );
     let quiet = cfg.drain_quiet();
-    let mut buf = vec![0u8; RECV_BUF_BYTES];
+    let mut buf = buffers::zeroed(RECV_BUF_BYTES, cfg.buffer_offset);
     let mut last_arrival: Option<Instant> = None;
     let mut error = None;
     let mut drain_truncated = false;

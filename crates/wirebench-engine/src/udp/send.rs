@@ -43,8 +43,7 @@ pub(super) fn run_sender(
     shared: &Shared,
     abort: &Abort,
 ) -> SendDone {
-    let mut buf = vec![0u8; cfg.datagram_bytes];
-    rand::rng().fill_bytes(&mut buf);
+    let mut buf = buffers::random(cfg.datagram_bytes, cfg.buffer_offset);
     let window = cfg.sender_window();
     let mut schedule = cfg.schedule(shared.start);
     let mut d = SendDone {

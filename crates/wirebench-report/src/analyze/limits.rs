@@ -62,6 +62,7 @@ pub fn memory_row(m: &MemorySamples) -> MemoryRow {
     MemoryRow {
         buffer_bytes: m.buffer_bytes,
         copy_one_thread_bytes_per_s: per_second(&m.copy_one),
+        copy_unlucky_bytes_per_s: per_second(&m.copy_unlucky),
         copy_all_threads_bytes_per_s: per_second(&m.copy_all),
         checksum_bytes_per_s: per_second(&m.checksum),
     }

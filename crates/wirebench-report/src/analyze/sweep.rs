@@ -139,7 +139,7 @@ pub fn point_count(r: &RunResult) -> Option<u64> {
 }
 
 /// The factor a curve runs along: the first of these the sweep varies.
-const ALONG: [FactorName; 9] = [
+const ALONG: [FactorName; 10] = [
     FactorName::MsgSize,
     FactorName::RequestSize,
     FactorName::ResponseSize,
@@ -149,6 +149,7 @@ const ALONG: [FactorName; 9] = [
     FactorName::Flows,
     FactorName::Burst,
     FactorName::UnderLoad,
+    FactorName::BufferOffset,
 ];
 
 /// One point on a curve: its x value and figure.

@@ -38,6 +38,7 @@ pub(crate) fn factor_axis(f: FactorName) -> Axis {
         | FactorName::NotsentLowat => Axis::log2(label, Unit::Bytes),
         FactorName::Rate => Axis::log10(label, Unit::None),
         FactorName::UnderLoad => Axis::linear(label, Unit::None),
+        FactorName::BufferOffset => Axis::linear(label, Unit::Bytes),
         _ => Axis::log2(label, Unit::None),
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use wirebench_model::limits::{LimitsNote, LimitsResult, PhysicalContext};
+use wirebench_model::limits::{LimitsNote, LimitsResult, MemoryRow, PhysicalContext};
 use wirebench_stats::summary::Spread;
 
 use super::units::{self, number, RateUnit};
@@ -159,22 +159,57 @@ fn table(out: &mut String, l: &LimitsResult) {
         l.cpus_used.len(),
         if l.cpus_used.len() == 1 { "" } else { "s" }
     );
-    let mut row = |cells: [&str; 4]| {
+    let unlucky = l
+        .memory
+        .iter()
+        .any(|r| r.copy_unlucky_bytes_per_s.is_some());
+    let mut row = |cells: [&str; 5]| {
         let line = format!(
-            "{:>9}  {:<22}  {:<22}  {}",
-            cells[0], cells[1], cells[2], cells[3]
+            "{:>9}  {:<22}  {:<22}  {:<22}  {}",
+            cells[0], cells[1], cells[2], cells[3], cells[4]
         );
         let _ = writeln!(out, "{}", line.trim_end());
     };
-    row(["buffer", "copy 1 thread", &all, "checksum 1 thread"]);
-    row(["", "GB/s", "GB/s", "GB/s"]);
+    let head = if unlucky { "copy 16 B off a page" } else { "" };
+    row(["buffer", "copy 1 thread", &all, "checksum 1 thread", head]);
+    row([
+        "",
+        "GB/s",
+        "GB/s",
+        "GB/s",
+        if unlucky { "GB/s (slowdown)" } else { "" },
+    ]);
     for r in &l.memory {
         row([
             &binary_size(r.buffer_bytes),
             &gbs_cell(r.copy_one_thread_bytes_per_s.as_ref()),
             &gbs_cell(r.copy_all_threads_bytes_per_s.as_ref()),
             &gbs_cell(r.checksum_bytes_per_s.as_ref()),
+            &unlucky_cell(r),
         ]);
+    }
+    if unlucky {
+        let _ = writeln!(
+            out,
+            "(copies with page-aligned buffers: the machine's limit; the last column copies into \
+             a destination 16 bytes after the source modulo 4 KiB, where malloc puts a block)"
+        );
+    }
+}
+
+/// The unlucky placement's median rate and its slowdown against the placed copy.
+fn unlucky_cell(r: &MemoryRow) -> String {
+    match (
+        r.copy_unlucky_bytes_per_s.as_ref(),
+        r.copy_one_thread_bytes_per_s.as_ref(),
+    ) {
+        (Some(u), Some(one)) if u.median > 0.0 => format!(
+            "{} ({}x slower)",
+            number(u.median / 1e9),
+            number(one.median / u.median)
+        ),
+        (Some(u), _) => number(u.median / 1e9),
+        _ => String::new(),
     }
 }
 

@@ -200,7 +200,8 @@ fn common_line(s: &TestSpec, measured: Option<f64>) -> String {
     with_buffers_and_cpus(t, s)
 }
 
-/// The end of the test line: socket buffers and pinned CPUs.
+/// The end of the test line: socket buffers, data buffers placed off a page boundary, and
+/// pinned CPUs.
 fn with_buffers_and_cpus(mut t: String, s: &TestSpec) -> String {
     let c = &s.common;
     if let Some(w) = c.window_bytes {
@@ -211,6 +212,12 @@ fn with_buffers_and_cpus(mut t: String, s: &TestSpec) -> String {
         );
     } else if s.kind() != WorkloadKind::UdpStream && s.kind() != WorkloadKind::UdpRr {
         t.push_str(", socket buffers autotuned");
+    }
+    match c.buffer_offset_bytes {
+        Some(o) if o != 0 => {
+            let _ = write!(t, ", data buffers {o} bytes past a page boundary");
+        }
+        _ => {}
     }
     if let Some(cpu) = c.client_cpu {
         let _ = write!(t, ", client data threads on CPU {cpu}");

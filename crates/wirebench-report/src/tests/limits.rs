@@ -43,6 +43,7 @@ fn limits() -> LimitsResult {
         copy_one_thread_bytes_per_s: Some(flat(one)),
         copy_all_threads_bytes_per_s: all.map(flat),
         checksum_bytes_per_s: Some(flat(20e9)),
+        copy_unlucky_bytes_per_s: None,
     };
     LimitsResult {
         schema_version: LIMITS_SCHEMA_VERSION,
@@ -113,6 +114,7 @@ fn a_size_measured_on_one_thread_has_no_all_threads_figure() {
         copy_one: vec![b(1 << 30, 50)],
         copy_all: vec![],
         checksum: vec![b(1 << 30, 25)],
+        copy_unlucky: vec![b(1 << 26, 50)],
     };
     let r = memory_row(&m);
     assert_eq!(r.buffer_bytes, 1 << 20);
@@ -124,6 +126,11 @@ fn a_size_measured_on_one_thread_has_no_all_threads_figure() {
     assert!(close(
         r.checksum_bytes_per_s.unwrap().median,
         1073741824.0 / 0.025
+    ));
+    // 2^26 bytes in 50 ms: the unlucky placement's own rate, 16x below the placed copy.
+    assert!(close(
+        r.copy_unlucky_bytes_per_s.unwrap().median,
+        67108864.0 / 0.05
     ));
     assert_eq!(r.copy_all_threads_bytes_per_s, None);
 }
@@ -145,6 +152,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
             copy_one: vec![b(1 << 30, 100)],
             copy_all: vec![b(1 << 31, 100)],
             checksum: vec![b(1 << 29, 100)],
+            copy_unlucky: vec![],
         }],
         cpus_used: vec![0, 1],
         syscall_name: "getppid".into(),

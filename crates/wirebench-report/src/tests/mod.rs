@@ -199,6 +199,7 @@ pub(crate) fn report(host: HostRole, data: Option<SideData>, cpu: Option<CpuRepo
         warnings: Vec::new(),
         engine: None,
         profile: None,
+        buffer_offset_bytes: None,
     }
 }
 

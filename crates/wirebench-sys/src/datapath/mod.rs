@@ -41,6 +41,8 @@ mod uring_recv;
 mod zcrecv;
 mod zerocopy;
 
+pub(crate) use os::{page_size, round_to_pages, Mapping};
+
 pub use probe::{probe, DatapathSupport};
 pub use sendfile::{sendfile, MemFile};
 pub use splice::{recv_discard, SpliceDiscard, SpliceSender, DEFAULT_PIPE_SIZE};

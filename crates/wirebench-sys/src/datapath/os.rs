@@ -134,6 +134,17 @@ impl Mapping {
         )
     }
 
+    /// Like [`Mapping::anonymous`], with every page faulted in now (`MAP_POPULATE`), so
+    /// that first touches cost nothing later.
+    pub(crate) fn anonymous_populated(len: usize) -> io::Result<Mapping> {
+        Self::map(
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+        )
+    }
+
     /// A read-only `MAP_SHARED` mapping of the first `len` bytes of `fd`.
     pub(crate) fn shared_read_only(fd: BorrowedFd<'_>, len: usize) -> io::Result<Mapping> {
         Self::map(len, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd())

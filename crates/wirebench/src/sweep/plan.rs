@@ -119,6 +119,7 @@ fn factor_of(flag: &str) -> Option<FactorName> {
         "--busy-poll" => FactorName::BusyPoll,
         "--recv-wait" => FactorName::RecvWait,
         "--notsent-lowat" => FactorName::NotsentLowat,
+        "--buffer-offset" => FactorName::BufferOffset,
         _ => return None,
     })
 }
@@ -252,7 +253,10 @@ fn factor_values(
     let parse = |s: &str| -> Result<u64, String> {
         match name {
             FactorName::Rate => parse_rate(s),
-            FactorName::Flows | FactorName::Burst | FactorName::UnderLoad => s
+            FactorName::Flows
+            | FactorName::Burst
+            | FactorName::UnderLoad
+            | FactorName::BufferOffset => s
                 .trim()
                 .parse::<u64>()
                 .map_err(|_| format!("'{s}' is not a whole number")),
@@ -490,6 +494,26 @@ mod tests {
         let e = plan("stream", &args("--recv-wait block,sometimes")).unwrap_err();
         assert!(e.contains("sometimes"), "{e}");
         assert!(FactorName::RecvWait.is_named() && !FactorName::Window.is_named());
+    }
+
+    #[test]
+    fn buffer_offset_is_a_numeric_factor_of_every_test() {
+        let p = plan("stream", &args("-t 1 --buffer-offset 0,16,64,256,2048")).unwrap();
+        let offsets: Vec<Option<u32>> = p
+            .points
+            .iter()
+            .map(|pt| point_spec(&pt.argv).unwrap().0.common.buffer_offset_bytes)
+            .collect();
+        assert_eq!(
+            offsets,
+            [Some(0), Some(16), Some(64), Some(256), Some(2048)]
+        );
+        for test in ["rr", "crr", "udp"] {
+            assert!(plan(test, &args("--buffer-offset 0,16")).is_ok(), "{test}");
+        }
+        assert!(!FactorName::BufferOffset.is_named());
+        let e = plan("stream", &args("--buffer-offset 0,4096")).unwrap_err();
+        assert!(e.contains("--buffer-offset"), "{e}");
     }
 
     #[test]
