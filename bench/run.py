@@ -98,6 +98,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import host_defaults  # noqa: E402
 import run_tools as T  # noqa: E402
 from common import CLK_TCK, SetupError, Testbed, read_proc_stat, run_timed, sh  # noqa: E402
 from run_report import targets, write_outputs  # noqa: E402
@@ -131,6 +132,9 @@ def parse_args(argv=None):
     ap.add_argument("--only", default="", help="comma-separated variant keys, or stream / rr")
     ap.add_argument("--out-dir", help="where the .md and .json go (default docs/bench/)")
     ap.add_argument("--cc", default="cubic", help="congestion control on every route (cubic)")
+    ap.add_argument("--no-host", action="store_true",
+                    help="skip the host-default rows (host loopback, host congestion control, "
+                         "no pinning, separate daemons; bench/host_defaults.py)")
     ap.add_argument("--zc-pair", default=" ".join(T.ZC_PAIR),
                     help="wirebench arguments of the zero-copy pair (default: %(default)s)")
     ap.add_argument("--neper", metavar="PATH",
@@ -251,6 +255,8 @@ def estimate(args, st, rr, cpus2):
             total += places * args.rounds * (args.rr_seconds + OVERHEAD.get(
                 "wb-rr" if tool == "wb" else tool) + 0.3)
         total += 2 * places
+    if not args.no_host and not args.only:
+        total += len(host_defaults.ROWS) * args.rounds * (args.seconds + 1.0) + 2
     return total
 
 
@@ -482,6 +488,7 @@ def main():
         f"{facts['loadavg_before']}; estimated {est / 60:.1f} min")
 
     runs, readback, status = [], {}, "completed"
+    host_section = None
     rc = 0
     try:
         for pname in dict.fromkeys(args.paths + args.rr_paths):
@@ -506,6 +513,8 @@ def main():
                     rr_path(tb, args, keys_rr, runs, log, places)
             finally:
                 tb.close()
+        if not args.no_host and not args.only:
+            host_section = host_defaults.run(args.rounds, args.seconds, log)
     except SetupError as e:
         print(f"setup error: {e}", file=sys.stderr)
         status, rc = f"setup error: {e}", 2
@@ -528,7 +537,8 @@ def main():
            "config": {k: v for k, v in vars(args).items()}, "host": facts,
            "cc_readback": readback, "notes": notes, "stream_variants": st, "rr_variants": rr,
            "placements": {k: list(v) for k, v in T.PLACEMENTS.items() if k in places},
-           "stream_cpus": list(T.STREAM_CPUS), "targets": checks, "runs": runs}
+           "stream_cpus": list(T.STREAM_CPUS), "targets": checks, "runs": runs,
+           "host_defaults": host_section}
     md_path, json_path, text = write_outputs(doc, args)
     print("\n" + text)
     print(f"\nwritten: {md_path}\n         {json_path}\ntook {elapsed / 60:.1f} min "

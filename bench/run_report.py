@@ -7,7 +7,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+import common
+import host_defaults  # noqa: E402
 import run_tools as T  # noqa: E402
 
 # (what, variant, reference, figure, comparison, need)
@@ -375,6 +376,8 @@ def markdown(doc, srows, rrows):
             L.append("```\n" + w + "\n```")
     L.append("")
     L.append("Commands: see `runs[].command` in the JSON file beside this report.")
+    if doc.get("host_defaults"):
+        L.append(host_defaults.markdown(doc["host_defaults"]))
     return "\n".join(L) + "\n"
 
 
