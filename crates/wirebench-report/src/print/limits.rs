@@ -203,11 +203,16 @@ fn unlucky_cell(r: &MemoryRow) -> String {
         r.copy_unlucky_bytes_per_s.as_ref(),
         r.copy_one_thread_bytes_per_s.as_ref(),
     ) {
-        (Some(u), Some(one)) if u.median > 0.0 => format!(
+        // Within 10 %: no penalty worth a word (the spreads of two batches overlap there).
+        (Some(u), Some(one)) if u.median > 0.0 && one.median / u.median >= 1.1 => format!(
             "{} ({}x slower)",
             number(u.median / 1e9),
             number(one.median / u.median)
         ),
+        (Some(u), Some(one)) if one.median / u.median < 0.9 => {
+            format!("{} (faster)", number(u.median / 1e9))
+        }
+        (Some(u), Some(_)) => format!("{} (same)", number(u.median / 1e9)),
         (Some(u), _) => number(u.median / 1e9),
         _ => String::new(),
     }

@@ -393,6 +393,25 @@ fn sizes_and_times_in_words() {
 }
 
 #[test]
+fn the_unlucky_placement_column_gives_the_slowdown_against_the_placed_copy() {
+    let mut l = limits();
+    assert!(!human(&l, &Provenance::Cached { path: "p".into() }).contains("16 B off"));
+    // 128 KiB copies at 40 GB/s placed; 2 GB/s unlucky: 20x. 1 MiB at 32: 31 is the same.
+    l.memory[0].copy_unlucky_bytes_per_s = Some(flat(2e9));
+    l.memory[1].copy_unlucky_bytes_per_s = Some(flat(31e9));
+    let text = unwrapped(&human(&l, &Provenance::Cached { path: "p".into() }));
+    assert_contains(
+        &text,
+        &[
+            "copy 16 B off a page",
+            "2.000 (20.00x slower)",
+            "31.00 (same)",
+            "a destination 16 bytes after the source modulo 4 KiB",
+        ],
+    );
+}
+
+#[test]
 fn the_human_text_has_the_table_the_probes_and_where_it_came_from() {
     let mut l = limits();
     l.notes = vec![LimitsNote::MemoryTooLarge {
