@@ -68,7 +68,9 @@ METHOD
   Targets (PASS/MISS on the median paired ratio, each path where measured): default stream
   >= 1.10x iperf3; -l 128K >= 1.0x iperf3; -Z >= 1.0x iperf3 -Z; zero-copy pair >= 1.7x
   iperf3; default stream's service demand <= iperf3's at each end (paired ratio <= 1.0);
-  rr TCP and UDP >= 1.05x sockperf (same and split CPUs); -P 10000 >= 0.9x one flow.
+  rr TCP and UDP >= 1.02x sockperf on the same CPU and >= 1.05x on split CPUs; -P 10000 >=
+  1.2x neper's 10,000 flows (needs --neper or tcp_stream on PATH).
+  Then, unless --no-host or --only: the rows users run first (bench/host_defaults.py).
 
 OUTPUT
   docs/bench/run-YYYY-MM-DD-<cpu-slug>[-quick].md and .json (or --out-dir): host, kernel,

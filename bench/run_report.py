@@ -19,11 +19,19 @@ STREAM_TARGETS = [
     ("zero-copy pair >= 1.7x iperf3", "wb-zc", "iperf3", "gbps", ">=", 1.7),
     ("default stream service demand, sender <= iperf3's", "wb", "iperf3", "sd_snd", "<=", 1.0),
     ("default stream service demand, receiver <= iperf3's", "wb", "iperf3", "sd_rcv", "<=", 1.0),
-    ("10,000 flows >= 0.9x one flow (wirebench default)", "wb-P10000", "wb", "gbps", ">=", 0.9),
+    ("10,000 flows >= 1.2x neper's 10,000 flows", "wb-P10000", "neper-F10000", "gbps", ">=",
+     1.2),
 ]
+# The last field, where present: the rr placement the target is for.
 RR_TARGETS = [
-    ("rr TCP >= 1.05x sockperf TCP", "wb-rr-tcp", "sockperf-tcp", "tps", ">=", 1.05),
-    ("rr UDP >= 1.05x sockperf UDP", "wb-rr-udp", "sockperf-udp", "tps", ">=", 1.05),
+    ("rr TCP >= 1.02x sockperf TCP, same CPU", "wb-rr-tcp", "sockperf-tcp", "tps", ">=", 1.02,
+     "same"),
+    ("rr TCP >= 1.05x sockperf TCP, split CPUs", "wb-rr-tcp", "sockperf-tcp", "tps", ">=", 1.05,
+     "split"),
+    ("rr UDP >= 1.02x sockperf UDP, same CPU", "wb-rr-udp", "sockperf-udp", "tps", ">=", 1.02,
+     "same"),
+    ("rr UDP >= 1.05x sockperf UDP, split CPUs", "wb-rr-udp", "sockperf-udp", "tps", ">=", 1.05,
+     "split"),
 ]
 
 
@@ -71,8 +79,8 @@ def targets(runs, args):
                      if r["kind"] == kind}
         pos = {p: i for i, p in enumerate(dict.fromkeys(r["path"] for r in runs))}
         for (path, place, var) in sorted(attempted, key=lambda k: (pos[k[0]], str(k[1]), k[2])):
-            for what, v, ref, fig, op, need in table:
-                if v != var:
+            for what, v, ref, fig, op, need, *only in table:
+                if v != var or (only and only[0] != place):
                     continue
                 rs = paired(g, path, place, var, ref, fig)
                 got = med(rs)
