@@ -70,12 +70,23 @@ impl Scratch {
         status.code()
     }
 
+    /// Runs the study to its end, its PID recorded for the cleanup checks.
     fn run(&mut self, args: &[&str]) -> Ran {
-        let out = Command::new(BIN)
+        self.run_program(BIN, args)
+    }
+
+    /// Runs `program ARGS` to its end (e.g. the binary under `strace`), its PID recorded.
+    fn run_program(&mut self, program: &str, args: &[&str]) -> Ran {
+        let child = Command::new(program)
             .args(args)
             .env("WIREBENCH_LAB_DIR", self.dir.join("labs"))
-            .output()
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
+        self.pids.push(child.id());
+        let out = child.wait_with_output().unwrap();
         Ran {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -464,9 +475,18 @@ fn sigint_keeps_points_and_tears_down() {
     assert!(!pts.is_empty() && pts.len() < 4, "{}", pts.len());
 }
 
-/// Bad input is refused before anything is built, naming the file, line and key.
+/// Bad input is refused before anything is built, naming the file, line and key. What
+/// "built" means is read from outside: `strace -f` sees no `ip` run (the testbed builder's
+/// tool) and no `unshare(CLONE_NEWNET)`, and no namespace named after the run's PID remains.
 #[test]
 fn bad_input_is_refused_before_anything_is_built() {
+    if !wirebench_sys::require::capability(
+        "strace",
+        wirebench_sys::require::command_works("strace", "-V"),
+        "strace is not installed",
+    ) {
+        return;
+    }
     let mut s = Scratch::new("bad");
     let cases: [(&str, &[&str]); 5] = [
         (
@@ -490,7 +510,38 @@ fn bad_input_is_refused_before_anything_is_built() {
     for (text, needles) in cases {
         let file = s.file(text);
         let out = s.out();
-        let r = s.run(&["study", "run", &file, "-o", &out]);
+        let trace = s.dir.join("trace");
+        let trace_s = trace.to_string_lossy().into_owned();
+        let r = s.run_program(
+            "strace",
+            &[
+                "-f",
+                "-qq",
+                "-e",
+                "trace=execve,unshare",
+                "-o",
+                &trace_s,
+                BIN,
+                "study",
+                "run",
+                &file,
+                "-o",
+                &out,
+            ],
+        );
+        let t = std::fs::read_to_string(&trace).expect("the strace output");
+        // `12345 execve("/…/wirebench", …`: the study's own PID, for the namespace check.
+        let study_pid: u32 = t
+            .lines()
+            .find(|l| l.contains("execve(") && l.contains(BIN))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("strace saw no exec of the binary: {t}"));
+        s.pids.push(study_pid);
+        let built: Vec<&str> = t
+            .lines()
+            .filter(|l| l.contains("CLONE_NEWNET") || l.contains("/ip\""))
+            .collect();
+        assert!(built.is_empty(), "{text}: built {built:?}");
         assert_eq!(r.code, 2, "{text}\n{}", r.stderr);
         for n in needles {
             assert!(r.stderr.contains(n), "{text}: {n:?} not in {}", r.stderr);
@@ -500,7 +551,7 @@ fn bad_input_is_refused_before_anything_is_built() {
             !Path::new(&out).exists(),
             "something was written for {text}"
         );
-        assert!(lab_namespaces(s.pids.last().copied().unwrap_or(0)).is_empty());
+        assert!(lab_namespaces(study_pid).is_empty());
     }
     // The dry run prints the plan and builds nothing.
     let file = s.file(TWO_BY_TWO);
