@@ -13,9 +13,11 @@ use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::warning::Warning;
 
 /// The congestion-control names `ss -tin` shows on the established TCP connections to or
-/// from `port` on this host (both ends of each connection), polled until some appear.
-fn ss_congestion(port: u16, within: Duration) -> Vec<String> {
+/// from `port` on this host (both ends of each connection), polled until some appear (or,
+/// with `want`, until that name is among them: crr's connections live one transaction each).
+fn ss_congestion(port: u16, within: Duration, want: Option<&str>) -> Vec<String> {
     let until = Instant::now() + within;
+    let mut all: Vec<String> = Vec::new();
     loop {
         let out = Command::new("ss")
             .args(["-tin", "state", "established"])
@@ -31,8 +33,13 @@ fn ss_congestion(port: u16, within: Duration) -> Vec<String> {
             .filter(|w| w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
             .map(str::to_string)
             .collect();
-        if names.len() >= 2 || Instant::now() >= until {
-            return names;
+        all.extend(names.iter().cloned());
+        let done = match want {
+            Some(w) => all.iter().any(|n| n == w),
+            None => names.len() >= 2,
+        };
+        if done || Instant::now() >= until {
+            return if want.is_some() { all } else { names };
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -40,7 +47,7 @@ fn ss_congestion(port: u16, within: Duration) -> Vec<String> {
 
 /// rr against a separate daemon, with `extra` flags, while `ss` watches its data
 /// connection: what the kernel says the sockets run, and wirebench's result.
-fn rr_watched(workload: &str, extra: &[&str]) -> (Vec<String>, RunResult) {
+fn rr_watched(workload: &str, extra: &[&str], want: Option<&str>) -> (Vec<String>, RunResult) {
     let d = common::daemon::LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
     let mut c = Command::new(BIN);
@@ -61,7 +68,7 @@ fn rr_watched(workload: &str, extra: &[&str]) -> (Vec<String>, RunResult) {
     assert!(wait_engine(child.id(), Duration::from_secs(10)));
     // The control connection runs the host default too; for rr the data connection is the
     // second established connection pair to the daemon's port. All of them are ours.
-    let seen = ss_congestion(d.addr.port(), Duration::from_secs(5));
+    let seen = ss_congestion(d.addr.port(), Duration::from_secs(5), want);
     let out = child.wait_with_output();
     let r = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap_or_else(|e| {
         panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
@@ -82,7 +89,7 @@ fn host_default_cc() -> String {
 #[test]
 fn rr_reports_the_congestion_control_its_sockets_run() {
     let _g = serial();
-    let (seen, r) = rr_watched("rr", &["-C", "reno"]);
+    let (seen, r) = rr_watched("rr", &["-C", "reno"], None);
     assert!(seen.iter().any(|n| n == "reno"), "ss: {seen:?}");
     assert_eq!(r.status, RunStatus::Completed);
     let s = r.runs[0].summary.as_ref().unwrap();
@@ -101,18 +108,28 @@ fn rr_reports_the_congestion_control_its_sockets_run() {
     }
 
     let default = host_default_cc();
-    let (seen, r) = rr_watched("rr", &[]);
+    let (seen, r) = rr_watched("rr", &[], None);
+    // The control and the data connection, both ends: four sockets; ss must have seen them.
+    assert!(seen.len() >= 2, "ss saw {seen:?}");
     assert!(seen.iter().all(|n| *n == default), "ss: {seen:?}");
     let s = r.runs[0].summary.as_ref().unwrap();
     assert_eq!(s.congestion, vec![default]);
 }
 
 /// crr: every transaction's connection runs the algorithm asked for (the last socket of each
-/// flow is what the result reports).
+/// flow is what the result reports), and ss, polling while connections come and go, sees
+/// reno on them (the control connection keeps the host default, so that is all ss can tell
+/// apart: a name other than reno or the default would be a data connection on the wrong one).
 #[test]
 fn crr_reports_the_congestion_control_its_sockets_run() {
     let _g = serial();
-    let (_, r) = rr_watched("crr", &["-C", "reno"]);
+    let (seen, r) = rr_watched("crr", &["-C", "reno"], Some("reno"));
+    assert!(seen.iter().any(|n| n == "reno"), "ss: {seen:?}");
+    let default = host_default_cc();
+    assert!(
+        seen.iter().all(|n| n == "reno" || *n == default),
+        "ss: {seen:?}"
+    );
     let s = r.runs[0].summary.as_ref().unwrap();
     assert_eq!(s.congestion, vec!["reno".to_string()], "{:?}", s.warnings);
 }
@@ -214,34 +231,37 @@ fn parse_bps(v: &str) -> Option<f64> {
 
 /// What `ss -tin` shows on the established connections to `port`: the pacing rate of each
 /// socket with a cap (bit/s) and every socket's MSS.
-fn ss_pacing_and_mss(port: u16) -> (Vec<f64>, Vec<u32>) {
+/// Per established socket to or from `port`: its pacing cap (`RATE/CAP` in ss: the data
+/// sockets, which set SO_MAX_PACING_RATE) and its MSS.
+fn ss_pacing_and_mss(port: u16) -> Vec<(Option<f64>, Option<u32>)> {
     let out = Command::new("ss")
         .args(["-tin", "state", "established"])
         .arg(format!("( sport = :{port} or dport = :{port} )"))
         .output()
         .expect("ss (iproute2)");
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut pacing = Vec::new();
-    let mut mss = Vec::new();
-    let words: Vec<&str> = text.split_whitespace().collect();
-    for (i, w) in words.iter().enumerate() {
-        if *w == "pacing_rate" {
-            // `RATE` or, with SO_MAX_PACING_RATE set, `RATE/CAP`: the socket paces at the
-            // smaller of the two.
-            if let Some(v) = words.get(i + 1) {
-                let rates: Vec<f64> = v.split('/').filter_map(parse_bps).collect();
-                if v.contains('/') {
-                    if let Some(min) = rates.iter().copied().reduce(f64::min) {
-                        pacing.push(min);
+    // Each socket is an address line followed by an indented info line.
+    text.lines()
+        .filter(|l| l.starts_with(' ') || l.starts_with('\t'))
+        .map(|info| {
+            let words: Vec<&str> = info.split_whitespace().collect();
+            let mut cap = None;
+            let mut mss = None;
+            for (i, w) in words.iter().enumerate() {
+                if *w == "pacing_rate" {
+                    // `RATE` or, with SO_MAX_PACING_RATE set, `RATE/CAP`: the socket paces at
+                    // the smaller of the two.
+                    if let Some(v) = words.get(i + 1).filter(|v| v.contains('/')) {
+                        cap = v.split('/').filter_map(parse_bps).reduce(f64::min);
                     }
                 }
+                if let Some(m) = w.strip_prefix("mss:").and_then(|m| m.parse().ok()) {
+                    mss = Some(m);
+                }
             }
-        }
-        if let Some(m) = w.strip_prefix("mss:").and_then(|m| m.parse().ok()) {
-            mss.push(m);
-        }
-    }
-    (pacing, mss)
+            (cap, mss)
+        })
+        .collect()
 }
 
 /// `--fq-rate`, `-M`, `-S` and `--dont-fragment` reach the kernel at both ends: ss shows
@@ -312,20 +332,25 @@ fn socket_options_reach_the_kernel() {
     let child = Guarded::spawn(&mut cmd);
     assert!(wait_engine(child.id(), Duration::from_secs(10)));
     std::thread::sleep(Duration::from_millis(500)); // the point: let the flow settle
-    let (pacing, mss) = tb.run_in(Side::A, move || ss_pacing_and_mss(port)).unwrap();
+    let sockets = tb.run_in(Side::A, move || ss_pacing_and_mss(port)).unwrap();
     let out = child.wait_with_output();
     let r = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
     let (marked, unmarked) = cap.join().unwrap().unwrap();
-    eprintln!("ss pacing {pacing:?} mss {mss:?}; segments TOS 0x10+DF {marked}, other {unmarked}");
+    eprintln!("ss (cap, mss) {sockets:?}; segments TOS 0x10+DF {marked}, other {unmarked}");
     assert_eq!(r.status, RunStatus::Completed);
-    // Every socket with a pacing cap (the data connections, at both ends) paces at most at
-    // 50 Mbit/s; the data connection's MSS is at most 1000 (the control connection keeps
-    // the path's).
+    // The data sockets are the ones with a pacing cap: one flow, ss on the client's host
+    // sees its end (both ends when the namespace holds both). Every one paces at most at
+    // 50 Mbit/s and has an MSS of at most 1000 (the control connection keeps the path's).
+    let data: Vec<_> = sockets.iter().filter(|s| s.0.is_some()).collect();
+    assert!(!data.is_empty(), "no data socket in ss: {sockets:?}");
     assert!(
-        !pacing.is_empty() && pacing.iter().all(|p| *p <= 50e6 * 1.01),
-        "{pacing:?}"
+        data.iter().all(|s| s.0.is_some_and(|p| p <= 50e6 * 1.01)),
+        "{sockets:?}"
     );
-    assert!(mss.iter().any(|m| *m <= 1000), "{mss:?}");
+    assert!(
+        data.iter().all(|s| s.1.is_some_and(|m| m <= 1000)),
+        "{sockets:?}"
+    );
     assert!(marked > 100, "{marked} marked segments, {unmarked} not");
     let got = r.runs[0]
         .summary
