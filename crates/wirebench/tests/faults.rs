@@ -1464,3 +1464,33 @@ fn c21_soak_with_random_aborts() {
         d.usage()
     );
 }
+
+/// The helper behind every "back to baseline" check fails on a process that is gone or a
+/// zombie, instead of reading it as a process that uses nothing (which would let a daemon
+/// that died pass `assert_back_to`).
+#[test]
+fn usage_of_a_dead_or_zombie_process_fails() {
+    use common::daemon::usage_of;
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    let pid = exited.id();
+    // Not reaped yet: a zombie once it has exited.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .is_ok_and(|s| s.contains("zombie"))
+    {
+        assert!(std::time::Instant::now() < until, "`true` did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        std::panic::catch_unwind(|| usage_of(pid)).is_err(),
+        "zombie"
+    );
+    exited.wait().unwrap();
+    assert!(
+        std::panic::catch_unwind(|| usage_of(pid)).is_err(),
+        "reaped"
+    );
+    // A live process reads as one.
+    let me = usage_of(std::process::id());
+    assert!(me.fds > 0 && me.threads > 0 && me.rss_kb > 0, "{me:?}");
+}

@@ -32,18 +32,34 @@ pub struct Usage {
     pub rss_kb: u64,
 }
 
+/// The usage of live process `pid`.
+///
+/// # Panics
+/// If the process is gone (or a zombie): a daemon that died must fail the test, not read as a
+/// process using nothing.
 pub fn usage_of(pid: u32) -> Usage {
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("process {pid} is gone: /proc/{pid}/status: {e}"));
+    let field = |name: &str| -> Option<u64> {
         status
             .lines()
             .find(|l| l.starts_with(name))
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+    };
+    let state = status
+        .lines()
+        .find(|l| l.starts_with("State:"))
+        .unwrap_or_default();
+    assert!(
+        !state.contains("zombie"),
+        "process {pid} has exited ({state})"
+    );
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap_or_else(|e| panic!("process {pid}: /proc/{pid}/fd: {e}"))
+        .count();
+    let field = |name: &str| -> u64 {
+        field(name).unwrap_or_else(|| panic!("process {pid}: no {name} in /proc/{pid}/status"))
     };
     Usage {
         fds,
