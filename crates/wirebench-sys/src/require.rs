@@ -12,11 +12,14 @@ pub const REQUIRE_ENV: &str = "WIREBENCH_REQUIRE";
 
 /// True if the environment requires `capability`.
 pub fn required(capability: &str) -> bool {
-    std::env::var(REQUIRE_ENV).is_ok_and(|v| {
-        v.split(',')
-            .map(str::trim)
-            .any(|c| c == "all" || c == capability)
-    })
+    std::env::var(REQUIRE_ENV).is_ok_and(|v| listed(&v, capability))
+}
+
+/// True if `list` (the variable's value) names `capability` or `all`.
+fn listed(list: &str, capability: &str) -> bool {
+    list.split(',')
+        .map(str::trim)
+        .any(|c| c == "all" || c == capability)
 }
 
 /// `have` tells whether `capability` is there (`why` says what is missing). Returns true
@@ -26,11 +29,16 @@ pub fn required(capability: &str) -> bool {
 ///
 /// If the capability is missing and required (see the module docs).
 pub fn capability(capability: &str, have: bool, why: &str) -> bool {
+    decide(capability, have, why, required(capability))
+}
+
+/// [`capability`] with the requirement given.
+fn decide(capability: &str, have: bool, why: &str, required: bool) -> bool {
     if have {
         return true;
     }
     assert!(
-        !required(capability),
+        !required,
         "{REQUIRE_ENV} requires `{capability}`, which is missing here: {why}"
     );
     eprintln!("skipped: `{capability}` is missing ({why}); set {REQUIRE_ENV}=all to fail instead");
@@ -50,6 +58,21 @@ pub fn command_works(program: &str, arg: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_capability_fails_when_required_and_skips_otherwise() {
+        let failed = std::panic::catch_unwind(|| decide("netns", false, "no netns here", true));
+        let msg = failed.expect_err("a required, missing capability must panic");
+        let text = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            text.contains("`netns`") && text.contains("no netns here"),
+            "{text}"
+        );
+        assert!(!decide("netns", false, "no netns here", false));
+        assert!(decide("netns", true, "unused", true));
+        assert!(listed("all", "strace") && listed("netns, strace", "strace"));
+        assert!(!listed("netns,ethtool", "strace") && !listed("", "strace"));
+    }
 
     #[test]
     fn present_capabilities_pass() {
