@@ -270,8 +270,11 @@ mod tests {
     #[test]
     fn own_function_resolves() {
         let mut syms = UserSymbols::load();
-        if syms.exe_symbols() == 0 {
-            eprintln!("skipped: the test binary has no symbol table");
+        if !wirebench_sys::require::capability(
+            "symbols",
+            syms.exe_symbols() > 0,
+            "the test binary has no symbol table",
+        ) {
             return;
         }
         let pid = std::process::id();

@@ -144,7 +144,7 @@ mod tests {
         match r {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                eprintln!("skipped: {e}");
+                crate::require::capability("netns", false, &e.to_string());
             }
             Err(e) => panic!("{e}"),
         }

@@ -524,14 +524,14 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| {
                 if let Err(e) = crate::netns::enter_new() {
-                    eprintln!("skipped: unshare: {e}");
+                    crate::require::capability("netns", false, &format!("unshare: {e}"));
                     return None;
                 }
                 let up = std::process::Command::new("ip")
                     .args(["link", "set", "lo", "up"])
                     .status();
                 if !matches!(up, Ok(s) if s.success()) {
-                    eprintln!("skipped: cannot bring lo up: {up:?}");
+                    crate::require::capability("netns", false, &format!("lo up: {up:?}"));
                     return None;
                 }
                 Some(f())

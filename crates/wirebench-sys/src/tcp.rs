@@ -482,7 +482,7 @@ mod tests {
                 // Unprivileged users may only pick algorithms listed in
                 // net.ipv4.tcp_allowed_congestion_control.
                 Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                    eprintln!("skipping {name}: {e}");
+                    crate::require::capability("root", false, &format!("setting {name}: {e}"));
                 }
                 Err(e) => panic!("{name}: {e}"),
             }
@@ -536,7 +536,7 @@ mod tests {
     fn ip_mtu_loopback_v6() {
         let addr = SocketAddr::from((Ipv6Addr::LOCALHOST, 0));
         let Ok((client, _server)) = pair(&addr.to_string()) else {
-            eprintln!("skipping: ::1 not usable");
+            crate::require::capability("ipv6", false, "::1 not usable");
             return;
         };
         // IPv6 caps at IP6_MAX_MTU (65575), so the device MTU (65536) shows.
