@@ -1072,3 +1072,31 @@ fn tempfile_dir(tag: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).expect("temp dir");
     d
 }
+
+/// A real result validates against docs/results.schema.json (a JSON Schema validator), and a
+/// copy with a field of the wrong type does not.
+#[test]
+fn a_result_validates_against_the_published_schema() {
+    let _g = serial();
+    let r = wb(&["stream", "-t", "0.3", "-i", "0.1", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/results.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let mut bad = doc.clone();
+    bad["spec"]["common"]["duration_ms"] = serde_json::json!(-1);
+    assert!(
+        !validator.is_valid(&bad),
+        "a negative duration passed the schema"
+    );
+}
