@@ -23,7 +23,6 @@ fn open(cpus: Vec<u32>) -> Option<Sampler> {
 struct Counts {
     per_cpu: Vec<u64>,
     period_sum: u64,
-    kernel_with_chain: u64,
     idle_pid: u64,
 }
 
@@ -59,9 +58,6 @@ fn record(cpus: Vec<u32>, busy: bool, window: Duration) -> Option<(Counts, u64, 
         c.period_sum += s.period;
         if s.pid == 0 {
             c.idle_pid += 1;
-        }
-        if s.kernel_mode && s.frames().count() > 1 {
-            c.kernel_with_chain += 1;
         }
     };
     let t = Instant::now();
@@ -104,13 +100,28 @@ fn busy_cpus_sample_at_the_frequency() {
     );
 }
 
-/// What an idle CPU yields (printed; see docs/PROFILE.md on this kernel's idle samples).
+/// Without spinners: what the CPUs yield depends on what else runs and on whether a halted
+/// CPU is sampled at all (this project's KVM guests give none; docs/PROFILE.md), so only the
+/// physics is asserted: never more samples than the frequency allows over the window (5 %
+/// for the timer's edges), each one a 250 µs period, and none from a CPU not sampled.
 #[test]
-fn idle_cpus_report() {
+fn unloaded_cpus_never_sample_above_the_frequency() {
     let cpus = online_cpu_list().unwrap();
     let Some((c, window_ns, lost)) = record(cpus.clone(), false, Duration::from_secs(1)) else {
         return;
     };
     let got: u64 = c.per_cpu.iter().sum();
-    eprintln!("idle: {got} samples (+{lost} lost) over {window_ns} ns, per cpu {:?}, idle-task samples {}", c.per_cpu, c.idle_pid);
+    eprintln!("unloaded: {got} samples (+{lost} lost) over {window_ns} ns, per cpu {:?}, idle-task samples {}", c.per_cpu, c.idle_pid);
+    let most = 4000.0 * cpus.len() as f64 * window_ns as f64 / 1e9;
+    assert!(
+        (got + lost) as f64 <= 1.05 * most,
+        "{got} + {lost} > {most}"
+    );
+    assert_eq!(c.period_sum, got * 250_000);
+    for (cpu, n) in c.per_cpu.iter().enumerate() {
+        assert!(
+            *n == 0 || cpus.contains(&(cpu as u32)),
+            "samples from CPU {cpu}"
+        );
+    }
 }
