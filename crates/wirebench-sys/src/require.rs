@@ -45,6 +45,31 @@ fn decide(capability: &str, have: bool, why: &str, required: bool) -> bool {
     false
 }
 
+/// The environment variable naming a file where checks that needed more than one attempt
+/// are listed (CI prints it after the tests).
+pub const RETRY_LOG_ENV: &str = "WIREBENCH_RETRY_LOG";
+
+/// Say that `check` passed only at attempt `attempts` (> 1): on stderr, and as a line
+/// appended to the file [`RETRY_LOG_ENV`] names, so that a retry never hides an
+/// intermittent disagreement.
+pub fn note_retry(check: &str, attempts: u32) {
+    if attempts <= 1 {
+        return;
+    }
+    let line = format!("{check}: passed at attempt {attempts}\n");
+    eprint!("retried: {line}");
+    if let Some(path) = std::env::var_os(RETRY_LOG_ENV) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
 /// True if the command `program` runs with `arg` (e.g. `ethtool --version`).
 pub fn command_works(program: &str, arg: &str) -> bool {
     std::process::Command::new(program)

@@ -103,6 +103,7 @@ fn copy_bandwidth_agrees_with_an_independent_probe() {
         ));
         eprintln!("{}", seen.last().map_or("", String::as_str));
         if (0.8..=1.2).contains(&ratio) {
+            wirebench_sys::require::note_retry("limits copy_bandwidth_agrees", attempt);
             return;
         }
     }
