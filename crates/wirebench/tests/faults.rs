@@ -68,6 +68,16 @@ fn key_pointers(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
 fn c01_hostile_frame_lengths_are_refused_before_allocation() {
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
+    // Virtual memory, which an untouched reservation does grow (RSS would not).
+    let vm_peak_kb = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("VmPeak:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .expect("VmPeak")
+    };
+    let peak_before = vm_peak_kb(d.pid());
     for len in [0u32, 1 << 31, u32::MAX, (1 << 20) + 1] {
         let mut r = Raw::connect(d.addr);
         r.s.write_all(&len.to_be_bytes()).unwrap();
@@ -75,7 +85,11 @@ fn c01_hostile_frame_lengths_are_refused_before_allocation() {
         assert_eq!(code, "bad_frame", "length {len}: {msg}");
         assert!(r.closed_within(Duration::from_secs(2)).is_some());
     }
-    // Nothing near those sizes was allocated.
+    // Nothing near those sizes was allocated, not even reserved: two of the hostile lengths
+    // are 2 and 4 GiB; the daemon's peak address space grew by less than 256 MiB (a
+    // connection thread's stack and its buffers).
+    let grown_kb = vm_peak_kb(d.pid()).saturating_sub(peak_before);
+    assert!(grown_kb < 256 * 1024, "VmPeak grew by {grown_kb} KiB");
     d.assert_back_to(base, Duration::from_secs(3), 16 * 1024);
     assert_legit_served_quickly(d.addr);
 }
@@ -823,10 +837,18 @@ fn c16_absurd_requests_refused_and_enforced_while_running() {
     let recs = d.wait_records(1, Duration::from_secs(10));
     assert_ne!(recs[0]["status"], "completed");
     let server = rec_side(&recs[0], "server");
+    // The record and the server's own report both name the rate limit.
+    assert_eq!(recs[0]["reason"]["reason"], "limit_exceeded", "{}", recs[0]);
     assert!(
-        recs[0]["reason"]["reason"] == "limit_exceeded" || server.aborted().is_some(),
-        "{}",
-        recs[0]
+        matches!(
+            server.aborted(),
+            Some(AbortReason::LimitExceeded {
+                limit: LimitName::MaxRate,
+                ..
+            })
+        ),
+        "{:?}",
+        server.aborted()
     );
     assert!(server.stream().expect("stream counts").flows[0].total_bytes > 0);
     let t = Instant::now();
@@ -1065,9 +1087,11 @@ fn c19_rst_on_data_and_control() {
             .as_ref()
             .map(text::flow_error)
             .unwrap_or_default();
+        // The flow thread ended on the data connection's RST before the control one went
+        // (the test waited for it), so its error is the reset, whichever way data flowed.
         assert!(
-            err.contains("reset") || err.contains("Broken pipe") || err.is_empty(),
-            "{err}: {rec}"
+            err.contains("reset") || err.contains("Broken pipe"),
+            "{err:?}: {rec}"
         );
     }
     d.assert_back_to(base, Duration::from_secs(5), 32 * 1024);

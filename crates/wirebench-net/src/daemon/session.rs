@@ -131,9 +131,11 @@ pub(super) fn control_session(
     let admitted = ts.admission.take().is_some();
     if let Some(spec) = ts.spec.take() {
         if admitted {
+            // The daemon's own abort (a policy limit, its shutdown) is the cause: a control
+            // connection the client closed after hearing of it is the consequence.
             let (status, reason) = match (&failure, &ts.local_abort) {
-                (Some(f), _) => (RecordStatus::Failed, Some(f.clone())),
-                (None, Some(r)) => (RecordStatus::Aborted, Some(r.clone())),
+                (_, Some(r)) => (RecordStatus::Aborted, Some(r.clone())),
+                (Some(f), None) => (RecordStatus::Failed, Some(f.clone())),
                 (None, None) => {
                     let aborted = [&ts.server_report, &ts.client_report]
                         .into_iter()
