@@ -19,6 +19,7 @@
 //! * [`perf`]: a system-wide sampling profiler (`perf_event_open`, one event and ring per CPU).
 //! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
 //! * [`probe`]: the machine-limit probes' primitives (a trivial system call, futex wait/wake).
+//! * [`safefile`]: the one way files are written (no planted name redirects a write).
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("wirebench-sys supports Linux only");
@@ -33,6 +34,7 @@ pub mod perf;
 pub mod probe;
 pub mod process;
 pub mod require;
+pub mod safefile;
 pub mod tcp;
 pub mod thread;
 pub mod udp;

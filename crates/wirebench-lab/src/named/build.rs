@@ -6,7 +6,6 @@
 //! namespaces), then the read-back (`ip`, `ethtool -k`, `tc` per endpoint, in parallel).
 //! `down` is one `ip -batch` of `netns del`.
 
-use std::fs::File;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -521,10 +520,11 @@ impl LabManager {
             detail,
         };
         let _ = std::fs::remove_file(&files.socket);
-        let log = File::create(&files.log).map_err(|source| NamedError::Io {
-            what: format!("creating {}", files.log.display()),
-            source,
-        })?;
+        let log =
+            wirebench_sys::safefile::create_log(&files.log).map_err(|source| NamedError::Io {
+                what: format!("creating {}", files.log.display()),
+                source,
+            })?;
         let log2 = log.try_clone().map_err(|source| NamedError::Io {
             what: "duplicating the log descriptor".into(),
             source,

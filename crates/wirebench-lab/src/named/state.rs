@@ -2,7 +2,7 @@
 //! identity of the processes it records (PID plus start time, so a reused PID is never
 //! mistaken for ours) and stopping the emulator process.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -174,7 +174,7 @@ fn to_json(state: &LabState) -> Result<Vec<u8>, NamedError> {
 /// Creates the state file; fails with [`NamedError::Exists`] if it is there already (the
 /// file is the lock that keeps two `up` of one name apart).
 pub(crate) fn create(path: &Path, state: &LabState) -> Result<(), NamedError> {
-    let mut f = match OpenOptions::new().write(true).create_new(true).open(path) {
+    let mut f = match wirebench_sys::safefile::create_new(path, 0o600) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             return Err(NamedError::Exists {
@@ -189,17 +189,8 @@ pub(crate) fn create(path: &Path, state: &LabState) -> Result<(), NamedError> {
 
 /// Replaces the state file atomically (write a temporary file, then rename it over).
 pub(crate) fn write(path: &Path, state: &LabState) -> Result<(), NamedError> {
-    let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-    let res = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(&to_json(state).map_err(io::Error::other)?)?;
-        f.sync_data()?;
-        fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    res.map_err(io_err(format!("writing {}", path.display())))
+    wirebench_sys::safefile::write_atomically(path, &to_json(state)?)
+        .map_err(io_err(format!("writing {}", path.display())))
 }
 
 /// Reads a state file; `Ok(None)` if there is none.

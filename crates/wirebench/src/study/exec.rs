@@ -4,7 +4,7 @@
 //! appended to `results.jsonl` and `points.csv` as they complete; the manifest is rewritten
 //! after every cell.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -60,9 +60,7 @@ impl Shared {
         }
         write_atomically(&dir.join("results.jsonl"), text.as_bytes())
             .map_err(std::io::Error::other)?;
-        let jsonl = OpenOptions::new()
-            .append(true)
-            .open(dir.join("results.jsonl"))?;
+        let jsonl = wirebench_sys::safefile::open_append(&dir.join("results.jsonl"), false)?;
         let bar = (human && std::io::IsTerminal::is_terminal(&std::io::stdout())).then(|| {
             let b = ProgressBar::new(total);
             if let Ok(style) = ProgressStyle::with_template(
