@@ -144,6 +144,9 @@ pub struct ServeArgs {
     /// (`IDENTITY HEX-KEY` per line; see `wirebench keygen`).
     #[arg(long, value_name = "FILE")]
     pub auth_keys: Option<std::path::PathBuf>,
+    /// Accept a key file that group or others may read (refused otherwise).
+    #[arg(long)]
+    pub insecure_key_file: bool,
     /// Accept unauthenticated clients on a non-loopback address.
     #[arg(long)]
     pub allow_unauthenticated: bool,
@@ -494,6 +497,9 @@ pub struct ClientArgs {
     /// File with the key: a bare hex key, or a key file with a line for IDENTITY.
     #[arg(long, value_name = "FILE", requires = "auth")]
     pub auth_key_file: Option<std::path::PathBuf>,
+    /// Accept a --auth-key-file that group or others may read (refused otherwise).
+    #[arg(long, requires = "auth_key_file")]
+    pub insecure_key_file: bool,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     pub ipv4: bool,

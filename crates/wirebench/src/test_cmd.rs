@@ -96,8 +96,7 @@ fn client_credentials(a: &ClientArgs) -> Result<Option<(String, Key)>, String> {
         ));
     }
     let key = if let Some(f) = &a.auth_key_file {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| format!("cannot read the key file {}: {e}", f.display()))?;
+        let text = crate::keyfile::read_key_file(f, a.insecure_key_file)?;
         match KeyTable::parse(&text) {
             Ok(t) => t
                 .get(id)
