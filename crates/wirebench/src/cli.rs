@@ -167,13 +167,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256)]
     pub max_handshakes: usize,
     /// Absolute deadline for a connection's handshake, seconds.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = secs_between(0.001, 86_400.0))]
     pub handshake_timeout: f64,
     /// While a test runs: a client silent for this long is gone, seconds.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = secs_between(0.001, 86_400.0))]
     pub idle_timeout: f64,
     /// After the server's engine finished: how long to wait for the client's results, seconds.
-    #[arg(long, default_value_t = 15.0)]
+    #[arg(long, default_value_t = 15.0, value_parser = secs_between(0.001, 86_400.0))]
     pub results_timeout: f64,
     /// Append a JSON line per test served (completed, aborted or failed) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -195,7 +195,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 128)]
     pub max_flows: u32,
     /// Longest test accepted, seconds.
-    #[arg(long, default_value_t = 3600.0)]
+    #[arg(long, default_value_t = 3600.0, value_parser = secs_between(0.1, MAX_FLAG_SECS))]
     pub max_duration: f64,
     /// Serve one test (whatever its outcome, once it is recorded), then exit (like iperf3 -1).
     #[arg(short = '1', long = "one-off")]
@@ -472,14 +472,14 @@ pub struct ClientArgs {
     pub port: Option<u16>,
     /// Measured duration in seconds (after warm-up); default 10. With `stream -n/-k`, the
     /// longest the test may run (default 300).
-    #[arg(short = 't', long)]
+    #[arg(short = 't', long, value_parser = secs_between(0.0, MAX_FLAG_SECS))]
     pub duration: Option<f64>,
     /// Warm-up in seconds, excluded from every figure.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = secs_between(0.0, MAX_FLAG_SECS))]
     pub warmup: f64,
     /// Live interval lines every N seconds (0.1 to the test's duration); 0 turns them off.
     /// Default: 1 on a terminal with human output, none otherwise.
-    #[arg(short, long, value_name = "SECONDS")]
+    #[arg(short, long, value_name = "SECONDS", value_parser = secs_between(0.0, MAX_FLAG_SECS))]
     pub interval: Option<f64>,
     /// Parallel flows (per direction).
     #[arg(short = 'P', long, default_value_t = 1)]
@@ -560,7 +560,8 @@ pub struct ClientArgs {
     #[arg(long)]
     pub timestamps: bool,
     /// Bound on connecting to the server, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0,
+          value_parser = secs_between(0.001, 3600.0))]
     pub connect_timeout: f64,
     /// Start every connection (and UDP socket) from this local address (like iperf3 -B).
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
@@ -687,6 +688,27 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         return Err(format!("'{s}' is not a usable rate"));
     }
     Ok(v.round() as u64)
+}
+
+/// Longest duration any time flag takes: a week, in seconds.
+pub const MAX_FLAG_SECS: f64 = 604_800.0;
+
+/// A value parser for a flag in seconds: a finite number from `min` to `max` (clap's error
+/// names the flag; this says the range).
+pub fn secs_between(
+    min: f64,
+    max: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("not a number of seconds (range {min} s to {max} s)"))?;
+        if !v.is_finite() || v < min || v > max {
+            return Err(format!("must be a number of seconds from {min} to {max}"));
+        }
+        Ok(v)
+    }
 }
 
 /// Parse `LOCAL,REMOTE` CPU numbers; either may be empty.
