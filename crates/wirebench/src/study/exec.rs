@@ -458,6 +458,14 @@ impl Runner<'_> {
                 return (StudyStatus::Failed, 0, 0.0);
             }
         };
+        if let Some(e) = previous
+            .as_ref()
+            .and_then(|p| crate::sweep::check_previous(p, &plan, &abs).err())
+        {
+            self.shared
+                .say(&format!("cell {}: {}: {e}", cell.index, entry.label));
+            return (StudyStatus::Failed, 0, 0.0);
+        }
         if let Err(e) = std::fs::create_dir_all(abs.join("points")) {
             self.shared
                 .say(&format!("cell {}: {}: {e}", cell.index, abs.display()));
