@@ -151,15 +151,42 @@ fn io_err(what: String) -> impl FnOnce(io::Error) -> NamedError {
     move |source| NamedError::Io { what, source }
 }
 
-/// Creates the state directory (and missing parents) with mode 0700; an existing
-/// directory keeps its mode.
+/// Checks a state directory that exists: owned by root, not writable by group or others.
+pub(crate) fn check_dir(dir: &Path) -> Result<(), NamedError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = match fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(format!("inspecting {}", dir.display()))(e)),
+    };
+    let unsafe_dir = |detail: String| {
+        Err(NamedError::UnsafeStateDir {
+            dir: dir.display().to_string(),
+            detail,
+        })
+    };
+    if !m.is_dir() {
+        return unsafe_dir("is not a directory".into());
+    }
+    if m.uid() != 0 {
+        return unsafe_dir(format!("is owned by uid {}", m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return unsafe_dir(format!("has mode {:04o}", m.mode() & 0o7777));
+    }
+    Ok(())
+}
+
+/// Creates the state directory (and missing parents) with mode 0700 and checks it
+/// ([`check_dir`]); an existing directory keeps its mode.
 pub(crate) fn ensure_dir(dir: &Path) -> Result<(), NamedError> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(io_err(format!("creating {}", dir.display())))
+        .map_err(io_err(format!("creating {}", dir.display())))?;
+    check_dir(dir)
 }
 
 fn to_json(state: &LabState) -> Result<Vec<u8>, NamedError> {

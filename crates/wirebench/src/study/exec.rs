@@ -177,17 +177,36 @@ impl Observer for CellObserver<'_> {
     }
 }
 
+/// Why a cell's daemon did not start.
+enum StartError {
+    /// The program did not run (spawn failed, or it exited before listening).
+    CannotRun(String),
+    /// Anything else (a slow start, a missing namespace).
+    Other(String),
+}
+
 /// A daemon started inside a cell's server namespace; killed when dropped.
 struct Daemon {
     child: Child,
 }
 
 impl Daemon {
-    fn start(mgr: &LabManager, lab: &str, log: &Path) -> Result<Daemon, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    /// Starts the daemon and waits until it accepts connections; the error says whether
+    /// the program could not run at all (`true`: no later cell can start one either).
+    fn start(mgr: &LabManager, lab: &str, log: &Path) -> Result<Daemon, (String, bool)> {
+        Self::start_inner(mgr, lab, log).map_err(|e| match e {
+            StartError::Other(m) => (m, false),
+            StartError::CannotRun(m) => (m, true),
+        })
+    }
+
+    fn start_inner(mgr: &LabManager, lab: &str, log: &Path) -> Result<Daemon, StartError> {
+        // This process' executable as the kernel holds it: runs even if the file was
+        // replaced or deleted since the study started (a package upgrade).
+        let exe = wirebench_lab::named::self_exe();
         let mut cmd = mgr
             .command(lab, Endpoint::Server, &exe.display().to_string())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| StartError::Other(e.to_string()))?;
         cmd.args([
             "serve",
             "--bind",
@@ -196,15 +215,18 @@ impl Daemon {
             // A study's tests may ask for --profile; the daemon is the study's own.
             "--allow-profile",
         ]);
-        let out = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let out = wirebench_sys::safefile::create_log(log)
+            .map_err(|e| StartError::Other(e.to_string()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| StartError::Other(e.to_string()))?;
         // Marks the daemon as this study's (tests find leftovers by it).
         cmd.env("WIREBENCH_STUDY", lab);
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         wirebench_sys::process::kill_with_parent(&mut cmd);
         let child = cmd
             .spawn()
-            .map_err(|e| format!("cannot start the daemon: {e}"))?;
+            .map_err(|e| StartError::CannotRun(format!("cannot start the daemon: {e}")))?;
         let mut d = Daemon { child };
         let addr: SocketAddr = format!(
             "{}:{}",
@@ -212,15 +234,15 @@ impl Daemon {
             wirebench_net::DEFAULT_PORT
         )
         .parse()
-        .map_err(|e| format!("{e}"))?;
+        .map_err(|e| StartError::Other(format!("{e}")))?;
         let client_ns = Endpoint::Client.ns(lab);
         let deadline = Instant::now() + DAEMON_READY;
         loop {
             if let Ok(Some(status)) = d.child.try_wait() {
-                return Err(format!(
+                return Err(StartError::CannotRun(format!(
                     "the daemon exited ({status}); see {}",
                     log.display()
-                ));
+                )));
             }
             let ok = wirebench_sys::netns::run_in(&client_ns, || {
                 TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
@@ -231,10 +253,10 @@ impl Daemon {
             }
             if Instant::now() >= deadline {
                 d.stop();
-                return Err(format!(
+                return Err(StartError::Other(format!(
                     "the daemon did not accept connections within {DAEMON_READY:?}; see {}",
                     log.display()
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -324,6 +346,9 @@ pub struct Runner<'a> {
     pub manifest: StudyManifest,
     /// Points and files.
     pub shared: Shared,
+    /// Set when a cell's daemon could not start at all (this program cannot be run again):
+    /// every later cell would fail the same way, so the study stops.
+    pub cannot_start: bool,
 }
 
 impl Runner<'_> {
@@ -352,6 +377,14 @@ impl Runner<'_> {
             let rec = self.run_cell(&self.plan.cells[i]);
             self.manifest.cells[i] = rec;
             self.write_manifest();
+            if self.cannot_start {
+                self.shared.say(&format!(
+                    "stopping the study: cell {i}'s daemon could not start ({}); every later \
+                     cell would fail the same way",
+                    self.manifest.cells[i].error.as_deref().unwrap_or("")
+                ));
+                return false;
+            }
             if self.interrupted() {
                 return false;
             }
@@ -384,9 +417,10 @@ impl Runner<'_> {
         let log = cell_dir.join(format!("{:04}-daemon.log", cell.index));
         let daemon = match Daemon::start(&self.mgr, lab.name(), &log) {
             Ok(d) => d,
-            Err(e) => {
+            Err((e, fatal)) => {
                 rec.status = StudyStatus::Failed;
                 rec.error = Some(e);
+                self.cannot_start = fatal;
                 let _ = lab.down();
                 return rec;
             }

@@ -253,6 +253,7 @@ fn run_study(a: RunArgs) -> i32 {
         interrupt,
         manifest,
         shared,
+        cannot_start: false,
     };
     r.write_manifest();
     let finished = r.run();
