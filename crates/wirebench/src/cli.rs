@@ -204,8 +204,21 @@ pub struct ServeArgs {
     /// every CPU the server end uses, classified into categories, sent back with the
     /// results. Off by default (a profile shows the host's kernel and other processes'
     /// activity); without it such a test runs unprofiled at this end and says so.
+    /// Needs --auth-keys: a profile shows the whole host, so only authenticated clients
+    /// get one.
     #[arg(long)]
     pub allow_profile: bool,
+    /// Profiles taken at once (each samples every CPU); a test beyond runs unprofiled here.
+    #[arg(long, default_value_t = 1)]
+    pub max_profiles: u32,
+    /// Highest sampling frequency a client's --profile-hz may ask for, Hz per CPU (a higher
+    /// request is sampled at this frequency; the report says which).
+    #[arg(long, default_value_t = wirebench_net::daemon::DEFAULT_MAX_PROFILE_HZ)]
+    pub max_profile_hz: u32,
+    /// Profile unauthenticated clients too: only for a daemon nobody but root can reach
+    /// (a study's, inside the study's own network namespace).
+    #[arg(long, hide = true, requires = "allow_profile")]
+    pub allow_profile_unauthenticated: bool,
     /// Write the daemon's PID to FILE while it runs (removed at exit).
     #[arg(long, value_name = "FILE")]
     pub pidfile: Option<std::path::PathBuf>,

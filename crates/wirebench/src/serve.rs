@@ -31,6 +31,7 @@ pub fn secs_to_duration(v: f64, flag: &str) -> Result<std::time::Duration> {
 
 /// `wirebench serve`: run the daemon until SIGINT, SIGTERM or SIGHUP.
 pub fn serve(a: &ServeArgs) -> Result<()> {
+    let keys_given = a.auth_keys.as_ref();
     let keys = match &a.auth_keys {
         Some(p) => Some(Arc::new(load_key_table(p, a.insecure_key_file)?)),
         None => None,
@@ -104,7 +105,16 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         Ok(_) => {}
         Err(e) => tracing::warn!("cannot raise RLIMIT_NOFILE: {e}"),
     }
+    if a.allow_profile && keys_given.is_none() && !a.allow_profile_unauthenticated {
+        return Err(anyhow!(
+            "--allow-profile needs --auth-keys: a profile shows the whole host (kernel \
+             symbols, other processes), so only authenticated clients get one"
+        ));
+    }
     cfg.allow_profile = a.allow_profile;
+    cfg.profile_unauthenticated = a.allow_profile_unauthenticated;
+    cfg.max_profiles = a.max_profiles;
+    cfg.max_profile_hz = a.max_profile_hz;
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;

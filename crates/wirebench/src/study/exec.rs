@@ -212,8 +212,10 @@ impl Daemon {
             "--bind",
             Endpoint::Server.ipv4(),
             "--allow-unauthenticated",
-            // A study's tests may ask for --profile; the daemon is the study's own.
+            // A study's tests may ask for --profile; the daemon is the study's own, and only
+            // root can reach it inside the cell's namespace.
             "--allow-profile",
+            "--allow-profile-unauthenticated",
         ]);
         let out = wirebench_sys::safefile::create_log(log)
             .map_err(|e| StartError::Other(e.to_string()))?;
