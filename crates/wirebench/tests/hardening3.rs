@@ -424,7 +424,8 @@ fn h3_03_key_files() {
 #[test]
 fn h3_04_flag_values() {
     for v in ["NaN", "inf", "0", "1e308", "1e-320", "-1"] {
-        let r = wb(&["stream", "--connect-timeout", v]);
+        // `--flag=VALUE`, so that "-1" is a value, not a flag.
+        let r = wb(&["stream", &format!("--connect-timeout={v}")]);
         assert_eq!(r.code, 2, "--connect-timeout {v}: {}", r.stderr);
         assert!(
             r.stderr.contains("--connect-timeout") && r.stderr.contains("0.001"),
@@ -447,7 +448,7 @@ fn h3_04_flag_values() {
         assert!(r.stderr.contains(flag), "{}", r.stderr);
     }
     for v in ["1e308", "inf", "NaN", "-3"] {
-        let r = wb(&["stream", "-t", v]);
+        let r = wb(&["stream", &format!("--duration={v}")]);
         assert_eq!(r.code, 2, "-t {v}: {}", r.stderr);
         let longest_digits = r
             .stderr
