@@ -48,9 +48,77 @@ pub fn escape_bounded(s: &str, max_chars: usize) -> String {
     out
 }
 
+/// `argv` as one POSIX shell line that runs the same command: plain words as they are,
+/// others in single quotes, and words with control or direction characters in bash's
+/// `$'...'` quoting so those characters are visible (`\n`, `\x1b`, `\u202e`). The one
+/// quoting of every "reproduce" line.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| shell_word(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One word of [`shell_line`].
+pub fn shell_word(a: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:,=@+%".contains(c);
+    if !a.is_empty() && a.chars().all(plain) {
+        return a.to_string();
+    }
+    if !a.chars().any(is_dangerous) {
+        return format!("'{}'", a.replace('\'', "'\\''"));
+    }
+    let mut out = String::from("$'");
+    for c in a.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c if is_dangerous(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if is_dangerous(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_lines_quote_everything_a_shell_would_interpret() {
+        let argv: Vec<String> = [
+            "wirebench",
+            "study",
+            "run",
+            "my;touch PWNED;.toml",
+            "it's",
+            "a\x1bb",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            shell_line(&argv),
+            "wirebench study run 'my;touch PWNED;.toml' 'it'\\''s' $'a\\x1bb'"
+        );
+        // bash reads it back as the same words.
+        let out = std::process::Command::new("bash")
+            .args(["-c", &format!("printf '%s\\0' {}", shell_line(&argv))])
+            .output()
+            .expect("bash");
+        let words: Vec<&str> = std::str::from_utf8(&out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .collect();
+        assert_eq!(words, argv.iter().map(String::as_str).collect::<Vec<_>>());
+    }
 
     #[test]
     fn controls_are_visible_and_length_bounded() {

@@ -282,6 +282,12 @@ fn open_data(cfg: &ClientConfig, run: &mut Run, token: Token) -> Result<(), NetE
     run.token = Some(token);
     let spec = &cfg.spec;
     let began = Instant::now();
+    if let Some(first) = cfg.data_port {
+        let count = spec.setup_connections();
+        if count > 0 && u64::from(first) + u64::from(count) - 1 > u64::from(u16::MAX) {
+            return Err(NetError::PortRange { first, count });
+        }
+    }
     for flow in 0..spec.setup_connections() {
         let from = Origin {
             ip: cfg.bind,

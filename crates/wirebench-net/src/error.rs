@@ -61,6 +61,19 @@ pub enum NetError {
     /// A socket option the test asked for could not be applied.
     #[error("{0}")]
     SocketOption(String),
+    /// `--cport` with more data connections than ports left up to 65535.
+    #[error(
+        "--cport {first}: the test's {count} data connections need ports {first} to {}, \
+         past the last port 65535 (use --cport {} or lower)",
+        u64::from(*first) + u64::from(*count) - 1,
+        65_536u64.saturating_sub(u64::from(*count))
+    )]
+    PortRange {
+        /// The first source port asked for.
+        first: u16,
+        /// Data connections the test opens.
+        count: u32,
+    },
     /// The server did not answer the wirebench handshake: something else listens there.
     #[error(
         "{addr} is not a wirebench daemon{}: it did not answer the handshake \
@@ -171,6 +184,7 @@ impl NetError {
             NetError::Session(SessionError::Timeout { .. }) => ErrorKind::Timeout,
             NetError::Session(SessionError::BadHello(_)) => ErrorKind::NotWirebench,
             NetError::SocketOption(_) => ErrorKind::SocketOption,
+            NetError::PortRange { .. } => ErrorKind::Usage,
             NetError::NotWirebench { .. } => ErrorKind::NotWirebench,
             NetError::Interrupted => ErrorKind::Interrupted,
             NetError::Bind { .. } | NetError::RecordsFile { .. } => ErrorKind::EmbeddedServer,

@@ -254,6 +254,9 @@ impl Runner {
         scfg.limits = self.cfg.embedded_limits.clone();
         // The embedded daemon is this user's own process: it profiles when asked.
         scfg.allow_profile = true;
+        scfg.profile_unauthenticated = true;
+        scfg.max_profiles = u32::MAX;
+        scfg.max_profile_hz = u32::MAX;
         scfg.max_connections = scfg.max_connections.max(conns + 64);
         scfg.max_conns_per_source = scfg.max_conns_per_source.max(conns + 64);
         let h = Daemon::bind(scfg)?

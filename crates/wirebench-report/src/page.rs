@@ -8,7 +8,7 @@ use wirebench_model::limits::LimitsResult;
 use wirebench_model::result::RunResult;
 use wirebench_model::side::SideReport;
 use wirebench_model::sweep::{PointFigure, PointRole, SweepResult};
-use wirebench_model::text::escape;
+use wirebench_model::text::{escape, shell_line};
 use wirebench_plot::html::{
     Block, Column, DataTable, KeyValueTable, Outcome, Report, Section, Verdict,
 };
@@ -31,23 +31,6 @@ fn figure_blocks(named: Vec<Named>) -> Vec<Block> {
             )]),
         })
         .collect()
-}
-
-/// A command line as one shell-quoted string.
-fn shell_line(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./:,=@+".contains(c))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Both ends' environments as one table (rows that differ are marked by the page).

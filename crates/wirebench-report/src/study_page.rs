@@ -398,12 +398,7 @@ pub fn study_page(
     let mut s = Section::new("Study file and command");
     s.push(Block::Code {
         caption: "command".into(),
-        code: m
-            .command
-            .iter()
-            .map(|a| escape(a))
-            .collect::<Vec<_>>()
-            .join(" "),
+        code: wirebench_model::text::shell_line(&m.command),
     });
     s.push(Block::Code {
         caption: escape(&m.file),

@@ -20,6 +20,7 @@
 //! * [`datapath`]: fast TCP data paths (sendfile, splice, `MSG_ZEROCOPY`, `TCP_ZEROCOPY_RECEIVE`, io_uring).
 //! * [`mem`]: placed buffers (memory at a chosen offset from a page boundary) for every data path.
 //! * [`probe`]: the machine-limit probes' primitives (a trivial system call, futex wait/wake).
+//! * [`safefile`]: the one way files are written (no planted name redirects a write).
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("wirebench-sys supports Linux only");
@@ -35,6 +36,7 @@ pub mod perf;
 pub mod probe;
 pub mod process;
 pub mod require;
+pub mod safefile;
 pub mod tcp;
 pub mod thread;
 pub mod udp;

@@ -144,6 +144,9 @@ pub struct ServeArgs {
     /// (`IDENTITY HEX-KEY` per line; see `wirebench keygen`).
     #[arg(long, value_name = "FILE")]
     pub auth_keys: Option<std::path::PathBuf>,
+    /// Accept a key file that group or others may read (refused otherwise).
+    #[arg(long)]
+    pub insecure_key_file: bool,
     /// Accept unauthenticated clients on a non-loopback address.
     #[arg(long)]
     pub allow_unauthenticated: bool,
@@ -164,13 +167,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256)]
     pub max_handshakes: usize,
     /// Absolute deadline for a connection's handshake, seconds.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = secs_between(0.001, 86_400.0))]
     pub handshake_timeout: f64,
     /// While a test runs: a client silent for this long is gone, seconds.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = secs_between(0.001, 86_400.0))]
     pub idle_timeout: f64,
     /// After the server's engine finished: how long to wait for the client's results, seconds.
-    #[arg(long, default_value_t = 15.0)]
+    #[arg(long, default_value_t = 15.0, value_parser = secs_between(0.001, 86_400.0))]
     pub results_timeout: f64,
     /// Append a JSON line per test served (completed, aborted or failed) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -192,7 +195,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 128)]
     pub max_flows: u32,
     /// Longest test accepted, seconds.
-    #[arg(long, default_value_t = 3600.0)]
+    #[arg(long, default_value_t = 3600.0, value_parser = secs_between(0.1, MAX_FLAG_SECS))]
     pub max_duration: f64,
     /// Serve one test (whatever its outcome, once it is recorded), then exit (like iperf3 -1).
     #[arg(short = '1', long = "one-off")]
@@ -201,8 +204,21 @@ pub struct ServeArgs {
     /// every CPU the server end uses, classified into categories, sent back with the
     /// results. Off by default (a profile shows the host's kernel and other processes'
     /// activity); without it such a test runs unprofiled at this end and says so.
+    /// Needs --auth-keys: a profile shows the whole host, so only authenticated clients
+    /// get one.
     #[arg(long)]
     pub allow_profile: bool,
+    /// Profiles taken at once (each samples every CPU); a test beyond runs unprofiled here.
+    #[arg(long, default_value_t = 1)]
+    pub max_profiles: u32,
+    /// Highest sampling frequency a client's --profile-hz may ask for, Hz per CPU (a higher
+    /// request is sampled at this frequency; the report says which).
+    #[arg(long, default_value_t = wirebench_net::daemon::DEFAULT_MAX_PROFILE_HZ)]
+    pub max_profile_hz: u32,
+    /// Profile unauthenticated clients too: only for a daemon nobody but root can reach
+    /// (a study's, inside the study's own network namespace).
+    #[arg(long, hide = true, requires = "allow_profile")]
+    pub allow_profile_unauthenticated: bool,
     /// Write the daemon's PID to FILE while it runs (removed at exit).
     #[arg(long, value_name = "FILE")]
     pub pidfile: Option<std::path::PathBuf>,
@@ -469,14 +485,14 @@ pub struct ClientArgs {
     pub port: Option<u16>,
     /// Measured duration in seconds (after warm-up); default 10. With `stream -n/-k`, the
     /// longest the test may run (default 300).
-    #[arg(short = 't', long)]
+    #[arg(short = 't', long, value_parser = secs_between(0.0, MAX_FLAG_SECS))]
     pub duration: Option<f64>,
     /// Warm-up in seconds, excluded from every figure.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = secs_between(0.0, MAX_FLAG_SECS))]
     pub warmup: f64,
     /// Live interval lines every N seconds (0.1 to the test's duration); 0 turns them off.
     /// Default: 1 on a terminal with human output, none otherwise.
-    #[arg(short, long, value_name = "SECONDS")]
+    #[arg(short, long, value_name = "SECONDS", value_parser = secs_between(0.0, MAX_FLAG_SECS))]
     pub interval: Option<f64>,
     /// Parallel flows (per direction).
     #[arg(short = 'P', long, default_value_t = 1)]
@@ -494,6 +510,9 @@ pub struct ClientArgs {
     /// File with the key: a bare hex key, or a key file with a line for IDENTITY.
     #[arg(long, value_name = "FILE", requires = "auth")]
     pub auth_key_file: Option<std::path::PathBuf>,
+    /// Accept a --auth-key-file that group or others may read (refused otherwise).
+    #[arg(long, requires = "auth_key_file")]
+    pub insecure_key_file: bool,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -554,7 +573,8 @@ pub struct ClientArgs {
     #[arg(long)]
     pub timestamps: bool,
     /// Bound on connecting to the server, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0,
+          value_parser = secs_between(0.001, 3600.0))]
     pub connect_timeout: f64,
     /// Start every connection (and UDP socket) from this local address (like iperf3 -B).
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
@@ -686,6 +706,27 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         return Err(format!("'{s}' is not a usable rate"));
     }
     Ok(v.round() as u64)
+}
+
+/// Longest duration any time flag takes: a week, in seconds.
+pub const MAX_FLAG_SECS: f64 = 604_800.0;
+
+/// A value parser for a flag in seconds: a finite number from `min` to `max` (clap's error
+/// names the flag; this says the range).
+pub fn secs_between(
+    min: f64,
+    max: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("not a number of seconds (range {min} s to {max} s)"))?;
+        if !v.is_finite() || v < min || v > max {
+            return Err(format!("must be a number of seconds from {min} to {max}"));
+        }
+        Ok(v)
+    }
 }
 
 /// Parse `LOCAL,REMOTE` CPU numbers; either may be empty.

@@ -261,16 +261,40 @@ fn show(mgr: &LabManager, a: &ShowArgs) -> Result<i32, NamedError> {
         print!("{}", render(&report));
         return Ok(EXIT_OK);
     }
+    mgr.check_state_dir()?;
     let reports = mgr
         .list()
         .iter()
         .map(|n| mgr.show(n))
         .collect::<Result<Vec<_>, _>>()?;
+    let foreign = foreign_lines(mgr);
     if a.json {
+        // The JSON array holds wirebench's labs; the others are said on stderr.
+        for l in &foreign {
+            eprintln!("{l}");
+        }
         return print_json(serde_json::to_string_pretty(&reports));
     }
     print!("{}", render_list(&reports));
+    for l in &foreign {
+        println!("{l}");
+    }
     Ok(EXIT_OK)
+}
+
+/// One line per lab name that only foreign namespaces carry (no state file): listed, never
+/// touched.
+fn foreign_lines(mgr: &LabManager) -> Vec<String> {
+    mgr.foreign()
+        .iter()
+        .map(|n| {
+            format!(
+                "foreign: {n} (namespaces named like a lab's, without a state file in {}: not \
+                 created by wirebench, left alone)",
+                mgr.state_dir().display()
+            )
+        })
+        .collect()
 }
 
 fn exec(mgr: &LabManager, a: &ExecArgs) -> Result<i32, NamedError> {
@@ -286,6 +310,12 @@ fn exec(mgr: &LabManager, a: &ExecArgs) -> Result<i32, NamedError> {
 }
 
 fn down(mgr: &LabManager, a: &DownArgs) -> Result<i32, NamedError> {
+    mgr.check_state_dir()?;
+    if a.all || a.stale {
+        for l in foreign_lines(mgr) {
+            println!("{l}");
+        }
+    }
     let done = if a.all {
         mgr.down_all()?
     } else if a.stale {

@@ -67,6 +67,11 @@ pub fn plot(a: &PlotArgs) -> i32 {
         eprintln!("wirebench plot: {msg}");
         code
     };
+    if let Some(out) = &a.output {
+        if let Err(msg) = output_not_input(out, &a.input) {
+            return fail(msg, EXIT_USAGE);
+        }
+    }
     if let Some(o) = &a.output {
         if o.extension().is_some_and(|e| e != "svg") {
             return fail(
@@ -134,6 +139,43 @@ pub fn plot(a: &PlotArgs) -> i32 {
     }
 }
 
+/// Refuses an output path that would replace what is read: the input file itself (also
+/// through another name), or, for a sweep or study directory, one of the data files in it
+/// (`.json`, `.jsonl`, `.csv`; a page or figure written into the directory is fine).
+pub fn output_not_input(output: &Path, input: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(out) = std::fs::metadata(output) else {
+        return Ok(()); // a new file replaces nothing
+    };
+    let refuse = || {
+        Err(format!(
+            "-o {}: that is {}'s own data; write the output elsewhere",
+            output.display(),
+            input.display()
+        ))
+    };
+    let Ok(inp) = std::fs::metadata(input) else {
+        return Ok(());
+    };
+    if (out.dev(), out.ino()) == (inp.dev(), inp.ino()) {
+        return refuse();
+    }
+    if inp.is_dir() {
+        let data = matches!(
+            output.extension().and_then(|e| e.to_str()),
+            Some("json" | "jsonl" | "csv")
+        );
+        let inside = match (output.canonicalize(), input.canonicalize()) {
+            (Ok(o), Ok(i)) => o.starts_with(&i),
+            _ => false,
+        };
+        if data && inside {
+            return refuse();
+        }
+    }
+    Ok(())
+}
+
 /// Writes `svg` to `-o FILE` (atomically) or stdout.
 fn emit(output: Option<&Path>, svg: &str, cmd: &str) -> i32 {
     match output {
@@ -196,6 +238,10 @@ fn plot_study(a: &PlotArgs) -> i32 {
 
 /// `wirebench report`; the exit code.
 pub fn report(a: &ReportArgs) -> i32 {
+    if let Err(msg) = output_not_input(&a.output, &a.input) {
+        eprintln!("wirebench report: {msg}");
+        return EXIT_USAGE;
+    }
     if a.input.join("manifest.json").exists() {
         let st = match crate::study::load(&a.input) {
             Ok(s) => s,

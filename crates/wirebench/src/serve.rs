@@ -12,25 +12,11 @@ use wirebench_proto::auth::{valid_identity, KeyTable};
 
 use crate::cli::ServeArgs;
 
-/// Read and parse a key file; every error names the file.
-pub fn load_key_table(path: &Path) -> Result<KeyTable> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the key file {}", path.display()))?;
-    let table = KeyTable::parse(&text)
-        .map_err(|e| anyhow!("malformed key file {}: {e}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(m) = std::fs::metadata(path) {
-            if m.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(
-                    "key file {} is readable by group or others; chmod 600 it",
-                    path.display()
-                );
-            }
-        }
-    }
-    Ok(table)
+/// Read and parse a key file (see [`crate::keyfile::read_key_file`]); every error names
+/// the file.
+pub fn load_key_table(path: &Path, insecure: bool) -> Result<KeyTable> {
+    let text = crate::keyfile::read_key_file(path, insecure).map_err(|e| anyhow!(e))?;
+    KeyTable::parse(&text).map_err(|e| anyhow!("malformed key file {}: {e}", path.display()))
 }
 
 /// `v` seconds as a duration; an error naming `flag` unless 0 < v <= 86400.
@@ -45,8 +31,9 @@ pub fn secs_to_duration(v: f64, flag: &str) -> Result<std::time::Duration> {
 
 /// `wirebench serve`: run the daemon until SIGINT, SIGTERM or SIGHUP.
 pub fn serve(a: &ServeArgs) -> Result<()> {
+    let keys_given = a.auth_keys.as_ref();
     let keys = match &a.auth_keys {
-        Some(p) => Some(Arc::new(load_key_table(p)?)),
+        Some(p) => Some(Arc::new(load_key_table(p, a.insecure_key_file)?)),
         None => None,
     };
     if keys.is_none() && !a.bind.is_loopback() && !a.allow_unauthenticated {
@@ -118,7 +105,16 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         Ok(_) => {}
         Err(e) => tracing::warn!("cannot raise RLIMIT_NOFILE: {e}"),
     }
+    if a.allow_profile && keys_given.is_none() && !a.allow_profile_unauthenticated {
+        return Err(anyhow!(
+            "--allow-profile needs --auth-keys: a profile shows the whole host (kernel \
+             symbols, other processes), so only authenticated clients get one"
+        ));
+    }
     cfg.allow_profile = a.allow_profile;
+    cfg.profile_unauthenticated = a.allow_profile_unauthenticated;
+    cfg.max_profiles = a.max_profiles;
+    cfg.max_profile_hz = a.max_profile_hz;
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;

@@ -96,8 +96,7 @@ fn client_credentials(a: &ClientArgs) -> Result<Option<(String, Key)>, String> {
         ));
     }
     let key = if let Some(f) = &a.auth_key_file {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| format!("cannot read the key file {}: {e}", f.display()))?;
+        let text = crate::keyfile::read_key_file(f, a.insecure_key_file)?;
         match KeyTable::parse(&text) {
             Ok(t) => t
                 .get(id)
@@ -451,39 +450,16 @@ fn print_stdout(text: &str) {
     let _ = out.flush();
 }
 
-/// The temporary name `write_atomically` uses for `path`.
-fn tmp_name(path: &Path) -> Result<PathBuf> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{} is not a file path", path.display()))?;
-    Ok(dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
-}
-
-/// Create and remove the temporary file `write_atomically` would use: the directory takes
-/// new files, and the path names a file.
+/// Checks that the output file can be written (see [`wirebench_sys::safefile::probe_writable`]).
 fn probe_writable(path: &Path) -> Result<()> {
-    if path.is_dir() {
-        return Err(anyhow!("it is a directory"));
-    }
-    let tmp = tmp_name(path)?;
-    std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let _ = std::fs::remove_file(&tmp);
-    Ok(())
+    Ok(wirebench_sys::safefile::probe_writable(path)?)
 }
 
-/// Write `bytes` to `path` via a temporary file in the same directory, fsync, rename, and
-/// fsync the directory: a reader (or a later run) finds the old file or the new one, never
-/// half of one, even after a power loss.
+/// Write `bytes` to `path` atomically and durably
+/// ([`wirebench_sys::safefile::write_atomically`]: a random `O_EXCL` temporary file, fsync,
+/// rename, directory fsync; a planted link is replaced, never followed).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_file(path, bytes, true)
+    Ok(wirebench_sys::safefile::write_atomically(path, bytes)?)
 }
 
 /// Like [`write_atomically`] without the two fsyncs, for files rewritten whole at every
@@ -493,33 +469,5 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// leave an older copy. The fsyncs cost 5–15 ms each on this project's VMs, most of a sweep
 /// point's overhead.
 pub fn write_derived(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_file(path, bytes, false)
-}
-
-/// Temporary file, write, optional fsync, rename, optional directory fsync.
-fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = tmp_name(path)?;
-    let res = (|| -> Result<()> {
-        let mut f =
-            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(bytes)?;
-        if durable {
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path).with_context(|| format!("renaming onto {}", path.display()))?;
-        if durable {
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
+    Ok(wirebench_sys::safefile::write_derived(path, bytes)?)
 }

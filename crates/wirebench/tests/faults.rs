@@ -505,6 +505,8 @@ fn c08_ten_thousand_connect_close_and_rst() {
 fn key_file(lines: &str) -> tempfile_path::TempPath {
     let p = tempfile_path::TempPath::new("keys");
     std::fs::write(&p.0, lines).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p.0, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
 

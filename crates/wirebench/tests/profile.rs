@@ -16,6 +16,20 @@ use wirebench_model::verdict::{Limiter, Suggestion};
 use wirebench_model::warning::Warning;
 use wirebench_sys::require;
 
+/// A key file (mode 0600) with identity `alice`: a daemon profiles only authenticated
+/// clients.
+fn alice_keys() -> String {
+    let p = std::env::temp_dir().join(format!("wb-profile-keys-{}", std::process::id()));
+    std::fs::write(
+        &p,
+        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    p.display().to_string()
+}
+
 fn side(r: &RunResult, host: HostRole) -> &SideReport {
     let run = r.runs.last().expect("a run");
     match host {
@@ -204,10 +218,15 @@ fn a_daemon_profiles_only_when_allowed() {
         human.stdout
     );
     drop(d);
-    let d = LocalDaemon::start(&["--allow-profile"]);
+    let keys = alice_keys();
+    let d = LocalDaemon::start(&["--allow-profile", "--auth-keys", &keys]);
     let port = d.addr.port().to_string();
     let ran = wb(&[
         "stream",
+        "--auth",
+        "alice",
+        "--auth-key-file",
+        &keys,
         "-H",
         "127.0.0.1",
         "-p",
@@ -343,8 +362,11 @@ fn unsampled_busy_time_is_not_called_idle() {
         return;
     }
     let _g = serial();
+    let keys = alice_keys();
     let d = LocalDaemon::start(&[
         "--allow-profile",
+        "--auth-keys",
+        &keys,
         "--max-flows",
         "10000",
         "--max-connections",
@@ -357,6 +379,10 @@ fn unsampled_busy_time_is_not_called_idle() {
     let port = d.addr.port().to_string();
     let ran = wb(&[
         "stream",
+        "--auth",
+        "alice",
+        "--auth-key-file",
+        &keys,
         "-H",
         "127.0.0.1",
         "-p",

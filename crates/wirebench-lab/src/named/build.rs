@@ -6,7 +6,6 @@
 //! namespaces), then the read-back (`ip`, `ethtool -k`, `tc` per endpoint, in parallel).
 //! `down` is one `ip -batch` of `netns del`.
 
-use std::fs::File;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -504,7 +503,7 @@ impl LabManager {
             Ok(())
         })?;
         if spec.uses_emulator() {
-            st.emulator = Some(self.start_emulator(&spec.name, files)?);
+            st.emulator = Some(self.start_emulator(&spec.name, files, st.owner.is_some())?);
             state::write(&files.state, st)?;
         }
         let mut report = readback::read(files, &spec.name, Some(st), Vec::new())?;
@@ -515,16 +514,24 @@ impl LabManager {
         Ok(report)
     }
 
-    fn start_emulator(&self, name: &str, files: &Files) -> Result<EmulatorProc, NamedError> {
+    /// Starts the lab's emulator; an `owned` lab's emulator gets SIGKILL when the owning
+    /// thread (its parent) dies, so a killed study leaves no emulator behind.
+    fn start_emulator(
+        &self,
+        name: &str,
+        files: &Files,
+        owned: bool,
+    ) -> Result<EmulatorProc, NamedError> {
         let fail = |detail: String| NamedError::Emulator {
             name: name.to_string(),
             detail,
         };
         let _ = std::fs::remove_file(&files.socket);
-        let log = File::create(&files.log).map_err(|source| NamedError::Io {
-            what: format!("creating {}", files.log.display()),
-            source,
-        })?;
+        let log =
+            wirebench_sys::safefile::create_log(&files.log).map_err(|source| NamedError::Io {
+                what: format!("creating {}", files.log.display()),
+                source,
+            })?;
         let log2 = log.try_clone().map_err(|source| NamedError::Io {
             what: "duplicating the log descriptor".into(),
             source,
@@ -536,6 +543,9 @@ impl LabManager {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2);
+        if owned {
+            wirebench_sys::process::kill_with_parent(&mut cmd);
+        }
         let mut child = cmd
             .spawn()
             .map_err(|e| fail(format!("cannot start {}: {e}", sys::cmdline(&cmd))))?;
@@ -573,12 +583,11 @@ impl LabManager {
     /// Reads lab `name` back from the kernel (see [`LabReport`]).
     pub fn show(&self, name: &str) -> Result<LabReport, NamedError> {
         super::validate_name(name)?;
+        self.check_state_dir()?;
         let files = Files::new(&self.dir, name);
         let st = state::read(&files.state)?;
-        if st.is_none() && !names::all(name).iter().any(|n| sys::netns_exists(n)) {
-            return Err(NamedError::NotFound {
-                name: name.to_string(),
-            });
+        if st.is_none() {
+            return Err(self.not_ours(name));
         }
         let stale = stale_reasons(name, Ok(st.as_ref()));
         readback::read(&files, name, st.as_ref(), stale)
@@ -586,11 +595,16 @@ impl LabManager {
 
     /// Removes lab `name`: stops its emulator (only if the recorded PID is still that
     /// process), deletes its namespaces and files. Also removes what is left of a
-    /// half-built or stale lab.
+    /// half-built or stale lab. A lab without a state file is not wirebench's: refused
+    /// ([`NamedError::Foreign`] if namespaces named like it exist).
     pub fn down(&self, name: &str) -> Result<DownReport, NamedError> {
         super::validate_name(name)?;
+        self.check_state_dir()?;
         let files = Files::new(&self.dir, name);
         let had_state = files.state.exists();
+        if !had_state {
+            return Err(self.not_ours(name));
+        }
         let st = state::read(&files.state).ok().flatten();
         let emulator_pid = st
             .as_ref()
@@ -598,17 +612,32 @@ impl LabManager {
             .and_then(state::stop_emulator);
         let namespaces = sys::netns_delete(&names::all(name))?;
         files.remove_all();
-        if !had_state && namespaces.is_empty() {
-            return Err(NamedError::NotFound {
-                name: name.to_string(),
-            });
-        }
         Ok(DownReport {
             name: name.to_string(),
             namespaces,
             emulator_pid,
             had_state,
         })
+    }
+
+    /// The error for a lab without a state file: [`NamedError::Foreign`] if namespaces
+    /// named like its own exist, else [`NamedError::NotFound`].
+    fn not_ours(&self, name: &str) -> NamedError {
+        let namespaces: Vec<String> = names::all(name)
+            .into_iter()
+            .filter(|n| sys::netns_exists(n))
+            .collect();
+        if namespaces.is_empty() {
+            NamedError::NotFound {
+                name: name.to_string(),
+            }
+        } else {
+            NamedError::Foreign {
+                name: name.to_string(),
+                namespaces,
+                dir: self.dir.display().to_string(),
+            }
+        }
     }
 
     /// Removes every lab (see [`list`](Self::list)). Tries all; returns the first error.

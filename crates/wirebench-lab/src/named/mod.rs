@@ -223,9 +223,42 @@ pub enum NamedError {
     /// Not running as root.
     #[error("the lab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)")]
     NotRoot,
+    /// Namespaces named like a lab's, without the lab's state file: not wirebench's to touch.
+    #[error(
+        "lab {name:?}: the namespaces {} have no state file in {dir}, so wirebench did not \
+         create them (or lost their state); they are left alone (`ip netns delete` them if \
+         they are yours)",
+        namespaces.join(" ")
+    )]
+    Foreign {
+        /// The lab name the namespaces' names point to.
+        name: String,
+        /// The namespaces that exist.
+        namespaces: Vec<String>,
+        /// The state directory.
+        dir: String,
+    },
+    /// A state directory others could write to (planted links, forged state files).
+    #[error(
+        "the lab state directory {dir} {detail}; it must be owned by root and not writable \
+         by group or others (set {STATE_DIR_ENV} to such a directory)"
+    )]
+    UnsafeStateDir {
+        /// The directory.
+        dir: String,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// An error of the testbed layer (emulator configuration, packet sockets).
     #[error(transparent)]
     Lab(#[from] LabError),
+}
+
+/// This process' executable as the kernel holds it (`/proc/<pid>/exe`): a child started
+/// through it (directly or through `ip netns exec`) runs this very program even after the
+/// file was replaced or deleted (a package upgrade mid-study), as long as this process lives.
+pub fn self_exe() -> PathBuf {
+    PathBuf::from(format!("/proc/{}/exe", std::process::id()))
 }
 
 /// The state directory: `$WIREBENCH_LAB_DIR`, else [`DEFAULT_STATE_DIR`].
@@ -249,7 +282,7 @@ impl EmulatorCommand {
     /// `<this executable> lab _emulate NAME` (the `wirebench` binary).
     pub fn current_exe() -> Self {
         EmulatorCommand {
-            program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("wirebench")),
+            program: self_exe(),
             args: vec!["lab".into(), "_emulate".into()],
         }
     }
@@ -367,21 +400,40 @@ impl LabManager {
         &self.dir
     }
 
+    /// Checks the state directory, if it exists: owned by root, not writable by group or
+    /// others. Nothing in a directory that fails this is trusted (its state files would
+    /// name processes to signal and namespaces to delete).
+    pub fn check_state_dir(&self) -> Result<(), NamedError> {
+        state::check_dir(&self.dir)
+    }
+
     /// The recorded state of lab `name`, if it has a state file.
     pub fn state(&self, name: &str) -> Result<Option<LabState>, NamedError> {
         validate_name(name)?;
+        self.check_state_dir()?;
         state::read(&state::Files::new(&self.dir, name).state)
     }
 
-    /// Names of all labs: those with a state file and those of which only namespaces are
-    /// left. Sorted.
+    /// Names of the labs wirebench owns: those with a state file (none if the state
+    /// directory fails [`check_state_dir`](Self::check_state_dir)). Sorted.
     pub fn list(&self) -> Vec<String> {
-        let mut all = state::names_in(&self.dir);
-        for ns in sys::netns_list() {
-            if let Some(n) = names::lab_of(&ns) {
-                all.push(n.to_string());
-            }
+        if self.check_state_dir().is_err() {
+            return Vec::new();
         }
+        state::names_in(&self.dir)
+    }
+
+    /// Lab names that only namespaces carry (`wbl-NAME-c` and so on without a state file):
+    /// created by something else, or left after their state was lost. Never removed by
+    /// wirebench. Sorted.
+    pub fn foreign(&self) -> Vec<String> {
+        let owned = self.list();
+        let mut all: Vec<String> = sys::netns_list()
+            .iter()
+            .filter_map(|ns| names::lab_of(ns))
+            .filter(|n| !owned.iter().any(|o| o == n))
+            .map(str::to_string)
+            .collect();
         all.sort();
         all.dedup();
         all

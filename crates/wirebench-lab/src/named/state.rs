@@ -2,7 +2,7 @@
 //! identity of the processes it records (PID plus start time, so a reused PID is never
 //! mistaken for ours) and stopping the emulator process.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -151,15 +151,42 @@ fn io_err(what: String) -> impl FnOnce(io::Error) -> NamedError {
     move |source| NamedError::Io { what, source }
 }
 
-/// Creates the state directory (and missing parents) with mode 0700; an existing
-/// directory keeps its mode.
+/// Checks a state directory that exists: owned by root, not writable by group or others.
+pub(crate) fn check_dir(dir: &Path) -> Result<(), NamedError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = match fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(format!("inspecting {}", dir.display()))(e)),
+    };
+    let unsafe_dir = |detail: String| {
+        Err(NamedError::UnsafeStateDir {
+            dir: dir.display().to_string(),
+            detail,
+        })
+    };
+    if !m.is_dir() {
+        return unsafe_dir("is not a directory".into());
+    }
+    if m.uid() != 0 {
+        return unsafe_dir(format!("is owned by uid {}", m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return unsafe_dir(format!("has mode {:04o}", m.mode() & 0o7777));
+    }
+    Ok(())
+}
+
+/// Creates the state directory (and missing parents) with mode 0700 and checks it
+/// ([`check_dir`]); an existing directory keeps its mode.
 pub(crate) fn ensure_dir(dir: &Path) -> Result<(), NamedError> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(io_err(format!("creating {}", dir.display())))
+        .map_err(io_err(format!("creating {}", dir.display())))?;
+    check_dir(dir)
 }
 
 fn to_json(state: &LabState) -> Result<Vec<u8>, NamedError> {
@@ -174,7 +201,7 @@ fn to_json(state: &LabState) -> Result<Vec<u8>, NamedError> {
 /// Creates the state file; fails with [`NamedError::Exists`] if it is there already (the
 /// file is the lock that keeps two `up` of one name apart).
 pub(crate) fn create(path: &Path, state: &LabState) -> Result<(), NamedError> {
-    let mut f = match OpenOptions::new().write(true).create_new(true).open(path) {
+    let mut f = match wirebench_sys::safefile::create_new(path, 0o600) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             return Err(NamedError::Exists {
@@ -189,17 +216,8 @@ pub(crate) fn create(path: &Path, state: &LabState) -> Result<(), NamedError> {
 
 /// Replaces the state file atomically (write a temporary file, then rename it over).
 pub(crate) fn write(path: &Path, state: &LabState) -> Result<(), NamedError> {
-    let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-    let res = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(&to_json(state).map_err(io::Error::other)?)?;
-        f.sync_data()?;
-        fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    res.map_err(io_err(format!("writing {}", path.display())))
+    wirebench_sys::safefile::write_atomically(path, &to_json(state)?)
+        .map_err(io_err(format!("writing {}", path.display())))
 }
 
 /// Reads a state file; `Ok(None)` if there is none.

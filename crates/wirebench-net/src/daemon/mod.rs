@@ -120,6 +120,15 @@ pub struct ServerConfig {
     /// when a spec asking for a profile gets a typed refusal in the server's report and the
     /// test runs without it.
     pub allow_profile: bool,
+    /// Profile for peers that did not authenticate, too (the embedded server; a study's
+    /// daemon, which only root can reach inside its namespace). Off by default: a profile
+    /// shows the whole host, so only authenticated clients get one.
+    pub profile_unauthenticated: bool,
+    /// Profiles taken at once; a test asking for one beyond it runs unprofiled at this end.
+    pub max_profiles: u32,
+    /// Highest sampling frequency a client may ask for, Hz per CPU; a higher request is
+    /// sampled at this frequency (the report's `freq_hz` says which).
+    pub max_profile_hz: u32,
 }
 
 impl ServerConfig {
@@ -141,9 +150,15 @@ impl ServerConfig {
             keys: None,
             server_identity: wirebench_sys::host::hostname().unwrap_or_else(|_| "wirebench".into()),
             allow_profile: false,
+            profile_unauthenticated: false,
+            max_profiles: 1,
+            max_profile_hz: DEFAULT_MAX_PROFILE_HZ,
         }
     }
 }
+
+/// `serve --max-profile-hz` by default: the client's default `--profile-hz`.
+pub const DEFAULT_MAX_PROFILE_HZ: u32 = 4000;
 
 /// Room for one largest test (every data connection of a bidirectional test at
 /// `max_flows`, plus its control connection) and a few more.
@@ -172,6 +187,8 @@ struct State {
     log_limiter: Mutex<LogLimiter>,
     shutdown: AtomicBool,
     evicted: AtomicU64,
+    /// Profiles being taken now (at most `cfg.max_profiles`).
+    profiles: AtomicU32,
 }
 
 /// A bound daemon, ready to [`Daemon::run`].
@@ -251,6 +268,7 @@ impl Daemon {
                 log_limiter: Mutex::new(LogLimiter::new()),
                 shutdown: AtomicBool::new(false),
                 evicted: AtomicU64::new(0),
+                profiles: AtomicU32::new(0),
             }),
         })
     }

@@ -18,7 +18,7 @@
 //! written is kept whole, within the same byte bound.
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -171,11 +171,7 @@ impl RecordLog {
             Ok(m) if !m.is_file() => return Err(not_regular(path)),
             Ok(_) | Err(_) => {}
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)?;
+        let mut file = wirebench_sys::safefile::open_append(path, true)?;
         let len = file.metadata()?.len();
         let whole = last_newline_end(&mut file, len)?;
         if whole < len {
@@ -185,7 +181,7 @@ impl RecordLog {
             file.read_exact(&mut torn)?;
             let mut aside = path.as_os_str().to_owned();
             aside.push(".torn");
-            let mut t = OpenOptions::new().create(true).append(true).open(&aside)?;
+            let mut t = wirebench_sys::safefile::open_append(Path::new(&aside), false)?;
             t.write_all(&torn)?;
             t.write_all(b"\n")?;
             file.set_len(whole)?;
@@ -210,11 +206,7 @@ impl RecordLog {
         let mut old = self.path.clone().into_os_string();
         old.push(".1");
         std::fs::rename(&self.path, &old)?;
-        self.file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)?;
+        self.file = wirebench_sys::safefile::open_append(&self.path, true)?;
         self.bytes = 0;
         Ok(())
     }

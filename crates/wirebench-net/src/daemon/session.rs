@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -60,6 +60,46 @@ struct TestState<'a> {
     /// This end's profile, prepared once the data connections are in, until the engine
     /// takes it.
     profile: Option<WindowProfile>,
+    /// This test's share of the daemon's profile cap, held until the session ends.
+    profile_slot: Option<ProfileSlot<'a>>,
+}
+
+/// One of the daemon's `max_profiles` slots; released when dropped.
+struct ProfileSlot<'a>(&'a AtomicU32);
+
+impl Drop for ProfileSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether this peer's test may be profiled, and the slot it takes: only with
+/// `--allow-profile`, for an authenticated peer (or any, with `profile_unauthenticated`),
+/// within `max_profiles`. The refusal is logged with its reason.
+fn profile_slot<'a>(state: &'a State, authenticated: bool) -> Option<ProfileSlot<'a>> {
+    if !state.cfg.allow_profile {
+        return None;
+    }
+    if !authenticated && !state.cfg.profile_unauthenticated {
+        tracing::info!("profile refused: the peer did not authenticate");
+        return None;
+    }
+    let cap = state.cfg.max_profiles;
+    let taken = state
+        .profiles
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n < cap).then_some(n + 1)
+        });
+    match taken {
+        Ok(_) => Some(ProfileSlot(&state.profiles)),
+        Err(_) => {
+            tracing::info!(
+                max_profiles = cap,
+                "profile refused: as many profiles run already"
+            );
+            None
+        }
+    }
 }
 
 pub(super) fn control_session(
@@ -98,6 +138,7 @@ pub(super) fn control_session(
         local_abort: None,
         peer,
         profile: None,
+        profile_slot: None,
     };
     let result = drive(&mut conn, &mut sess, &mut ts, state);
     let failure = result.as_ref().err().map(NetError::abort_reason);
@@ -240,7 +281,16 @@ fn drive<'a>(
         if sess.phase() == Phase::AwaitData && collect_data(ts, state)? {
             if let Some(spec) = ts.spec.as_ref() {
                 let pinned = spec.common.server_cpu.map(|c| c as usize);
-                ts.profile = crate::end::prepare_profile(spec, pinned, state.cfg.allow_profile);
+                if spec.common.profile_hz.is_some() {
+                    ts.profile_slot = profile_slot(state, sess.identity().is_some());
+                }
+                let mut spec = spec.clone();
+                // The rate a client may ask for is capped (the report's freq_hz says it).
+                spec.common.profile_hz = spec
+                    .common
+                    .profile_hz
+                    .map(|hz| hz.min(state.cfg.max_profile_hz.max(1)));
+                ts.profile = crate::end::prepare_profile(&spec, pinned, ts.profile_slot.is_some());
             }
             let acts = sess.data_ready(Instant::now());
             if execute(conn, sess, ts, state, acts)? {

@@ -4,7 +4,7 @@
 //! appended to `results.jsonl` and `points.csv` as they complete; the manifest is rewritten
 //! after every cell.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -60,9 +60,7 @@ impl Shared {
         }
         write_atomically(&dir.join("results.jsonl"), text.as_bytes())
             .map_err(std::io::Error::other)?;
-        let jsonl = OpenOptions::new()
-            .append(true)
-            .open(dir.join("results.jsonl"))?;
+        let jsonl = wirebench_sys::safefile::open_append(&dir.join("results.jsonl"), false)?;
         let bar = (human && std::io::IsTerminal::is_terminal(&std::io::stdout())).then(|| {
             let b = ProgressBar::new(total);
             if let Ok(style) = ProgressStyle::with_template(
@@ -179,34 +177,58 @@ impl Observer for CellObserver<'_> {
     }
 }
 
+/// Why a cell's daemon did not start.
+enum StartError {
+    /// The program did not run (spawn failed, or it exited before listening).
+    CannotRun(String),
+    /// Anything else (a slow start, a missing namespace).
+    Other(String),
+}
+
 /// A daemon started inside a cell's server namespace; killed when dropped.
 struct Daemon {
     child: Child,
 }
 
 impl Daemon {
-    fn start(mgr: &LabManager, lab: &str, log: &Path) -> Result<Daemon, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    /// Starts the daemon and waits until it accepts connections; the error says whether
+    /// the program could not run at all (`true`: no later cell can start one either).
+    fn start(mgr: &LabManager, lab: &str, log: &Path) -> Result<Daemon, (String, bool)> {
+        Self::start_inner(mgr, lab, log).map_err(|e| match e {
+            StartError::Other(m) => (m, false),
+            StartError::CannotRun(m) => (m, true),
+        })
+    }
+
+    fn start_inner(mgr: &LabManager, lab: &str, log: &Path) -> Result<Daemon, StartError> {
+        // This process' executable as the kernel holds it: runs even if the file was
+        // replaced or deleted since the study started (a package upgrade).
+        let exe = wirebench_lab::named::self_exe();
         let mut cmd = mgr
             .command(lab, Endpoint::Server, &exe.display().to_string())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| StartError::Other(e.to_string()))?;
         cmd.args([
             "serve",
             "--bind",
             Endpoint::Server.ipv4(),
             "--allow-unauthenticated",
-            // A study's tests may ask for --profile; the daemon is the study's own.
+            // A study's tests may ask for --profile; the daemon is the study's own, and only
+            // root can reach it inside the cell's namespace.
             "--allow-profile",
+            "--allow-profile-unauthenticated",
         ]);
-        let out = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let out = wirebench_sys::safefile::create_log(log)
+            .map_err(|e| StartError::Other(e.to_string()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| StartError::Other(e.to_string()))?;
         // Marks the daemon as this study's (tests find leftovers by it).
         cmd.env("WIREBENCH_STUDY", lab);
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         wirebench_sys::process::kill_with_parent(&mut cmd);
         let child = cmd
             .spawn()
-            .map_err(|e| format!("cannot start the daemon: {e}"))?;
+            .map_err(|e| StartError::CannotRun(format!("cannot start the daemon: {e}")))?;
         let mut d = Daemon { child };
         let addr: SocketAddr = format!(
             "{}:{}",
@@ -214,15 +236,15 @@ impl Daemon {
             wirebench_net::DEFAULT_PORT
         )
         .parse()
-        .map_err(|e| format!("{e}"))?;
+        .map_err(|e| StartError::Other(format!("{e}")))?;
         let client_ns = Endpoint::Client.ns(lab);
         let deadline = Instant::now() + DAEMON_READY;
         loop {
             if let Ok(Some(status)) = d.child.try_wait() {
-                return Err(format!(
+                return Err(StartError::CannotRun(format!(
                     "the daemon exited ({status}); see {}",
                     log.display()
-                ));
+                )));
             }
             let ok = wirebench_sys::netns::run_in(&client_ns, || {
                 TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
@@ -233,10 +255,10 @@ impl Daemon {
             }
             if Instant::now() >= deadline {
                 d.stop();
-                return Err(format!(
+                return Err(StartError::Other(format!(
                     "the daemon did not accept connections within {DAEMON_READY:?}; see {}",
                     log.display()
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -326,6 +348,9 @@ pub struct Runner<'a> {
     pub manifest: StudyManifest,
     /// Points and files.
     pub shared: Shared,
+    /// Set when a cell's daemon could not start at all (this program cannot be run again):
+    /// every later cell would fail the same way, so the study stops.
+    pub cannot_start: bool,
 }
 
 impl Runner<'_> {
@@ -354,6 +379,14 @@ impl Runner<'_> {
             let rec = self.run_cell(&self.plan.cells[i]);
             self.manifest.cells[i] = rec;
             self.write_manifest();
+            if self.cannot_start {
+                self.shared.say(&format!(
+                    "stopping the study: cell {i}'s daemon could not start ({}); every later \
+                     cell would fail the same way",
+                    self.manifest.cells[i].error.as_deref().unwrap_or("")
+                ));
+                return false;
+            }
             if self.interrupted() {
                 return false;
             }
@@ -386,9 +419,10 @@ impl Runner<'_> {
         let log = cell_dir.join(format!("{:04}-daemon.log", cell.index));
         let daemon = match Daemon::start(&self.mgr, lab.name(), &log) {
             Ok(d) => d,
-            Err(e) => {
+            Err((e, fatal)) => {
                 rec.status = StudyStatus::Failed;
                 rec.error = Some(e);
+                self.cannot_start = fatal;
                 let _ = lab.down();
                 return rec;
             }
@@ -460,6 +494,14 @@ impl Runner<'_> {
                 return (StudyStatus::Failed, 0, 0.0);
             }
         };
+        if let Some(e) = previous
+            .as_ref()
+            .and_then(|p| crate::sweep::check_previous(p, &plan, &abs).err())
+        {
+            self.shared
+                .say(&format!("cell {}: {}: {e}", cell.index, entry.label));
+            return (StudyStatus::Failed, 0, 0.0);
+        }
         if let Err(e) = std::fs::create_dir_all(abs.join("points")) {
             self.shared
                 .say(&format!("cell {}: {}: {e}", cell.index, abs.display()));

@@ -646,14 +646,12 @@ fn tests(
                 format!("two tests labelled {label:?}"),
             ));
         }
-        for a in &t.args {
-            if ["-H", "--host", "-o", "--json", "--csv", "-p", "--port"].contains(&a.as_str()) {
-                return Err(cx.err(
-                    t.command.span(),
-                    "test.args",
-                    format!("{a} is set by the study"),
-                ));
-            }
+        if let Some(flag) = study_owned_flag(&command, &t.args) {
+            return Err(cx.err(
+                t.command.span(),
+                "test.args",
+                format!("{flag} is set by the study"),
+            ));
         }
         let mut factors = Vec::new();
         for (k, v) in &t.factors {
@@ -739,4 +737,54 @@ fn selector(cx: &Ctx<'_>, t: &Table, key: &str) -> Result<Vec<Level>, FileError>
         out.push(Level { factor, value });
     }
     Ok(out)
+}
+
+/// The flag among `args` that the study sets itself (server, port, output, output format),
+/// in any spelling the command line accepts (`-o F`, `-oF`, `--output=F`, `-4oF`): read by
+/// parsing the test's command line; if it does not parse, by the flags' spellings.
+fn study_owned_flag(command: &str, args: &[String]) -> Option<&'static str> {
+    use crate::cli::{Cli, Command};
+    use clap::Parser as _;
+    let full = ["wirebench", command]
+        .into_iter()
+        .map(String::from)
+        .chain(args.iter().cloned());
+    if let Ok(cli) = Cli::try_parse_from(full) {
+        let c = match cli.command {
+            Command::Stream(a) => a.c,
+            Command::Rr(a) => a.c,
+            Command::Crr(a) => a.c,
+            Command::Udp(a) => a.c,
+            _ => return None,
+        };
+        return [
+            (c.host.is_some(), "-H/--host"),
+            (c.port.is_some(), "-p/--port"),
+            (c.output.is_some(), "-o/--output"),
+            (c.json, "--json"),
+            (c.json_stream, "--json-stream"),
+            (c.csv, "--csv"),
+        ]
+        .into_iter()
+        .find_map(|(set, flag)| set.then_some(flag));
+    }
+    args.iter().find_map(|a| {
+        let long = a.split('=').next().unwrap_or(a);
+        match long {
+            "--host" => return Some("-H/--host"),
+            "--port" => return Some("-p/--port"),
+            "--output" => return Some("-o/--output"),
+            "--json" => return Some("--json"),
+            "--json-stream" => return Some("--json-stream"),
+            "--csv" => return Some("--csv"),
+            _ => {}
+        }
+        let short = a.strip_prefix('-').filter(|r| !r.starts_with('-'))?;
+        match short.chars().next()? {
+            'H' => Some("-H/--host"),
+            'p' => Some("-p/--port"),
+            'o' => Some("-o/--output"),
+            _ => None,
+        }
+    })
 }

@@ -66,6 +66,9 @@ pub struct RunArgs {
     /// Continue the study in DIR: measure only the points it lacks.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Replace a study already in the output directory (its manifest, results and cells).
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
     /// Check the file and print the plan (cells, points, estimated time); build nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -146,6 +149,20 @@ fn measured_points(dir: &Path, plan: &StudyPlan) -> Vec<StudyPoint> {
     out
 }
 
+/// Removes a study's files from `dir` (`study run --force`).
+fn clear_study(dir: &Path) -> std::io::Result<()> {
+    for f in ["manifest.json", "results.jsonl", "points.csv"] {
+        match std::fs::remove_file(dir.join(f)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    match std::fs::remove_dir_all(dir.join("cells")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 fn usage(msg: &str) -> i32 {
     eprintln!("wirebench study: {msg}");
     EXIT_USAGE
@@ -194,11 +211,17 @@ fn run_study(a: RunArgs) -> i32 {
         return EXIT_FAILED;
     }
     if previous.is_none() && dir.join("manifest.json").exists() {
-        return usage(&format!(
-            "{} already holds a study; `wirebench study run --resume {}` continues it",
-            dir.display(),
-            dir.display()
-        ));
+        if !a.force {
+            return usage(&format!(
+                "{} already holds a study; `wirebench study run --resume {}` continues it, \
+                 --force replaces it",
+                dir.display(),
+                dir.display()
+            ));
+        }
+        if let Err(e) = clear_study(&dir) {
+            return usage(&format!("{}: {e}", dir.display()));
+        }
     }
     if let Err(e) = std::fs::create_dir_all(dir.join("cells")) {
         return usage(&format!("{}: {e}", dir.display()));
@@ -230,6 +253,7 @@ fn run_study(a: RunArgs) -> i32 {
         interrupt,
         manifest,
         shared,
+        cannot_start: false,
     };
     r.write_manifest();
     let finished = r.run();

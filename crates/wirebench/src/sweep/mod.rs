@@ -390,6 +390,55 @@ pub fn load_previous(dir: &Path) -> Result<SweepResult, String> {
     Ok(doc)
 }
 
+/// Whether `dir` holds a sweep's files (`sweep.json`, or point files).
+pub fn holds_sweep(dir: &Path) -> bool {
+    dir.join("sweep.json").exists()
+        || std::fs::read_dir(dir.join("points")).is_ok_and(|mut d| d.next().is_some())
+}
+
+/// Removes a sweep's files from `dir` (`--force`): `sweep.json`, `points.csv` and the point
+/// files, so that none of them can be read as part of the new sweep.
+pub fn clear_sweep(dir: &Path) -> std::io::Result<()> {
+    for f in ["sweep.json", "points.csv"] {
+        match std::fs::remove_file(dir.join(f)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    match std::fs::remove_dir_all(dir.join("points")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Checks that a resumed sweep's points belong to it: each point's settings are in the
+/// grid its recorded command plans, and it was measured after the sweep started (a point
+/// file left by an earlier sweep in the directory is not adopted).
+pub fn check_previous(prev: &SweepResult, plan: &Plan, dir: &Path) -> Result<(), String> {
+    for p in &prev.points {
+        let file = || dir.join("points").join(format!("{:04}.json", p.index));
+        if !plan.points.iter().any(|g| g.settings == p.settings) {
+            return Err(format!(
+                "--resume {}: point {} ({}) has settings that are not in the recorded grid; \
+                 the directory mixes sweeps (start afresh with -o DIR --force)",
+                dir.display(),
+                p.index,
+                file().display()
+            ));
+        }
+        if p.result.started_unix_ms < prev.started_unix_ms {
+            return Err(format!(
+                "--resume {}: point {} ({}) was measured before this sweep started; the \
+                 directory mixes sweeps (start afresh with -o DIR --force)",
+                dir.display(),
+                p.index,
+                file().display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The resume directory named by `--resume DIR`, and the other arguments.
 fn take_resume(args: &[String]) -> Result<(Option<PathBuf>, Vec<String>), String> {
     let mut rest = Vec::new();
@@ -471,6 +520,31 @@ pub fn run(test: &str, args: &[String]) -> i32 {
         Ok(p) => p,
         Err(e) => return refuse(json, &test, command, &e),
     };
+    match (&previous, &plan.options.out_dir) {
+        (Some(prev), Some(dir)) => {
+            if let Err(e) = check_previous(prev, &plan, dir) {
+                return refuse(json, &test, command, &e);
+            }
+        }
+        (None, Some(dir)) if holds_sweep(dir) => {
+            if !plan.options.force {
+                return refuse(
+                    json,
+                    &test,
+                    command,
+                    &format!(
+                        "-o {d}: it holds a sweep already; `wirebench sweep --resume {d}` \
+                         continues it, --force replaces it",
+                        d = dir.display()
+                    ),
+                );
+            }
+            if let Err(e) = clear_sweep(dir) {
+                return refuse(json, &test, command, &format!("-o {}: {e}", dir.display()));
+            }
+        }
+        _ => {}
+    }
     if let Some(dir) = &plan.options.out_dir {
         if let Err(e) = std::fs::create_dir_all(dir.join("points")) {
             return refuse(json, &test, command, &format!("-o {}: {e}", dir.display()));

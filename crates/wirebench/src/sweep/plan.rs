@@ -52,6 +52,8 @@ pub struct SweepOptions {
     pub csv: bool,
     /// Directory the sweep writes as points complete.
     pub out_dir: Option<std::path::PathBuf>,
+    /// Replace a sweep already in `out_dir` (`--force`) instead of refusing.
+    pub force: bool,
     /// Allow a grid without factors (one point): a study's test that varies only the
     /// testbed (`--single-point`, not in the help).
     pub single_point: bool,
@@ -71,6 +73,7 @@ impl Default for SweepOptions {
             json: false,
             csv: false,
             out_dir: None,
+            force: false,
             single_point: false,
         }
     }
@@ -188,6 +191,7 @@ fn split_args(args: &[String]) -> Result<Split, String> {
             "--no-remeasure" => o.remeasure = false,
             "--single-point" => o.single_point = true,
             "--yes" => o.yes = true,
+            "--force" => o.force = true,
             "--json" => o.json = true,
             "--csv" => o.csv = true,
             "-o" | "--output" => o.out_dir = Some(value(flag)?.into()),
