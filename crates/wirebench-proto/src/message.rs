@@ -34,8 +34,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// `idle_from_proc_stat` fields — a version 11 peer would refuse them; 13:
 /// `tcp.notsent_lowat_bytes` in the spec and `notsent_lowat_bytes` in a flow's socket facts
 /// — a version 12 peer would refuse them, where ignoring the spec's would leave the server's
-/// senders unlimited).
-pub const PROTOCOL_VERSION: u16 = 13;
+/// senders unlimited; 14: other processes' CPU time in a report's `cpu` —
+/// `other_processes_ns` and `other_processes` — and `common.admission_group` in the spec,
+/// which a version 13 peer would refuse).
+pub const PROTOCOL_VERSION: u16 = 14;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
