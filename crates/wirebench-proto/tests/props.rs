@@ -70,6 +70,7 @@ fn common() -> impl Strategy<Value = CommonSpec> {
                     fq_rate_bps,
                     dont_fragment,
                     profile_hz: None,
+                    admission_group: None,
                 }
             },
         )

@@ -217,6 +217,7 @@ fn common_with(
         fq_rate_bps: c.fq_rate,
         dont_fragment: c.dont_fragment,
         profile_hz: c.profile_hz.or(c.profile.then_some(DEFAULT_PROFILE_HZ)),
+        admission_group: None,
     })
 }
 
