@@ -1,9 +1,13 @@
 //! CPU snapshots taken at the edges of a measurement window.
 //!
-//! Two sources: `/proc/stat` (the whole machine, per CPU) and `/proc/self/task/<tid>/stat`
-//! for each of the engine's own data threads (what wirebench itself spent).
+//! Three sources: `/proc/stat` (the whole machine, per CPU), `/proc/self/task/<tid>/stat`
+//! for each of the engine's own data threads (what wirebench itself spent), and
+//! `/proc/<pid>/stat` of every other process (who else kept the machine busy; processes
+//! named `wirebench` — this one, a daemon or a peer on the same kernel — are left out).
 
-use wirebench_model::side::{CpuReport, Span};
+use std::collections::HashMap;
+
+use wirebench_model::side::{CpuReport, ProcessCpu, Span, TOP_OTHER_PROCESSES};
 use wirebench_model::warning::CpuUnmeasured;
 use wirebench_stats::cpu::{parse_proc_stat, system_utilization, ProcStat};
 use wirebench_sys::thread::{thread_cpu_times, CpuTimes};
@@ -17,6 +21,76 @@ pub struct CpuSnapshot {
     pub system: Option<ProcStat>,
     /// Sum over the given threads.
     pub threads: CpuTimes,
+    /// Every other process's CPU time so far: pid → (name, clock ticks), if `/proc` could
+    /// be listed.
+    pub others: Option<HashMap<u32, (String, u64)>>,
+}
+
+/// `/proc` clock ticks per second (`USER_HZ`, fixed at 100 for `/proc` by Linux).
+const TICK_NS: u64 = 10_000_000;
+
+/// The name wirebench's own processes have (`/proc/PID/comm`), left out of the other
+/// processes.
+const OWN_COMM: &str = "wirebench";
+
+/// Every process's CPU time so far but this one's and other wirebench processes': pid →
+/// (name, user + system clock ticks). A process that exits between the listing and the read
+/// is skipped.
+fn other_processes() -> Option<HashMap<u32, (String, u64)>> {
+    let me = std::process::id();
+    let mut out = HashMap::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some((comm, ticks)) = parse_pid_stat(&stat).filter(|(c, _)| c != OWN_COMM) {
+            out.insert(pid, (comm, ticks));
+        }
+    }
+    Some(out)
+}
+
+/// `/proc/PID/stat`'s name (between the first `(` and the last `)`) and utime + stime.
+fn parse_pid_stat(stat: &str) -> Option<(String, u64)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let mut f = stat.get(close + 2..)?.split_whitespace();
+    // Fields 14 and 15 of the file (utime, stime) are the 12th and 13th after the name.
+    let utime: u64 = f.nth(11)?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some((comm, utime + stime))
+}
+
+/// Other processes' CPU time between two scans: (total ns, the busiest few). A process
+/// that started inside the window counts all its time; one that ended inside it is lost
+/// (its time went to its parent, which may be counted when it waited for it).
+fn other_delta(
+    before: &HashMap<u32, (String, u64)>,
+    after: &HashMap<u32, (String, u64)>,
+) -> (u64, Vec<ProcessCpu>) {
+    let mut all: Vec<ProcessCpu> = after
+        .iter()
+        .map(|(pid, (comm, t))| {
+            let t0 = before.get(pid).map_or(0, |(_, t0)| *t0);
+            ProcessCpu {
+                pid: *pid,
+                comm: comm.clone(),
+                cpu_ns: t.saturating_sub(t0).saturating_mul(TICK_NS),
+            }
+        })
+        .filter(|p| p.cpu_ns > 0)
+        .collect();
+    let total = all.iter().map(|p| p.cpu_ns).sum();
+    all.sort_unstable_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.pid.cmp(&b.pid)));
+    all.truncate(TOP_OTHER_PROCESSES);
+    (total, all)
 }
 
 impl CpuSnapshot {
@@ -53,6 +127,7 @@ impl CpuSnapshot {
             at_ns,
             system,
             threads,
+            others: other_processes(),
         }
     }
 }
@@ -83,6 +158,11 @@ pub fn report(
     let system = system_utilization(b, a).map_err(|e| CpuUnmeasured::Incomparable {
         detail: e.to_string(),
     })?;
+    let others = before
+        .others
+        .as_ref()
+        .zip(after.others.as_ref())
+        .map(|(b, a)| other_delta(b, a));
     Ok(CpuReport {
         window: Span {
             start_ns: before.at_ns,
@@ -100,6 +180,8 @@ pub fn report(
             .zip(before.threads.run_delay_ns)
             .map(|(a, b)| a.saturating_sub(b)),
         cpus_used,
+        other_processes_ns: others.as_ref().map(|o| o.0),
+        other_processes: others.map(|o| o.1).unwrap_or_default(),
     })
 }
 
@@ -130,6 +212,33 @@ mod tests {
         assert_eq!(pick_times(Some(partial), || None), Some(partial));
         assert_eq!(pick_times(None, || Some(left)), Some(left));
         assert_eq!(pick_times(None, || None), None);
+    }
+
+    /// A process's name may hold spaces and parentheses; its times are the 14th and 15th
+    /// fields after it.
+    #[test]
+    fn a_process_stat_line_is_parsed_whatever_its_name() {
+        let line = "42 (a b) c) R 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20";
+        assert_eq!(parse_pid_stat(line), Some(("a b) c".to_string(), 280)));
+        assert_eq!(parse_pid_stat("42 (x) R 1"), None);
+    }
+
+    /// The busiest other processes come first; a process that started in the window counts
+    /// all its time, one idle over it none.
+    #[test]
+    fn other_processes_are_ranked_by_their_time_in_the_window() {
+        let m = |v: &[(u32, &str, u64)]| -> HashMap<u32, (String, u64)> {
+            v.iter()
+                .map(|(p, c, t)| (*p, (c.to_string(), *t)))
+                .collect()
+        };
+        let before = m(&[(1, "idle", 5), (2, "hog", 100), (3, "gone", 7)]);
+        let after = m(&[(1, "idle", 5), (2, "hog", 300), (4, "new", 50), (5, "b", 1)]);
+        let (total, top) = other_delta(&before, &after);
+        assert_eq!(total, 251 * TICK_NS);
+        let names: Vec<&str> = top.iter().map(|p| p.comm.as_str()).collect();
+        assert_eq!(names, ["hog", "new", "b"]);
+        assert_eq!(top[0].cpu_ns, 200 * TICK_NS);
     }
 
     /// A thread of this process that is alive: its times are read, run-queue wait included

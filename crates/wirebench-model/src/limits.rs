@@ -58,6 +58,10 @@ pub struct LimitsResult {
     /// The 1-minute load average when the measurement started (`/proc/loadavg`): other
     /// work competing for the CPUs lowers the figures and widens their spreads.
     pub load_average_1m: Option<f64>,
+    /// How busy the machine was with other work during the measurement (absent in documents
+    /// from before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LimitsLoad>,
     /// Measured with `--quick` (fewer sizes, fewer and shorter batches).
     pub quick: bool,
     /// Copy and checksum bandwidth per buffer size, ascending.
@@ -73,6 +77,67 @@ pub struct LimitsResult {
     pub transfer: Option<CrossCpuTransfer>,
     /// What could not be measured, and why.
     pub notes: Vec<LimitsNote>,
+    /// Memory figures that stayed implausible after they were measured again (a copy
+    /// bandwidth far below the next larger buffer size's), with their likely cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub implausible: Vec<Implausible>,
+}
+
+/// How busy the machine was with other work while `wirebench limits` measured it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LimitsLoad {
+    /// The 1-minute load average when the measurement ended (`/proc/loadavg`).
+    pub load_average_1m_end: Option<f64>,
+    /// Other processes' CPU time during the measurement (all CPUs' busy time from
+    /// `/proc/stat` less this process's own), percent of all CPUs together.
+    pub other_busy_pct: f64,
+    /// Other work held at least [`BUSY_OTHER_PCT`] % of the CPUs: the figures are likely low,
+    /// and the document is cached marked so.
+    pub busy: bool,
+}
+
+/// Other processes' share of the CPUs from which a measurement of the limits is marked busy,
+/// percent: a quarter of a 2-CPU machine is half a CPU, time the probes' pinned threads
+/// share.
+pub const BUSY_OTHER_PCT: f64 = 25.0;
+
+/// A figure of a memory row that did not fit the rest of the table after it was measured
+/// again: what it was, and the likely cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Implausible {
+    /// The buffer size of the row.
+    pub buffer_bytes: u64,
+    /// Which figure.
+    pub figure: MemoryFigure,
+    /// The figure, bytes per second (the median).
+    pub bytes_per_s: f64,
+    /// The figure it was compared with: the larger buffer size's, bytes per second.
+    pub larger_buffer_bytes_per_s: f64,
+    /// The likely cause.
+    pub cause: ImplausibleCause,
+}
+
+/// A figure of a [`MemoryRow`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryFigure {
+    /// `copy_one_thread_bytes_per_s`.
+    CopyOneThread,
+    /// `copy_all_threads_bytes_per_s`.
+    CopyAllThreads,
+    /// `checksum_bytes_per_s`.
+    Checksum,
+}
+
+/// Why a figure is likely implausible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ImplausibleCause {
+    /// Other work shared the CPUs during the measurement ([`LimitsLoad::busy`]).
+    Contention,
+    /// The machine was quiet: the buffers' placement in memory (cache-set or page
+    /// aliasing between source and destination) is the likely cause.
+    Placement,
 }
 
 /// Bandwidth figures at one buffer size; a figure is `None` when it was not measured (a

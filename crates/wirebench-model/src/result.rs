@@ -554,6 +554,13 @@ pub struct EndCpu {
     /// included). Absent when not measured (or from a peer before protocol version 11).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads_run_delay_ns: Option<u64>,
+    /// Every other process than wirebench's: CPU time over the window, percent of one CPU
+    /// (absent when not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_util_pct_of_one_cpu: Option<f64>,
+    /// The busiest of those processes, most CPU time first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_processes: Vec<crate::side::ProcessCpu>,
     /// The busiest of the CPUs this end's data threads could run on (every CPU when
     /// `cpus_used` is empty): its number. Absent in results recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]

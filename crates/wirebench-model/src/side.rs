@@ -388,6 +388,30 @@ pub struct CpuReport {
     /// The CPUs this end's data threads were allowed to run on (pinned or the affinity
     /// mask), in ascending order; empty when unknown.
     pub cpus_used: Vec<u32>,
+    /// Every process but wirebench's own (`/proc/PID/stat` at both edges of the window,
+    /// processes named `wirebench` left out): their CPU time over the window, summed, ns.
+    /// Absent when not measured (or from a peer before protocol version 14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_processes_ns: Option<u64>,
+    /// The busiest of those processes, most CPU time first (at most
+    /// [`TOP_OTHER_PROCESSES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_processes: Vec<ProcessCpu>,
+}
+
+/// How many of the busiest other processes a [`CpuReport`] names.
+pub const TOP_OTHER_PROCESSES: usize = 3;
+
+/// One process's CPU time over a window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessCpu {
+    /// Process id.
+    pub pid: u32,
+    /// Its name (`/proc/PID/comm`; escape it before printing: any process can choose it).
+    pub comm: String,
+    /// User + system time over the window, ns (clock ticks of 10 ms).
+    pub cpu_ns: u64,
 }
 
 /// The host and stack a measurement was taken on.

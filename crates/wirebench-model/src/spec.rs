@@ -181,6 +181,10 @@ pub enum CloseMode {
     Abortive,
 }
 
+/// How many tests one admission group ([`CommonSpec::admission_group`]) may hold: the load
+/// and the measured test of `rr --under-load`.
+pub const ADMISSION_GROUP_TESTS: u32 = 2;
+
 /// Settings every workload shares. Durations in milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -220,6 +224,12 @@ pub struct CommonSpec {
     /// (`SideReport::buffer_offset_bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_offset_bytes: Option<u32>,
+    /// Tests of one client that run at once as one measurement (`rr --under-load`: the load
+    /// and the measured test) share this random id: a server counts the group as one test
+    /// against its per-peer cap. A group has at most [`ADMISSION_GROUP_TESTS`] tests, and
+    /// their flows together stay within the server's `max_flows`. `None`: a test of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_group: Option<u64>,
 }
 
 impl Default for CommonSpec {
@@ -238,6 +248,7 @@ impl Default for CommonSpec {
             dont_fragment: false,
             profile_hz: None,
             buffer_offset_bytes: None,
+            admission_group: None,
         }
     }
 }

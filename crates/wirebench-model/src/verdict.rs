@@ -47,6 +47,17 @@ pub enum Limiter {
         /// the rest of the run.
         #[serde(default)]
         rcvbuf_autotuned: bool,
+        /// The bandwidth-delay product the path needed at this rate: the receivers'
+        /// throughput × the senders' median smoothed round trip, bytes (absent without the
+        /// senders' round trips).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bdp_bytes: Option<u64>,
+        /// The receive buffer held many times that product (`rcvbuf_bytes` ≥ 4 × `bdp_bytes`):
+        /// a larger buffer cannot help; the window was full because the reader fell behind
+        /// (too slow per byte, or starved of CPU: on loopback, where the round trip is
+        /// microseconds, this is what a full window means).
+        #[serde(default)]
+        reader_behind: bool,
     },
     /// The senders were limited by their own send buffer for this share of their busy
     /// time (`tcpi_sndbuf_limited`).
@@ -98,6 +109,40 @@ pub enum Limiter {
         allowed_per_s: f64,
         /// Transactions/s measured.
         measured_per_s: f64,
+    },
+    /// The path between the ends: the senders were held back by neither window, buffer nor
+    /// CPU, and their smoothed round trip rose above its minimum (TCP_INFO): a queue formed
+    /// at a bottleneck on the path (a slower link, a shaper), so the path delivered what it
+    /// could carry.
+    Path {
+        /// Direction.
+        dir: FlowDir,
+        /// The rate the path delivered, payload bits per second read by the receivers: the
+        /// estimate of the bottleneck's rate.
+        throughput_bps: f64,
+        /// The senders' smallest minimum round trip (`tcpi_min_rtt`), nanoseconds: the path
+        /// without a queue.
+        min_rtt_ns: u64,
+        /// The senders' median smoothed round trip over the window (`tcpi_rtt` at each
+        /// interval end), nanoseconds: the path with the queue.
+        srtt_ns: u64,
+    },
+    /// The CPU the test's threads needed was held by other processes: the test's own threads
+    /// used little of it, waited on its run queue, and other processes kept it busy. The
+    /// host was busy, the test was not CPU-bound.
+    BusyHost {
+        /// The end whose threads waited (`None`: both, or it cannot be told).
+        host: Option<HostRole>,
+        /// The busiest CPU those threads could run on.
+        cpu: u32,
+        /// Its busy time, percent of the window.
+        busy_pct: f64,
+        /// That end's data threads' CPU time, percent of one CPU.
+        threads_util_pct_of_one_cpu: f64,
+        /// That end's data threads' summed run-queue wait, percent of the window.
+        threads_run_delay_pct: f64,
+        /// Other processes' CPU time over the window, percent of one CPU.
+        other_util_pct_of_one_cpu: f64,
     },
     /// This machine's memory copy bandwidth (`wirebench limits`): the payload times the
     /// copies made of it on this machine reached most of the bandwidth measured at the
@@ -195,8 +240,46 @@ pub enum Evidence {
         copy_threads: u32,
         /// payload × copies / copy bandwidth × 100.
         copy_bandwidth_pct: f64,
-        /// At least the verdict's threshold: the copy bandwidth is the limit.
+        /// Between the verdict's thresholds: the copy bandwidth is the limit. A run above 100 %
+        /// of it shows the figure was measured low: never the limit.
         limiting: bool,
+        /// How the analysis read the run against the copy bandwidth (absent in older records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reading: Option<CeilingReading>,
+    },
+    /// When and under what load this machine's limits (`wirebench limits`, cached for this
+    /// boot) were measured: the figures the copy-bandwidth and loopback-ceiling evidence use.
+    LimitsMeasured {
+        /// When the measurement started, ISO 8601 UTC.
+        started_utc: String,
+        /// The 1-minute load average when it started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        load_average_1m: Option<f64>,
+        /// Other processes' CPU time during the measurement, percent of all CPUs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        other_busy_pct: Option<f64>,
+        /// The measurement was taken on a busy machine: its figures are likely low.
+        #[serde(default)]
+        busy: bool,
+    },
+    /// Other processes than wirebench's kept an end's host busy over the window.
+    OtherProcesses {
+        /// The end that measured it.
+        host: HostRole,
+        /// Their CPU time, percent of one CPU (summed over the processes).
+        util_pct_of_one_cpu: f64,
+        /// The busiest of them, most CPU time first.
+        top: Vec<crate::side::ProcessCpu>,
+    },
+    /// The senders' round trips: a rise of the smoothed round trip above its minimum is a
+    /// queue on the path.
+    RoundTrips {
+        /// Direction.
+        dir: FlowDir,
+        /// The senders' smallest minimum round trip (`tcpi_min_rtt`), nanoseconds.
+        min_rtt_ns: u64,
+        /// The senders' median smoothed round trip over the window, nanoseconds.
+        srtt_ns: u64,
     },
     /// The throughput against this machine's loopback TCP ceiling (`wirebench limits`),
     /// for runs whose ends share one kernel.
@@ -237,7 +320,8 @@ pub enum Evidence {
     },
 }
 
-/// How a run compares with this machine's loopback TCP ceiling ([`Evidence::LoopbackCeiling`]).
+/// How a run compares with one of this machine's limits ([`Evidence::LoopbackCeiling`],
+/// [`Evidence::CopyBandwidth`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CeilingReading {
@@ -245,8 +329,8 @@ pub enum CeilingReading {
     Reached,
     /// Below the band: the ceiling is not what held this run back.
     Below,
-    /// Above the band: the ceiling was measured low (under load, say) and should be measured
-    /// again (`wirebench limits --refresh`).
+    /// Above the limit (over 100 % of it): the figure was measured low (under load, say) and
+    /// should be measured again (`wirebench limits --refresh`); never the limit.
     MeasuredLow,
     /// The ceiling was measured under another congestion control than this run's.
     NotComparable,
@@ -286,6 +370,14 @@ pub enum Suggestion {
     /// A receiver that costs less per byte (`--recv-path discard|splice`, `--recv-size`,
     /// another CPU with `-A`): a busy receiver that falls behind closes the window.
     CheaperReceiver,
+    /// A quieter host, or CPUs of the test's own (`-A` away from the busy ones): other
+    /// processes held the CPUs the test waited for.
+    QuietHost,
+    /// `wirebench limits --refresh`: a cached limit the run exceeded was measured low.
+    RefreshLimits,
+    /// Look at the path's bottleneck (its links' rates, shapers, `tc -s qdisc`): the path
+    /// carried what it could.
+    PathBottleneck,
 }
 
 /// Evidence the verdict could not use.

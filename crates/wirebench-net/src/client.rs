@@ -263,6 +263,7 @@ fn connect_data(
             addr: server,
             source,
         })?;
+    sockopt::reassert_congestion(&sock, spec);
     let mut s: TcpStream = sock.into();
     s.set_write_timeout(Some(timeout))
         .map_err(NetError::io("configuring a data socket"))?;

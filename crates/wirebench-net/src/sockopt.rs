@@ -8,7 +8,8 @@ use crate::NetError;
 
 /// Apply window (SO_SNDBUF/SO_RCVBUF), congestion control, TCP_NODELAY, TCP_MAXSEG and
 /// TCP_NOTSENT_LOWAT to a TCP data socket (a UDP spec has only the window).
-/// Call before `connect` on the client so the window scale is chosen with the buffer in place.
+/// Call before `connect` on the client so the window scale is chosen with the buffer in place
+/// (then [`reassert_congestion`] after it), and after `accept` on the server.
 pub fn apply<F: AsFd>(sock: &F, spec: &TestSpec) -> Result<(), NetError> {
     let s = SockRef::from(sock);
     if let Some(w) = spec.common.window_bytes {
@@ -41,6 +42,31 @@ pub fn apply<F: AsFd>(sock: &F, spec: &TestSpec) -> Result<(), NetError> {
             .map_err(|e| NetError::SocketOption(format!("TCP_NOTSENT_LOWAT {l}: {e}")))?;
     }
     apply_ip(sock, spec)
+}
+
+/// Set the spec's congestion control (`-C`) again on a connected socket whose connection
+/// took another: a route's `congctl` replaces at `connect` the algorithm set before it
+/// (the kernel's `tcp_ca_dst_init`), so the client's sockets asked for reno would run the
+/// route's cubic. A kernel that refuses the change (a route's `congctl lock`, say) leaves
+/// the route's; that is logged here, and the result reports the mismatch per flow.
+pub fn reassert_congestion<F: AsFd>(sock: &F, spec: &TestSpec) {
+    let Some(cc) = spec.tcp().and_then(|t| t.congestion.as_deref()) else {
+        return;
+    };
+    match wirebench_sys::tcp::congestion(sock) {
+        Ok(now) if now == cc => {}
+        Ok(now) => {
+            if let Err(e) = wirebench_sys::tcp::set_congestion(sock, cc) {
+                tracing::warn!(
+                    "the connection's route chose congestion control '{}' and the kernel \
+                     refused '{}' after connect: {e}",
+                    wirebench_model::text::escape(&now),
+                    wirebench_model::text::escape(cc)
+                );
+            }
+        }
+        Err(e) => tracing::debug!("reading the congestion control after connect: {e}"),
+    }
 }
 
 /// The IP-level options of every data socket, TCP or UDP: type of service, the pacing cap

@@ -34,7 +34,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// `idle_from_proc_stat` fields — a version 11 peer would refuse them; 13:
 /// `tcp.notsent_lowat_bytes` in the spec and `notsent_lowat_bytes` in a flow's socket facts
 /// — a version 12 peer would refuse them, where ignoring the spec's would leave the server's
-/// senders unlimited).
+/// senders unlimited; 14: other processes' CPU time in a report's `cpu` —
+/// `other_processes_ns` and `other_processes` —, `common.admission_group` and
+/// `common.buffer_offset_bytes` in the spec and `buffer_offset_bytes` in a side report, which
+/// a version 13 peer would refuse).
 pub const PROTOCOL_VERSION: u16 = 14;
 
 /// Every control message.

@@ -160,6 +160,12 @@ pub fn full_side_report(host: HostRole) -> SideReport {
             threads_system_ns: 4_000_000_000,
             threads_run_delay_ns: Some(250_000_000),
             cpus_used: vec![0, 1],
+            other_processes_ns: Some(3_000_000_000),
+            other_processes: vec![wirebench_model::side::ProcessCpu {
+                pid: 4242,
+                comm: "cc1plus (\u{1b}[31m)".into(),
+                cpu_ns: 2_000_000_000,
+            }],
         }),
         env: Environment {
             software: "wirebench 0.1.0".into(),
@@ -443,6 +449,7 @@ pub fn full_spec() -> TestSpec {
             dont_fragment: true,
             profile_hz: Some(4000),
             buffer_offset_bytes: Some(64),
+            admission_group: Some(7),
         },
         workload: WorkloadSpec::Stream(StreamSpec {
             direction: Direction::Bidir,

@@ -76,6 +76,7 @@ fn common() -> impl Strategy<Value = CommonSpec> {
                     dont_fragment,
                     profile_hz: None,
                     buffer_offset_bytes,
+                    admission_group: None,
                 }
             },
         )

@@ -8,17 +8,29 @@
 //! else [`DEFAULT_STATE_DIR`]) as `limits-<boot id>.json`, written atomically; the next
 //! `wirebench limits` of the same boot prints it instead of measuring, unless `--refresh`.
 //! Stream tests read it (never measure it) to put their throughput in context
-//! ([`cached_for_this_boot`]).
+//! ([`cached_for_this_boot`]), and their verdicts say when and under what load it was
+//! measured.
+//!
+//! Each measurement records how busy other work kept the machine (`/proc/stat` less this
+//! process's own CPU time, [`LimitsLoad`]); one taken on a busy machine is cached marked
+//! so. A memory figure far below the next larger buffer size's (a smaller buffer sits in a
+//! nearer cache, so that cannot be the machine) is measured again, and one that stays so is
+//! kept flagged with its likely cause ([`Implausible`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wirebench_model::limits::{LimitsResult, LoopbackCeiling};
+use wirebench_model::limits::{
+    Implausible, ImplausibleCause, LimitsLoad, LimitsResult, LimitsSamples, LoopbackCeiling,
+    BUSY_OTHER_PCT,
+};
 use wirebench_model::spec::{TestSpec, WorkloadSpec};
 use wirebench_net::runner::{unix_ms, Quiet, Runner, RunnerConfig, Target};
-use wirebench_report::analyze::limits::{limits_result, loopback_ceiling, LimitsRun};
+use wirebench_report::analyze::limits::{
+    implausible_figures, limits_result, loopback_ceiling, memory_row, LimitsRun,
+};
 use wirebench_report::print::limits::{human, Provenance};
 
 use crate::cli::LimitsArgs;
@@ -85,10 +97,43 @@ fn loopback(duration: Duration, warmup: Duration) -> Result<LoopbackCeiling, Str
     loopback_ceiling(&runner.run(&spec, &mut Quiet))
 }
 
+/// The machine's CPU counters and this process's CPU time at one instant, to tell other
+/// processes' work from the measurement's own.
+struct LoadMark {
+    stat: Option<wirebench_stats::cpu::ProcStat>,
+    own_ns: Option<u64>,
+    at: Instant,
+}
+
+impl LoadMark {
+    fn now() -> LoadMark {
+        LoadMark {
+            stat: wirebench_sys::host::read_proc_stat()
+                .ok()
+                .and_then(|t| wirebench_stats::cpu::parse_proc_stat(&t).ok()),
+            own_ns: wirebench_sys::thread::process_cpu_times()
+                .ok()
+                .map(|t| t.user_ns + t.system_ns),
+            at: Instant::now(),
+        }
+    }
+
+    /// Other processes' share of all CPUs from `self` to `later`, percent: the machine's
+    /// busy time (`/proc/stat`) less this process's own CPU time.
+    fn other_busy_pct(&self, later: &LoadMark) -> Option<f64> {
+        let (b, a) = (self.stat.as_ref()?, later.stat.as_ref()?);
+        let u = wirebench_stats::cpu::system_utilization(b, a).ok()?;
+        let own_ns = later.own_ns?.saturating_sub(self.own_ns?) as f64;
+        let all_ns = later.at.duration_since(self.at).as_nanos() as f64 * f64::from(u.cpus);
+        (all_ns > 0.0).then(|| (u.total.busy_pct - own_ns / all_ns * 100.0).max(0.0))
+    }
+}
+
 /// Measure everything (with a progress bar on a terminal unless `json`).
 fn measure(quick: bool, json: bool) -> LimitsResult {
     let started = unix_ms();
     let t0 = Instant::now();
+    let mark = LoadMark::now();
     let load_average_1m = wirebench_sys::host::load_average_1m();
     let cpus = wirebench_sys::thread::current_thread_affinity()
         .ok()
@@ -101,21 +146,80 @@ fn measure(quick: bool, json: bool) -> LimitsResult {
     );
     let expected = Duration::from_secs(if quick { 3 } else { 8 });
     let bar = crate::progress::TimeBar::start(expected, !json, "measuring this machine's limits");
-    let samples = wirebench_engine::limits::measure(&plan, &mut |p| {
+    let mut samples = wirebench_engine::limits::measure(&plan, &mut |p| {
         tracing::debug!("limits: {p} probe");
     });
+    remeasure_implausible(&plan.memory, &mut samples);
     let (secs, warm) = if quick { (500, 100) } else { (1000, 250) };
     let ceiling = loopback(Duration::from_millis(secs), Duration::from_millis(warm));
     drop(bar);
+    let load = mark
+        .other_busy_pct(&LoadMark::now())
+        .map(|other| LimitsLoad {
+            load_average_1m_end: wirebench_sys::host::load_average_1m(),
+            other_busy_pct: other,
+            busy: other >= BUSY_OTHER_PCT,
+        });
+    let rows: Vec<_> = samples.memory.iter().map(memory_row).collect();
+    let cause = if load.as_ref().is_some_and(|l| l.busy) {
+        ImplausibleCause::Contention
+    } else {
+        ImplausibleCause::Placement
+    };
+    let implausible = implausible_figures(&rows)
+        .into_iter()
+        .map(|(buffer_bytes, figure, bytes_per_s, larger)| Implausible {
+            buffer_bytes,
+            figure,
+            bytes_per_s,
+            larger_buffer_bytes_per_s: larger,
+            cause,
+        })
+        .collect();
     let env = wirebench_engine::env::probe(None);
     let run = LimitsRun {
         started_unix_ms: started,
         duration_ms: t0.elapsed().as_millis() as u64,
         quick,
         load_average_1m,
+        load,
+        implausible,
         env: &env,
     };
     limits_result(&run, &samples, ceiling)
+}
+
+/// Measure again, once, the buffer sizes whose memory figures are implausible (far below
+/// the next larger size's): a batch that another process interrupted, or a placement of the
+/// buffers that the next measurement does not repeat. The new samples replace the old.
+fn remeasure_implausible(
+    plan: &wirebench_engine::limits::memory::MemoryPlan,
+    samples: &mut LimitsSamples,
+) {
+    let rows: Vec<_> = samples.memory.iter().map(memory_row).collect();
+    let mut sizes: Vec<u64> = implausible_figures(&rows)
+        .into_iter()
+        .map(|(b, ..)| b)
+        .collect();
+    sizes.dedup();
+    if sizes.is_empty() {
+        return;
+    }
+    tracing::info!("limits: measuring {sizes:?} again (below the next larger size's bandwidth)");
+    let again = wirebench_engine::limits::memory::MemoryPlan {
+        sizes,
+        ..plan.clone()
+    };
+    let (memory, _) = wirebench_engine::limits::memory::measure(&again);
+    for m in memory {
+        if let Some(old) = samples
+            .memory
+            .iter_mut()
+            .find(|o| o.buffer_bytes == m.buffer_bytes)
+        {
+            *old = m;
+        }
+    }
 }
 
 /// Store `l` in this boot's cache file: its path, or why it was not stored.

@@ -219,6 +219,7 @@ fn common_with(
         dont_fragment: c.dont_fragment,
         profile_hz: c.profile_hz.or(c.profile.then_some(DEFAULT_PROFILE_HZ)),
         buffer_offset_bytes: c.buffer_offset,
+        admission_group: None,
     })
 }
 

@@ -5,8 +5,9 @@
 //! runs through a second runner on a thread: it starts [`LEAD`] before the loaded test (its
 //! ramp-up is not measured) and is asked to last [`TAIL`] longer, so the loaded window is
 //! covered by the load from end to end. Against a remote daemon the two tests run at once
-//! from one client: the daemon must allow two tests per peer (`serve --max-tests-per-peer 2`);
-//! without `-H` each runner starts its own embedded server.
+//! from one client as one admission group (`admission_group` in both specs): the daemon counts
+//! them as one test against its per-peer cap, and their flows together against its
+//! `--max-flows`; without `-H` each runner starts its own embedded server.
 //!
 //! The result is the loaded test's RunResult with `under_load` holding the idle result,
 //! the load's result and the summary (`wirebench-report`'s under-load analysis).
@@ -117,10 +118,16 @@ pub fn measure(
     load: LoadPlan,
     obs: &mut dyn Observer,
 ) -> RunResult {
-    let load_spec = match load.load_spec(spec) {
+    let mut load_spec = match load.load_spec(spec) {
         Ok(s) => s,
         Err(e) => return failed_result(Some(spec.clone()), None, false, e),
     };
+    // The load and the loaded test are one measurement: a daemon admits them as one group,
+    // so its default of one test per peer lets them run together.
+    let group = Some(rand::random::<u64>());
+    load_spec.common.admission_group = group;
+    let mut loaded_spec = spec.clone();
+    loaded_spec.common.admission_group = group;
     let mut rr_runner = Runner::new(cfg.clone(), Arc::clone(interrupt));
     let idle = rr_runner.run(spec, &mut Quiet);
     if idle.status != RunStatus::Completed {
@@ -130,10 +137,10 @@ pub fn measure(
     let (loaded, load_result) = std::thread::scope(|s| {
         let h = s.spawn(|| load_runner.run(&load_spec, &mut Quiet));
         let loaded = if sleep_unless(LEAD, interrupt) {
-            rr_runner.run(spec, obs)
+            rr_runner.run(&loaded_spec, obs)
         } else {
             failed_result(
-                Some(spec.clone()),
+                Some(loaded_spec.clone()),
                 None,
                 false,
                 ErrorInfo::new(ErrorKind::Interrupted, "interrupted before the loaded test"),

@@ -258,6 +258,7 @@ fn stream_results_are_put_against_the_cached_limits() {
         cpus_used: vec![0, 1],
         kernel: None,
         load_average_1m: None,
+        load: None,
         quick: true,
         memory: vec![row(32 << 10, 10e9), row(1 << 20, 100e9)],
         syscall: None,
@@ -265,6 +266,7 @@ fn stream_results_are_put_against_the_cached_limits() {
         loopback: None,
         transfer: None,
         notes: vec![],
+        implausible: vec![],
     };
     let file = dir.0.join(format!("limits-{}.json", boot_id()));
     std::fs::write(&file, serde_json::to_string(&limits).unwrap()).unwrap();

@@ -566,3 +566,62 @@ fn notsent_lowat_holds_unsent_data_in_the_sender() {
     let s = r.runs[0].summary.as_ref().unwrap().stream().unwrap();
     assert!(s.flows.iter().all(|f| f.notsent_lowat_bytes.is_none()));
 }
+
+/// `rr --under-load 1 -H` against a daemon with its default limits (one test per peer): the
+/// load and the measured test are admitted as one group and run at once. Ground truth: the
+/// daemon's own test records, where the load (a stream test) and the loaded request/response
+/// test overlap in time. With `--max-flows 1` the group's two flows exceed the server's
+/// bound, so the loaded test is refused (busy) instead.
+#[test]
+fn under_load_runs_against_a_daemon_with_default_limits() {
+    let _g = serial();
+    let d = common::daemon::LocalDaemon::start(&[]);
+    let port = d.addr.port().to_string();
+    let args = [
+        "rr",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "--under-load",
+        "1",
+        "--json",
+    ];
+    let r = wb(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = r.json();
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    assert!(r.under_load.is_some());
+    let records = d.wait_records(3, Duration::from_secs(10));
+    let span = |workload: &str| {
+        records
+            .iter()
+            .filter(|t| t["spec"]["workload"].get(workload).is_some())
+            .filter(|t| t["spec"]["common"]["admission_group"].is_u64())
+            .map(|t| {
+                (
+                    t["admitted_unix_ms"].as_u64().unwrap(),
+                    t["ended_unix_ms"].as_u64().unwrap(),
+                )
+            })
+            .next()
+            .unwrap_or_else(|| panic!("no grouped {workload} record: {records:?}"))
+    };
+    let (load, rr) = (span("stream"), span("rr"));
+    assert!(
+        load.0 < rr.1 && rr.0 < load.1,
+        "the load {load:?} and the test {rr:?} did not overlap"
+    );
+
+    let d = common::daemon::LocalDaemon::start(&["--max-flows", "1"]);
+    let port = d.addr.port().to_string();
+    let mut a = args;
+    a[4] = &port;
+    let r = wb(&a);
+    assert_ne!(r.code, 0, "two flows in a group past --max-flows 1 ran");
+    let r = r.json();
+    let e = r.error.as_ref().expect("an error");
+    assert_eq!(e.kind, wirebench_model::error::ErrorKind::Busy, "{e:?}");
+}

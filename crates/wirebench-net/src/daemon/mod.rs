@@ -174,8 +174,10 @@ struct State {
     next_id: AtomicU64,
     open_connections: AtomicUsize,
     per_source: Mutex<HashMap<IpAddr, usize>>,
-    /// Tests running per peer (identity, or source address).
+    /// Tests running per peer (identity, or source address); an admission group counts once.
     per_peer: Mutex<HashMap<String, u32>>,
+    /// Admission groups running, per (peer, group id): (tests, their flows together).
+    groups: Mutex<HashMap<(String, u64), (u32, u64)>>,
     /// Of the running tests, those whose results are exchanged (only bookkeeping left),
     /// per peer: a new test that finds the slots full waits for these instead of being
     /// told busy (the client starts its next test as soon as it has the results).
@@ -260,6 +262,7 @@ impl Daemon {
                 open_connections: AtomicUsize::new(0),
                 per_source: Mutex::new(HashMap::new()),
                 per_peer: Mutex::new(HashMap::new()),
+                groups: Mutex::new(HashMap::new()),
                 finishing: Mutex::new(HashMap::new()),
                 handshakes: Mutex::new(Handshakes::default()),
                 pending: Mutex::new(HashMap::new()),

@@ -39,6 +39,61 @@ pub(super) struct Admission<'a> {
     pub(super) peer_key: String,
     /// Counted in `State::finishing`.
     pub(super) finishing: bool,
+    /// The admission group the test belongs to, with its flows: the group, not the test,
+    /// holds the peer's slot, released when its last test ends.
+    pub(super) group: Option<(u64, u64)>,
+}
+
+/// Join the running admission group `group` of `peer_key` with a test of `flows` flows: true
+/// when the group exists, has room for another test, and its flows stay within `max_flows`.
+pub(super) fn join_group(state: &State, peer_key: &str, group: u64, flows: u64) -> bool {
+    let Ok(mut m) = state.groups.lock() else {
+        return false;
+    };
+    match m.get_mut(&(peer_key.to_string(), group)) {
+        Some((tests, sum))
+            if *tests < wirebench_model::spec::ADMISSION_GROUP_TESTS
+                && *sum + flows <= u64::from(state.cfg.limits.max_flows) =>
+        {
+            *tests += 1;
+            *sum += flows;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Open admission group `group` of `peer_key` with its first test, of `flows` flows (the
+/// test took a peer slot for the group); false if that group already runs (the test is then
+/// on its own).
+pub(super) fn open_group(state: &State, peer_key: &str, group: u64, flows: u64) -> bool {
+    let Ok(mut m) = state.groups.lock() else {
+        return false;
+    };
+    let key = (peer_key.to_string(), group);
+    if m.contains_key(&key) {
+        return false;
+    }
+    m.insert(key, (1, flows));
+    true
+}
+
+/// A test of `group` ended: true when it was the group's last (its peer slot is free).
+fn leave_group(state: &State, peer_key: &str, (group, flows): (u64, u64)) -> bool {
+    let Ok(mut m) = state.groups.lock() else {
+        return true;
+    };
+    let key = (peer_key.to_string(), group);
+    let Some((tests, sum)) = m.get_mut(&key) else {
+        return true;
+    };
+    *tests = tests.saturating_sub(1);
+    *sum = sum.saturating_sub(flows);
+    if *tests == 0 {
+        m.remove(&key);
+        return true;
+    }
+    false
 }
 
 /// How long a new test waits for a slot held by a test whose results are already exchanged.
@@ -85,6 +140,12 @@ impl Drop for Admission<'_> {
             p.remove(&self.token);
         }
         self.state.running.fetch_sub(1, Ordering::AcqRel);
+        let last = self
+            .group
+            .is_none_or(|g| leave_group(self.state, &self.peer_key, g));
+        if !last {
+            return;
+        }
         if let Ok(mut m) = self.state.per_peer.lock() {
             if let Some(c) = m.get_mut(&self.peer_key) {
                 *c = c.saturating_sub(1);

@@ -25,7 +25,9 @@ use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, Session
 use super::accept::ConnSlot;
 use super::lograte::log_refused;
 use super::records::{record, RecordStatus, TestRecord};
-use super::route::{finishing, Admission, DataConn, PendingTest, CRR_QUEUE, FINISHING_GRACE};
+use super::route::{
+    finishing, join_group, open_group, Admission, DataConn, PendingTest, CRR_QUEUE, FINISHING_GRACE,
+};
 use super::State;
 use crate::conn::Control;
 use crate::end::{EndParams, EngineRun};
@@ -212,7 +214,11 @@ pub(super) fn control_session(
 /// running, cap, scope)`. A slot held by a finishing test (results exchanged), or by the
 /// same peer, is waited for up to [`FINISHING_GRACE`]; a slot another peer's running test
 /// holds is not.
-fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
+fn admit(
+    state: &State,
+    peer_key: &str,
+    group: Option<(u64, u64)>,
+) -> Result<Option<(u64, u64)>, (u32, u32, BusyScope)> {
     let cap = state.cfg.limits.max_concurrent_tests;
     let peer_cap = state.cfg.max_tests_per_peer.max(1);
     let deadline = Instant::now() + FINISHING_GRACE;
@@ -225,6 +231,9 @@ fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
             };
         } else if prev >= cap {
             Some((prev, cap, BusyScope::Server, finishing(state, None)))
+        } else if group.is_some_and(|(g, flows)| join_group(state, peer_key, g, flows)) {
+            // A later test of a running group: the group already holds the peer's slot.
+            return Ok(group);
         } else {
             let peer_prev = match state.per_peer.lock() {
                 Ok(mut m) => {
@@ -247,7 +256,8 @@ fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
             })
         };
         let Some((prev, cap, scope, finishing_now)) = refusal else {
-            return Ok(());
+            // The peer slot taken: the group's, when this test opens one.
+            return Ok(group.filter(|(g, flows)| open_group(state, peer_key, *g, *flows)));
         };
         state.running.fetch_sub(1, Ordering::AcqRel);
         // The peer's own slot is waited for even when not yet marked finishing: a client
@@ -434,10 +444,17 @@ fn execute<'a>(
                     Some(id) => format!("id:{id}"),
                     None => format!("ip:{}", ts.peer.ip().to_canonical()),
                 };
-                if let Err((prev, cap, scope)) = admit(state, &peer_key) {
-                    queue.extend(sess.busy(prev, cap, 1000, scope));
-                    continue;
-                }
+                let group = spec
+                    .common
+                    .admission_group
+                    .map(|g| (g, u64::from(spec.common.flows)));
+                let group = match admit(state, &peer_key, group) {
+                    Ok(g) => g,
+                    Err((prev, cap, scope)) => {
+                        queue.extend(sess.busy(prev, cap, 1000, scope));
+                        continue;
+                    }
+                };
                 let _ = ts.slot.end_handshake();
                 let mut raw = [0u8; 16];
                 rand::rng().fill_bytes(&mut raw);
@@ -451,6 +468,7 @@ fn execute<'a>(
                     token,
                     peer_key,
                     finishing: false,
+                    group,
                 });
                 ts.test_id = state.next_id.fetch_add(1, Ordering::Relaxed);
                 ts.admitted_unix_ms = unix_ms();

@@ -283,7 +283,8 @@ fn busy_text(b: &Busy) -> String {
             b.running, b.cap, b.retry_after_ms
         ),
         BusyScope::Peer => format!(
-            "server busy for this client: it already runs {} of the {} tests one peer may run              at once (`serve --max-tests-per-peer`); retry in {} ms",
+            "server busy for this client: it already runs {} of the {} tests one peer may run \
+             at once (`serve --max-tests-per-peer`); retry in {} ms",
             b.running, b.cap, b.retry_after_ms
         ),
     }

@@ -123,6 +123,11 @@ pub(crate) fn end(
         threads_system_ns: c.threads_system_ns,
         threads_util_pct_of_one_cpu,
         threads_run_delay_ns: c.threads_run_delay_ns,
+        other_util_pct_of_one_cpu: c
+            .other_processes_ns
+            .filter(|_| window_ns > 0)
+            .map(|ns| ns as f64 / window_ns as f64 * 100.0),
+        other_processes: c.other_processes.clone(),
         busiest_used_cpu: used.map(|(n, _)| n),
         busiest_used: used.map(|(_, b)| b),
         service_demand_us_per_kb: demand::us_per_kb(sys.total.busy_pct, sys.cpus, delivered_bps),

@@ -25,8 +25,9 @@
 //! threads otherwise.
 
 use wirebench_model::limits::{
-    Batch, CrossCpuTransfer, LimitsNote, LimitsResult, LimitsSamples, LoopbackCeiling, MemoryRow,
-    MemorySamples, PhysicalContext, SyscallCost, WakeupLatency, LIMITS_SCHEMA_VERSION,
+    Batch, CrossCpuTransfer, Implausible, LimitsLoad, LimitsNote, LimitsResult, LimitsSamples,
+    LoopbackCeiling, MemoryFigure, MemoryRow, MemorySamples, PhysicalContext, SyscallCost,
+    WakeupLatency, LIMITS_SCHEMA_VERSION,
 };
 use wirebench_model::result::{iso8601_utc, RunResult, RunStatus};
 use wirebench_model::side::{Environment, HostRole, ZeroCopyStats};
@@ -149,6 +150,10 @@ pub struct LimitsRun<'a> {
     pub quick: bool,
     /// The 1-minute load average at the start.
     pub load_average_1m: Option<f64>,
+    /// How busy other work kept the machine meanwhile.
+    pub load: Option<LimitsLoad>,
+    /// Memory figures that stayed implausible after they were measured again.
+    pub implausible: Vec<Implausible>,
     /// The host (boot id, CPU model, kernel, CPUs).
     pub env: &'a Environment,
 }
@@ -189,6 +194,7 @@ pub fn limits_result(
         cpus_used: samples.cpus_used.clone(),
         kernel: run.env.kernel_release.clone(),
         load_average_1m: run.load_average_1m,
+        load: run.load.clone(),
         quick: run.quick,
         memory: samples.memory.iter().map(memory_row).collect(),
         syscall: syscall_cost(samples),
@@ -196,7 +202,44 @@ pub fn limits_result(
         transfer: transfer(samples),
         loopback,
         notes,
+        implausible: run.implausible.clone(),
     }
+}
+
+/// A copy or checksum figure below this fraction of the next larger buffer size's is
+/// implausible: a smaller buffer sits in a nearer cache, so its bandwidth is at least the
+/// larger one's (the smallest size measured, 32 KiB, is far above where a call's fixed cost
+/// would show).
+pub const IMPLAUSIBLE_FRACTION: f64 = 0.5;
+
+/// The figures of `memory` (ascending by buffer size) below [`IMPLAUSIBLE_FRACTION`] of the
+/// same figure at a larger buffer size: (buffer size, figure, its median, the largest median
+/// at a larger size).
+pub fn implausible_figures(memory: &[MemoryRow]) -> Vec<(u64, MemoryFigure, f64, f64)> {
+    let figure = |r: &MemoryRow, f: MemoryFigure| match f {
+        MemoryFigure::CopyOneThread => r.copy_one_thread_bytes_per_s.map(|s| s.median),
+        MemoryFigure::CopyAllThreads => r.copy_all_threads_bytes_per_s.map(|s| s.median),
+        MemoryFigure::Checksum => r.checksum_bytes_per_s.map(|s| s.median),
+    };
+    let mut out = Vec::new();
+    for (i, row) in memory.iter().enumerate() {
+        for f in [
+            MemoryFigure::CopyOneThread,
+            MemoryFigure::CopyAllThreads,
+            MemoryFigure::Checksum,
+        ] {
+            let larger = memory[i + 1..]
+                .iter()
+                .filter_map(|r| figure(r, f))
+                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+            if let (Some(small), Some(large)) = (figure(row, f), larger) {
+                if small < IMPLAUSIBLE_FRACTION * large {
+                    out.push((row.buffer_bytes, f, small, large));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Copies a sending end on `path` makes of each payload byte (`zc`: the direction's

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use wirebench_model::limits::{LimitsNote, LimitsResult, MemoryRow, PhysicalContext};
+use wirebench_model::limits::{
+    ImplausibleCause, LimitsNote, LimitsResult, MemoryFigure, MemoryRow, PhysicalContext,
+};
 use wirebench_stats::summary::Spread;
 
 use super::units::{self, number, RateUnit};
@@ -147,6 +149,54 @@ fn header(out: &mut String, l: &LimitsResult, from: &Provenance) {
                  widens their spreads",
                 l.cpus,
                 if l.cpus == 1 { "" } else { "s" }
+            ),
+        );
+    }
+}
+
+/// How busy other work kept the machine during the measurement, and the memory figures that
+/// stayed implausible after they were measured again.
+fn load_and_plausibility(out: &mut String, l: &LimitsResult) {
+    if let Some(load) = &l.load {
+        let mut t = format!(
+            "other processes used {:.0} % of the CPUs during the measurement",
+            load.other_busy_pct
+        );
+        if let Some(end) = load.load_average_1m_end {
+            t.push_str(&format!(" (load average {end:.2} at its end)"));
+        }
+        if load.busy {
+            t.push_str(
+                ": measured on a busy machine, so these figures are likely low; a run above \
+                 one of them says so, and `wirebench limits --refresh` on a quiet machine \
+                 measures them again",
+            );
+        }
+        wrap(out, "load: ", "      ", &t);
+    }
+    for i in &l.implausible {
+        let figure = match i.figure {
+            MemoryFigure::CopyOneThread => "copy (1 thread)",
+            MemoryFigure::CopyAllThreads => "copy (all threads)",
+            MemoryFigure::Checksum => "checksum",
+        };
+        let cause = match i.cause {
+            ImplausibleCause::Contention => "other processes shared the CPUs",
+            ImplausibleCause::Placement => {
+                "the machine was quiet, so the buffers' placement in memory (source and \
+                 destination aliasing in the caches) is the likely cause"
+            }
+        };
+        wrap(
+            out,
+            "implausible: ",
+            "      ",
+            &format!(
+                "{figure} at {}: {} is below half the {} of the next larger size, measured \
+                 twice: {cause}",
+                binary_size(i.buffer_bytes),
+                gb_s(i.bytes_per_s),
+                gb_s(i.larger_buffer_bytes_per_s)
             ),
         );
     }
@@ -340,6 +390,7 @@ fn probes(out: &mut String, l: &LimitsResult) {
 pub fn human(l: &LimitsResult, from: &Provenance) -> String {
     let mut out = String::new();
     header(&mut out, l, from);
+    load_and_plausibility(&mut out, l);
     out.push('\n');
     table(&mut out, l);
     out.push('\n');

@@ -326,14 +326,26 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
     for c in &s.cpu {
         cpu_block(out, c);
     }
+    // Both ends on one kernel sample the same CPUs system-wide: one profile says it all.
+    let mut shown: Vec<&[u32]> = Vec::new();
     for p in &s.profiles {
         let side = match p.host {
             HostRole::Client => run.client.as_ref(),
             HostRole::Server => run.server.as_ref(),
         };
-        if let Some(r) = side.and_then(|r| r.profile.as_ref()) {
-            profile::block(out, p, r);
+        let Some(r) = side.and_then(|r| r.profile.as_ref()) else {
+            continue;
+        };
+        if s.same_host && shown.contains(&r.cpus.as_slice()) {
+            let _ = writeln!(
+                out,
+                "{} profile: the same CPUs of the same kernel as above, not repeated",
+                label::host(p.host)
+            );
+            continue;
         }
+        shown.push(&r.cpus);
+        profile::block(out, p, r);
     }
     if r.spec.as_ref().is_some_and(|sp| sp.tcp().is_some()) {
         let cc = if s.congestion.is_empty() {

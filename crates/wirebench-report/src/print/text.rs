@@ -577,7 +577,11 @@ pub fn error_text(e: &ErrorInfo) -> String {
     {
         let _ = write!(msg, " (field {f})");
     }
-    if let Some(l) = e.limit {
+    // The limit's flag, unless the message already names it.
+    if let Some(l) = e
+        .limit
+        .filter(|l| l.flag().is_none_or(|f| !e.message.contains(f)))
+    {
         let _ = write!(msg, " ({})", limit(l));
     }
     msg

@@ -24,6 +24,8 @@ pub fn limiter_text(l: &Limiter) -> String {
             receiver_busy_pct,
             rcvbuf_bytes,
             rcvbuf_autotuned,
+            bdp_bytes,
+            reader_behind,
         } => {
             let mut t = format!(
                 "the receive window: the {} senders waited for the peer's window \
@@ -39,6 +41,15 @@ pub fn limiter_text(l: &Limiter) -> String {
                 t.push_str(&format!(
                     " (the largest receive buffer at close: {}, {how})",
                     binary_size(u64::from(*b))
+                ));
+            }
+            if let (true, Some(bdp)) = (*reader_behind, bdp_bytes) {
+                t.push_str(&format!(
+                    "; that buffer holds {}× the {} the path needed (throughput × round trip): \
+                     not too small, the reader fell behind (too slow per byte, or starved of \
+                     CPU)",
+                    rcvbuf_bytes.map_or(0, |b| u64::from(b) / (*bdp).max(1)),
+                    binary_size(*bdp)
                 ));
             }
             if let Some(b) = receiver_busy_pct {
@@ -85,6 +96,39 @@ pub fn limiter_text(l: &Limiter) -> String {
             "the round trip: {measured_per_s:.0} transactions/s against {allowed_per_s:.0}/s \
              that flows × burst / {:.1} µs allow",
             rtt_mean_ns / 1000.0
+        ),
+        Limiter::Path {
+            dir,
+            throughput_bps,
+            min_rtt_ns,
+            srtt_ns,
+        } => format!(
+            "the path ({}): it carried {}, and the senders' smoothed round trip rose from \
+             {} to {} (+{}): a queue formed at a bottleneck (a slower link or a shaper), \
+             with no window, buffer or CPU limit at the senders",
+            label::dir(*dir),
+            RateUnit::AutoBits.rate(*throughput_bps),
+            ms(*min_rtt_ns),
+            ms(*srtt_ns),
+            ms(srtt_ns.saturating_sub(*min_rtt_ns))
+        ),
+        Limiter::BusyHost {
+            host,
+            cpu,
+            busy_pct,
+            threads_util_pct_of_one_cpu,
+            threads_run_delay_pct,
+            other_util_pct_of_one_cpu,
+        } => format!(
+            "a host busy with other processes: CPU {cpu} {busy_pct:.0} % busy, {} threads \
+             using {threads_util_pct_of_one_cpu:.1} % of one CPU and waiting \
+             {threads_run_delay_pct:.1} % of the window to run, while other processes used \
+             {other_util_pct_of_one_cpu:.0} % of one CPU (not CPU-bound: the test's own work \
+             was light)",
+            host.map_or("the test's".to_string(), |h| format!(
+                "the {}'s",
+                label::host(h)
+            ))
         ),
         Limiter::CopyBandwidth {
             copied_bytes_per_s,
@@ -183,6 +227,7 @@ fn evidence_text(e: &Evidence) -> String {
             copy_threads,
             copy_bandwidth_pct,
             limiting,
+            reading,
         } => format!(
             "payload {} × {copies_per_byte:.2} copies = {copy_bandwidth_pct:.0} % of this \
              machine's copy bandwidth ({} at {}, {copy_threads} thread{}): {}",
@@ -190,11 +235,71 @@ fn evidence_text(e: &Evidence) -> String {
             gb_s(*copy_bytes_per_s),
             binary_size(*buffer_bytes),
             if *copy_threads == 1 { "" } else { "s" },
-            if *limiting {
-                "the limit"
-            } else {
-                "not the limit"
+            match reading {
+                Some(CeilingReading::MeasuredLow) => {
+                    "above it, so that figure was measured low (under load, or an unlucky \
+                     buffer placement): not the limit; `wirebench limits --refresh` measures \
+                     it again"
+                }
+                _ if *limiting => "the limit",
+                _ => "not the limit",
             }
+        ),
+        Evidence::LimitsMeasured {
+            started_utc,
+            load_average_1m,
+            other_busy_pct,
+            busy,
+        } => {
+            let mut t = format!(
+                "this machine's limits were measured {}",
+                wirebench_model::text::escape(started_utc)
+            );
+            if let Some(l) = load_average_1m {
+                t.push_str(&format!(" at a load average of {l:.2}"));
+            }
+            if let Some(o) = other_busy_pct {
+                t.push_str(&format!(", other processes using {o:.0} % of the CPUs"));
+            }
+            if *busy {
+                t.push_str(" (a busy machine: its figures are likely low)");
+            }
+            t
+        }
+        Evidence::OtherProcesses {
+            host,
+            util_pct_of_one_cpu,
+            top,
+        } => {
+            let names: Vec<String> = top
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} (pid {}) {:.2} s",
+                        wirebench_model::text::escape(&p.comm),
+                        p.pid,
+                        p.cpu_ns as f64 / 1e9
+                    )
+                })
+                .collect();
+            let mut t = format!(
+                "{}: other processes used {util_pct_of_one_cpu:.0} % of one CPU",
+                label::host(*host)
+            );
+            if !names.is_empty() {
+                t.push_str(&format!(" (the busiest: {})", names.join(", ")));
+            }
+            t
+        }
+        Evidence::RoundTrips {
+            dir,
+            min_rtt_ns,
+            srtt_ns,
+        } => format!(
+            "{} senders' round trip: minimum {}, smoothed {} over the window (median; TCP_INFO)",
+            label::dir(*dir),
+            ms(*min_rtt_ns),
+            ms(*srtt_ns)
         ),
         Evidence::LoopbackCeiling {
             throughput_bps,
@@ -268,6 +373,17 @@ fn suggestion_text(s: Suggestion) -> &'static str {
         Suggestion::HigherRate => "a higher rate or none (-b 0)",
         Suggestion::MoreInFlight => "more transactions in flight (--burst) or flows (-P)",
         Suggestion::PathLoss => "the path's drops (interface counters, a study over loss)",
+        Suggestion::QuietHost => {
+            "a quieter host, or CPUs of the test's own (-A, away from the busy processes)"
+        }
+        Suggestion::RefreshLimits => {
+            "wirebench limits --refresh (on a quiet machine): a limit this run exceeded was \
+             measured low"
+        }
+        Suggestion::PathBottleneck => {
+            "the path's bottleneck: its links' rates and shapers (tc -s qdisc), where the \
+             queue forms"
+        }
         Suggestion::CheaperReceiver => {
             "a receiver that costs less per byte (--recv-path discard or splice, --recv-size, \
              another CPU with -A)"
@@ -282,6 +398,15 @@ fn missing_text(m: Missing) -> &'static str {
         Missing::Cpu => "an end's CPU",
         Missing::Profile => "a profile",
         Missing::Limits => "this machine's limits (wirebench limits has not been run on this boot)",
+    }
+}
+
+/// `ns` as milliseconds, or microseconds below one.
+fn ms(ns: u64) -> String {
+    if ns >= 1_000_000 {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.0} µs", ns as f64 / 1e3)
     }
 }
 

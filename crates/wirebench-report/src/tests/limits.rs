@@ -59,6 +59,7 @@ fn limits() -> LimitsResult {
         cpus_used: vec![0, 1],
         kernel: Some("6.1.0".into()),
         load_average_1m: Some(0.2),
+        load: None,
         quick: false,
         memory: vec![
             row(128 << 10, 40e9, Some(60e9)),
@@ -70,6 +71,7 @@ fn limits() -> LimitsResult {
         loopback: None,
         transfer: None,
         notes: vec![],
+        implausible: vec![],
     }
 }
 
@@ -172,9 +174,19 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         duration_ms: 6_500,
         quick: true,
         load_average_1m: Some(1.5),
+        load: Some(wirebench_model::limits::LimitsLoad {
+            load_average_1m_end: Some(2.0),
+            other_busy_pct: 40.0,
+            busy: true,
+        }),
+        implausible: Vec::new(),
         env: &env,
     };
     let l = limits_result(&run, &samples, Err("refused".into()));
+    assert!(l
+        .load
+        .as_ref()
+        .is_some_and(|x| x.busy && x.other_busy_pct == 40.0));
     assert_eq!(
         (l.kind.as_str(), l.schema_version),
         ("limits", LIMITS_SCHEMA_VERSION)
@@ -574,6 +586,16 @@ fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
         "{}",
         text(&low)
     );
+    // 20 of 19 Gbit/s: 105 %, just above it: the run exceeded the ceiling, so the figure is
+    // low, never the limit, and the verdict asks for the limits again.
+    let over = run(19e9, "cubic");
+    assert_eq!(over.limiter, Limiter::Undetermined);
+    assert_eq!(ceiling(&over).2, Some(CeilingReading::MeasuredLow));
+    assert!(
+        over.suggestions
+            .contains(&wirebench_model::verdict::Suggestion::RefreshLimits),
+        "{over:?}"
+    );
     // Measured under bbr, run under cubic: not comparable.
     let other = run(21e9, "bbr");
     assert_eq!(other.limiter, Limiter::Undetermined);
@@ -595,5 +617,39 @@ fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
             .contains("not comparable: the ceiling was measured with bbr, this run used cubic"),
         "{}",
         text(&other)
+    );
+}
+
+/// The copy bandwidth the issue saw: 1.7 and 2.0 GB/s at 32 and 64 KiB against 36 and 38 at
+/// 128 and 256 KiB. A smaller buffer sits in a nearer cache, so both small rows are
+/// implausible against the larger sizes; the larger rows and a 1 MiB row at a third of them
+/// (beyond the caches) are not.
+#[test]
+fn a_copy_bandwidth_far_below_a_larger_buffers_is_implausible() {
+    use crate::analyze::limits::implausible_figures;
+    use wirebench_model::limits::MemoryFigure;
+    let row = |kib: u64, gb: f64| MemoryRow {
+        buffer_bytes: kib << 10,
+        copy_one_thread_bytes_per_s: Some(flat(gb * 1e9)),
+        copy_all_threads_bytes_per_s: None,
+        checksum_bytes_per_s: None,
+    };
+    let rows = [
+        row(32, 1.7),
+        row(64, 2.0),
+        row(128, 36.0),
+        row(256, 38.0),
+        row(1024, 12.0),
+    ];
+    let got: Vec<(u64, MemoryFigure)> = implausible_figures(&rows)
+        .into_iter()
+        .map(|(b, f, ..)| (b, f))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (32 << 10, MemoryFigure::CopyOneThread),
+            (64 << 10, MemoryFigure::CopyOneThread)
+        ]
     );
 }

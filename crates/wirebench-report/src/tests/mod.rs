@@ -178,6 +178,8 @@ pub(crate) fn cpu(
         threads_system_ns: threads_ns - threads_ns / 4,
         threads_run_delay_ns: None,
         cpus_used: Vec::new(),
+        other_processes_ns: None,
+        other_processes: Vec::new(),
     }
 }
 

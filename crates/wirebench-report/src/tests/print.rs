@@ -960,3 +960,24 @@ fn study_schema_file_is_current() {
         assert!(v["properties"].get(field).is_some(), "{field}");
     }
 }
+
+/// A refusal whose message already names the limit's flag does not name it again; one that
+/// does not gets the flag appended.
+#[test]
+fn a_limit_named_in_the_message_is_not_named_twice() {
+    let mut e = ErrorInfo::new(
+        ErrorKind::Busy,
+        "server busy for this client: it already runs 1 of the 1 tests one peer may run at \
+         once (`serve --max-tests-per-peer`); retry in 500 ms",
+    );
+    e.limit = Some(LimitName::MaxTestsPerPeer);
+    let t = crate::print::error_text(&e);
+    assert_eq!(t.matches("--max-tests-per-peer").count(), 1, "{t}");
+    assert!(!t.contains("  "), "{t}");
+    e.message = "server busy".into();
+    let t = crate::print::error_text(&e);
+    assert!(
+        t.ends_with("(the server's limit `serve --max-tests-per-peer`)"),
+        "{t}"
+    );
+}

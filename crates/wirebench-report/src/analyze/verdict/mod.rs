@@ -17,40 +17,57 @@
 //!    [`machine_limits`] after the run) — the payload × the copies made of it on this
 //!    machine reached at least [`COPY_LIMIT_PCT`] % of the memory copy bandwidth measured at
 //!    the call size, or, both ends on one kernel, the throughput reached at least
-//!    [`LOOPBACK_CEILING_PCT`] % of the loopback TCP ceiling, and at most
-//!    [`LOOPBACK_CEILING_OVER_PCT`] % (further above, the ceiling was measured low), with the
-//!    congestion control the ceiling was measured with (another one makes the two not
-//!    comparable: bbr paces a loopback flow to about a third of cubic's rate). Either fact is
-//!    evidence whether or not it is the limit; without cached limits the verdict lists them
-//!    missing.
+//!    [`LOOPBACK_CEILING_PCT`] % of the loopback TCP ceiling, with the congestion control the
+//!    ceiling was measured with (another one makes the two not comparable: bbr paces a
+//!    loopback flow to about a third of cubic's rate). A run above 100 % of either exceeded
+//!    it: that is evidence the figure was measured low, never the limit, and the verdict
+//!    asks for `wirebench limits --refresh`. Either fact is evidence whether or not it is
+//!    the limit, with when and under what load the limits were measured; without cached
+//!    limits the verdict lists them missing.
 //! 4. **CPU** — the busiest of the CPUs an end's data threads could run on was at least
 //!    [`CPU_SATURATED_PCT`] % busy over the window (`/proc/stat`), and the test's own work
-//!    kept it busy or waited for it: an end that could run there had its data threads use
-//!    at least [`OWN_WORK_PCT`] % of one CPU, or wait on a run queue (schedstat, wake-up to
-//!    running included) at least [`RUN_DELAY_PCT`] % of the window, or the CPU spent at
-//!    least [`OWN_WORK_PCT`] % in softirq (network processing). A CPU that another
-//!    process kept busy while the test's threads neither ran nor waited there did not limit
-//!    the test (the evidence still shows it). The end named is the one whose data threads
-//!    could run there (both ends of a namespace or loopback test share one kernel).
-//! 5. **Sender idle** — the senders' summed busy time covers less than
+//!    kept it busy: an end that could run there had its data threads use at least
+//!    [`OWN_WORK_PCT`] % of one CPU, or the CPU spent at least [`OWN_WORK_PCT`] % in
+//!    softirq (network processing). When the threads used less but waited on a run queue
+//!    (schedstat, wake-up to running included) at least [`RUN_DELAY_PCT`] % of the window,
+//!    the CPU is the limit too, unless other processes (`/proc/PID/stat`, wirebench's own
+//!    left out) used at least [`OTHERS_HOLD_PCT`] % of one CPU: then the host was busy with
+//!    them, and the **busy host** is named after rule 5. A CPU that another process kept
+//!    busy while the test's threads neither ran nor waited there did not limit the test (the
+//!    evidence still shows it, with the busiest other processes). The end named is the one
+//!    whose data threads could run there (both ends of a namespace or loopback test share
+//!    one kernel).
+//! 5. **The path** (stream, not over loopback) — the senders' median smoothed round trip
+//!    over the window rose at least [`QUEUE_RISE_PCT`] % and [`QUEUE_RISE_MIN_NS`] ns above
+//!    their minimum round trip (TCP_INFO): a queue formed at a bottleneck downstream of the
+//!    senders, which were held back by neither window, buffer nor their CPU, so the path
+//!    carried what it could; the rate is its estimate. A sender starved of CPU cannot build
+//!    a queue, so this comes before the busy host.
+//! 6. **Sender idle** — the senders' summed busy time covers less than
 //!    100 − [`IDLE_PCT`] % of flows × the sender window: nothing was in flight for the rest.
-//! 6. **Loss** — counting only the retransmissions the receivers did not report back as
+//! 7. **Loss** — counting only the retransmissions the receivers did not report back as
 //!    duplicates (D-SACK: reordering or an early timer, not loss), at least [`RETRANSMIT_PCT`]
 //!    % of the segments (payload ÷ a nominal 1448-byte
 //!    MSS) were retransmitted (TCP_INFO) and none of the above applies.
-//! 7. **Round trip** (request/response) — closed loop: each flow has `burst` transactions
+//! 8. **Round trip** (request/response; a busy host of rule 4 comes first: a round trip
+//!    that waits for a CPU other processes hold is theirs) — closed loop: each flow has `burst` transactions
 //!    in flight, so flows × burst / mean round trip bounds the rate (Little's law); when
 //!    the measured rate is within [`ROUND_TRIP_MATCH_PCT`] % of it, the round trip is the
 //!    limit. A busy-polled run (`rr --busy-poll`) keeps its CPUs busy by design, so rule 4
 //!    does not apply to it (the CPU figures stay evidence).
-//! 8. Otherwise **undetermined**, with the evidence and what was missing.
+//! 9. Otherwise **undetermined**, with the evidence and what was missing.
 
-use wirebench_model::limits::LimitsResult;
+mod machine;
+mod path;
+
+pub use machine::{machine_limits, LIMIT_EXCEEDED_PCT};
+pub use path::{QUEUE_RISE_MIN_NS, QUEUE_RISE_PCT};
+
 use wirebench_model::profile::{EndProfile, ProfileCategory};
-use wirebench_model::result::{EndCpu, RrSummary, RunResult, StreamSummary};
+use wirebench_model::result::{DirectionSummary, EndCpu, RrSummary, StreamSummary};
 use wirebench_model::side::{HostRole, Role, SideData, SideReport};
 use wirebench_model::spec::{FlowDir, TestSpec};
-use wirebench_model::verdict::{CeilingReading, Evidence, Limiter, Missing, Suggestion, Verdict};
+use wirebench_model::verdict::{Evidence, Limiter, Missing, Suggestion, Verdict};
 use wirebench_stats::cpu::CpuBreakdown;
 
 /// A CPU at least this busy is saturated, percent.
@@ -91,15 +108,20 @@ pub const IDLE_PCT: f64 = 25.0;
 pub const RETRANSMIT_PCT: f64 = 0.1;
 /// The MSS assumed to turn payload bytes into segments for [`RETRANSMIT_PCT`].
 pub const NOMINAL_MSS_BYTES: f64 = 1448.0;
-/// Payload × copies at least this share of the machine's copy bandwidth at the call size
-/// make the copy bandwidth the limit, percent.
+/// Payload × copies at least this share of the machine's copy bandwidth at the call size (and
+/// at most [`LIMIT_EXCEEDED_PCT`]) make the copy bandwidth the limit, percent.
 pub const COPY_LIMIT_PCT: f64 = 75.0;
-/// A run with both ends on one kernel at least this share of the loopback TCP ceiling is at
-/// the machine's limit, percent.
+/// A run with both ends on one kernel at least this share of the loopback TCP ceiling (and
+/// at most [`LIMIT_EXCEEDED_PCT`]) is at the machine's limit, percent.
 pub const LOOPBACK_CEILING_PCT: f64 = 90.0;
-/// Above this share of the loopback TCP ceiling a run shows the ceiling was measured low
-/// (under load, say): it is not the limit, percent.
-pub const LOOPBACK_CEILING_OVER_PCT: f64 = 125.0;
+/// Other processes holding at least this much of one CPU over the window (summed) make a
+/// test whose light threads waited for a CPU a busy host, not a CPU-bound test, percent.
+pub const OTHERS_HOLD_PCT: f64 = 50.0;
+/// Other processes holding at least this much of one CPU are listed as evidence, percent.
+pub const OTHERS_SHOWN_PCT: f64 = 10.0;
+/// A receive buffer at least this many times the bandwidth-delay product was not too small
+/// for the path: a window it kept full means the reader fell behind.
+pub const READER_BEHIND_BDP_FACTOR: f64 = 4.0;
 /// A closed-loop rate within this distance of flows × burst / RTT is round-trip bound,
 /// percent.
 pub const ROUND_TRIP_MATCH_PCT: f64 = 20.0;
@@ -235,6 +257,15 @@ fn stream_suggestions(limiter: &Limiter, autotuned: AutotunedSums) -> Vec<Sugges
             v.push(Suggestion::Profile);
             v
         }
+        // A buffer many times what the path needed: a larger one cannot help.
+        Limiter::ReceiveWindow {
+            reader_behind: true,
+            ..
+        } => vec![
+            Suggestion::CheaperReceiver,
+            Suggestion::Placement,
+            Suggestion::Profile,
+        ],
         Limiter::ReceiveWindow {
             receiver_busy_pct: Some(_),
             ..
@@ -252,6 +283,8 @@ fn stream_suggestions(limiter: &Limiter, autotuned: AutotunedSums) -> Vec<Sugges
             Suggestion::Placement,
         ],
         Limiter::Loss { .. } => vec![Suggestion::PathLoss],
+        Limiter::Path { .. } => vec![Suggestion::PathBottleneck, Suggestion::PathLoss],
+        Limiter::BusyHost { .. } => vec![Suggestion::QuietHost, Suggestion::Placement],
         _ => vec![Suggestion::Profile, Suggestion::MoreFlows],
     }
 }
@@ -271,9 +304,18 @@ fn run_delay_pct(c: &EndCpu) -> Option<f64> {
         .map(|ns| 100.0 * ns as f64 / c.window_ns as f64)
 }
 
-/// CPU evidence and the saturated CPU, if the test's own work kept it busy or waited for it
-/// (rule 4).
-fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> Option<Limiter> {
+/// What rule 4 found: the saturated CPU the test's own work kept busy (the limit), or the one
+/// its light threads waited for while other processes held it (a busy host, named after the
+/// path).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct CpuFinding {
+    cpu: Option<Limiter>,
+    busy_host: Option<Limiter>,
+}
+
+/// CPU evidence (each end's busiest CPU, and the other processes that kept its host busy)
+/// and what rule 4 finds.
+fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> CpuFinding {
     let mut worst: Option<(u32, CpuBreakdown)> = None;
     for c in cpu {
         let (n, b) = c
@@ -289,33 +331,77 @@ fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> Option<Limiter>
             threads_util_pct_of_one_cpu: Some(c.threads_util_pct_of_one_cpu),
             threads_run_delay_pct: run_delay_pct(c),
         });
+        if let Some(o) = c
+            .other_util_pct_of_one_cpu
+            .filter(|o| *o >= OTHERS_SHOWN_PCT)
+        {
+            evidence.push(Evidence::OtherProcesses {
+                host: c.host,
+                util_pct_of_one_cpu: o,
+                top: c.other_processes.clone(),
+            });
+        }
         if worst.is_none_or(|(_, w)| b.busy_pct > w.busy_pct) {
             worst = Some((n, b));
         }
     }
-    let (n, b) = worst?;
-    if b.busy_pct < CPU_SATURATED_PCT {
-        return None;
-    }
+    let Some((n, b)) = worst.filter(|(_, b)| b.busy_pct >= CPU_SATURATED_PCT) else {
+        return CpuFinding::default();
+    };
     let users: Vec<&EndCpu> = cpu
         .iter()
         .filter(|c| c.cpus_used.is_empty() || c.cpus_used.contains(&n))
         .collect();
-    let worked_or_waited = users.iter().any(|c| {
-        c.threads_util_pct_of_one_cpu >= OWN_WORK_PCT
-            || run_delay_pct(c).is_some_and(|p| p >= RUN_DELAY_PCT)
-    });
-    if !worked_or_waited && b.softirq_pct < OWN_WORK_PCT {
-        return None;
-    }
-    Some(Limiter::Cpu {
-        host: (users.len() == 1).then(|| users[0].host),
+    let host = (users.len() == 1).then(|| users[0].host);
+    let worked = users
+        .iter()
+        .any(|c| c.threads_util_pct_of_one_cpu >= OWN_WORK_PCT);
+    let waited = users
+        .iter()
+        .filter(|c| run_delay_pct(c).is_some_and(|p| p >= RUN_DELAY_PCT))
+        .max_by(|a, b| {
+            let d = |c: &&&EndCpu| run_delay_pct(c).unwrap_or(0.0);
+            d(a).total_cmp(&d(b))
+        });
+    let saturated = Limiter::Cpu {
+        host,
         cpu: n,
         busy_pct: b.busy_pct,
         softirq_pct: b.softirq_pct,
         system_pct: b.system_pct,
         user_pct: b.user_pct,
-    })
+    };
+    if worked || b.softirq_pct >= OWN_WORK_PCT {
+        return CpuFinding {
+            cpu: Some(saturated),
+            busy_host: None,
+        };
+    }
+    let Some(w) = waited else {
+        return CpuFinding::default();
+    };
+    // Light threads that waited: for other processes, when those held the CPU; else for
+    // each other (two ends on one CPU) or for what could not be told apart (an older peer).
+    match w
+        .other_util_pct_of_one_cpu
+        .filter(|o| *o >= OTHERS_HOLD_PCT)
+    {
+        Some(o) => CpuFinding {
+            cpu: None,
+            busy_host: Some(Limiter::BusyHost {
+                host,
+                cpu: n,
+                busy_pct: b.busy_pct,
+                threads_util_pct_of_one_cpu: w.threads_util_pct_of_one_cpu,
+                threads_run_delay_pct: run_delay_pct(w).unwrap_or(0.0),
+                other_util_pct_of_one_cpu: o,
+            }),
+        },
+        None => CpuFinding {
+            cpu: Some(saturated),
+            busy_host: None,
+        },
+    }
 }
 
 fn missing_common(cpu: &[EndCpu], server: bool, profiled: bool) -> Vec<Missing> {
@@ -356,6 +442,66 @@ fn profile_evidence(profiles: &[EndProfile], evidence: &mut Vec<Evidence>) {
     }
 }
 
+/// Rule 2 and the senders' idle time, from their TCP_INFO in the main direction `main`:
+/// (the window or buffer limit, idle senders), with the senders' limits as evidence;
+/// `None` when no sender reported its limited times. `rtts` are the senders' (minimum,
+/// median smoothed) round trips, ns, for the bandwidth-delay product.
+fn sender_rules(
+    spec: &TestSpec,
+    main: &DirectionSummary,
+    reports: &[(HostRole, &SideReport)],
+    cpu: &[EndCpu],
+    rtts: Option<(u64, u64)>,
+    evidence: &mut Vec<Evidence>,
+) -> Option<(Option<Limiter>, Option<Limiter>)> {
+    let (busy, rwnd, sndbuf) = sender_times(reports, main.dir)?;
+    let window_us = main.sender_window_ns as f64 / 1e3 * f64::from(main.flows);
+    let idle = (window_us > 0.0)
+        .then(|| (100.0 * (1.0 - busy as f64 / window_us)).max(0.0))
+        .filter(|p| *p >= IDLE_PCT)
+        .map(|idle_pct| Limiter::SenderIdle {
+            dir: main.dir,
+            idle_pct,
+        });
+    let (rw, sb) = (pct(rwnd, busy), pct(sndbuf, busy));
+    evidence.push(Evidence::SenderLimits {
+        dir: main.dir,
+        busy_us: busy,
+        rwnd_limited_pct: rw,
+        sndbuf_limited_pct: sb,
+    });
+    let window = if rw >= LIMITED_PCT && rw >= sb {
+        let rcvbuf_bytes = receiver_rcvbuf(reports, main.dir);
+        // The window the path needed at this rate: throughput × round trip, per flow.
+        let bdp_bytes = rtts.map(|(_, srtt_ns)| {
+            (main.receiver_throughput_bps / 8.0 * srtt_ns as f64
+                / 1e9
+                / f64::from(main.flows.max(1))) as u64
+        });
+        let reader_behind = rcvbuf_bytes.zip(bdp_bytes).is_some_and(|(buf, bdp)| {
+            f64::from(buf) >= READER_BEHIND_BDP_FACTOR * bdp.max(1) as f64
+        });
+        Some(Limiter::ReceiveWindow {
+            dir: main.dir,
+            limited_pct: rw,
+            receiver_busy_pct: receiver_busy(reports, cpu, main.dir)
+                .filter(|b| *b >= RECEIVER_BUSY_PCT),
+            rcvbuf_bytes,
+            rcvbuf_autotuned: spec.common.window_bytes.is_none(),
+            bdp_bytes,
+            reader_behind,
+        })
+    } else if sb >= LIMITED_PCT {
+        Some(Limiter::SendBuffer {
+            dir: main.dir,
+            limited_pct: sb,
+        })
+    } else {
+        None
+    };
+    Some((window, idle))
+}
+
 /// The verdict on a stream run.
 pub fn stream(
     spec: &TestSpec,
@@ -386,49 +532,23 @@ pub fn stream(
             });
         }
     }
-    let mut idle = None;
-    match sender_times(reports, main.dir) {
-        Some((busy, rwnd, sndbuf)) => {
-            let window_us = main.sender_window_ns as f64 / 1e3 * f64::from(main.flows);
-            if window_us > 0.0 {
-                let idle_pct = (100.0 * (1.0 - busy as f64 / window_us)).max(0.0);
-                if idle_pct >= IDLE_PCT {
-                    idle = Some(Limiter::SenderIdle {
-                        dir: main.dir,
-                        idle_pct,
-                    });
-                }
-            }
-            let (rw, sb) = (pct(rwnd, busy), pct(sndbuf, busy));
-            evidence.push(Evidence::SenderLimits {
-                dir: main.dir,
-                busy_us: busy,
-                rwnd_limited_pct: rw,
-                sndbuf_limited_pct: sb,
-            });
-            if limiter.is_none() && rw >= LIMITED_PCT && rw >= sb {
-                limiter = Some(Limiter::ReceiveWindow {
-                    dir: main.dir,
-                    limited_pct: rw,
-                    receiver_busy_pct: receiver_busy(reports, cpu, main.dir)
-                        .filter(|b| *b >= RECEIVER_BUSY_PCT),
-                    rcvbuf_bytes: receiver_rcvbuf(reports, main.dir),
-                    rcvbuf_autotuned: spec.common.window_bytes.is_none(),
-                });
-            } else if limiter.is_none() && sb >= LIMITED_PCT {
-                limiter = Some(Limiter::SendBuffer {
-                    dir: main.dir,
-                    limited_pct: sb,
-                });
-            }
-        }
-        None => missing.push(Missing::SenderLimitedTimes),
+    let rtts = path::round_trips(reports, main.dir);
+    if let Some((min_rtt_ns, srtt_ns)) = rtts {
+        evidence.push(Evidence::RoundTrips {
+            dir: main.dir,
+            min_rtt_ns,
+            srtt_ns,
+        });
     }
-    let cpu_limit = cpu_evidence(cpu, &mut evidence);
+    let senders = sender_rules(spec, main, reports, cpu, rtts, &mut evidence);
+    if senders.is_none() {
+        missing.push(Missing::SenderLimitedTimes);
+    }
+    let (window, idle) = senders.unwrap_or_default();
+    limiter = limiter.or(window);
+    let found = cpu_evidence(cpu, &mut evidence);
     profile_evidence(profiles, &mut evidence);
-    if limiter.is_none() {
-        limiter = cpu_limit;
-    }
+    limiter = limiter.or(found.cpu);
     for d in &s.directions {
         if d.retransmits > 0 {
             evidence.push(Evidence::Retransmits {
@@ -438,9 +558,18 @@ pub fn stream(
             });
         }
     }
-    if limiter.is_none() {
-        limiter = idle;
+    // Rule 5: a queue on the path (never over loopback, where there is no path).
+    if let Some((min_rtt_ns, srtt_ns)) = rtts.filter(|(m, s)| path::queued(*m, *s)) {
+        if limiter.is_none() && !path::over_loopback(reports) {
+            limiter = Some(Limiter::Path {
+                dir: main.dir,
+                throughput_bps: main.receiver_throughput_bps,
+                min_rtt_ns,
+                srtt_ns,
+            });
+        }
     }
+    limiter = limiter.or(found.busy_host).or(idle);
     let segments = main.sender_bytes as f64 / NOMINAL_MSS_BYTES;
     // A retransmission the receiver reports back as a duplicate (D-SACK) repaired no loss.
     let lost = main
@@ -485,10 +614,13 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
     let lat = r.latency.as_ref()?;
     let mut evidence = Vec::new();
     let missing = missing_common(cpu, server, profiled);
-    let mut cpu_limit = cpu_evidence(cpu, &mut evidence);
+    let found = cpu_evidence(cpu, &mut evidence);
+    let mut cpu_limit = found.cpu;
+    let mut busy_host = found.busy_host;
     if let Some(b) = &r.busy_poll {
         // Spinning keeps the CPUs busy whatever limits the rate.
         cpu_limit = None;
+        busy_host = None;
         evidence.push(Evidence::BusyPolling {
             so_busy_poll_us: b.requested_us,
         });
@@ -502,7 +634,8 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
     };
     let matches = allowed > 0.0
         && (100.0 * (r.transactions_per_s - allowed).abs() / allowed) <= ROUND_TRIP_MATCH_PCT;
-    let limiter = match cpu_limit {
+    // A round trip that waits for a CPU other processes hold is the busy host's.
+    let limiter = match cpu_limit.or(busy_host) {
         Some(c) => c,
         None if matches => Limiter::RoundTrip {
             rtt_mean_ns: lat.mean_ns,
@@ -513,6 +646,7 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
     };
     let suggestions = match &limiter {
         Limiter::Cpu { .. } => vec![Suggestion::Profile, Suggestion::Placement],
+        Limiter::BusyHost { .. } => vec![Suggestion::QuietHost, Suggestion::Placement],
         Limiter::RoundTrip { .. } => vec![
             Suggestion::MoreInFlight,
             Suggestion::Placement,
@@ -531,118 +665,6 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
         suggestions,
         missing,
     })
-}
-
-/// Puts each stream run's verdict against this machine's limits (`wirebench limits`,
-/// cached for this boot; rule 3 of the module docs). With `limits`, every run gets the
-/// copy-bandwidth evidence (from the result's `physical` context: its copies per byte and
-/// copy bandwidth, this run's payload) and, when both ends shared one kernel, the
-/// loopback-ceiling evidence; a limiter found after rule 3 (a CPU, idle senders, loss, or
-/// none) gives way to the machine's limit when one is reached. Without `limits` the
-/// verdicts list them missing.
-pub fn machine_limits(result: &mut RunResult, limits: Option<&LimitsResult>) {
-    let physical = result.physical.clone();
-    for run in &mut result.runs {
-        let Some(summary) = run.summary.as_mut() else {
-            continue;
-        };
-        let Some(stream) = summary.stream() else {
-            continue;
-        };
-        let throughput_bps: f64 = stream
-            .directions
-            .iter()
-            .map(|d| d.receiver_throughput_bps)
-            .sum();
-        let same_host = summary.same_host;
-        let congestion = summary.congestion.first().cloned();
-        let profiled = !summary.profiles.is_empty();
-        let Some(v) = summary.verdict.as_mut() else {
-            continue;
-        };
-        let Some(limits) = limits else {
-            if !v.missing.contains(&Missing::Limits) {
-                v.missing.push(Missing::Limits);
-            }
-            continue;
-        };
-        let mut reached = None;
-        if let Some(p) = physical.as_ref().filter(|p| p.copy_bytes_per_s > 0.0) {
-            let payload = throughput_bps / 8.0;
-            let copied = payload * p.copies_per_byte;
-            let pct = copied / p.copy_bytes_per_s * 100.0;
-            let limiting = pct >= COPY_LIMIT_PCT;
-            v.evidence.push(Evidence::CopyBandwidth {
-                payload_bytes_per_s: payload,
-                copies_per_byte: p.copies_per_byte,
-                copy_bytes_per_s: p.copy_bytes_per_s,
-                buffer_bytes: p.buffer_bytes,
-                copy_threads: p.copy_threads,
-                copy_bandwidth_pct: pct,
-                limiting,
-            });
-            if limiting {
-                reached = Some(Limiter::CopyBandwidth {
-                    copied_bytes_per_s: copied,
-                    copy_bytes_per_s: p.copy_bytes_per_s,
-                    copy_bandwidth_pct: pct,
-                });
-            }
-        }
-        if let Some(ceiling) = limits.loopback.as_ref().filter(|_| same_host) {
-            if ceiling.throughput_bps > 0.0 {
-                let pct = throughput_bps / ceiling.throughput_bps * 100.0;
-                let same_cc = match (&ceiling.congestion, &congestion) {
-                    (Some(a), Some(b)) => a == b,
-                    _ => true,
-                };
-                let reading = if !same_cc {
-                    CeilingReading::NotComparable
-                } else if pct > LOOPBACK_CEILING_OVER_PCT {
-                    CeilingReading::MeasuredLow
-                } else if pct >= LOOPBACK_CEILING_PCT {
-                    CeilingReading::Reached
-                } else {
-                    CeilingReading::Below
-                };
-                let limiting = reading == CeilingReading::Reached;
-                v.evidence.push(Evidence::LoopbackCeiling {
-                    throughput_bps,
-                    ceiling_bps: ceiling.throughput_bps,
-                    ceiling_pct: pct,
-                    ceiling_congestion: ceiling.congestion.clone(),
-                    congestion: congestion.clone(),
-                    limiting,
-                    reading: Some(reading),
-                });
-                if limiting && reached.is_none() {
-                    reached = Some(Limiter::LoopbackCeiling {
-                        throughput_bps,
-                        ceiling_bps: ceiling.throughput_bps,
-                        ceiling_pct: pct,
-                    });
-                }
-            }
-        }
-        let after_rule_3 = matches!(
-            v.limiter,
-            Limiter::Cpu { .. }
-                | Limiter::SenderIdle { .. }
-                | Limiter::Loss { .. }
-                | Limiter::Undetermined
-        );
-        if let Some(l) = reached.filter(|_| after_rule_3) {
-            v.limiter = l;
-            v.suggestions = [
-                Suggestion::ZeroCopy,
-                Suggestion::Profile,
-                Suggestion::MoreFlows,
-            ]
-            .into_iter()
-            .filter(|s| !(profiled && *s == Suggestion::Profile))
-            .collect();
-        }
-    }
 }
 
 #[cfg(test)]
@@ -670,6 +692,8 @@ mod tests {
             threads_system_ns: 0,
             threads_util_pct_of_one_cpu: threads_pct,
             threads_run_delay_ns: None,
+            other_util_pct_of_one_cpu: None,
+            other_processes: Vec::new(),
             busiest_used_cpu: None,
             busiest_used: None,
             service_demand_us_per_kb: None,
@@ -713,6 +737,8 @@ mod tests {
             receiver_busy_pct: busy,
             rcvbuf_bytes: Some(24 << 20),
             rcvbuf_autotuned: true,
+            bdp_bytes: None,
+            reader_behind: false,
         };
         let sums = |rcvbuf_bytes, sndbuf_bytes| AutotunedSums {
             rcvbuf_bytes,
@@ -748,18 +774,35 @@ mod tests {
             assert!(!got.contains(&Suggestion::SmallerWindow), "{got:?}");
             assert!(got.contains(&Suggestion::LargerWindow), "{got:?}");
         }
+        // `-w 8M` on loopback: a 16 MiB buffer against a 62 KB bandwidth-delay product is
+        // not too small; the reader fell behind, so no larger window is suggested.
+        let behind = Limiter::ReceiveWindow {
+            dir: FlowDir::ClientToServer,
+            limited_pct: 68.0,
+            receiver_busy_pct: None,
+            rcvbuf_bytes: Some(16 << 20),
+            rcvbuf_autotuned: false,
+            bdp_bytes: Some(62_000),
+            reader_behind: true,
+        };
+        let got = stream_suggestions(&behind, sums(None, None));
+        assert_eq!(got[0], Suggestion::CheaperReceiver, "{got:?}");
+        assert!(!got.contains(&Suggestion::LargerWindow), "{got:?}");
     }
 
     /// Rule 4: a saturated CPU is the limit only when the test's own work ran or waited there.
     #[test]
     fn a_cpu_busy_with_another_processs_work_is_evidence_not_the_limit() {
-        let limit = |c: &EndCpu| cpu_evidence(std::slice::from_ref(c), &mut Vec::new());
+        let limit = |c: &EndCpu| cpu_evidence(std::slice::from_ref(c), &mut Vec::new()).cpu;
         // Unpinned, next to a process spinning on CPU 1: the threads used 0.2 % of a CPU
         // and waited 0.7 % of the window.
         let mut c = server_cpu(0.2, vec![0, 1], 1, 100.0);
         c.threads_run_delay_ns = Some(7_000_000);
         let mut ev = Vec::new();
-        assert_eq!(cpu_evidence(std::slice::from_ref(&c), &mut ev), None);
+        assert_eq!(
+            cpu_evidence(std::slice::from_ref(&c), &mut ev),
+            CpuFinding::default()
+        );
         match &ev[..] {
             [Evidence::BusiestCpu {
                 cpu: 1,
@@ -790,6 +833,37 @@ mod tests {
         c.threads_util_pct_of_one_cpu = 1.0;
         assert_eq!(limit(&c), None);
         c.busiest.softirq_pct = 30.0;
+        assert!(matches!(limit(&c), Some(Limiter::Cpu { cpu: 1, .. })));
+        // Light threads that waited a tenth of the window while other processes held one and a
+        // half CPUs: the host was busy, the test not CPU-bound.
+        c.busiest.softirq_pct = 0.0;
+        c.threads_run_delay_ns = Some(100_000_000);
+        c.other_util_pct_of_one_cpu = Some(150.0);
+        let mut ev = Vec::new();
+        let found = cpu_evidence(std::slice::from_ref(&c), &mut ev);
+        assert_eq!(found.cpu, None);
+        assert!(
+            matches!(
+                found.busy_host,
+                Some(Limiter::BusyHost {
+                    cpu: 1,
+                    other_util_pct_of_one_cpu,
+                    ..
+                }) if other_util_pct_of_one_cpu == 150.0
+            ),
+            "{found:?}"
+        );
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e, Evidence::OtherProcesses { .. })),
+            "{ev:?}"
+        );
+        // The same wait with other processes nearly idle: the ends waited for each other.
+        c.other_util_pct_of_one_cpu = Some(5.0);
+        assert!(matches!(limit(&c), Some(Limiter::Cpu { cpu: 1, .. })));
+        // Threads that used a quarter of the CPU are CPU-bound, whoever else was there.
+        c.other_util_pct_of_one_cpu = Some(150.0);
+        c.threads_util_pct_of_one_cpu = 30.0;
         assert!(matches!(limit(&c), Some(Limiter::Cpu { cpu: 1, .. })));
         // Pinned to CPU 0: the busiest CPU it could use decides, not the machine's busiest.
         let mut p = server_cpu(90.0, vec![0], 1, 100.0);
