@@ -47,6 +47,17 @@ pub enum Command {
     /// per buffer size, system call cost, wake-up latency, how fast bytes cross between two
     /// CPUs, the loopback TCP ceiling. Cached per boot; stream results are compared with them.
     Limits(LimitsArgs),
+    /// Print a shell completion script on stdout, e.g. `wirebench completions bash >
+    /// /usr/share/bash-completion/completions/wirebench`.
+    Completions(CompletionsArgs),
+}
+
+/// `wirebench completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `wirebench limits`.
@@ -210,6 +221,7 @@ pub struct ServeArgs {
 
 /// `wirebench stream`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct StreamArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -365,6 +377,7 @@ pub fn parse_busy_poll(s: &str) -> Result<BusyPollArg, String> {
 
 /// `wirebench rr`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RrArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -421,6 +434,7 @@ pub struct RrArgs {
 
 /// `wirebench crr`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct CrrArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -439,6 +453,7 @@ pub struct CrrArgs {
 
 /// `wirebench udp`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct UdpArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -462,21 +477,22 @@ pub struct UdpArgs {
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// Server host name or address. Without it, an embedded server on loopback is used.
-    #[arg(short = 'H', long)]
+    /// (-c, iperf3's client flag, is accepted for -H.)
+    #[arg(short = 'H', long, visible_short_alias = 'c')]
     pub host: Option<String>,
     /// Server port (default 5301); needs -H.
     #[arg(short, long, requires = "host")]
     pub port: Option<u16>,
     /// Measured duration in seconds (after warm-up); default 10. With `stream -n/-k`, the
     /// longest the test may run (default 300).
-    #[arg(short = 't', long)]
+    #[arg(short = 't', long, value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Warm-up in seconds, excluded from every figure.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_seconds)]
     pub warmup: f64,
     /// Live interval lines every N seconds (0.1 to the test's duration); 0 turns them off.
     /// Default: 1 on a terminal with human output, none otherwise.
-    #[arg(short, long, value_name = "SECONDS")]
+    #[arg(short, long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub interval: Option<f64>,
     /// Parallel flows (per direction).
     #[arg(short = 'P', long, default_value_t = 1)]
@@ -520,8 +536,8 @@ pub struct ClientArgs {
     /// needs --iterations.
     #[arg(long, value_parser = parse_confidence, requires = "iterations")]
     pub confidence: Option<(u32, f64)>,
-    /// Print one JSON RunResult document on stdout.
-    #[arg(long, conflicts_with = "csv")]
+    /// Print one JSON RunResult document on stdout (-J as in iperf3).
+    #[arg(short = 'J', long, conflicts_with = "csv")]
     pub json: bool,
     /// Print newline-delimited JSON: one object per live interval, then one with the result
     /// (intervals every second unless -i says otherwise).
@@ -554,7 +570,7 @@ pub struct ClientArgs {
     #[arg(long)]
     pub timestamps: bool,
     /// Bound on connecting to the server, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]
     pub connect_timeout: f64,
     /// Start every connection (and UDP socket) from this local address (like iperf3 -B).
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
@@ -632,6 +648,15 @@ pub fn parse_dscp(s: &str) -> Result<u8, String> {
             .ok_or_else(|| format!("'{s}' is not a DSCP (0-63 or ef, afXY, csN)"))?,
     };
     Ok(code << 2)
+}
+
+/// Parse seconds: a finite number, 0 or more (a negative one names its flag in clap's error).
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err("seconds must be a finite number, 0 or more".into()),
+        Err(_) => Err("not a number of seconds".into()),
+    }
 }
 
 /// Parse a byte size: plain bytes or with a K/M/G suffix (1024-based), optional trailing B or iB.
