@@ -90,7 +90,9 @@ pub enum NetError {
 
 /// What the first bytes a peer sent say about it.
 fn what_it_is(seen: &[u8]) -> String {
-    if seen.starts_with(b"HTTP/") {
+    // The control connection reads a 4-byte frame length first: "HTTP" is all it captures
+    // of "HTTP/1.1 400 ...".
+    if seen.starts_with(b"HTTP") {
         " (an HTTP server answered)".into()
     } else if seen == [9] || seen.first() == Some(&9) && seen.len() <= 4 {
         // iperf3 reads a 37-byte cookie, then sends its state byte PARAM_EXCHANGE (9).

@@ -47,6 +47,17 @@ pub enum Command {
     /// per buffer size, system call cost, wake-up latency, how fast bytes cross between two
     /// CPUs, the loopback TCP ceiling. Cached per boot; stream results are compared with them.
     Limits(LimitsArgs),
+    /// Print a shell completion script on stdout, e.g. `wirebench completions bash >
+    /// /usr/share/bash-completion/completions/wirebench`.
+    Completions(CompletionsArgs),
+}
+
+/// `wirebench completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `wirebench limits`.
@@ -226,6 +237,7 @@ pub struct ServeArgs {
 
 /// `wirebench stream`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct StreamArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -381,6 +393,7 @@ pub fn parse_busy_poll(s: &str) -> Result<BusyPollArg, String> {
 
 /// `wirebench rr`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RrArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -437,6 +450,7 @@ pub struct RrArgs {
 
 /// `wirebench crr`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct CrrArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -455,6 +469,7 @@ pub struct CrrArgs {
 
 /// `wirebench udp`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct UdpArgs {
     /// Options of every client command.
     #[command(flatten)]
@@ -478,7 +493,8 @@ pub struct UdpArgs {
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// Server host name or address. Without it, an embedded server on loopback is used.
-    #[arg(short = 'H', long)]
+    /// (-c, iperf3's client flag, is accepted for -H.)
+    #[arg(short = 'H', long, visible_short_alias = 'c')]
     pub host: Option<String>,
     /// Server port (default 5301); needs -H.
     #[arg(short, long, requires = "host")]
@@ -539,8 +555,8 @@ pub struct ClientArgs {
     /// needs --iterations.
     #[arg(long, value_parser = parse_confidence, requires = "iterations")]
     pub confidence: Option<(u32, f64)>,
-    /// Print one JSON RunResult document on stdout.
-    #[arg(long, conflicts_with = "csv")]
+    /// Print one JSON RunResult document on stdout (-J as in iperf3).
+    #[arg(short = 'J', long, conflicts_with = "csv")]
     pub json: bool,
     /// Print newline-delimited JSON: one object per live interval, then one with the result
     /// (intervals every second unless -i says otherwise).
@@ -652,6 +668,15 @@ pub fn parse_dscp(s: &str) -> Result<u8, String> {
             .ok_or_else(|| format!("'{s}' is not a DSCP (0-63 or ef, afXY, csN)"))?,
     };
     Ok(code << 2)
+}
+
+/// Parse seconds: a finite number, 0 or more (a negative one names its flag in clap's error).
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err("seconds must be a finite number, 0 or more".into()),
+        Err(_) => Err("not a number of seconds".into()),
+    }
 }
 
 /// Parse a byte size: plain bytes or with a K/M/G suffix (1024-based), optional trailing B or iB.

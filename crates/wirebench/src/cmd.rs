@@ -17,7 +17,10 @@ use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().collect();
-    let wants_json = args.iter().any(|a| a == "--json");
+    let wants_json = args.iter().any(|a| a == "--json" || a == "-J");
+    if let Some(msg) = iperf3_habit(&args) {
+        return usage_error(msg, wants_json);
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -33,14 +36,7 @@ pub fn main() -> i32 {
                     EXIT_OK
                 };
             }
-            let msg = first_line(&e.to_string());
-            if wants_json {
-                let r = failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, msg));
-                print!("{}", print::json(&r));
-            } else {
-                eprintln!("wirebench: {msg} (see --help)");
-            }
-            return EXIT_USAGE;
+            return usage_error(first_line(&e.to_string()), wants_json);
         }
     };
     init_tracing(matches!(cli.command, Command::Serve(_) | Command::Lab(_)));
@@ -62,6 +58,11 @@ pub fn main() -> i32 {
         Command::Plot(a) => crate::plot_cmd::plot(&a),
         Command::Report(a) => crate::plot_cmd::report(&a),
         Command::Limits(a) => crate::limits_cmd::run(&a),
+        Command::Completions(a) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(a.shell, &mut cmd, "wirebench", &mut std::io::stdout());
+            EXIT_OK
+        }
         Command::Keygen(a) => match keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {
@@ -69,6 +70,41 @@ pub fn main() -> i32 {
                 EXIT_USAGE
             }
         },
+    }
+}
+
+/// A usage error: on stderr, or inside a failed RunResult with --json; exit code 2.
+fn usage_error(msg: String, wants_json: bool) -> i32 {
+    if wants_json {
+        let r = failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, msg));
+        print!("{}", print::json(&r));
+    } else {
+        eprintln!("wirebench: {msg} (see --help)");
+    }
+    EXIT_USAGE
+}
+
+/// iperf3's mode flags, which wirebench spells as subcommands: `-s` (server) and `-u` (UDP)
+/// given without a subcommand or to a test subcommand get a message naming the subcommand.
+/// (`-c HOST` and `-J` are accepted as -H and --json.)
+pub(crate) fn iperf3_habit(args: &[String]) -> Option<String> {
+    let first = args.get(1).map(String::as_str);
+    let no_subcommand = first.is_none_or(|a| a.starts_with('-'));
+    if !no_subcommand && !matches!(first, Some("stream" | "rr" | "crr" | "udp")) {
+        return None;
+    }
+    let flag = |f: &str| args.iter().skip(1).any(|a| a == f);
+    if flag("-s") {
+        Some("-s is iperf3's server flag: use `wirebench serve` to run the daemon".into())
+    } else if flag("-u") {
+        Some("-u is iperf3's UDP flag: use `wirebench udp` for a UDP stream test".into())
+    } else if no_subcommand && flag("-c") {
+        Some(
+            "the test is a subcommand: `wirebench stream -c HOST` (or -H HOST) is iperf3's -c"
+                .into(),
+        )
+    } else {
+        None
     }
 }
 

@@ -206,8 +206,16 @@ pub fn exit_code(r: &RunResult) -> i32 {
         RunStatus::Interrupted => EXIT_INTERRUPTED,
         RunStatus::Aborted => EXIT_ABORTED,
         RunStatus::Invalid => EXIT_INVALID,
+        // Parameters refused here or by the server (its spec checks and policy limits, a
+        // congestion control or socket option the host does not have) are invalid
+        // parameters, as a bad command line is.
         RunStatus::Failed => match r.error.as_ref().map(|e| e.kind) {
-            Some(ErrorKind::Usage) => EXIT_USAGE,
+            Some(
+                ErrorKind::Usage
+                | ErrorKind::InvalidSpec
+                | ErrorKind::LimitExceeded
+                | ErrorKind::SocketOption,
+            ) => EXIT_USAGE,
             _ => EXIT_FAILED,
         },
     }

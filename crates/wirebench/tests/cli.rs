@@ -195,3 +195,97 @@ fn progress_bars_on_a_terminal_only() {
     assert_eq!(piped.code, 0);
     assert!(!piped.stdout.contains("measuring") && !piped.stderr.contains("measuring"));
 }
+
+/// iperf3's habits: `-c HOST` is -H and `-J` is --json (both reach the daemon on loopback and
+/// return a completed JSON result); `-s` and `-u` are refused with the subcommand to use; a
+/// negative number is refused with a message naming its flag. All exit 2 except the accepted
+/// aliases.
+#[test]
+fn iperf3_habits() {
+    let _g = serial();
+    let d = common::daemon::LocalDaemon::start(&[]);
+    let port = d.addr.port().to_string();
+    let r = wb(&["stream", "-c", "127.0.0.1", "-p", &port, "-t", "0.3", "-J"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let res = r.json();
+    assert_eq!(res.status, RunStatus::Completed);
+    assert!(
+        r.stdout.contains(&format!("127.0.0.1:{port}")),
+        "the result names the daemon -c gave: {}",
+        r.stdout
+    );
+    for (args, needle) in [
+        (&["-s"][..], "`wirebench serve`"),
+        (&["stream", "-s"][..], "`wirebench serve`"),
+        (&["stream", "-u", "-t", "1"][..], "`wirebench udp`"),
+        (&["-c", "127.0.0.1", "-u"][..], "`wirebench udp`"),
+        (&["-c", "127.0.0.1"][..], "`wirebench stream -c HOST`"),
+    ] {
+        let r = wb(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+    }
+    for (args, flag) in [
+        (&["stream", "-t", "-1"][..], "--duration"),
+        (&["rr", "-P", "-2"][..], "--flows"),
+        (&["udp", "-i", "-1"][..], "--interval"),
+        (&["crr", "--warmup", "-1"][..], "--warmup"),
+    ] {
+        let r = wb(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(flag), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+    }
+}
+
+/// Parameters refused by the client (-t beyond 3600 s) or by the server (-P above its
+/// --max-flows, -t above its --max-duration) exit 2 (invalid parameters), a path that could
+/// not be tested exits 1.
+#[test]
+fn refused_parameters_exit_2() {
+    let _g = serial();
+    let d = common::daemon::LocalDaemon::start(&["--max-flows", "8", "--max-duration", "5"]);
+    let port = d.addr.port().to_string();
+    let client = |extra: &[&str]| {
+        let mut a = vec!["stream", "-H", "127.0.0.1", "-p", &port];
+        a.extend_from_slice(extra);
+        wb(&a)
+    };
+    for (extra, needle) in [
+        (&["-P", "200", "-t", "1"][..], "flows"),
+        (&["-t", "7200"][..], "duration"),
+        (&["-t", "10"][..], "duration"),
+    ] {
+        let r = client(extra);
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{extra:?}: {}", r.stderr);
+    }
+    let r = wb(&["stream", "-t", "0.3", "-C", "nosuchcc"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("nosuchcc"), "{}", r.stderr);
+    // Nothing listens on port 1: the test could not run.
+    let r = wb(&["stream", "-H", "127.0.0.1", "-p", "1", "-t", "1"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+}
+
+/// An HTTP server at the port is named as such (it answers the handshake with
+/// "HTTP/1.1 400 ..."), and the client exits 1.
+#[test]
+fn http_server_is_named() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().unwrap().port().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = [0u8; 64];
+        let _ = s.read(&mut buf);
+        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        // Keep the connection open until the client gives up, as a keep-alive server does.
+        let _ = s.read(&mut buf);
+    });
+    let r = wb(&["stream", "-H", "127.0.0.1", "-p", &port, "-t", "1"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("an HTTP server answered"), "{}", r.stderr);
+    server.join().expect("server thread");
+}

@@ -599,7 +599,7 @@ fn server_refuses_a_test_beyond_its_limits() {
             "--json",
         ],
     );
-    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(r.code, 2, "{}", r.stdout);
     let res = r.json();
     let e = res.error.expect("error");
     assert_eq!(e.kind, ErrorKind::InvalidSpec);
@@ -609,7 +609,7 @@ fn server_refuses_a_test_beyond_its_limits() {
         Side::A,
         &["stream", "-H", wirebench_lab::ADDR_B, "-P", "3", "-t", "1"],
     );
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 2);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("flows"), "{}", r.stderr);
 }
@@ -664,7 +664,7 @@ fn congestion_control_is_applied_at_both_ends_and_recorded() {
         vec!["reno"]
     );
     let r = wb(&["stream", "-t", "0.5", "-C", "nosuchcc", "--json"]);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 2);
     assert_eq!(r.json().error.unwrap().kind, ErrorKind::SocketOption);
 }
 
