@@ -87,7 +87,10 @@ fn run_value(s: &Summary, fig: Figure) -> Option<(f64, FigureUnit)> {
     use wirebench_model::side::HostRole;
     match (fig, &s.workload) {
         (Figure::Throughput, WorkloadSummary::Stream(st)) => Some((
-            st.directions.iter().map(|d| d.receiver_throughput_bps).sum(),
+            st.directions
+                .iter()
+                .map(|d| d.receiver_throughput_bps)
+                .sum(),
             FigureUnit::Bps,
         )),
         (Figure::Throughput, WorkloadSummary::UdpStream(u)) => Some((
@@ -106,12 +109,14 @@ fn run_value(s: &Summary, fig: Figure) -> Option<(f64, FigureUnit)> {
         (Figure::TransactionsPerS, WorkloadSummary::Rr(r)) => {
             Some((r.transactions_per_s, FigureUnit::PerS))
         }
-        (Figure::RttP50, WorkloadSummary::Rr(r)) => {
-            r.latency.as_ref().map(|l| (l.p50_ns as f64, FigureUnit::Ns))
-        }
-        (Figure::RttP99, WorkloadSummary::Rr(r)) => {
-            r.latency.as_ref().map(|l| (l.p99_ns as f64, FigureUnit::Ns))
-        }
+        (Figure::RttP50, WorkloadSummary::Rr(r)) => r
+            .latency
+            .as_ref()
+            .map(|l| (l.p50_ns as f64, FigureUnit::Ns)),
+        (Figure::RttP99, WorkloadSummary::Rr(r)) => r
+            .latency
+            .as_ref()
+            .map(|l| (l.p99_ns as f64, FigureUnit::Ns)),
         (Figure::ServiceDemandClient, _) => demand(HostRole::Client),
         (Figure::ServiceDemandServer, _) => demand(HostRole::Server),
         _ => None,
@@ -219,7 +224,10 @@ pub fn compare_values(
     fc.p_value = Some(t.p_value);
     fc.detectable_pct = Some(t.detectable_pct);
     fc.significant = t.p_value < 1.0 - lvl;
-    fc.outcome = match (fc.significant, (t.change_pct > 0.0) == fig.higher_is_better()) {
+    fc.outcome = match (
+        fc.significant,
+        (t.change_pct > 0.0) == fig.higher_is_better(),
+    ) {
         (false, _) => Outcome::NoDifference,
         (true, true) => Outcome::Better,
         (true, false) => Outcome::Worse,

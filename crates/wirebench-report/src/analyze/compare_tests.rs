@@ -80,7 +80,10 @@ fn false_positive_rate_matches_the_level() {
             .count() as f64
             / 4000.0;
         let sd = (nominal * (1.0 - nominal) / 4000.0f64).sqrt();
-        assert!((flagged - nominal).abs() < 4.0 * sd, "level {level:?}: {flagged}");
+        assert!(
+            (flagged - nominal).abs() < 4.0 * sd,
+            "level {level:?}: {flagged}"
+        );
     }
 }
 

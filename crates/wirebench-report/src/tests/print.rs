@@ -966,7 +966,10 @@ fn study_schema_file_is_current() {
 #[test]
 fn compare_schema_file_is_current() {
     let generated = wirebench_model::compare::compare_schema_json();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/compare.schema.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/compare.schema.json"
+    );
     if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(path, &generated).expect("writing docs/compare.schema.json");
         return;
