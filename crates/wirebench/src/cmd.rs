@@ -62,6 +62,8 @@ pub fn main() -> i32 {
         Command::Plot(a) => crate::plot_cmd::plot(&a),
         Command::Report(a) => crate::plot_cmd::report(&a),
         Command::Limits(a) => crate::limits_cmd::run(&a),
+        Command::History(a) => crate::history::run(&a),
+        Command::Compare(a) => crate::history::judge::compare_files(&a),
         Command::Keygen(a) => match keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {
