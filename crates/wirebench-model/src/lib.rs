@@ -13,6 +13,7 @@
 //!   into sentences; nothing else does.
 //! - [`sweep`], [`study`]: sweeps (a test over a grid of factor values) and studies (sweeps
 //!   over testbed cells), their documents and expectations.
+//! - [`compare`]: two sets of results compared figure by figure ([`compare::Comparison`]).
 //! - [`limits`]: this machine's physical limits ([`limits::LimitsResult`], `wirebench
 //!   limits`) and the [`limits::PhysicalContext`] a stream result gets from them.
 //! - [`tcp_series`]: the senders' TCP_INFO per interval, per flow and per direction.
@@ -22,6 +23,7 @@
 //! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
 
 pub mod abort;
+pub mod compare;
 pub mod error;
 pub mod limits;
 pub mod profile;

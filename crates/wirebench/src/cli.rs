@@ -47,6 +47,12 @@ pub enum Command {
     /// per buffer size, system call cost, wake-up latency, how fast bytes cross between two
     /// CPUs, the loopback TCP ceiling. Cached per boot; stream results are compared with them.
     Limits(LimitsArgs),
+    /// The results history (every test is saved to a local database unless --no-save):
+    /// list, show, export, delete, prune, import, compare, regress.
+    History(crate::history::HistoryArgs),
+    /// Compare result files (A.json B.json, or sets split by `vs`) figure by figure, with
+    /// statistics: the change, its confidence interval, and whether it is real.
+    Compare(crate::history::judge::CompareFilesArgs),
     /// Print a shell completion script on stdout, e.g. `wirebench completions bash >
     /// /usr/share/bash-completion/completions/wirebench`.
     Completions(CompletionsArgs),
@@ -628,6 +634,9 @@ pub struct ClientArgs {
     /// 1-31 bytes after the socket data's offset in its page about 20x slower; this shows it.
     #[arg(long, value_name = "BYTES")]
     pub buffer_offset: Option<u32>,
+    /// Saving to the results history.
+    #[command(flatten)]
+    pub save: crate::history::SaveArgs,
 }
 
 /// Parse a TOS byte: decimal, `0x..` hex or `0..` octal (as iperf3 -S).

@@ -63,6 +63,8 @@ pub fn main() -> i32 {
             clap_complete::generate(a.shell, &mut cmd, "wirebench", &mut std::io::stdout());
             EXIT_OK
         }
+        Command::History(a) => crate::history::run(&a),
+        Command::Compare(a) => crate::history::judge::compare_files(&a),
         Command::Keygen(a) => match keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {

@@ -18,6 +18,7 @@
 pub mod cli;
 pub mod cmd;
 pub mod keyfile;
+pub mod history;
 pub mod lab;
 pub mod limits_cmd;
 pub mod plot_cmd;

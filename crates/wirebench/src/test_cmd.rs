@@ -373,6 +373,8 @@ pub struct Out {
     pub csv_intervals: bool,
     /// CSV rows per flow (`--per-flow`).
     pub csv_flows: bool,
+    /// Saving to the results history.
+    pub save: crate::history::SaveArgs,
 }
 
 impl Out {
@@ -385,6 +387,7 @@ impl Out {
             title: a.title.clone(),
             csv_intervals: a.intervals,
             csv_flows: a.per_flow,
+            save: a.save.clone(),
         }
     }
 
@@ -448,6 +451,9 @@ impl Out {
             }
             Sink::Stdout => print_stdout(&text),
         }
+        // After the result is printed and written: a database that cannot take it costs
+        // a warning, never the result.
+        crate::history::save::save_run(&self.save, &r);
         code
     }
 }

@@ -25,6 +25,7 @@
 //! transactions) interval and every available interval's `width_pct` is at most the target.
 
 pub mod addresses;
+pub mod compare;
 pub mod cpu;
 pub mod limits;
 pub mod live;

@@ -13,6 +13,7 @@
 //! - `profile`: an end's CPU profile (stacked bar and category table);
 //! - `csv`: the CSV document.
 
+pub mod compare;
 mod csv;
 pub mod limits;
 mod profile;

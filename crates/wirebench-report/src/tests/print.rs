@@ -981,3 +981,24 @@ fn a_limit_named_in_the_message_is_not_named_twice() {
         "{t}"
     );
 }
+
+/// `docs/compare.schema.json` must be what the comparison types generate.
+/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
+#[test]
+fn compare_schema_file_is_current() {
+    let generated = wirebench_model::compare::compare_schema_json();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/compare.schema.json"
+    );
+    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(path, &generated).expect("writing docs/compare.schema.json");
+        return;
+    }
+    let checked_in = std::fs::read_to_string(path).expect("reading docs/compare.schema.json");
+    assert!(
+        checked_in == generated,
+        "docs/compare.schema.json is out of date with the Comparison types; regenerate it with \
+         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff"
+    );
+}

@@ -1,0 +1,99 @@
+//! Saving a result to the history: the columns extracted from the document, one
+//! transaction, and a warning instead of a failure when the database cannot take it (the
+//! result has been printed and written to `-o` before the save is tried).
+
+use std::path::Path;
+use std::time::Instant;
+
+use wirebench_model::compare::Figure;
+use wirebench_model::result::RunResult;
+use wirebench_model::side::HostRole;
+use wirebench_report::analyze::compare::values;
+use wirebench_stats::hypothesis::median;
+use wirebench_store::{Headline, NewResult, ResultKind, Source, Store};
+
+use super::SaveArgs;
+
+/// The row to store for a result.
+pub fn entry(r: &RunResult, tags: &[(String, String)], source: Source) -> NewResult {
+    let side = |host: HostRole| {
+        r.runs
+            .iter()
+            .filter_map(|run| match host {
+                HostRole::Client => run.client.as_ref(),
+                HostRole::Server => run.server.as_ref(),
+            })
+            .next()
+    };
+    let client = side(HostRole::Client);
+    let server = side(HostRole::Server);
+    let fig = |want: Figure| {
+        values(std::slice::from_ref(r))
+            .into_iter()
+            .find(|(f, _)| *f == want)
+            .map(|(_, v)| median(&v.runs))
+            .filter(|x| x.is_finite())
+    };
+    NewResult {
+        kind: ResultKind::Run,
+        started_unix_ms: i64::try_from(r.started_unix_ms).unwrap_or(i64::MAX),
+        title: r.title.clone(),
+        workload: r.spec.as_ref().map(|s| s.kind().as_str().to_string()),
+        status: serde_json::to_value(r.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string)),
+        client_host: client.and_then(|c| c.env.hostname.clone()),
+        server_host: server
+            .and_then(|s| s.env.hostname.clone())
+            .or_else(|| r.server_address.clone()),
+        kernel: client.and_then(|c| c.env.kernel_release.clone()),
+        figures: Headline {
+            throughput_bps: fig(Figure::Throughput),
+            transactions_per_s: fig(Figure::TransactionsPerS),
+            rtt_p50_ns: fig(Figure::RttP50),
+            rtt_p99_ns: fig(Figure::RttP99),
+        },
+        tags: tags.to_vec(),
+        source,
+        document: serde_json::to_string(r).unwrap_or_default(),
+    }
+}
+
+/// Save `r` as `a` asks (nothing with --no-save or when nothing was measured). Never fails:
+/// a database that cannot take the result gets a warning on stderr naming it and why.
+pub fn save_run(a: &SaveArgs, r: &RunResult) {
+    if a.no_save || r.runs.is_empty() {
+        return;
+    }
+    let Some(path) = super::db_path(a.db.as_ref()) else {
+        eprintln!(
+            "wirebench: warning: result not saved to the history: neither XDG_DATA_HOME nor HOME \
+             is set (give --db PATH, or --no-save)"
+        );
+        return;
+    };
+    let started = Instant::now();
+    match save_to(&path, &entry(r, &a.tags, Source::Cli)) {
+        Ok(id) => tracing::debug!(
+            "saved as result {id} in {} ({} ms)",
+            path.display(),
+            started.elapsed().as_millis()
+        ),
+        Err(e) => eprintln!(
+            "wirebench: warning: result not saved to the history database {}: {e} (the result \
+             above is complete; --no-save skips the database)",
+            path.display()
+        ),
+    }
+}
+
+/// Open, save, close; the new id.
+pub fn save_to(path: &Path, e: &NewResult) -> Result<i64, wirebench_store::StoreError> {
+    let mut s = Store::open(path)?;
+    s.save(e, now_ms())
+}
+
+/// Now, milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    i64::try_from(wirebench_net::runner::unix_ms()).unwrap_or(i64::MAX)
+}
