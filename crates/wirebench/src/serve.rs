@@ -56,6 +56,13 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
             a.bind
         ));
     }
+    if a.iperf3 && !a.bind.is_loopback() && !a.allow_unauthenticated {
+        return Err(anyhow!(
+            "refusing to serve iperf3 clients on {}: they cannot authenticate; pass \
+             --allow-unauthenticated to serve anyone who can reach this address",
+            a.bind
+        ));
+    }
     for (flag, v) in [
         ("--max-tests", a.max_tests as usize),
         ("--max-flows", a.max_flows as usize),
@@ -119,6 +126,7 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         Err(e) => tracing::warn!("cannot raise RLIMIT_NOFILE: {e}"),
     }
     cfg.allow_profile = a.allow_profile;
+    cfg.iperf3_bind = a.iperf3.then_some(SocketAddr::new(a.bind, a.iperf3_port));
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;
@@ -134,6 +142,7 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     let identity = cfg.server_identity.clone();
     let daemon = Daemon::bind(cfg)?;
     let addr = daemon.local_addr()?;
+    let daemon_iperf3 = daemon.iperf3_addr();
     let stop = Arc::new(AtomicBool::new(false));
     // SIGHUP stops the daemon like SIGTERM: running tests are aborted and recorded.
     for sig in [
@@ -150,6 +159,9 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         None => None,
     };
     tracing::info!(%addr, %identity, "wirebench daemon listening");
+    if let Some(addr) = daemon_iperf3 {
+        tracing::info!(%addr, "serving iperf3 clients");
+    }
     match authenticated {
         Some(n) => tracing::info!("authentication required ({n} identities)"),
         None if a.bind.is_loopback() => tracing::info!(

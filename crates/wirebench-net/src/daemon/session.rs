@@ -159,6 +159,7 @@ pub(super) fn control_session(
                     reason,
                     server: ts.server_report.take(),
                     client: ts.client_report.take(),
+                    iperf3: None,
                 },
             );
         }
@@ -169,7 +170,7 @@ pub(super) fn control_session(
 /// running, cap, scope)`. A slot held by a finishing test (results exchanged), or by the
 /// same peer, is waited for up to [`FINISHING_GRACE`]; a slot another peer's running test
 /// holds is not.
-fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
+pub(super) fn admit(state: &State, peer_key: &str) -> Result<(), (u32, u32, BusyScope)> {
     let cap = state.cfg.limits.max_concurrent_tests;
     let peer_cap = state.cfg.max_tests_per_peer.max(1);
     let deadline = Instant::now() + FINISHING_GRACE;
