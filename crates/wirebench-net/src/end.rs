@@ -28,7 +28,7 @@ use wirebench_profile::WindowProfile;
 use wirebench_proto::udp::DEFAULT_REORDER_WINDOW_SEQS;
 
 /// How long an end waits past its stop instant for the peer to finish.
-const DRAIN_LIMIT: Duration = Duration::from_secs(3);
+pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// A CRR transaction's longest wait on the peer.
 const CRR_PEER_TIMEOUT: Duration = Duration::from_secs(1);

@@ -239,6 +239,15 @@ pub struct ServeArgs {
     /// Write the daemon's PID to FILE while it runs (removed at exit).
     #[arg(long, value_name = "FILE")]
     pub pidfile: Option<std::path::PathBuf>,
+    /// Also serve stock iperf3 clients (`iperf3 -c`, 3.9 and later; TCP) on --iperf3-port,
+    /// beside the native port, under the same limits. iperf3 clients cannot authenticate:
+    /// with --auth-keys their tests are refused, and on an address other than loopback
+    /// --iperf3 needs --allow-unauthenticated.
+    #[arg(long)]
+    pub iperf3: bool,
+    /// TCP port of the iperf3 frontend.
+    #[arg(long, default_value_t = wirebench_iperf3::wire::DEFAULT_PORT, requires = "iperf3")]
+    pub iperf3_port: u16,
 }
 
 /// `wirebench stream`.

@@ -43,6 +43,13 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
             a.bind
         ));
     }
+    if a.iperf3 && !a.bind.is_loopback() && !a.allow_unauthenticated {
+        return Err(anyhow!(
+            "refusing to serve iperf3 clients on {}: they cannot authenticate; pass \
+             --allow-unauthenticated to serve anyone who can reach this address",
+            a.bind
+        ));
+    }
     for (flag, v) in [
         ("--max-tests", a.max_tests as usize),
         ("--max-flows", a.max_flows as usize),
@@ -115,6 +122,7 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     cfg.profile_unauthenticated = a.allow_profile_unauthenticated;
     cfg.max_profiles = a.max_profiles;
     cfg.max_profile_hz = a.max_profile_hz;
+    cfg.iperf3_bind = a.iperf3.then_some(SocketAddr::new(a.bind, a.iperf3_port));
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;
@@ -130,6 +138,7 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     let identity = cfg.server_identity.clone();
     let daemon = Daemon::bind(cfg)?;
     let addr = daemon.local_addr()?;
+    let daemon_iperf3 = daemon.iperf3_addr();
     let stop = Arc::new(AtomicBool::new(false));
     // SIGHUP stops the daemon like SIGTERM: running tests are aborted and recorded.
     for sig in [
@@ -146,6 +155,9 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         None => None,
     };
     tracing::info!(%addr, %identity, "wirebench daemon listening");
+    if let Some(addr) = daemon_iperf3 {
+        tracing::info!(%addr, "serving iperf3 clients");
+    }
     match authenticated {
         Some(n) => tracing::info!("authentication required ({n} identities)"),
         None if a.bind.is_loopback() => tracing::info!(

@@ -75,8 +75,17 @@ impl Drop for ConnSlot {
     }
 }
 
+/// Which listener a connection came from, so which protocol it speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Frontend {
+    /// wirebench's own protocol.
+    Native,
+    /// iperf3's (`serve --iperf3`).
+    Iperf3,
+}
+
 /// Count, check and hand a freshly accepted connection to its own thread.
-pub(super) fn admit_connection(stream: TcpStream, state: &Arc<State>) {
+pub(super) fn admit_connection(stream: TcpStream, state: &Arc<State>, frontend: Frontend) {
     let Ok(peer) = stream.peer_addr() else {
         return;
     };
@@ -87,6 +96,7 @@ pub(super) fn admit_connection(stream: TcpStream, state: &Arc<State>) {
             stream,
             state,
             peer,
+            frontend,
             LimitName::MaxConnections,
             format!(
                 "the server is handling its maximum of {} connections",
@@ -113,6 +123,7 @@ pub(super) fn admit_connection(stream: TcpStream, state: &Arc<State>) {
             stream,
             state,
             peer,
+            frontend,
             LimitName::MaxConnsPerSource,
             format!(
                 "{} connections from {} are open, the most this server allows per source address",
@@ -158,15 +169,26 @@ pub(super) fn admit_connection(stream: TcpStream, state: &Arc<State>) {
     let spawned = thread::Builder::new()
         .name("wb-conn".into())
         .stack_size(CONN_THREAD_STACK_BYTES)
-        .spawn(move || handle_connection(stream, peer, &st, slot));
+        .spawn(move || match frontend {
+            Frontend::Native => handle_connection(stream, peer, &st, slot),
+            Frontend::Iperf3 => super::iperf3::handle_connection(stream, peer, &st, slot),
+        });
     if spawned.is_err() {
         // The slot went down with the closure: counters are already released.
         thread::sleep(Duration::from_millis(50));
     }
 }
 
-/// Tell a refused peer why (one best-effort error frame, never blocking) and close.
-fn refuse(stream: TcpStream, state: &State, peer: SocketAddr, limit: LimitName, message: String) {
+/// Tell a refused peer why (one best-effort error frame, never blocking; an iperf3 client
+/// gets iperf3's `ACCESS_DENIED`) and close.
+fn refuse(
+    stream: TcpStream,
+    state: &State,
+    peer: SocketAddr,
+    frontend: Frontend,
+    limit: LimitName,
+    message: String,
+) {
     if state
         .log_limiter
         .lock()
@@ -176,6 +198,10 @@ fn refuse(stream: TcpStream, state: &State, peer: SocketAddr, limit: LimitName, 
         tracing::warn!(%peer, ?limit, "connection refused: {message}");
     }
     let _ = stream.set_nonblocking(true);
+    if frontend == Frontend::Iperf3 {
+        let _ = (&stream).write(&[wirebench_iperf3::State::AccessDenied.byte()]);
+        return;
+    }
     let frame = frame::encode(&Message::Error(ErrorMsg {
         code: ErrorCode::LimitExceeded,
         field: None,

@@ -45,6 +45,7 @@
 //! connection to arrive (even when the listening address has gone away).
 
 mod accept;
+mod iperf3;
 mod lograte;
 mod records;
 mod route;
@@ -65,7 +66,8 @@ use wirebench_proto::data::Token;
 use wirebench_proto::session::Timeouts;
 
 use crate::NetError;
-use accept::{admit_connection, Handshakes};
+use accept::{admit_connection, Frontend, Handshakes};
+pub use iperf3::Iperf3Info;
 use lograte::LogLimiter;
 use records::{RecordLog, Ring};
 pub use records::{RecordStatus, TestRecord};
@@ -129,6 +131,8 @@ pub struct ServerConfig {
     /// Highest sampling frequency a client may ask for, Hz per CPU; a higher request is
     /// sampled at this frequency (the report's `freq_hz` says which).
     pub max_profile_hz: u32,
+    /// Also serve stock iperf3 clients on this address (`serve --iperf3`).
+    pub iperf3_bind: Option<SocketAddr>,
 }
 
 impl ServerConfig {
@@ -153,6 +157,7 @@ impl ServerConfig {
             profile_unauthenticated: false,
             max_profiles: 1,
             max_profile_hz: DEFAULT_MAX_PROFILE_HZ,
+            iperf3_bind: None,
         }
     }
 }
@@ -191,11 +196,15 @@ struct State {
     evicted: AtomicU64,
     /// Profiles being taken now (at most `cfg.max_profiles`).
     profiles: AtomicU32,
+    /// The cookies of the iperf3 tests in progress.
+    iperf3_routes: Mutex<iperf3::Routes>,
 }
 
 /// A bound daemon, ready to [`Daemon::run`].
 pub struct Daemon {
     listener: TcpListener,
+    /// The iperf3 frontend's listener (`serve --iperf3`).
+    iperf3_listener: Option<TcpListener>,
     state: Arc<State>,
 }
 
@@ -248,9 +257,14 @@ impl Daemon {
             addr: cfg.bind,
             source,
         })?;
+        let iperf3_listener = match cfg.iperf3_bind {
+            Some(addr) => Some(listen(addr).map_err(|source| NetError::Bind { addr, source })?),
+            None => None,
+        };
         let ring = Ring::new(cfg.record_capacity, cfg.record_memory_bytes);
         Ok(Daemon {
             listener,
+            iperf3_listener,
             state: Arc::new(State {
                 cfg,
                 running: AtomicU32::new(0),
@@ -272,6 +286,7 @@ impl Daemon {
                 shutdown: AtomicBool::new(false),
                 evicted: AtomicU64::new(0),
                 profiles: AtomicU32::new(0),
+                iperf3_routes: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -279,6 +294,13 @@ impl Daemon {
     /// The address actually bound (useful with port 0).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+
+    /// The iperf3 frontend's address, if it listens.
+    pub fn iperf3_addr(&self) -> Option<SocketAddr> {
+        self.iperf3_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// Serve until shut down. The listener is polled with a timeout, so the shutdown flag
@@ -290,17 +312,32 @@ impl Daemon {
             tracing::error!("cannot make the listener non-blocking: {e}");
             return;
         }
+        if let Some(l) = &self.iperf3_listener {
+            if let Err(e) = l.set_nonblocking(true) {
+                tracing::error!("cannot make the iperf3 listener non-blocking: {e}");
+                return;
+            }
+        }
         while !state.shutdown.load(Ordering::Relaxed) {
+            if let Some(l) = &self.iperf3_listener {
+                if let Ok((stream, _)) = l.accept() {
+                    let _ = stream.set_nonblocking(false);
+                    admit_connection(stream, &state, Frontend::Iperf3);
+                }
+            }
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     let _ = stream.set_nonblocking(false);
-                    admit_connection(stream, &state);
+                    admit_connection(stream, &state, Frontend::Native);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let mut fds = [rustix::event::PollFd::new(
+                    let mut fds = vec![rustix::event::PollFd::new(
                         &self.listener,
                         rustix::event::PollFlags::IN,
                     )];
+                    if let Some(l) = &self.iperf3_listener {
+                        fds.push(rustix::event::PollFd::new(l, rustix::event::PollFlags::IN));
+                    }
                     let timeout = rustix::event::Timespec {
                         tv_sec: 0,
                         tv_nsec: ACCEPT_POLL.as_nanos() as _,

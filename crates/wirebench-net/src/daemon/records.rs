@@ -67,6 +67,9 @@ pub struct TestRecord {
     pub server: Option<SideReport>,
     /// What the client reported, if it got that far.
     pub client: Option<SideReport>,
+    /// For a test of an iperf3 client (`serve --iperf3`): its version and its own figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iperf3: Option<super::iperf3::Iperf3Info>,
 }
 
 /// The in-memory ring of records, bounded by count and by bytes.
@@ -325,6 +328,7 @@ mod tests {
                 buffer_offset_bytes: None,
             }),
             client: None,
+            iperf3: None,
         }
     }
 

@@ -204,6 +204,7 @@ pub(super) fn control_session(
                     reason,
                     server: ts.server_report.take(),
                     client: ts.client_report.take(),
+                    iperf3: None,
                 },
             );
         }
@@ -214,7 +215,7 @@ pub(super) fn control_session(
 /// running, cap, scope)`. A slot held by a finishing test (results exchanged), or by the
 /// same peer, is waited for up to [`FINISHING_GRACE`]; a slot another peer's running test
 /// holds is not.
-fn admit(
+pub(super) fn admit(
     state: &State,
     peer_key: &str,
     group: Option<(u64, u64)>,
