@@ -17,8 +17,8 @@
 
 pub mod cli;
 pub mod cmd;
-pub mod keyfile;
 pub mod history;
+pub mod keyfile;
 pub mod lab;
 pub mod limits_cmd;
 pub mod plot_cmd;

@@ -633,6 +633,7 @@ fn a_copy_bandwidth_far_below_a_larger_buffers_is_implausible() {
         copy_one_thread_bytes_per_s: Some(flat(gb * 1e9)),
         copy_all_threads_bytes_per_s: None,
         checksum_bytes_per_s: None,
+        copy_unlucky_bytes_per_s: None,
     };
     let rows = [
         row(32, 1.7),
