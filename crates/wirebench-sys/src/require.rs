@@ -60,11 +60,7 @@ pub fn note_retry(check: &str, attempts: u32) {
     eprint!("retried: {line}");
     if let Some(path) = std::env::var_os(RETRY_LOG_ENV) {
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
+        if let Ok(mut f) = crate::safefile::open_append(std::path::Path::new(&path), false) {
             let _ = f.write_all(line.as_bytes());
         }
     }

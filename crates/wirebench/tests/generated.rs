@@ -128,7 +128,8 @@ fn man_pages_render_without_warnings() {
             continue;
         }
         let out = Command::new("groff")
-            .args(["-man", "-Tutf8", "-ww", "-z"])
+            // -k: preconv, as man(1) runs it: the help texts are UTF-8 (—, ≥, ×).
+            .args(["-k", "-man", "-Tutf8", "-ww", "-z"])
             .arg(&path)
             .output()
             .expect("running groff");
@@ -190,7 +191,13 @@ fn completions_parse() {
         }
         let script = completion(shell);
         let text = String::from_utf8_lossy(&script);
-        for sub in ["stream", "serve", "completions", "--flows"] {
+        // fish names a long option `-l flows`, the others `--flows`.
+        let flows = if shell == "fish" {
+            "-l flows"
+        } else {
+            "--flows"
+        };
+        for sub in ["stream", "serve", "completions", flows] {
             assert!(text.contains(sub), "{shell}: no {sub}");
         }
         let file = tempfile_path(shell);

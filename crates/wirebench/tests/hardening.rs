@@ -1712,7 +1712,8 @@ fn data_connection_refusal_names_the_limit() {
             args.push("--json");
         }
         let out = wb_bounded(&args, Duration::from_secs(30));
-        assert_eq!(out.code, Some(1), "{}", out.stderr());
+        // A parameter the server refuses is a usage error (exit 2, README's exit codes).
+        assert_eq!(out.code, Some(2), "{}", out.stderr());
         assert!(
             out.took < Duration::from_secs(5),
             "the refusal took {:?} to reach the user",

@@ -718,7 +718,7 @@ pub fn run(
         if let Some(w) = waker {
             let shared = &shared;
             let spawned = thread::Builder::new()
-                .name("wb-rr-waker".into())
+                .name("wb-waker".into())
                 .spawn_scoped(scope, move || w.watch(shared, abort, cfg.drain_limit));
             if let Err(e) = spawned {
                 // Without the waker nothing would end a blocked read: stop the flows now.
