@@ -265,6 +265,16 @@ mod tests {
             .status()
             .unwrap()
             .success());
+        // With a reader on it, opening the FIFO for writing succeeds at the system call (no
+        // reader: ENXIO first), so the type check itself is what refuses it.
+        let _reader = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&fifo)
+                .unwrap()
+        };
         let e = open_append(&fifo, false).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
         let mut f = open_append(&d.path().join("ok"), false).unwrap();
