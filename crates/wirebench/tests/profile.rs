@@ -248,9 +248,9 @@ fn a_daemon_profiles_only_when_allowed() {
 #[test]
 fn an_unprivileged_run_says_why_and_still_runs() {
     let _g = serial();
-    if !require::command_works("setpriv", "--version")
-        || wirebench_sys::perf::paranoid_level().is_none_or(|p| p <= 0)
-        || std::process::Command::new("setpriv")
+    let paranoid_above_0 = wirebench_sys::perf::paranoid_level().is_some_and(|p| p > 0);
+    let runs_unprivileged = require::command_works("setpriv", "--version")
+        && std::process::Command::new("setpriv")
             .args([
                 "--reuid=65534",
                 "--regid=65534",
@@ -259,9 +259,12 @@ fn an_unprivileged_run_says_why_and_still_runs() {
                 "--version",
             ])
             .output()
-            .map_or(true, |o| !o.status.success())
-    {
-        eprintln!("skipped: cannot run the binary as an unprivileged user with paranoid > 0");
+            .is_ok_and(|o| o.status.success());
+    if !require::capability(
+        "unprivileged-perf",
+        paranoid_above_0 && runs_unprivileged,
+        "needs kernel.perf_event_paranoid > 0 and setpriv able to run the binary as uid 65534",
+    ) {
         return;
     }
     let out = std::process::Command::new("setpriv")
