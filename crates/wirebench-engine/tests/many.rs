@@ -521,7 +521,7 @@ fn aggregate_gbps(n: usize) -> f64 {
 
 /// 1 flow vs 1000 flows on loopback (cubic), two workers per end, median of 3 runs each
 /// (interleaved, so that slow phases of a noisy host hit both alike). Run with
-/// `cargo test --release -p wirebench-engine --test many -- --ignored --nocapture`.
+/// `cargo test --release -p wirebench-engine --test main many:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement, about 30 s"]
 fn one_vs_thousand_flows_throughput() {

@@ -1,5 +1,5 @@
 //! docs/PROFILE.md shows the classification table the code uses.
-//! Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-profile --test doc_table`.
+//! Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-profile --test main doc_table::`.
 
 const BEGIN: &str = "<!-- classification table: generated, do not edit -->\n";
 const END: &str = "<!-- end of classification table -->";
@@ -19,6 +19,6 @@ fn profile_doc_table_is_current() {
     assert!(
         doc[start..end] == table,
         "docs/PROFILE.md's table is out of date with classify::KERNEL_RULES; regenerate with \
-         `WIREBENCH_BLESS=1 cargo test -p wirebench-profile --test doc_table`"
+         `WIREBENCH_BLESS=1 cargo test -p wirebench-profile --test main doc_table::`"
     );
 }

@@ -5,8 +5,6 @@
 //! involuntary switch). Without busy polling, a round trip between two CPUs costs each end
 //! a sleep; with it, almost none. SO_BUSY_POLL is what the kernel reads back on the sockets.
 
-mod common;
-
 use std::collections::HashMap;
 use std::fs;
 use std::io::Read;
@@ -14,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::side::HostRole;
 
@@ -174,6 +172,7 @@ fn udp_rr_busy_poll_spins_instead_of_sleeping() {
 
 #[test]
 fn busy_poll_bad_input_is_refused_with_the_flag() {
+    let _shared = crate::common::shared();
     let r = wb(&["rr", "-t", "1", "--busy-poll", "5000"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--busy-poll"), "{}", r.stderr);

@@ -2,11 +2,10 @@
 //! forced rate unit, the many-flow summary, and `-o` checked before the test and writing
 //! the format asked for.
 
-mod common;
-
+use crate::common;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use wirebench_model::result::{RunResult, RunStatus};
 
 /// `--json-stream`: every stdout line is one JSON object; interval events come first (from
@@ -272,6 +271,7 @@ fn refused_parameters_exit_2() {
 /// "HTTP/1.1 400 ..."), and the client exits 1.
 #[test]
 fn http_server_is_named() {
+    let _shared = crate::common::shared();
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().unwrap().port().to_string();

@@ -2,9 +2,7 @@
 //! direction, split over the flows, at both ends. Checked against the kernel's own byte
 //! counts (TCP_INFO `bytes_received` of every receiving socket, read after EOF).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Bytes a data connection carries besides the payload, client to server: the preamble

@@ -3,14 +3,13 @@
 //! in /proc, its log, its records file — and checks that a legitimate client is still served
 //! within a second. Test names start with the case number (`c01_...`).
 
-mod common;
-
+use crate::common;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::daemon::*;
-use common::*;
+use crate::common::daemon::*;
+use crate::common::*;
 use wirebench_model::abort::AbortReason;
 use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::side::SideReport;
@@ -66,6 +65,7 @@ fn key_pointers(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
 
 #[test]
 fn c01_hostile_frame_lengths_are_refused_before_allocation() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     // Virtual memory, which an untouched reservation does grow (RSS would not).
@@ -96,6 +96,7 @@ fn c01_hostile_frame_lengths_are_refused_before_allocation() {
 
 #[test]
 fn c02_truncated_handshakes_close_at_the_absolute_deadline() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     let hello = wirebench_proto::frame::encode(&Message::Hello(wirebench_proto::message::Hello {
@@ -130,6 +131,7 @@ fn c02_truncated_handshakes_close_at_the_absolute_deadline() {
 /// is served meanwhile; a concurrent test is unaffected.
 #[test]
 fn c03_slow_drip_one_and_a_thousand() {
+    let _shared = crate::common::shared();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     let mut extra = FAST.to_vec();
     // The background test and the legitimate client come from one address: allow it two
@@ -234,6 +236,7 @@ fn c03b_burst_of_ready_data_connections_is_not_evicted() {
 /// level: a typed error naming the field.
 #[test]
 fn c04_every_spec_field_wrong_missing_duplicated_unknown() {
+    let _shared = crate::common::shared();
     // The specs that omit an optional field are admitted and abandoned one after the other,
     // all from one address; this test is about decoding, not admission: let one peer use
     // every slot (--max-tests, default 4), as before the per-peer cap (default 1) existed.
@@ -325,6 +328,7 @@ fn c04_every_spec_field_wrong_missing_duplicated_unknown() {
 /// own validation), each naming its field.
 #[test]
 fn c05_out_of_range_values_refused_by_the_server() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let cases: &[(&str, serde_json::Value, &str)] = &[
         (
@@ -418,6 +422,7 @@ fn c05_out_of_range_values_refused_by_the_server() {
 
 #[test]
 fn c06_hostile_encodings() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
@@ -444,6 +449,7 @@ fn c06_hostile_encodings() {
 /// concurrent test is unaffected.
 #[test]
 fn c07_non_protocol_traffic() {
+    let _shared = crate::common::shared();
     // The background test and the legitimate client come from one address: allow it two
     // tests at once (the per-peer cap defaults to 1).
     let mut extra = FAST.to_vec();
@@ -487,6 +493,7 @@ fn c07_non_protocol_traffic() {
 
 #[test]
 fn c08_ten_thousand_connect_close_and_rst() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     for i in 0..10_000 {
@@ -541,10 +548,11 @@ const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccdde
 /// error, and no test starts.
 #[test]
 fn c09_c10_c11_authentication_failures_are_identical_and_replay_fails() {
+    let _shared = crate::common::shared();
     let keys = key_file(&format!("alice {KEY}\n"));
     let mut extra = FAST.to_vec();
     extra.extend(["--auth-keys", keys.s(), "--identity", "lab"]);
-    let d = LocalDaemon::start(&extra);
+    let mut d = LocalDaemon::start(&extra);
     // The real client: right key works, the rest fail identically.
     let ok = wb(&[
         "stream",
@@ -640,10 +648,10 @@ fn c09_c10_c11_authentication_failures_are_identical_and_replay_fails() {
     ));
     drop(r1);
     // Exactly the one authenticated test and the accepted raw one are recorded.
-    let recs = d.wait_records(2, Duration::from_secs(15));
-    // The point: give a third record (which must not exist) time to appear.
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(d.records().len(), 2, "{recs:?}");
+    d.wait_records(2, Duration::from_secs(15));
+    // A third record (which must not exist) would be written by the time the daemon exits.
+    let recs = d.stop_and_final_records(Duration::from_secs(15));
+    assert_eq!(recs.len(), 2, "{recs:?}");
     assert!(recs.iter().all(|r| r["identity"] == "alice"));
 }
 
@@ -651,6 +659,7 @@ fn c09_c10_c11_authentication_failures_are_identical_and_replay_fails() {
 /// running test is unaffected.
 #[test]
 fn c12_stale_and_foreign_tokens() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let mut r = Raw::connect(d.addr);
     r.hello();
@@ -682,6 +691,7 @@ fn c12_stale_and_foreign_tokens() {
 
 #[test]
 fn c13_bad_key_files_stop_the_daemon_naming_the_file() {
+    let _shared = crate::common::shared();
     let malformed = key_file("alice not-hex\n");
     let empty = key_file("# nobody\n");
     let dir = std::env::temp_dir();
@@ -708,6 +718,7 @@ fn c13_bad_key_files_stop_the_daemon_naming_the_file() {
 /// off and the daemon serves again once they are gone.
 #[test]
 fn c14_descriptor_exhaustion() {
+    let _shared = crate::common::shared();
     let mut c = std::process::Command::new("sh");
     c.args([
         "-c",
@@ -732,6 +743,7 @@ fn c14_descriptor_exhaustion() {
 /// Two tests side by side at a cap of two; a third gets `busy` with a retry hint at once.
 #[test]
 fn c15_concurrent_tests_and_busy_within_100ms() {
+    let _shared = crate::common::shared();
     let mut extra = FAST.to_vec();
     // Every client here comes from one address: the per-peer cap (default 1) is raised
     // above the server's so that the server's cap of two is the one reached.
@@ -760,6 +772,7 @@ fn c15_concurrent_tests_and_busy_within_100ms() {
 /// running, and the test is recorded as aborted with partial results.
 #[test]
 fn c16_absurd_requests_refused_and_enforced_while_running() {
+    let _shared = crate::common::shared();
     let mut extra = FAST.to_vec();
     extra.extend(["--max-rate", "100M", "--max-duration", "60"]);
     let d = LocalDaemon::start(&extra);
@@ -958,16 +971,14 @@ fn c18_link_cut_mid_test() {
         "-p",
         &d.addr.port().to_string(),
     ])
-    .args(["-t", "30", "-i", "0.2", "--json"])
-    .stdout(std::process::Stdio::piped())
+    .args(["-t", "30", "-i", "0.2", "--json-stream"])
     .stderr(std::process::Stdio::null());
-    let child = Guarded::spawn(&mut cl);
+    let child = common::streamed::Streamed::spawn(&mut cl);
+    // The link is cut once the server has reported four of its 0.2 s intervals.
     assert!(
-        wait_engine(child.id(), Duration::from_secs(10)),
-        "the client did not start its engine"
+        child.wait_intervals("server", 4, Duration::from_secs(20)),
+        "no 4 server intervals within 20 s"
     );
-    // The point: the test runs for four of its 0.2 s intervals before the link is cut.
-    std::thread::sleep(Duration::from_millis(800));
     tb.exec(
         wirebench_lab::Side::A,
         &["ip", "link", "set", wirebench_lab::IF_A, "down"],
@@ -983,9 +994,9 @@ fn c18_link_cut_mid_test() {
     assert_eq!(recs[1]["status"], "failed");
     let server = rec_side(&recs[1], "server");
     assert!(server.stream().expect("stream counts").intervals.len() >= 3);
-    let out = child.wait_with_output();
+    let out = child.wait();
     assert_eq!(out.status.code(), Some(3), "client exit code");
-    let j = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let j = out.result();
     assert_eq!(j.status, RunStatus::Aborted);
     let client = j.runs[0].client.as_ref().expect("client report");
     assert!(client.stream().expect("stream counts").flows[0].total_bytes > 0);
@@ -1021,6 +1032,7 @@ fn c18_link_cut_mid_test() {
 /// process death (SIGPIPE ignored), the test recorded.
 #[test]
 fn c19_rst_on_data_and_control() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     for (i, reverse) in [false, true].into_iter().enumerate() {
@@ -1116,22 +1128,20 @@ fn c22_sigterm_during_a_test() {
         "-p",
         &d.addr.port().to_string(),
     ])
-    .args(["-t", "30", "-i", "0.2", "--json", "-o", out.s()])
-    .stdout(std::process::Stdio::piped())
+    .args(["-t", "30", "-i", "0.2", "--json-stream", "-o", out.s()])
     .stderr(std::process::Stdio::null());
-    let child = Guarded::spawn(&mut c);
+    let child = common::streamed::Streamed::spawn(&mut c);
+    // The daemon stops once it has reported four of its 0.2 s intervals.
     assert!(
-        wait_engine(child.id(), Duration::from_secs(10)),
-        "the client did not start its engine"
+        child.wait_intervals("server", 4, Duration::from_secs(20)),
+        "no 4 server intervals within 20 s"
     );
-    // The point: the test runs for four of its 0.2 s intervals before the daemon stops.
-    std::thread::sleep(Duration::from_millis(800));
     d.signal("-TERM");
     assert_eq!(d.wait_exit(Duration::from_secs(10)), Some(0), "daemon exit");
-    let o = child.wait_with_output();
+    let o = child.wait();
     assert_eq!(o.status.code(), Some(3));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let res = RunResult::from_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    let j = o.result_json.clone();
+    let res = o.result();
     assert_eq!(j["status"], "aborted");
     assert_eq!(res.status, RunStatus::Aborted);
     // The run was aborted because the server shut down: said as a typed reason, and in the
@@ -1344,6 +1354,7 @@ const SOAK_HOSTILE: &str =
 /// `WIREBENCH_SOAK=N` sets the count (CI runs 200; the long run is `WIREBENCH_SOAK=2000`).
 #[test]
 fn c21_soak_with_random_aborts() {
+    let _shared = crate::common::shared();
     let n: usize = std::env::var("WIREBENCH_SOAK")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -1353,7 +1364,7 @@ fn c21_soak_with_random_aborts() {
     // 4), as before the per-peer cap existed.
     let mut extra = FAST.to_vec();
     extra.extend(["--max-tests-per-peer", "4"]);
-    let d = LocalDaemon::start(&extra);
+    let mut d = LocalDaemon::start(&extra);
     let base = d.baseline();
     let mut admitted = 1; // the baseline's test
     let mut maybe = 0; // interrupted before the engines ran: maybe admitted
@@ -1457,15 +1468,6 @@ fn c21_soak_with_random_aborts() {
     let elapsed = t.elapsed();
     // Tests whose client vanished end at the idle bound (2 s) or the data deadline (10 s).
     let recs = d.wait_records(admitted, Duration::from_secs(20));
-    // The point: give the records of tests interrupted before starting (maybe admitted) and
-    // any extra record (which must not exist) time to appear.
-    std::thread::sleep(Duration::from_millis(500));
-    let recs_now = d.records();
-    assert!(
-        recs_now.len() >= admitted && recs_now.len() <= admitted + maybe,
-        "{} records for {admitted} admitted tests and {maybe} interrupted before starting",
-        recs_now.len()
-    );
     let ids: std::collections::HashSet<u64> = recs
         .iter()
         .map(|r| r["test_id"].as_u64().unwrap())
@@ -1483,11 +1485,21 @@ fn c21_soak_with_random_aborts() {
         !log.contains("\ntest finished test_id=4242"),
         "a forged log line"
     );
+    let usage = d.usage();
+    // The records of tests interrupted before starting (maybe admitted) and any extra record
+    // (which must not exist) are all written once the daemon has exited; the legitimate
+    // test just above added one.
+    let final_recs = d.stop_and_final_records(Duration::from_secs(20));
+    let soak_recs = final_recs.len() - 1;
+    assert!(
+        soak_recs >= admitted && soak_recs <= admitted + maybe,
+        "{soak_recs} records for {admitted} admitted tests and {maybe} interrupted before \
+         starting"
+    );
     eprintln!(
-        "soak: {n} iterations in {:.1} s, {} records, usage now {:?} (baseline {base:?})",
+        "soak: {n} iterations in {:.1} s, {soak_recs} records, usage before the stop \
+         {usage:?} (baseline {base:?})",
         elapsed.as_secs_f64(),
-        recs_now.len(),
-        d.usage()
     );
 }
 
@@ -1496,6 +1508,7 @@ fn c21_soak_with_random_aborts() {
 /// that died pass `assert_back_to`).
 #[test]
 fn usage_of_a_dead_or_zombie_process_fails() {
+    let _shared = crate::common::shared();
     use common::daemon::usage_of;
     let mut exited = std::process::Command::new("true").spawn().unwrap();
     let pid = exited.id();

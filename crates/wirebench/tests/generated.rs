@@ -3,7 +3,7 @@
 //! One text (each argument's doc comment) serves --help, the man pages and the reference.
 //!
 //! Regenerate all of them with
-//! `WIREBENCH_BLESS=1 cargo test --release -p wirebench --test generated` and review the diff.
+//! `WIREBENCH_BLESS=1 cargo test --release -p wirebench --test main generated::` and review the diff.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use wirebench::cli::Cli;
 use wirebench_sys::require;
 
 const REGENERATE: &str =
-    "regenerate with `WIREBENCH_BLESS=1 cargo test --release -p wirebench --test generated`";
+    "regenerate with `WIREBENCH_BLESS=1 cargo test --release -p wirebench --test main generated::`";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -98,6 +98,7 @@ fn check_dir(dir: &Path, want: &BTreeMap<String, Vec<u8>>, keep: impl Fn(&str) -
 /// man/ holds a page for wirebench and for every subcommand, as the clap definitions render it.
 #[test]
 fn man_pages_are_current() {
+    let _shared = crate::common::shared();
     let pages = man_pages();
     for must in [
         "wirebench.1",
@@ -113,6 +114,7 @@ fn man_pages_are_current() {
 /// groff renders every committed page without a warning (-ww turns all warnings on).
 #[test]
 fn man_pages_render_without_warnings() {
+    let _shared = crate::common::shared();
     if !require::capability(
         "groff",
         require::command_works("groff", "--version"),
@@ -165,6 +167,7 @@ const COMPLETIONS: [(&str, &str); 3] = [
 /// dist/completions/ holds what `wirebench completions SHELL` prints.
 #[test]
 fn completions_are_current() {
+    let _shared = crate::common::shared();
     let want: BTreeMap<String, Vec<u8>> = COMPLETIONS
         .iter()
         .map(|(shell, file)| (file.to_string(), completion(shell)))
@@ -176,6 +179,7 @@ fn completions_are_current() {
 /// fish --no-execute), and the script names the subcommands.
 #[test]
 fn completions_parse() {
+    let _shared = crate::common::shared();
     let checks: [(&str, &[&str]); 3] = [
         ("bash", &["-n"]),
         ("zsh", &["-n"]),
@@ -231,7 +235,7 @@ fn cli_reference() -> String {
         "# wirebench command-line reference\n\n\
          <!-- generated from the clap definitions (crates/wirebench/src/cli.rs and the \
          subcommands' Args); do not edit: regenerate with \
-         `WIREBENCH_BLESS=1 cargo test --release -p wirebench --test generated` -->\n\n\
+         `WIREBENCH_BLESS=1 cargo test --release -p wirebench --test main generated::` -->\n\n\
          Each section is the command's `--help` (the same text as its man page, \
          `man wirebench-SUBCOMMAND`).\n\n## Contents\n\n",
     );
@@ -255,6 +259,7 @@ fn cli_reference() -> String {
 /// docs/CLI.md is the reference generated from the clap definitions.
 #[test]
 fn cli_reference_is_current() {
+    let _shared = crate::common::shared();
     let md = cli_reference();
     assert!(md.contains("## wirebench stream\n") && md.contains("--flows"));
     let mut want = BTreeMap::new();
@@ -266,6 +271,7 @@ fn cli_reference_is_current() {
 /// shows no flag that does not exist).
 #[test]
 fn readme_commands_parse() {
+    let _shared = crate::common::shared();
     let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
     let mut n = 0;
     for line in readme.lines() {

@@ -6,8 +6,7 @@
 //! Every wait is bounded; every process, mount and namespace a test makes is removed by a
 //! guard, also when the test fails.
 
-mod common;
-
+use crate::common;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -17,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::daemon::{assert_legit_served_quickly, legit, LocalDaemon};
-use common::{wait_engine, Guarded, BIN};
+use crate::common::daemon::{assert_legit_served_quickly, legit, LocalDaemon};
+use crate::common::{wait_engine, Guarded, BIN};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, SideData, SideReport, SideStatus};
 use wirebench_model::spec::{Direction, Limits, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec};
@@ -699,6 +698,7 @@ fn raw_controls(b: &[u8]) -> Vec<u8> {
 /// header.
 #[test]
 fn h01_memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
+    let _shared = crate::common::shared();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     const FLOWS: u32 = 512;
     // Eleven records of one frame each must fit the records file before it rotates.
@@ -832,6 +832,7 @@ fn drain(sock: &UdpSocket, within: Duration) -> usize {
 /// the daemon serves a legitimate client afterwards.
 #[test]
 fn h02_udp_hello_from_a_third_host_gets_nothing() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
     let third = UdpSocket::bind("127.0.0.55:0").expect("bind 127.0.0.55");
     let mut reached_third = 0;
@@ -955,6 +956,7 @@ fn fill(path: &Path) {
 /// restart; a FIFO as the records file.
 #[test]
 fn h03_records_file_full_disk_torn_tail_and_fifo() {
+    let _shared = crate::common::shared();
     records_on_a_full_tmpfs();
     records_after_sigkill_mid_write();
     records_fifo_is_refused();
@@ -1252,6 +1254,7 @@ fn records_fifo_is_refused() {
 /// whose error messages, software and identity carry terminal escapes, prints them escaped.
 #[test]
 fn h04_peer_text_never_reaches_a_log_or_a_terminal_raw() {
+    let _shared = crate::common::shared();
     let d = Served::start(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
     // Hello: magic, then software.
     let mut c = Ctl::connect(d.addr, None).unwrap();
@@ -1426,6 +1429,7 @@ fn h04_peer_text_never_reaches_a_log_or_a_terminal_raw() {
 /// bind address is gone (its veth pair deleted inside a namespace): it exits within 5 s.
 #[test]
 fn h05_sighup_records_the_test_and_sigterm_needs_no_bind_address() {
+    let _shared = crate::common::shared();
     let mut d = LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
     let mut c = Command::new(BIN);
@@ -1600,6 +1604,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 /// is invalid (exit 4, JSON status "invalid"); marked aborted, the run is aborted (exit 3).
 #[test]
 fn h06_the_client_does_not_believe_an_impossible_server() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(&[]);
     let server_results = |f: fn(&mut SideReport)| -> Rewrite {
         Arc::new(move |m| match m {
@@ -1684,6 +1689,7 @@ fn h06_the_client_does_not_believe_an_impossible_server() {
 /// data connections is reported by its reason, not by the closed connection.
 #[test]
 fn h07_smaller_items() {
+    let _shared = crate::common::shared();
     data_connection_refusal_names_the_limit();
     the_servers_reason_beats_a_closed_data_connection();
     zero_limits_are_refused();

@@ -9,14 +9,13 @@
 //! belongs to the link's owner, the kernel follows those links for root whatever
 //! `fs.protected_symlinks` says, so the tests do not depend on (and do not change) it.
 
-mod common;
-
+use crate::common;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{finish, require_netns, serial, wb, Ran, BIN};
+use crate::common::{finish, require_netns, serial, wb, Ran, BIN};
 
 const NOBODY: u32 = 65534;
 const VICTIM_TEXT: &str = "VICTIM: must never be written\n";
@@ -277,6 +276,7 @@ fn h3_01_writers_do_not_follow_planted_links() {
 /// (`wirebench_sys::safefile`), except the reviewed cases listed here.
 #[test]
 fn h3_02_every_writer_goes_through_safefile() {
+    let _shared = crate::common::shared();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // Reviewed exceptions: an unnamed O_TMPFILE (no name to plant), /proc/sys writes, the
     // headless-browser check's scratch files (test tooling in its own temporary directory).
@@ -336,6 +336,7 @@ fn h3_02_every_writer_goes_through_safefile() {
 /// `--insecure-key-file`); a device is refused at once instead of read without end.
 #[test]
 fn h3_03_key_files() {
+    let _shared = crate::common::shared();
     let s = Scratch::new("keys");
     let key = s.path("keys");
     std::fs::write(
@@ -423,6 +424,7 @@ fn h3_03_key_files() {
 /// the client and the daemon; no 300-digit numbers; `--cport` past 65535 is named as such.
 #[test]
 fn h3_04_flag_values() {
+    let _shared = crate::common::shared();
     for v in ["NaN", "inf", "0", "1e308", "1e-320", "-1"] {
         // `--flag=VALUE`, so that "-1" is a value, not a flag.
         let r = wb(&["stream", &format!("--connect-timeout={v}")]);
@@ -596,6 +598,7 @@ fn netns_exists(n: &str) -> bool {
 /// file in it does not get a process signalled.
 #[test]
 fn h3_07_labs_own_only_what_they_recorded() {
+    let _shared = crate::common::shared();
     require_netns();
     let s = Scratch::new("labs");
     let labs = s.path("labs");

@@ -5,12 +5,11 @@
 //! Every command here names its database (`--db` in a temporary directory, or
 //! `XDG_DATA_HOME`/`HOME` pointed at one), so nothing is written to the real home.
 
-mod common;
-
+use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{finish, serial, Ran, BIN};
+use crate::common::{finish, serial, Ran, BIN};
 use serde_json::Value;
 
 struct TempDir(std::path::PathBuf);

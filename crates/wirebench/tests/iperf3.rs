@@ -4,15 +4,13 @@
 //! counters; two iperf3 clients at once; the daemon's policy; and hostile clients that speak
 //! iperf3 badly, after which the daemon is back at its baseline and still serves.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::daemon::LocalDaemon;
-use common::*;
+use crate::common::daemon::LocalDaemon;
+use crate::common::*;
 use wirebench_lab::{Side, Testbed};
 
 /// iperf3 is there (CI requires it).

@@ -2,14 +2,12 @@
 //! copy probe, the checked-in schema, its per-boot cache, and the context it gives stream
 //! results.
 
-mod common;
-
 use std::hint::black_box;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{serial, wb_state, StateDir, BIN};
+use crate::common::{serial, wb_state, StateDir, BIN};
 use wirebench_model::limits::{LimitsResult, MemoryRow, LIMITS_SCHEMA_VERSION};
 use wirebench_model::result::RunResult;
 use wirebench_stats::summary::Spread;

@@ -2,11 +2,9 @@
 //! the real binary over loopback, every path checked against the other end's count, the
 //! kernel's TCP_INFO counters, the content (with `--verify`) and the path's own accounting.
 
-mod common;
-
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 use wirebench_model::error::ErrorKind;
 use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::side::{FlowSide, HostRole, PathUsed, Role, SideReport};
@@ -342,6 +340,7 @@ fn unavailable_paths_fall_back_to_copy_with_a_warning() {
 
 #[test]
 fn verify_needs_a_path_that_delivers_data() {
+    let _shared = crate::common::shared();
     for path in ["discard", "splice"] {
         let r = wb(&[
             "stream",

@@ -3,11 +3,9 @@
 //! self-contained (no script, no external resource), and a real browser (headless Chromium)
 //! draws it without console messages.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 use wirebench_plot::browser::{check_page, Chromium};
 
 /// A fresh directory, removed when dropped.

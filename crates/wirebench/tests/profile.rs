@@ -5,10 +5,9 @@
 //! process's copy to near zero. Needs perf events (root here); skips otherwise unless
 //! WIREBENCH_REQUIRE names `perf`.
 
-mod common;
-
-use common::daemon::LocalDaemon;
-use common::*;
+use crate::common;
+use crate::common::daemon::LocalDaemon;
+use crate::common::*;
 use wirebench_model::profile::{ProfileCategory, ProfileReport, ProfileUnavailable};
 use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::side::{HostRole, SideReport};
@@ -36,6 +35,13 @@ fn side(r: &RunResult, host: HostRole) -> &SideReport {
         HostRole::Client => run.client.as_ref().expect("client report"),
         HostRole::Server => run.server.as_ref().expect("server report"),
     }
+}
+
+/// True if this machine has the two CPUs a pinned sender and receiver need (else skip, or
+/// fail when required).
+fn two_cpus() -> bool {
+    let n = wirebench_sys::thread::online_cpus();
+    require::capability("two-cpus", n >= 2, &format!("{n} CPU online"))
 }
 
 /// True if this process may sample system-wide (else skip, or fail when required).
@@ -333,7 +339,7 @@ fn receiver_copy_share(recv_path: &str) -> f64 {
 /// category falls to near zero, where the default copy path spends a large share there.
 #[test]
 fn discard_takes_the_receivers_copy_to_near_zero() {
-    if !perf_permitted() || wirebench_sys::thread::online_cpus() < 2 {
+    if !perf_permitted() || !two_cpus() {
         return;
     }
     let _g = serial();
@@ -361,7 +367,7 @@ fn discard_takes_the_receivers_copy_to_near_zero() {
 /// replaced by the host's bbr the loss did not appear, hence `-C cubic`.
 #[test]
 fn unsampled_busy_time_is_not_called_idle() {
-    if !perf_permitted() || wirebench_sys::thread::online_cpus() < 2 {
+    if !perf_permitted() || !two_cpus() {
         return;
     }
     let _g = serial();
@@ -380,6 +386,13 @@ fn unsampled_busy_time_is_not_called_idle() {
         "12000",
     ]);
     let port = d.addr.port().to_string();
+    // The observer: the daemon's data threads (wb-many-*) read from outside through their
+    // schedstat files until they end, while the client runs in another thread.
+    let daemon_pid = d.pid();
+    let observer = std::thread::spawn(move || {
+        common::threads::watch_threads(daemon_pid, "wb-many-", std::time::Duration::from_secs(120))
+    });
+    let started = std::time::Instant::now();
     let ran = wb(&[
         "stream",
         "--auth",
@@ -401,7 +414,9 @@ fn unsampled_busy_time_is_not_called_idle() {
         "--profile",
         "--json",
     ]);
+    let client_wall_ns = started.elapsed().as_nanos() as f64;
     assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let seen = observer.join().expect("the observer");
     let r = ran.json();
     let s = side(&r, HostRole::Server);
     let p = s.profile.as_ref().expect("server profile");
@@ -409,6 +424,29 @@ fn unsampled_busy_time_is_not_called_idle() {
     assert_eq!(p.cpus, vec![1]);
     let cpu = s.cpu.as_ref().expect("server CPU report");
     let threads_ns = (cpu.threads_user_ns + cpu.threads_system_ns) as f64;
+    // The report's thread time over its window against the observer's over the threads'
+    // lives: never more than the observer saw (+10 ms of tick rounding per thread and
+    // field), and short of it by at most the threads' time outside the window (the client's
+    // wall time minus the window, per thread) and the observer's last gap per thread.
+    let (n, window_ns) = (seen.threads as f64, cpu.window.end_ns - cpu.window.start_ns);
+    let outside_ns = (client_wall_ns - window_ns as f64).max(0.0);
+    eprintln!(
+        "daemon data threads: reported {:.2} s in the window; schedstat {:.2} s over {} \
+         threads' lives ({:.2} s outside the window per thread)",
+        threads_ns / 1e9,
+        seen.on_cpu_ns as f64 / 1e9,
+        seen.threads,
+        outside_ns / 1e9
+    );
+    assert!(
+        threads_ns <= (seen.on_cpu_ns + seen.threads * seen.end_gap_ns) as f64 + n * 2e7,
+        "reported {threads_ns} ns of thread time, schedstat saw {seen:?}"
+    );
+    let seen_in_window_min_ns = seen.on_cpu_ns as f64 - n * outside_ns;
+    assert!(
+        threads_ns >= seen_in_window_min_ns - n * 2e7,
+        "reported {threads_ns} ns of thread time, schedstat saw {seen:?}"
+    );
     let idle_ns = p.category(ProfileCategory::Idle).unwrap().cpu_ns;
     let busy_ns = p.window_cpu_ns().saturating_sub(idle_ns) as f64;
     let proc_stat_busy_pct = cpu
@@ -428,7 +466,7 @@ fn unsampled_busy_time_is_not_called_idle() {
     );
     // Tick-resolution thread times and windows that differ by a few ms: 10 % and 100 ms.
     assert!(
-        busy_ns >= 0.9 * threads_ns - 1e8,
+        busy_ns >= 0.9 * threads_ns.max(seen_in_window_min_ns) - 1e8,
         "the profile calls busy time idle: {:.2} s busy, the threads ran {:.2} s",
         busy_ns / 1e9,
         threads_ns / 1e9

@@ -6,14 +6,12 @@
 //! kernel reports it at close, of at least 1.5 MiB. On the epoll engine a worker naps the
 //! same way before `epoll_wait`; there `perf stat` counts its sleep calls.
 
-mod common;
-
 use std::fs;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::daemon::LocalDaemon;
-use common::*;
+use crate::common::daemon::LocalDaemon;
+use crate::common::*;
 use wirebench_model::abort::EngineKind;
 use wirebench_model::result::{DirectionSummary, FlowSummary, RunResult};
 use wirebench_model::side::RecvWaitStats;
@@ -191,6 +189,7 @@ fn auto_naps_only_with_a_large_receive_buffer_and_calls_of_at_most_512k() {
 
 #[test]
 fn a_wait_the_engine_cannot_honour_is_refused() {
+    let _shared = crate::common::shared();
     let many = wb(&["stream", "-t", "1", "-P", "40", "--recv-wait", "nap"]);
     assert_eq!(many.code, 2, "{}", many.stderr);
     assert!(many.stderr.contains("--recv-wait"), "{}", many.stderr);

@@ -3,12 +3,10 @@
 //! idle timeout, records the test with its partial figures, frees every descriptor and
 //! thread, and serves the next client at once.
 
-mod common;
-
 use std::time::Duration;
 
-use common::daemon::*;
-use common::*;
+use crate::common::daemon::*;
+use crate::common::*;
 use wirebench_model::side::SideReport;
 
 const FAST: &[&str] = &["--handshake-timeout", "1", "--idle-timeout", "2"];

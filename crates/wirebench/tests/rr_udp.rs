@@ -3,14 +3,12 @@
 //! the kernel's TCP_INFO, the other end's counts, a link emulator's exact counters and delay,
 //! an nftables drop counter, and a packet capture at the receiver's interface.
 
-mod common;
-
 use std::collections::HashSet;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use common::daemon::LocalDaemon;
-use common::*;
+use crate::common::daemon::LocalDaemon;
+use crate::common::*;
 use wirebench_lab::emu::{Direction as EmuDir, EmuConfig, EmulatedPath};
 use wirebench_lab::{Side, Testbed, ADDR_B, IF_B};
 use wirebench_model::result::{RrSummary, RunResult, RunStatus, Summary, UdpSummary};
@@ -370,6 +368,7 @@ fn udp_live_lines_show_interval_loss_and_jitter() {
 
 #[test]
 fn bad_rr_and_udp_input_is_refused_with_the_field() {
+    let _shared = crate::common::shared();
     for (args, field) in [
         (
             &["rr", "--udp", "--request-size", "4", "--json"][..],

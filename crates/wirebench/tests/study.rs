@@ -5,14 +5,12 @@
 //! Ctrl-C; bad input refused before anything is built. After each, no namespace, veth or
 //! process of the study is left.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use wirebench_model::result::WorkloadSummary;
 use wirebench_model::study::{
     FigureName, StudyFactor, StudyManifest, StudyPoint, StudyStatus, TestbedFactor, Verdict,
@@ -480,6 +478,7 @@ fn sigint_keeps_points_and_tears_down() {
 /// tool) and no `unshare(CLONE_NEWNET)`, and no namespace named after the run's PID remains.
 #[test]
 fn bad_input_is_refused_before_anything_is_built() {
+    let _shared = crate::common::shared();
     if !wirebench_sys::require::capability(
         "strace",
         wirebench_sys::require::command_works("strace", "-V"),

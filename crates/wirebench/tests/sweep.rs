@@ -3,15 +3,13 @@
 //! t0 of a request-size sweep), the single test's own byte reconciliation at every point,
 //! and a resumed sweep after the client was killed.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::daemon::LocalDaemon;
-use common::*;
+use crate::common::daemon::LocalDaemon;
+use crate::common::*;
 use wirebench_lab::{Side, Testbed, ADDR_B, IF_A};
 use wirebench_model::result::WorkloadSummary;
 use wirebench_model::sweep::{PointRole, SweepPoint, SweepResult, SweepStatus};
@@ -276,6 +274,7 @@ fn resume_after_sigkill_completes_the_same_point_set() {
 /// Bad input is refused before anything runs, naming the factor; `--json` gets a document.
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
+    let _shared = crate::common::shared();
     let r = wb(&["sweep", "stream", "--msg-size", "4K..1K"]);
     assert_eq!(r.code, 2);
     assert!(

@@ -4,11 +4,9 @@
 //! receiver measured, an emulated delay measured by a plain ping-pong written here, and the
 //! transaction count.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use wirebench_lab::emu::{EmuConfig, EmulatedPath};
 use wirebench_lab::{Side, ADDR_B};
 use wirebench_model::result::{RunResult, StreamSummary};

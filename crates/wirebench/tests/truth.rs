@@ -3,12 +3,11 @@
 //! interrupted during its warm-up (no figures at all), and a `-w` above the kernel's
 //! maximum (the sysctls and the effective buffer sizes).
 
-mod common;
-
+use crate::common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::warning::Warning;
 
@@ -331,8 +330,15 @@ fn socket_options_reach_the_kernel() {
     .stderr(Stdio::piped());
     let child = Guarded::spawn(&mut cmd);
     assert!(wait_engine(child.id(), Duration::from_secs(10)));
-    std::thread::sleep(Duration::from_millis(500)); // the point: let the flow settle
-    let sockets = tb.run_in(Side::A, move || ss_pacing_and_mss(port)).unwrap();
+    // Polled until the data socket (the one with a pacing cap) is in ss's list.
+    let t = Instant::now();
+    let sockets = loop {
+        let sockets = tb.run_in(Side::A, move || ss_pacing_and_mss(port)).unwrap();
+        if sockets.iter().any(|s| s.0.is_some()) || t.elapsed() > Duration::from_secs(10) {
+            break sockets;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let out = child.wait_with_output();
     let r = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
     let (marked, unmarked) = cap.join().unwrap().unwrap();
@@ -510,29 +516,28 @@ fn notsent_lowat_holds_unsent_data_in_the_sender() {
         let mut c = Command::new(BIN);
         c.args(["stream", "-H", "127.0.0.1", "-p", &port.to_string()])
             .args(["-t", "3", "-P", flows, "-l", "128K", "-C", "cubic"])
-            .args(["--fq-rate", "20M", "--json"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .args(["--fq-rate", "20M", "-i", "0.5", "--json-stream"])
+            .stderr(Stdio::null());
         if reverse {
             c.arg("-R");
         }
         if lowat {
             c.args(["--notsent-lowat", "16K"]);
         }
-        let child = Guarded::spawn(&mut c);
-        assert!(wait_engine(child.id(), Duration::from_secs(10)));
-        std::thread::sleep(Duration::from_millis(1000)); // the point: let the queues fill
-                                                         // The senders' sockets: the client's (to the port) forward, the server's reverse.
+        let child = common::streamed::Streamed::spawn(&mut c);
+        // The queues have had a second to fill once two 0.5 s intervals are out.
+        assert!(
+            child.wait_intervals("client", 2, Duration::from_secs(20)),
+            "no 2 client intervals within 20 s"
+        );
+        // The senders' sockets: the client's (to the port) forward, the server's reverse.
         let filter = if reverse {
             format!("( sport = :{port} )")
         } else {
             format!("( dport = :{port} )")
         };
         let seen = ss_max_notsent(&filter, 4);
-        let out = child.wait_with_output();
-        let r = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap_or_else(|e| {
-            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
-        });
+        let r = child.wait().result();
         assert_eq!(r.status, RunStatus::Completed, "{r:?}");
         (seen, r)
     };

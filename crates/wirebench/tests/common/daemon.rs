@@ -255,6 +255,15 @@ impl LocalDaemon {
         }
     }
 
+    /// Stop the daemon with SIGTERM and wait (bounded) for it to exit 0: it finishes or
+    /// aborts every session and writes every record before it exits, so the records file
+    /// read after this is final (a record that was going to appear late has appeared).
+    pub fn stop_and_final_records(&mut self, within: Duration) -> Vec<serde_json::Value> {
+        self.signal("-TERM");
+        assert_eq!(self.wait_exit(within), Some(0), "daemon exit after SIGTERM");
+        self.records()
+    }
+
     /// Send a signal to the daemon.
     pub fn signal(&self, sig: &str) {
         super::kill(self.pid(), sig);

@@ -4,10 +4,12 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod streamed;
+pub mod threads;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use wirebench_lab::{Side, Testbed};
@@ -16,11 +18,20 @@ use wirebench_model::result::RunResult;
 /// Path of the binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_wirebench");
 
-static SERIAL: Mutex<()> = Mutex::new(());
+/// Every end-to-end test holds this lock: measurement tests alone (write), the others
+/// shared (read), so that a measurement never shares the CPUs with another test of this
+/// binary, while the tests that measure nothing still run side by side.
+static RUN_LOCK: RwLock<()> = RwLock::new(());
 
-/// Measurement tests take this lock so that they do not compete for the two CPUs.
-pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// Measurement tests take this lock so that no other test competes for the two CPUs.
+pub fn serial() -> RwLockWriteGuard<'static, ()> {
+    RUN_LOCK.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Tests that measure nothing take this: they run beside each other, never beside a
+/// measurement test.
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    RUN_LOCK.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What one invocation produced.
