@@ -36,6 +36,14 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// How long a save waits for another writer's transaction before it gives up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Whether SQLite said the database was locked by another connection.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 /// Why the history could not be opened, read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -188,7 +196,27 @@ impl Store {
     }
 
     /// Open and migrate up to `version` only (tests build older schemas with it).
+    ///
+    /// Two processes that open a new file at once can meet a lock the busy handler does
+    /// not wait for (switching the file to WAL takes an exclusive lock, and SQLite returns
+    /// `SQLITE_BUSY` at once where waiting could deadlock): the whole opening is tried again
+    /// for up to [`BUSY_TIMEOUT`].
     pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match Self::open_once(path, version) {
+                Err(StoreError::Sqlite(e))
+                    if is_busy(&e) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// One attempt of [`Store::open_at`].
+    fn open_once(path: &Path, version: u32) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
                 dir: dir.to_path_buf(),
