@@ -34,6 +34,7 @@ import os
 import platform
 import signal
 import statistics
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -46,9 +47,18 @@ from stream import WB, Path, Server, in_ns, sh, stop_on_sigterm  # noqa: E402
 BASE_PORT = 5299  # the --base-bin daemon's port (the default daemon keeps 5201)
 
 
+# A daemon that profiles for its clients needs authenticated clients (`serve --allow-profile`
+# refuses to start without --auth-keys): one identity, a random key, in a file only root reads.
+KEYS = tempfile.NamedTemporaryFile("w", prefix="wb-po-keys-", delete=False)
+KEYS.write(f"bench {secrets.token_hex(32)}\n")
+KEYS.close()
+os.chmod(KEYS.name, 0o600)
+AUTH = ["--auth", "bench", "--auth-key-file", KEYS.name]
+
+
 def run_stream(path, binary, secs, extra, port=None):
     argv = in_ns(path.client_ns, 0, binary, "stream", "-H", path.server_addr, "-t", str(secs),
-                 "--json", *(["-p", str(port)] if port else []), *extra)
+                 "--json", *(["-p", str(port)] if port else []), *AUTH, *extra)
     out = sh(*argv, check=False, timeout=secs + 60)
     r = json.loads(out.stdout)
     if r.get("status") != "completed":
@@ -146,11 +156,11 @@ def main():
     results = {v: [] for v in variants}
     try:
         servers.append(Server(in_ns(path.server_ns, 1, WB, "serve", "--bind", path.server_addr,
-                                    "--allow-profile")))
+                                    "--allow-profile", "--auth-keys", KEYS.name)))
         if args.base_bin:
             servers.append(Server(in_ns(path.server_ns, 1, args.base_bin, "serve", "--bind",
                                         path.server_addr, "-p", str(BASE_PORT),
-                                        "--allow-profile")))
+                                        "--allow-profile", "--auth-keys", KEYS.name)))
         fns = {
             "off": lambda: run_stream(path, WB, args.seconds, []),
             "profile": lambda: run_stream(path, WB, args.seconds, prof),
@@ -173,6 +183,7 @@ def main():
                 f"{v} {results[v][-1]['gbps']:.2f}" if results[v][-1] else f"{v} failed"
                 for v in variants), flush=True)
     finally:
+        os.unlink(KEYS.name)
         for s in servers:
             s.stop()
         path.close()

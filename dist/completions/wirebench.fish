@@ -81,7 +81,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s C -l cong
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l auth -d 'Authenticate as IDENTITY (the key comes from --auth-key-file or WIREBENCH_AUTH_KEY)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l auth-key-file -d 'File with the key: a bare hex key, or a key file with a line for IDENTITY' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s A -l affinity -d 'Pin data threads: LOCAL,REMOTE CPU numbers (either may be empty), e.g. 0,1 or ,1' -r
-complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 4000); implies --profile' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 250: each sample interrupts the CPU, and 4000 cost 14-21 % of a CPU-bound stream on 2-vCPU VMs); implies --profile' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l iterations -d 'Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l confidence -d 'Confidence LEVEL,WIDTH: level 95 or 99, width in percent of the mean (default 99,5); needs --iterations' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s o -l output -d 'Also write the result to FILE: JSON, or CSV with --csv (atomically: a reader sees all of it or none); `-` is stdout alone. Checked before the test starts' -r -F
@@ -157,7 +157,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -s C -l congesti
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -l auth -d 'Authenticate as IDENTITY (the key comes from --auth-key-file or WIREBENCH_AUTH_KEY)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -l auth-key-file -d 'File with the key: a bare hex key, or a key file with a line for IDENTITY' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -s A -l affinity -d 'Pin data threads: LOCAL,REMOTE CPU numbers (either may be empty), e.g. 0,1 or ,1' -r
-complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 4000); implies --profile' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 250: each sample interrupts the CPU, and 4000 cost 14-21 % of a CPU-bound stream on 2-vCPU VMs); implies --profile' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -l iterations -d 'Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -l confidence -d 'Confidence LEVEL,WIDTH: level 95 or 99, width in percent of the mean (default 99,5); needs --iterations' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -s o -l output -d 'Also write the result to FILE: JSON, or CSV with --csv (atomically: a reader sees all of it or none); `-` is stdout alone. Checked before the test starts' -r -F
@@ -219,7 +219,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -s C -l congest
 complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -l auth -d 'Authenticate as IDENTITY (the key comes from --auth-key-file or WIREBENCH_AUTH_KEY)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -l auth-key-file -d 'File with the key: a bare hex key, or a key file with a line for IDENTITY' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -s A -l affinity -d 'Pin data threads: LOCAL,REMOTE CPU numbers (either may be empty), e.g. 0,1 or ,1' -r
-complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 4000); implies --profile' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 250: each sample interrupts the CPU, and 4000 cost 14-21 % of a CPU-bound stream on 2-vCPU VMs); implies --profile' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -l iterations -d 'Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -l confidence -d 'Confidence LEVEL,WIDTH: level 95 or 99, width in percent of the mean (default 99,5); needs --iterations' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand crr" -s o -l output -d 'Also write the result to FILE: JSON, or CSV with --csv (atomically: a reader sees all of it or none); `-` is stdout alone. Checked before the test starts' -r -F
@@ -270,7 +270,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s C -l congest
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l auth -d 'Authenticate as IDENTITY (the key comes from --auth-key-file or WIREBENCH_AUTH_KEY)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l auth-key-file -d 'File with the key: a bare hex key, or a key file with a line for IDENTITY' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s A -l affinity -d 'Pin data threads: LOCAL,REMOTE CPU numbers (either may be empty), e.g. 0,1 or ,1' -r
-complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 4000); implies --profile' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l profile-hz -d 'Profiling frequency, samples per second per CPU (default 250: each sample interrupts the CPU, and 4000 cost 14-21 % of a CPU-bound stream on 2-vCPU VMs); implies --profile' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l iterations -d 'Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l confidence -d 'Confidence LEVEL,WIDTH: level 95 or 99, width in percent of the mean (default 99,5); needs --iterations' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s o -l output -d 'Also write the result to FILE: JSON, or CSV with --csv (atomically: a reader sees all of it or none); `-` is stdout alone. Checked before the test starts' -r -F

@@ -181,10 +181,14 @@ pub fn spec_usage(e: &SpecError) -> (String, Option<SpecField>) {
     (user_message(e.field, &e.problem), Some(e.field))
 }
 
-/// The settings every client command shares.
-/// `--profile`'s frequency without `--profile-hz`, samples per second per CPU.
-pub const DEFAULT_PROFILE_HZ: u32 = 4000;
+/// `--profile`'s frequency without `--profile-hz`, samples per second per CPU. Each sample
+/// is a timer interrupt on the sampled CPU (a VM exit in these guests): 4 kHz cost 14 % of a
+/// CPU-bound loopback stream on AMD EPYC (Zen 3) and 21 % on Intel Xeon VMs, 500 Hz 3.8 %
+/// on the Xeon, 250 Hz nothing measurable (docs/PROFILE.md, "Overhead"); 250 Hz still gives
+/// a 10 s test 2,500 samples per busy CPU.
+pub const DEFAULT_PROFILE_HZ: u32 = 250;
 
+/// The settings every client command shares.
 fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {
     common_with(c, DEFAULT_DURATION_S)
 }

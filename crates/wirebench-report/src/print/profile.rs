@@ -106,11 +106,19 @@ fn fit(s: &str, max: usize) -> String {
     t
 }
 
+/// The half-width of a category share's 95 % confidence interval, percentage points, for
+/// `samples` samples: 1.96·√(p(1−p)/n) at its widest (p = ½), i.e. 98/√n. Samples of a
+/// cpu-clock timer are not independent draws, so this is the sampling error alone.
+pub(crate) fn share_margin_pct(samples: u64) -> f64 {
+    98.0 / (samples.max(1) as f64).sqrt()
+}
+
 /// The block of one end: `p` from the summary, `r` the end's own report.
 pub(crate) fn block(out: &mut String, p: &EndProfile, r: &ProfileReport) {
     let _ = writeln!(
         out,
-        "{} profile ({} {} Hz on CPU {}, {:.3} s, {} samples{}; % of the CPUs' window time)",
+        "{} profile ({} {} Hz on CPU {}, {:.3} s, {} samples{})\n  % of the CPUs' window \
+         time, each share within ±{:.1} points at 95 % (sampling error)",
         label::host(p.host),
         event_name(r.event),
         r.freq_hz,
@@ -121,7 +129,8 @@ pub(crate) fn block(out: &mut String, p: &EndProfile, r: &ProfileReport) {
             format!(", {} lost", r.lost_samples)
         } else {
             String::new()
-        }
+        },
+        share_margin_pct(r.samples)
     );
     let pcts: Vec<(ProfileCategory, f64)> =
         p.categories.iter().map(|c| (c.category, c.pct)).collect();
@@ -291,6 +300,14 @@ pub(crate) fn unavailable(r: &ProfileUnavailable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn share_margin_follows_the_binomial_bound() {
+        // 2,500 samples (10 s at 250 Hz): ±1.96 points; 100 samples ±9.8.
+        assert!((share_margin_pct(2500) - 1.96).abs() < 1e-9);
+        assert!((share_margin_pct(100) - 9.8).abs() < 1e-9);
+        assert!(share_margin_pct(0).is_finite());
+    }
 
     #[test]
     fn bar_cells_add_up_and_follow_shares() {
