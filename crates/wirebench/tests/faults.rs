@@ -180,6 +180,7 @@ fn c03_slow_drip_one_and_a_thousand() {
 /// handshakes are evicted and a newcomer still gets its test.
 #[test]
 fn c03_slow_drip_from_many_sources_evicts_the_oldest() {
+    let _shared = crate::common::shared();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     let extra = [
         "--max-handshakes",
