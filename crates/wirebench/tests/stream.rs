@@ -423,28 +423,10 @@ fn a_rate_that_changes_during_the_run_is_named() {
     let mut c = tb.command(Side::A, BIN);
     c.args(args)
         .args(["-t", "4", "-i", "0.25", "--json-stream"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = Guarded::spawn(&mut c);
-    let out = child.child().stdout.take().expect("piped stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut lines = Vec::new();
-        let mut server_intervals = 0;
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if line.contains(r#""event":"interval""#) && line.contains(r#""host":"server""#) {
-                server_intervals += 1;
-                if server_intervals == 6 {
-                    let _ = tx.send(());
-                }
-            }
-            lines.push(line);
-        }
-        lines
-    });
+        .stderr(std::process::Stdio::null());
+    let child = common::streamed::Streamed::spawn(&mut c);
     assert!(
-        rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        child.wait_intervals("server", 6, Duration::from_secs(20)),
         "no 6 receiver intervals within 20 s"
     );
     let changed = tb
@@ -466,10 +448,9 @@ fn a_rate_that_changes_during_the_run_is_named() {
         .status()
         .expect("tc");
     assert!(changed.success(), "tc qdisc change");
-    assert!(child.wait().success());
-    let lines = reader.join().expect("reader");
-    let last: serde_json::Value = serde_json::from_str(lines.last().expect("a line")).unwrap();
-    let res: RunResult = serde_json::from_value(last["result"].clone()).expect("result event");
+    let end = child.wait();
+    assert!(end.status.success());
+    let res = end.result();
     let mss = flows(&res, HostRole::Client)[0]
         .socket
         .tcp_info
