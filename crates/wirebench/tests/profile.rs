@@ -15,10 +15,11 @@ use wirebench_model::verdict::{Limiter, Suggestion};
 use wirebench_model::warning::Warning;
 use wirebench_sys::require;
 
-/// A key file (mode 0600) with identity `alice`: a daemon profiles only authenticated
-/// clients.
-fn alice_keys() -> String {
-    let p = std::env::temp_dir().join(format!("wb-profile-keys-{}", std::process::id()));
+/// A key file (mode 0600) with identity `alice` in a directory removed when the returned
+/// handle drops: a daemon profiles only authenticated clients.
+fn alice_keys() -> (StateDir, String) {
+    let dir = StateDir::new("profile-keys");
+    let p = dir.0.join("keys");
     std::fs::write(
         &p,
         "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
@@ -26,7 +27,8 @@ fn alice_keys() -> String {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    p.display().to_string()
+    let path = p.display().to_string();
+    (dir, path)
 }
 
 fn side(r: &RunResult, host: HostRole) -> &SideReport {
@@ -243,7 +245,7 @@ fn a_daemon_profiles_only_when_allowed() {
         human.stdout
     );
     drop(d);
-    let keys = alice_keys();
+    let (_keys_dir, keys) = alice_keys();
     let d = LocalDaemon::start(&["--allow-profile", "--auth-keys", &keys]);
     let port = d.addr.port().to_string();
     let ran = wb(&[
@@ -402,7 +404,7 @@ fn unsampled_busy_time_is_not_called_idle() {
         return;
     }
     let _g = serial();
-    let keys = alice_keys();
+    let (_keys_dir, keys) = alice_keys();
     let d = LocalDaemon::start(&[
         "--allow-profile",
         "--auth-keys",

@@ -24,14 +24,49 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_wirebench");
 static RUN_LOCK: RwLock<()> = RwLock::new(());
 
 /// Measurement tests take this lock so that no other test competes for the two CPUs.
-pub fn serial() -> RwLockWriteGuard<'static, ()> {
-    RUN_LOCK.write().unwrap_or_else(|e| e.into_inner())
+pub fn serial() -> Held<RwLockWriteGuard<'static, ()>> {
+    Held::new(RUN_LOCK.write().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Tests that measure nothing take this: they run beside each other, never beside a
 /// measurement test.
-pub fn shared() -> RwLockReadGuard<'static, ()> {
-    RUN_LOCK.read().unwrap_or_else(|e| e.into_inner())
+pub fn shared() -> Held<RwLockReadGuard<'static, ()>> {
+    Held::new(RUN_LOCK.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A held run lock. When `WIREBENCH_TEST_TIMES` names a file, dropping it appends how long
+/// the test held the lock and the test's name (libtest names each test's thread after it),
+/// so that the suite's slowest tests can be listed: `sort -rn FILE | head`.
+pub struct Held<G> {
+    _guard: G,
+    since: Instant,
+}
+
+impl<G> Held<G> {
+    fn new(guard: G) -> Held<G> {
+        Held {
+            _guard: guard,
+            since: Instant::now(),
+        }
+    }
+}
+
+impl<G> Drop for Held<G> {
+    fn drop(&mut self) {
+        let Some(path) = std::env::var_os("WIREBENCH_TEST_TIMES") else {
+            return;
+        };
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        let line = format!("{:.1}\t{name}\n", self.since.elapsed().as_secs_f64());
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// What one invocation produced.
