@@ -821,3 +821,130 @@ fn h3_09_profiles_only_for_authenticated_clients_at_a_capped_rate() {
     let profile = &doc["runs"][0]["server"]["profile"];
     assert_eq!(profile["freq_hz"], serde_json::json!(4000), "{profile}");
 }
+
+/// F2: a daemon takes at most `--max-profiles` profiles at once (default 1; each samples
+/// every CPU). A second profiled test while one is being profiled runs unprofiled at the
+/// daemon, and its result says the server refused; the daemon logs why; the slot is free
+/// again once the first test ends.
+#[test]
+fn h3_10_profiles_at_once_are_capped() {
+    let _g = serial();
+    let permitted = wirebench_sys::perf::system_wide_permitted();
+    if !wirebench_sys::require::capability(
+        "perf",
+        permitted,
+        "system-wide perf events are not permitted here",
+    ) {
+        return;
+    }
+    let s = Scratch::new("profile-cap");
+    let key = s.path("keys");
+    std::fs::write(
+        &key,
+        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let k = key.to_str().unwrap();
+    // Both tests come from 127.0.0.1: let one peer run two at once.
+    let d = common::daemon::LocalDaemon::start(&[
+        "--allow-profile",
+        "--auth-keys",
+        k,
+        "--max-tests-per-peer",
+        "2",
+    ]);
+    let port = d.addr.port().to_string();
+    let args = |secs: &'static str| -> Vec<String> {
+        [
+            "stream",
+            "--auth",
+            "alice",
+            "--auth-key-file",
+            k,
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            secs,
+            "--profile",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    let server_profiled = |r: &wirebench_model::result::RunResult| -> bool {
+        let server = r.runs.last().unwrap().server.as_ref().expect("server side");
+        if server.profile.is_some() {
+            return true;
+        }
+        assert!(
+            server
+                .warnings
+                .contains(&wirebench_model::warning::Warning::ProfileUnavailable {
+                    reason: wirebench_model::profile::ProfileUnavailable::RefusedByServer
+                }),
+            "no server profile and no refusal: {:?}",
+            server.warnings
+        );
+        false
+    };
+
+    // The first test holds the daemon's one slot from its engines' start (its first server
+    // interval) to its end; 3 s leaves the second test (0.3 s plus setup) inside it on a
+    // busy host.
+    let mut c = Command::new(BIN);
+    c.args(args("3"))
+        .args(["-i", "0.2", "--json-stream"])
+        .stdin(Stdio::null());
+    let first = common::streamed::Streamed::spawn(&mut c);
+    assert!(
+        first.wait_intervals("server", 1, Duration::from_secs(20)),
+        "the first test never reported a server interval"
+    );
+    let second = wb(&[&args("0.3")[..], &["--json".to_owned()]]
+        .concat()
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    // The first client still running (not a zombie) now: its session held the slot while
+    // the second was admitted.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", first.id())).unwrap();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let first_still_running = state != "Z";
+    let end = first.wait();
+    assert!(end.status.success(), "{:?}", end.lines.last());
+    assert!(
+        server_profiled(&end.result()),
+        "the first test was not profiled"
+    );
+    assert!(
+        first_still_running,
+        "the first test ended before the second did: nothing was checked"
+    );
+    assert!(
+        !server_profiled(&second.json()),
+        "two profiles ran at once under --max-profiles 1"
+    );
+    d.wait_log("as many profiles run already", 1, Duration::from_secs(5));
+
+    // The slot came back with the first test's end.
+    let third = wb(&[&args("0.3")[..], &["--json".to_owned()]]
+        .concat()
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert!(
+        server_profiled(&third.json()),
+        "the slot was not released when the first test ended"
+    );
+}
