@@ -13,7 +13,9 @@
 //! * files appended to or rewritten in place (records, logs: [`open_append`],
 //!   [`create_log`]) are opened with `O_NOFOLLOW|O_NONBLOCK` and refused unless they are a
 //!   regular file with one link, owned by the effective user;
-//! * files that must not exist yet ([`create_new`]) are created with `O_CREAT|O_EXCL`.
+//! * files that must not exist yet ([`create_new`]) are created with `O_CREAT|O_EXCL`;
+//! * subdirectories made inside such a directory ([`create_own_dir`]) must be directories of
+//!   the effective user's, not links to one.
 //!
 //! A test of the `wirebench` crate forbids `File::create`, `OpenOptions` and `fs::write`
 //! outside this module (with a short list of reviewed exceptions such as `/proc/sys`).
@@ -208,6 +210,46 @@ pub fn create_log(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Creates the directory `path` (mode 0777 less the umask) unless it exists, then checks what
+/// is there: a directory itself, not a symbolic link to one, owned by the effective user. For
+/// a subdirectory wirebench makes inside a directory others may write to (a study's
+/// `cells/`), where a planted link would send every file written below it elsewhere (the
+/// `O_NOFOLLOW` of [`create_log`] guards only a path's last component).
+///
+/// # Errors
+///
+/// The creation error or the refusal, naming the path.
+pub fn create_own_dir(path: &Path) -> io::Result<()> {
+    match std::fs::create_dir(path) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+            return Err(with_path(path, "creating", e))
+        }
+        _ => {}
+    }
+    let m = std::fs::symlink_metadata(path).map_err(|e| with_path(path, "inspecting", e))?;
+    let refuse = |why: &str| {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("refusing to write below {}: {why}", path.display()),
+        ))
+    };
+    if m.file_type().is_symlink() {
+        return refuse("it is a symbolic link (refusing to follow it)");
+    }
+    if !m.is_dir() {
+        return refuse("not a directory");
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if m.uid() != euid {
+        return refuse(&format!(
+            "owned by uid {}, not by this user (uid {euid})",
+            m.uid()
+        ));
+    }
+    Ok(())
+}
+
 /// Opens `path` for reading without blocking on a FIFO (`O_NONBLOCK`), for files read
 /// whole (a key file). The caller checks the kind of file it got.
 ///
@@ -228,6 +270,25 @@ mod tests {
 
     fn dir() -> tempfile::TempDir {
         tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn own_dir_is_created_and_a_planted_link_to_a_directory_refused() {
+        let d = dir();
+        let sub = d.path().join("cells");
+        create_own_dir(&sub).unwrap();
+        assert!(sub.is_dir());
+        create_own_dir(&sub).unwrap();
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let link = d.path().join("linked");
+        symlink(&elsewhere, &link).unwrap();
+        let e = create_own_dir(&link).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let file = d.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let e = create_own_dir(&file).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
     }
 
     #[test]

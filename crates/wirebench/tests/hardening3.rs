@@ -948,3 +948,122 @@ fn h3_10_profiles_at_once_are_capped() {
         "the slot was not released when the first test ended"
     );
 }
+
+/// Runs a one-point study (`FILE`, one cell at MTU 1500, a 0.3 s stream) with `-o out`.
+fn one_point_study(s: &Scratch, out: &Path) -> Ran {
+    let file = s.path("one.toml");
+    std::fs::write(
+        &file,
+        "title = \"one\"\n[options]\ntime = 0.3\n[factors]\nmtu = [1500]\n\
+         [[test]]\ncommand = \"stream\"\n",
+    )
+    .unwrap();
+    let labs = s.path("labs");
+    wb_env(
+        &[
+            "study",
+            "run",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[("WIREBENCH_LAB_DIR", labs.as_path())],
+    )
+}
+
+/// F1, the writers not in h3_01: a study's files (its manifest, `results.jsonl`,
+/// `points.csv`, its cells' daemon logs and sweep files below `cells/`), a sweep's `points/`
+/// and the limits cache. A link planted at a file's name is replaced or refused, never
+/// followed; a link planted at a subdirectory wirebench makes (`cells/`, `points/`) is
+/// refused, so that nothing is written below it.
+#[test]
+fn h3_11_study_sweep_and_limits_writers_do_not_follow_planted_links() {
+    require_netns();
+    let _g = serial();
+    let s = Scratch::new("links2");
+    let victim = s.victim();
+    let victim_dir = s.path("victim-dir");
+    std::fs::create_dir(&victim_dir).unwrap();
+    let nothing_in_victim_dir = |what: &str| {
+        let n = std::fs::read_dir(&victim_dir).unwrap().count();
+        assert_eq!(
+            n, 0,
+            "{what} wrote {n} file(s) below a planted directory link"
+        );
+    };
+    let link_dir = |dir: &Path, name: &str| {
+        as_nobody(
+            r#"my ($v, $d, $n) = @ARGV; symlink($v, "$d/$n") or die "$!";"#,
+            &[victim_dir.to_str().unwrap(), dir.to_str().unwrap(), name],
+        );
+    };
+
+    // A study's `cells/` planted as a link to another directory: refused.
+    let d = s.nobody_dir("study-cells");
+    link_dir(&d, "cells");
+    let r = one_point_study(&s, &d);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stderr.contains("symbolic link"), "{}", r.stderr);
+    nothing_in_victim_dir("study run (cells)");
+
+    // A planted manifest: the directory "holds a study" and is refused; nothing written.
+    let d = s.nobody_dir("study-manifest");
+    plant(&d, "manifest.json", &victim);
+    let r = one_point_study(&s, &d);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert_victim_intact(&victim, "study run (manifest)");
+
+    // Links at the study's file names: replaced by the study's own files.
+    let d = s.nobody_dir("study-files");
+    plant(&d, "results.jsonl", &victim);
+    plant(&d, "points.csv", &victim);
+    let r = one_point_study(&s, &d);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_victim_intact(&victim, "study run (files)");
+    for f in [
+        "manifest.json",
+        "results.jsonl",
+        "points.csv",
+        "cells/0000-daemon.log",
+    ] {
+        assert_root_file(&d.join(f));
+    }
+    assert!(
+        std::fs::read_to_string(d.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+            == 1,
+        "one point expected in results.jsonl"
+    );
+
+    // A sweep's `points/` planted as a link: refused.
+    let sw = s.nobody_dir("sweep-points");
+    link_dir(&sw, "points");
+    let r = wb(&[
+        "sweep",
+        "stream",
+        "-l",
+        "64K",
+        "-t",
+        "0.2",
+        "-o",
+        sw.to_str().unwrap(),
+    ]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stderr.contains("symbolic link"), "{}", r.stderr);
+    nothing_in_victim_dir("sweep -o (points)");
+
+    // The limits cache of this boot, planted as a link in a shared state directory.
+    let state = s.nobody_dir("state");
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let cache = format!("limits-{}.json", boot.trim());
+    plant(&state, &cache, &victim);
+    let r = wb_env(
+        &["limits", "--json"],
+        &[("WIREBENCH_STATE_DIR", state.as_path())],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_victim_intact(&victim, "limits (cache)");
+    assert_root_file(&state.join(&cache));
+}

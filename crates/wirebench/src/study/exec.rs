@@ -414,8 +414,8 @@ impl Runner<'_> {
                 return rec;
             }
         };
+        // Made (and checked to be this user's own directory) before the first cell.
         let cell_dir = self.dir.join("cells");
-        let _ = std::fs::create_dir_all(&cell_dir);
         let log = cell_dir.join(format!("{:04}-daemon.log", cell.index));
         let daemon = match Daemon::start(&self.mgr, lab.name(), &log) {
             Ok(d) => d,
@@ -502,7 +502,9 @@ impl Runner<'_> {
                 .say(&format!("cell {}: {}: {e}", cell.index, entry.label));
             return (StudyStatus::Failed, 0, 0.0);
         }
-        if let Err(e) = std::fs::create_dir_all(abs.join("points")) {
+        if let Err(e) = std::fs::create_dir_all(&abs)
+            .and_then(|()| wirebench_sys::safefile::create_own_dir(&abs.join("points")))
+        {
             self.shared
                 .say(&format!("cell {}: {}: {e}", cell.index, abs.display()));
             return (StudyStatus::Failed, 0, 0.0);

@@ -223,7 +223,11 @@ fn run_study(a: RunArgs) -> i32 {
             return usage(&format!("{}: {e}", dir.display()));
         }
     }
-    if let Err(e) = std::fs::create_dir_all(dir.join("cells")) {
+    // The study's directory may be shared with other users (it is the user's choice); its
+    // `cells/`, which this process makes, must be its own directory and not a planted link.
+    if let Err(e) = std::fs::create_dir_all(&dir)
+        .and_then(|()| wirebench_sys::safefile::create_own_dir(&dir.join("cells")))
+    {
         return usage(&format!("{}: {e}", dir.display()));
     }
     let command: Vec<String> = std::env::args().collect();

@@ -546,7 +546,11 @@ pub fn run(test: &str, args: &[String]) -> i32 {
         _ => {}
     }
     if let Some(dir) = &plan.options.out_dir {
-        if let Err(e) = std::fs::create_dir_all(dir.join("points")) {
+        // DIR is the user's choice; its `points/` must be this process's own directory, not
+        // a link another user planted there.
+        if let Err(e) = std::fs::create_dir_all(dir)
+            .and_then(|()| wirebench_sys::safefile::create_own_dir(&dir.join("points")))
+        {
             return refuse(json, &test, command, &format!("-o {}: {e}", dir.display()));
         }
     }
