@@ -226,6 +226,7 @@ impl Chromium {
             }
             std::thread::sleep(Duration::from_millis(25));
         };
+        end_group(child.id());
         let mut stderr = String::new();
         if let Ok(mut f) = std::fs::File::open(&err_path) {
             let mut bytes = vec![];
@@ -251,6 +252,33 @@ impl Chromium {
             stderr,
             elapsed: start.elapsed(),
         })
+    }
+}
+
+/// Ends what is left of the browser's process group `pgid` once its first process exited
+/// (zygote, renderer and utility processes linger for about a second, busy): TERM, then KILL
+/// after 2 s, and returns when the group is gone (at most 5 s), so that a caller's next step
+/// (a measurement) does not share the CPUs with a browser shutting down.
+fn end_group(pgid: u32) {
+    let group = format!("-{pgid}");
+    let alive = || {
+        Command::new("kill")
+            .args(["-0", "--", &group])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let start = Instant::now();
+    let mut signal = "-TERM";
+    while alive() && start.elapsed() < Duration::from_secs(5) {
+        let _ = Command::new("kill")
+            .args([signal, "--", &group])
+            .stderr(Stdio::null())
+            .status();
+        if start.elapsed() > Duration::from_secs(2) {
+            signal = "-KILL";
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

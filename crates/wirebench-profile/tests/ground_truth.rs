@@ -474,6 +474,17 @@ fn compare_with_perf_once() -> Result<(), String> {
     for c in ProfileCategory::ALL {
         let i = c.index();
         if (a[i] - b[i]).abs() > 3.0 {
+            // What this profile put there (other processes show as "[comm]").
+            if let Some(cat) = mine.categories.iter().find(|x| x.category == c) {
+                for t in &cat.top_symbols {
+                    eprintln!(
+                        "   {} {:>6.2} {}",
+                        c.key(),
+                        t.samples as f64 * 100.0 / mine.samples.max(1) as f64,
+                        t.symbol
+                    );
+                }
+            }
             return Err(format!("{}: {:.2} vs perf {:.2}", c.key(), a[i], b[i]));
         }
     }
