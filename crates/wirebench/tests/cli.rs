@@ -13,7 +13,7 @@ use wirebench_model::result::{RunResult, RunStatus};
 /// the result says it read over the whole test.
 #[test]
 fn json_stream_is_one_object_per_line() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "2", "--json-stream"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: Vec<serde_json::Value> = r
@@ -52,7 +52,7 @@ fn json_stream_is_one_object_per_line() {
 /// `-f m` prints every rate of the table in Mbit/s; `-f G` in GB/s.
 #[test]
 fn forced_rate_units() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "0.5", "-f", "m"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("recv Mbit/s"), "{}", r.stdout);
@@ -66,7 +66,7 @@ fn forced_rate_units() {
 /// flow; the total row is there either way.
 #[test]
 fn many_flows_are_summarised_unless_asked() {
-    let _g = serial();
+    let _g = shared();
     let rows = |out: &str| {
         out.lines()
             .filter(|l| {
@@ -96,7 +96,7 @@ fn many_flows_are_summarised_unless_asked() {
 /// the flag; `--csv -o FILE` writes CSV there (and stdout gets it too); `-o -` is stdout.
 #[test]
 fn output_is_checked_first_and_written_in_the_format_asked() {
-    let _g = serial();
+    let _g = shared();
     let t = Instant::now();
     let r = wb(&["stream", "-t", "5", "-o", "/nonexistent-wb-dir/r.json"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -130,7 +130,7 @@ fn output_is_checked_first_and_written_in_the_format_asked() {
 /// through `-o`): a row per flow, each with its receiver bytes.
 #[test]
 fn csv_time_series_and_flows() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "1", "-i", "0.25", "--csv", "--intervals"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut lines = r.stdout.lines();
@@ -169,7 +169,7 @@ fn csv_time_series_and_flows() {
 /// lines shows a progress bar (a test with `-i 0`, a sweep); piped, it shows none.
 #[test]
 fn progress_bars_on_a_terminal_only() {
-    let _g = serial();
+    let _g = shared();
     let tty = |cmd: &str| -> String {
         let log = std::env::temp_dir().join(format!("wb-tty-{}.log", std::process::id()));
         let st = std::process::Command::new("script")
@@ -201,7 +201,7 @@ fn progress_bars_on_a_terminal_only() {
 /// aliases.
 #[test]
 fn iperf3_habits() {
-    let _g = serial();
+    let _g = shared();
     let d = common::daemon::LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
     let r = wb(&["stream", "-c", "127.0.0.1", "-p", &port, "-t", "0.3", "-J"]);
@@ -242,7 +242,7 @@ fn iperf3_habits() {
 /// not be tested exits 1.
 #[test]
 fn refused_parameters_exit_2() {
-    let _g = serial();
+    let _g = shared();
     let d = common::daemon::LocalDaemon::start(&["--max-flows", "8", "--max-duration", "5"]);
     let port = d.addr.port().to_string();
     let client = |extra: &[&str]| {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{serial, wb_state, StateDir, BIN};
+use crate::common::{serial, shared, wb_state, StateDir, BIN};
 use wirebench_model::limits::{LimitsResult, MemoryRow, LIMITS_SCHEMA_VERSION};
 use wirebench_model::result::RunResult;
 use wirebench_stats::summary::Spread;
@@ -305,7 +305,7 @@ fn stream_results_are_put_against_the_cached_limits() {
 /// progress bar; with `--json` it shows none.
 #[test]
 fn a_progress_bar_on_a_terminal_only() {
-    let _g = serial();
+    let _g = shared();
     let dir = StateDir::new("tty");
     let tty = |args: &str| -> String {
         let log = dir.0.join("tty.log");

@@ -52,7 +52,7 @@ fn svg_facts(path: &str) -> (Vec<String>, usize) {
 
 #[test]
 fn a_stream_result_plots_its_flows_and_total() {
-    let _g = serial();
+    let _g = shared();
     let dir = TempDir::new("stream");
     let json = dir.path("s.json");
     let r = wb(&[
@@ -104,7 +104,7 @@ fn a_stream_result_plots_its_flows_and_total() {
 
 #[test]
 fn an_rr_result_plots_its_interval_percentiles_and_tail() {
-    let _g = serial();
+    let _g = shared();
     let dir = TempDir::new("rr");
     let json = dir.path("r.json");
     let r = wb(&["rr", "-t", "1", "-i", "0.25", "--json", "-o", &json]);
@@ -141,7 +141,7 @@ fn an_rr_result_plots_its_interval_percentiles_and_tail() {
 /// every figure of the rr result drawn by a real browser.
 #[test]
 fn an_under_load_result_plots_its_boxes_and_reports_in_a_real_browser() {
-    let _g = serial();
+    let _g = shared();
     let dir = TempDir::new("ul");
     let json = dir.path("u.json");
     let r = wb(&[
@@ -203,7 +203,7 @@ fn an_under_load_result_plots_its_boxes_and_reports_in_a_real_browser() {
 /// A sweep over `--under-load`: per load level an idle and a loaded box, one series each.
 #[test]
 fn an_under_load_sweep_plots_latency_against_the_load() {
-    let _g = serial();
+    let _g = shared();
     let dir = TempDir::new("ulsweep");
     let out = dir.path("ul");
     let r = wb(&[
@@ -264,7 +264,7 @@ fn browser_check(page: &str, png: &str) {
 /// buffer size, one series per figure the document has, and a page a browser draws.
 #[test]
 fn a_limits_document_plots_and_reports() {
-    let _g = serial();
+    let _g = shared();
     let dir = TempDir::new("limits");
     let json = dir.path("l.json");
     let mut c = std::process::Command::new(BIN);
@@ -327,7 +327,7 @@ fn a_limits_document_plots_and_reports() {
 
 #[test]
 fn a_sweep_plots_its_curve_and_reports_in_a_real_browser() {
-    let _g = serial();
+    let _g = shared();
     let dir = TempDir::new("sweep");
     let out = dir.path("sw");
     let r = wb(&[
