@@ -339,12 +339,7 @@ fn h3_03_key_files() {
     let _shared = crate::common::shared();
     let s = Scratch::new("keys");
     let key = s.path("keys");
-    std::fs::write(
-        &key,
-        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    common::write_alice_keys(&key, 0o644);
     let k = key.to_str().unwrap();
     let r = wb(&["serve", "--port", "0", "--auth-keys", k]);
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -774,12 +769,7 @@ fn h3_09_profiles_only_for_authenticated_clients_at_a_capped_rate() {
 
     let s = Scratch::new("profile");
     let key = s.path("keys");
-    std::fs::write(
-        &key,
-        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    common::write_alice_keys(&key, 0o600);
     let k = key.to_str().unwrap();
     let d = common::daemon::LocalDaemon::start(&["--allow-profile", "--auth-keys", k]);
     let port = d.addr.port().to_string();
@@ -839,12 +829,7 @@ fn h3_10_profiles_at_once_are_capped() {
     }
     let s = Scratch::new("profile-cap");
     let key = s.path("keys");
-    std::fs::write(
-        &key,
-        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    common::write_alice_keys(&key, 0o600);
     let k = key.to_str().unwrap();
     // Both tests come from 127.0.0.1: let one peer run two at once.
     let d = common::daemon::LocalDaemon::start(&[

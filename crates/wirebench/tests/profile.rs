@@ -20,13 +20,7 @@ use wirebench_sys::require;
 fn alice_keys() -> (StateDir, String) {
     let dir = StateDir::new("profile-keys");
     let p = dir.0.join("keys");
-    std::fs::write(
-        &p,
-        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    common::write_alice_keys(&p, 0o600);
     let path = p.display().to_string();
     (dir, path)
 }

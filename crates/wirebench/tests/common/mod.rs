@@ -400,3 +400,15 @@ pub fn wb_state(dir: &std::path::Path, args: &[&str]) -> Ran {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// Writes a key file at `path` holding identity `alice` with a fixed test key, mode `mode`
+/// (0600 for one a daemon or client accepts).
+pub fn write_alice_keys(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(
+        path,
+        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
