@@ -1602,12 +1602,20 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__report)
-            opts="-o -h --output --help"
+            opts="-o -h --compare --level --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --compare)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1862,7 +1870,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__serve)
-            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
+            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --db --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1913,6 +1921,10 @@ _wirebench() {
                     return 0
                     ;;
                 --records-max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

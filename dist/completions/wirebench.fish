@@ -54,6 +54,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -l idle-timeo
 complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -l results-timeout -d 'After the server\'s engine finished: how long to wait for the client\'s results, seconds' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -l records -d 'Append a JSON line per test served (completed, aborted or failed) to FILE' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -l records-max-size -d 'Rotate the records file to FILE.1 before it passes this size (K/M/G = 1024^n)' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -l db -d 'Also save every test record to this results history database (SQLite; created if needed), as `history import` of the records file would, marked as from the daemon: `wirebench history list --db PATH` reads it. A record the database cannot take is logged; the records file keeps it' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -s p -l port -d 'TCP port' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -l max-tests -d 'Tests allowed to run at once; more get an explicit busy answer' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand serve" -l max-tests-per-peer -d 'Tests one peer (its identity, or its source address without authentication) may run at once; default 1 when --max-tests is above 1, so one peer cannot hold every slot' -r
@@ -379,6 +380,8 @@ table\t''
 ladder\t''"
 complete -c wirebench -n "__fish_wirebench_using_subcommand plot" -s o -l output -d 'Write the SVG here (atomically) instead of to stdout' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand plot" -s h -l help -d 'Print help'
+complete -c wirebench -n "__fish_wirebench_using_subcommand report" -l compare -d 'Compare result files instead (A.json B.json, or sets split by `vs` as for `wirebench compare`): the page judges every figure and draws both sides, time series overlaid and boxes side by side' -r -F
+complete -c wirebench -n "__fish_wirebench_using_subcommand report" -l level -d 'Confidence level of a comparison\'s intervals, 95 or 99' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand report" -s o -l output -d 'The HTML file to write (atomically)' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand report" -s h -l help -d 'Print help'
 complete -c wirebench -n "__fish_wirebench_using_subcommand limits" -l json -d 'Print the LimitsResult document as JSON'

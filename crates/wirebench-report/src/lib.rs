@@ -10,6 +10,7 @@
 //! The result document itself (`RunResult`) lives in `wirebench-model`.
 
 pub mod analyze;
+pub mod compare_page;
 pub mod figures;
 pub mod label;
 pub mod page;

@@ -101,7 +101,22 @@ pub struct PlotArgs {
 pub struct ReportArgs {
     /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, a
     /// study's output directory, or the JSON of `wirebench limits --json`.
-    pub input: std::path::PathBuf,
+    #[arg(required_unless_present = "compare")]
+    pub input: Option<std::path::PathBuf>,
+    /// Compare result files instead (A.json B.json, or sets split by `vs` as for `wirebench
+    /// compare`): the page judges every figure and draws both sides, time series overlaid
+    /// and boxes side by side.
+    #[arg(
+        long,
+        num_args = 2..,
+        value_name = "FILES",
+        conflicts_with = "input"
+    )]
+    pub compare: Option<Vec<std::path::PathBuf>>,
+    /// Confidence level of a comparison's intervals, 95 or 99.
+    #[arg(long, value_name = "PCT", default_value_t = 99, requires = "compare",
+          value_parser = crate::history::judge::parse_level)]
+    pub level: u32,
     /// The HTML file to write (atomically).
     #[arg(short, long, value_name = "FILE.html")]
     pub output: std::path::PathBuf,
@@ -198,6 +213,12 @@ pub struct ServeArgs {
     /// Rotate the records file to FILE.1 before it passes this size (K/M/G = 1024^n).
     #[arg(long, default_value = "64M", value_parser = parse_size)]
     pub records_max_size: u64,
+    /// Also save every test record to this results history database (SQLite; created if
+    /// needed), as `history import` of the records file would, marked as from the daemon:
+    /// `wirebench history list --db PATH` reads it. A record the database cannot take is
+    /// logged; the records file keeps it.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
     /// TCP port.
     #[arg(short, long, default_value_t = wirebench_net::DEFAULT_PORT)]
     pub port: u16,

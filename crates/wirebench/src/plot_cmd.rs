@@ -238,12 +238,19 @@ fn plot_study(a: &PlotArgs) -> i32 {
 
 /// `wirebench report`; the exit code.
 pub fn report(a: &ReportArgs) -> i32 {
-    if let Err(msg) = output_not_input(&a.output, &a.input) {
+    if let Some(files) = &a.compare {
+        return report_compare(a, files);
+    }
+    let Some(input) = a.input.as_deref() else {
+        eprintln!("wirebench report: give a result file or directory, or --compare A B");
+        return EXIT_USAGE;
+    };
+    if let Err(msg) = output_not_input(&a.output, input) {
         eprintln!("wirebench report: {msg}");
         return EXIT_USAGE;
     }
-    if a.input.join("manifest.json").exists() {
-        let st = match crate::study::load(&a.input) {
+    if input.join("manifest.json").exists() {
+        let st = match crate::study::load(input) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("wirebench report: {e}");
@@ -260,18 +267,9 @@ pub fn report(a: &ReportArgs) -> i32 {
             &summary,
         )
         .to_html();
-        return match write_atomically(&a.output, page.as_bytes()) {
-            Ok(()) => EXIT_OK,
-            Err(e) => {
-                eprintln!(
-                    "wirebench report: cannot write {}: {e:#}",
-                    a.output.display()
-                );
-                EXIT_FAILED
-            }
-        };
+        return write_page(&a.output, &page);
     }
-    let input = match load(&a.input) {
+    let input = match load(input) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("wirebench report: {e}");
@@ -284,13 +282,37 @@ pub fn report(a: &ReportArgs) -> i32 {
         Input::Limits(l, path) => limits_page(l, path),
     }
     .to_html();
-    match write_atomically(&a.output, page.as_bytes()) {
+    write_page(&a.output, &page)
+}
+
+/// `wirebench report --compare FILES`: the comparison's page.
+fn report_compare(a: &ReportArgs, files: &[std::path::PathBuf]) -> i32 {
+    for f in files.iter().filter(|f| f.as_os_str() != "vs") {
+        if let Err(msg) = output_not_input(&a.output, f) {
+            eprintln!("wirebench report: {msg}");
+            return EXIT_USAGE;
+        }
+    }
+    let s = match crate::history::judge::read_file_sides(files) {
+        Ok(s) => s,
+        Err((code, e)) => {
+            eprintln!("wirebench report: {e}");
+            return code;
+        }
+    };
+    let level = wirebench_stats::ci::ConfidenceLevel::from_pct(a.level)
+        .unwrap_or(wirebench_stats::ci::ConfidenceLevel::P99);
+    let c = wirebench_report::analyze::compare::compare(&s.a, &s.b, (s.side_a, s.side_b), level);
+    let page = wirebench_report::compare_page::compare_page(&c, &s.a, &s.b).to_html();
+    write_page(&a.output, &page)
+}
+
+/// Write a page atomically; the exit code.
+fn write_page(output: &Path, page: &str) -> i32 {
+    match write_atomically(output, page.as_bytes()) {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!(
-                "wirebench report: cannot write {}: {e:#}",
-                a.output.display()
-            );
+            eprintln!("wirebench report: cannot write {}: {e:#}", output.display());
             EXIT_FAILED
         }
     }

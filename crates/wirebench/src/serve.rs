@@ -123,6 +123,11 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     cfg.max_profiles = a.max_profiles;
     cfg.max_profile_hz = a.max_profile_hz;
     cfg.iperf3_bind = a.iperf3.then_some(SocketAddr::new(a.bind, a.iperf3_port));
+    let history = match &a.db {
+        Some(p) => Some(crate::history::daemon::DaemonHistory::start(p)?),
+        None => None,
+    };
+    cfg.record_tap = history.as_ref().map(|h| h.tap());
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;
@@ -181,6 +186,10 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     let left = handle.shutdown(std::time::Duration::from_secs(20));
     if left > 0 {
         tracing::warn!(left, "connections still open after 20 s; exiting anyway");
+    }
+    if let Some(h) = history {
+        // Every record was queued before shutdown returned: save what is left, then stop.
+        h.finish();
     }
     tracing::info!("daemon stopped");
     Ok(())

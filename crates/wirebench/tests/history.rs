@@ -311,3 +311,142 @@ fn compare_files_and_regress_exit_codes() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("not tested"), "{}", r.stdout);
 }
+
+/// `serve --db`: the daemon saves each test's record to the history as a result marked
+/// `daemon`; what it stores is the test the client printed (the same receiver byte count,
+/// the same throughput) and the same record the records file holds. A database the daemon
+/// cannot open stops it at start, naming the database.
+#[test]
+fn the_daemon_saves_its_records_to_a_database() {
+    let _g = serial();
+    let dir = TempDir::new("serve-db");
+    let db = dir.0.join("daemon.db");
+    let db_s = db.to_str().unwrap();
+    let mut d = common::daemon::LocalDaemon::start(&["--db", db_s]);
+    let port = d.addr.port().to_string();
+    let mut printed = Vec::new();
+    for workload in [&["stream", "-t", "0.3"][..], &["rr", "-t", "0.3"][..]] {
+        let mut c = Command::new(BIN);
+        c.args(workload)
+            .args(["-H", "127.0.0.1", "-p", &port, "--json", "--no-save"]);
+        let r = finish(c);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        printed.push(r.json());
+    }
+    // Every record is queued before the daemon's shutdown returns and saved before it exits.
+    let records = d.stop_and_final_records(std::time::Duration::from_secs(30));
+    assert_eq!(records.len(), 2, "{}", d.log_text());
+    let rows = list(&db);
+    assert_eq!(rows.len(), 2, "{rows:?}\n{}", d.log_text());
+    // Newest first: the rr test, then the stream test.
+    assert_eq!(rows[0]["workload"], "rr");
+    assert_eq!(rows[1]["workload"], "stream");
+    for row in &rows {
+        assert_eq!(row["source"], "daemon", "{row}");
+        assert_eq!(row["status"], "completed", "{row}");
+    }
+    // The stream test: the stored document's receiver read what the client printed.
+    let id = rows[1]["id"].as_i64().unwrap().to_string();
+    let shown = wb_db(&db, &["history", "show", &id, "--json"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let stored = shown.json();
+    let dir_of = |r: &wirebench_model::result::RunResult| {
+        r.runs[0]
+            .summary
+            .as_ref()
+            .unwrap()
+            .stream()
+            .unwrap()
+            .directions[0]
+            .clone()
+    };
+    let (got, want) = (dir_of(&stored), dir_of(&printed[0]));
+    assert!(want.receiver_bytes > 0);
+    assert_eq!(got.receiver_bytes, want.receiver_bytes);
+    let bps = rows[1]["throughput_bps"].as_f64().unwrap();
+    assert!(
+        (bps - want.receiver_throughput_bps).abs() <= 1e-6 * want.receiver_throughput_bps,
+        "stored {bps}, printed {}",
+        want.receiver_throughput_bps
+    );
+    // The stored result started when the daemon admitted the test the records file holds.
+    assert_eq!(
+        Some(stored.started_unix_ms),
+        records[0]["admitted_unix_ms"].as_u64()
+    );
+    // The rr test's transactions per second, stored as the client printed them.
+    let tps = rows[0]["transactions_per_s"].as_f64().unwrap();
+    let want = match &printed[1].runs[0].summary.as_ref().unwrap().workload {
+        wirebench_model::result::WorkloadSummary::Rr(r) => r.transactions_per_s,
+        other => panic!("not rr: {other:?}"),
+    };
+    assert!(
+        want > 0.0 && (tps - want).abs() <= 1e-6 * want,
+        "{tps} vs {want}"
+    );
+
+    // A database it cannot open: the daemon does not start, and says which and why.
+    let mut c = Command::new(BIN);
+    c.args(["serve", "--port", "0", "--db"]).arg(&dir.0);
+    let r = finish(c);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("opening the history database")
+            && r.stderr.contains(dir.0.to_str().unwrap()),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `report --compare`: the page judges the figures as `compare` does (a 10 % drop is found
+/// and called worse; equal sets are not) and draws both sides: the interval series of A's
+/// and B's runs overlaid on one time axis, and both sides' values as boxes.
+#[test]
+fn report_compare_draws_both_sides_and_judges_them() {
+    let _g = serial();
+    let dir = TempDir::new("report-cmp");
+    let mut c = Command::new(BIN);
+    c.args(["stream", "-t", "1", "-i", "0.25", "--json", "--no-save"]);
+    let r = finish(c);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let base: Value = serde_json::from_str(&r.stdout).unwrap();
+    let a = variants(&dir.0, &base, "a", 1.0);
+    let slow = variants(&dir.0, &base, "slow", 0.9);
+    let same = variants(&dir.0, &base, "same", 1.0);
+    let page = |b: &[String], name: &str| -> String {
+        let out = dir.0.join(name);
+        let mut args: Vec<&str> = vec!["report", "-o", out.to_str().unwrap(), "--compare"];
+        args.extend(a.iter().map(String::as_str));
+        args.push("vs");
+        args.extend(b.iter().map(String::as_str));
+        let r = common::wb(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        std::fs::read_to_string(out).unwrap()
+    };
+    let html = page(&slow, "slow.html");
+    assert!(
+        html.contains("B differs significantly: throughput -10."),
+        "headline"
+    );
+    // The time series: every run of both sides is a line (5 results a side, one run each).
+    assert!(html.contains("throughput per interval, A and B"));
+    for side in ["A", "B"] {
+        for i in 1..=5 {
+            assert!(
+                html.contains(&format!("{side} result {i} run 1")),
+                "{side} result {i} not drawn"
+            );
+        }
+    }
+    assert!(html.contains("throughput: A and B"), "the boxes");
+    // The results compared are listed with the command that ran them.
+    assert!(html.contains("The results compared"));
+    let html = page(&same, "same.html");
+    assert!(!html.contains("B differs significantly"));
+    assert!(html.contains("no significant difference"));
+    // A report needs its input or --compare, and --compare two sides.
+    let r = common::wb(&["report", "-o", "/dev/null"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = common::wb(&["report", "-o", "/dev/null", "--compare", &a[0], "vs"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}

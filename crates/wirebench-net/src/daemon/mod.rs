@@ -50,6 +50,7 @@ mod lograte;
 mod records;
 mod route;
 mod session;
+mod tap;
 
 use std::collections::HashMap;
 use std::io;
@@ -72,6 +73,7 @@ use lograte::LogLimiter;
 use records::{RecordLog, Ring};
 pub use records::{RecordStatus, TestRecord};
 use route::PendingTest;
+pub use tap::RecordTap;
 
 /// Microseconds since the Unix epoch, now.
 fn start_micros() -> u64 {
@@ -133,6 +135,8 @@ pub struct ServerConfig {
     pub max_profile_hz: u32,
     /// Also serve stock iperf3 clients on this address (`serve --iperf3`).
     pub iperf3_bind: Option<SocketAddr>,
+    /// Also hand every record (its JSON line) to this queue (`serve --db`).
+    pub record_tap: Option<RecordTap>,
 }
 
 impl ServerConfig {
@@ -158,6 +162,7 @@ impl ServerConfig {
             max_profiles: 1,
             max_profile_hz: DEFAULT_MAX_PROFILE_HZ,
             iperf3_bind: None,
+            record_tap: None,
         }
     }
 }

@@ -16,6 +16,10 @@
 //! count. A record that reached the file is kept in memory without the two ends' reports
 //! (they are on disk), so a peer's large report never stays resident; one that could not be
 //! written is kept whole, within the same byte bound.
+//!
+//! # Elsewhere
+//! With a [`super::RecordTap`] (`serve --db`), each record's line is also queued for a
+//! consumer that saves it to the results history.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -275,6 +279,16 @@ pub(super) fn record(state: &State, mut rec: TestRecord) {
             return;
         }
     };
+    if let Some(tap) = &state.cfg.record_tap {
+        if !tap.offer(&line) {
+            tracing::warn!(
+                test_id = rec.test_id,
+                dropped = tap.dropped(),
+                "the history database's queue is full: this record is not saved there (the \
+                 records file and memory keep it)"
+            );
+        }
+    }
     let mut size = line.len();
     line.push(b'\n');
     if let Some(log) = &state.record_log {

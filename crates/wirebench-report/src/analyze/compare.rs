@@ -125,42 +125,52 @@ fn run_value(s: &Summary, fig: Figure) -> Option<(f64, FigureUnit)> {
 
 /// A run's interval samples of a figure (outside the warm-up).
 fn interval_values(s: &Summary, fig: Figure) -> Vec<f64> {
+    interval_series(s, fig)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// A run's interval samples of a figure (outside the warm-up) with the end of each
+/// interval, seconds since the test's start: what a time series of the comparison draws.
+/// Stream throughput sums the directions' receiver rows of one interval.
+pub fn interval_series(s: &Summary, fig: Figure) -> Vec<(f64, f64)> {
     match (fig, &s.workload) {
         (Figure::Throughput, WorkloadSummary::Stream(st)) => {
             // Sum the directions' rows of one interval (same start).
-            let mut by_start: Vec<(f64, f64)> = Vec::new();
+            let mut by_start: Vec<(f64, f64, f64)> = Vec::new();
             for row in st.intervals.iter().filter(|r| !r.in_warmup) {
-                match by_start.iter_mut().find(|(t, _)| *t == row.start_s) {
-                    Some((_, v)) => *v += row.throughput_bps,
-                    None => by_start.push((row.start_s, row.throughput_bps)),
+                match by_start.iter_mut().find(|(t, _, _)| *t == row.start_s) {
+                    Some((_, _, v)) => *v += row.throughput_bps,
+                    None => by_start.push((row.start_s, row.end_s, row.throughput_bps)),
                 }
             }
-            by_start.into_iter().map(|(_, v)| v).collect()
+            by_start.into_iter().map(|(_, end, v)| (end, v)).collect()
         }
         (Figure::Throughput, WorkloadSummary::UdpStream(u)) => u
             .intervals
             .iter()
             .filter(|r| !r.row.in_warmup)
-            .map(|r| r.row.throughput_bps)
+            .map(|r| (r.row.end_s, r.row.throughput_bps))
             .collect(),
         (Figure::TransactionsPerS, WorkloadSummary::Rr(r)) => r
             .intervals
             .iter()
             .filter(|i| !i.in_warmup)
-            .map(|i| i.transactions_per_s)
+            .map(|i| (i.end_s, i.transactions_per_s))
             .collect(),
         (Figure::RttP50 | Figure::RttP99, WorkloadSummary::Rr(r)) => r
             .intervals
             .iter()
             .filter(|i| !i.in_warmup)
             .filter_map(|i| {
-                if fig == Figure::RttP50 {
+                let v = if fig == Figure::RttP50 {
                     i.rtt_p50_ns
                 } else {
                     i.rtt_p99_ns
-                }
+                };
+                v.map(|v| (i.end_s, v as f64))
             })
-            .map(|v| v as f64)
             .collect(),
         _ => Vec::new(),
     }

@@ -12,7 +12,7 @@ use super::units::{duration_ns, number, RateUnit};
 use crate::analyze::compare::regressions;
 
 /// A figure's label for people.
-fn label(f: Figure) -> &'static str {
+pub fn label(f: Figure) -> &'static str {
     match f {
         Figure::Throughput => "throughput",
         Figure::TransactionsPerS => "transactions/s",

@@ -27,7 +27,8 @@ pub struct JudgeOptions {
     pub json: bool,
 }
 
-fn parse_level(s: &str) -> Result<u32, String> {
+/// `--level`: 95 or 99.
+pub fn parse_level(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
         Ok(v @ (95 | 99)) => Ok(v),
         _ => Err(format!("'{s}': the level is 95 or 99")),
@@ -188,20 +189,33 @@ fn newest_outside(
     }
 }
 
-/// `wirebench compare FILES`.
-pub fn compare_files(a: &CompareFilesArgs) -> i32 {
-    let split = a.files.iter().position(|f| f.as_os_str() == "vs");
+/// Two sides of result files: the results and their names.
+pub struct FileSides {
+    /// A's results.
+    pub a: Vec<RunResult>,
+    /// B's results.
+    pub b: Vec<RunResult>,
+    /// A's description.
+    pub side_a: CompareSide,
+    /// B's description.
+    pub side_b: CompareSide,
+}
+
+/// Read `A.json B.json`, or sets split by `vs`; an exit code and a message on failure.
+pub fn read_file_sides(files: &[PathBuf]) -> Result<FileSides, (i32, String)> {
+    let split = files.iter().position(|f| f.as_os_str() == "vs");
     let (fa, fb): (&[PathBuf], &[PathBuf]) = match split {
-        Some(i) => (&a.files[..i], &a.files[i + 1..]),
-        None if a.files.len() == 2 => (&a.files[..1], &a.files[1..]),
+        Some(i) => (&files[..i], &files[i + 1..]),
+        None if files.len() == 2 => (&files[..1], &files[1..]),
         None => {
-            eprintln!("wirebench compare: give A.json B.json, or split the sets with `vs`");
-            return EXIT_USAGE;
+            return Err((
+                EXIT_USAGE,
+                "give A.json B.json, or split the sets with `vs`".into(),
+            ))
         }
     };
     if fa.is_empty() || fb.is_empty() {
-        eprintln!("wirebench compare: each side needs at least one file");
-        return EXIT_USAGE;
+        return Err((EXIT_USAGE, "each side needs at least one file".into()));
     }
     let read = |files: &[PathBuf]| -> Result<Vec<RunResult>, String> {
         files
@@ -212,12 +226,9 @@ pub fn compare_files(a: &CompareFilesArgs) -> i32 {
             })
             .collect()
     };
-    let (ra, rb) = match (read(fa), read(fb)) {
+    let (a, b) = match (read(fa), read(fb)) {
         (Ok(x), Ok(y)) => (x, y),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("wirebench compare: {e}");
-            return EXIT_FAILED;
-        }
+        (Err(e), _) | (_, Err(e)) => return Err((EXIT_FAILED, e)),
     };
     let names = |files: &[PathBuf]| CompareSide {
         selector: files
@@ -229,7 +240,24 @@ pub fn compare_files(a: &CompareFilesArgs) -> i32 {
         runs: 0,
         workloads: Vec::new(),
     };
-    let c = compare(&ra, &rb, (names(fa), names(fb)), a.opts.level());
+    Ok(FileSides {
+        a,
+        b,
+        side_a: names(fa),
+        side_b: names(fb),
+    })
+}
+
+/// `wirebench compare FILES`.
+pub fn compare_files(a: &CompareFilesArgs) -> i32 {
+    let s = match read_file_sides(&a.files) {
+        Ok(s) => s,
+        Err((code, e)) => {
+            eprintln!("wirebench compare: {e}");
+            return code;
+        }
+    };
+    let c = compare(&s.a, &s.b, (s.side_a, s.side_b), a.opts.level());
     emit(&c, a.opts.json, words::comparison(&c));
     EXIT_OK
 }

@@ -1,12 +1,13 @@
 //! The results history: every test saved to a local SQLite database by default
 //! ([`save`]), and `wirebench history` to list, show, export, delete, prune, import,
 //! compare and check for regressions ([`cmds`], [`judge`]); `wirebench compare` on result
-//! files without a database.
+//! files without a database; `serve --db` saves the daemon's records ([`daemon`]).
 //!
 //! The database is `--db PATH`, else `$XDG_DATA_HOME/wirebench/history.db`, else
 //! `$HOME/.local/share/wirebench/history.db` ([`default_db`]).
 
 pub mod cmds;
+pub mod daemon;
 pub mod judge;
 pub mod save;
 pub mod select;
