@@ -1,7 +1,7 @@
 //! wirebench's results history: every result in a local SQLite database.
 //!
-//! One row per saved result holds its whole JSON document (a `RunResult` or a
-//! `SweepResult`, as the caller serialized it) plus the columns `history list` filters and
+//! One row per saved result holds its whole JSON document (a `RunResult`, a `SweepResult`
+//! or a study's manifest and points, as the caller serialized it) plus the columns `history list` filters and
 //! sorts on (time, hosts, kernel, workload, headline figures); tags are rows of their own.
 //! The schema is versioned by `PRAGMA user_version` and moved forward by the embedded SQL
 //! files in `migrations/` ([`MIGRATIONS`]), each applied in its own transaction with the
@@ -118,6 +118,8 @@ pub enum ResultKind {
     Run,
     /// A `SweepResult`.
     Sweep,
+    /// A study: `{"manifest": StudyManifest, "points": [StudyPoint]}`.
+    Study,
 }
 
 impl ResultKind {
@@ -126,6 +128,7 @@ impl ResultKind {
         match self {
             ResultKind::Run => "run",
             ResultKind::Sweep => "sweep",
+            ResultKind::Study => "study",
         }
     }
 }
@@ -158,7 +161,7 @@ impl Source {
 pub struct Row {
     /// Its id.
     pub id: i64,
-    /// `run` or `sweep`.
+    /// `run`, `sweep` or `study`.
     pub kind: String,
     /// The result's start, ms since the epoch.
     pub started_unix_ms: i64,

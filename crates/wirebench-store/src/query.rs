@@ -70,9 +70,10 @@ fn clause(f: &Filter) -> (String, Vec<Value>) {
         args.push(Value::Text(k.clone()));
     }
     for (k, v) in &f.tags {
+        // IN (…) lets SQLite start from the tag's index (the matching results) instead of
+        // probing every result in time order: 357 → see docs/HISTORY.md for the timing.
         conds.push(
-            "EXISTS (SELECT 1 FROM tags t WHERE t.result_id = r.id AND t.key = ? AND t.value = ?)"
-                .into(),
+            "r.id IN (SELECT t.result_id FROM tags t WHERE t.key = ? AND t.value = ?)".into(),
         );
         args.push(Value::Text(k.clone()));
         args.push(Value::Text(v.clone()));

@@ -48,6 +48,33 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
+/// A stored document for people: a test or a sweep as its command printed it; a study as
+/// its summary of cells and points (`wirebench report` on its directory draws it).
+fn shown(row: &Row, doc: &str) -> String {
+    match row.kind.as_str() {
+        "sweep" => match serde_json::from_str::<wirebench_model::sweep::SweepResult>(doc) {
+            Ok(sw) => print::sweep::summary(&sw),
+            Err(e) => format!("{}\n(the stored sweep cannot be read: {e})\n", row_line(row)),
+        },
+        "study" => match serde_json::from_str::<super::save::StoredStudy>(doc) {
+            Ok(st) => format!(
+                "{}\nstudy \"{}\": {} cell(s), {} point(s), {:?}; its JSON: history show {} --json\n",
+                row_line(row),
+                escape(&st.manifest.title),
+                st.manifest.cells.len(),
+                st.points.len(),
+                st.manifest.status,
+                row.id
+            ),
+            Err(e) => format!("{}\n(the stored study cannot be read: {e})\n", row_line(row)),
+        },
+        _ => match RunResult::from_json(doc) {
+            Ok(r) => print::human(&r),
+            Err(e) => format!("{}\n(the stored result cannot be read: {e})\n", row_line(row)),
+        },
+    }
+}
+
 /// `history export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -226,10 +253,7 @@ pub fn show(path: &Path, a: &ShowArgs) -> i32 {
     };
     match store.get(a.id) {
         Ok(Some((_, doc))) if a.json => print_out(&format!("{doc}\n")),
-        Ok(Some((row, doc))) => match RunResult::from_json(&doc) {
-            Ok(r) => print_out(&print::human(&r)),
-            Err(_) => print_out(&format!("{}\n{doc}\n", row_line(&row))),
-        },
+        Ok(Some((row, doc))) => print_out(&shown(&row, &doc)),
         Ok(None) => {
             eprintln!("wirebench history show: no result {}", a.id);
             return EXIT_FAILED;

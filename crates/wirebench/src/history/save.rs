@@ -1,4 +1,4 @@
-//! Saving a result to the history: the columns extracted from the document, one
+//! Saving a result (a test's, a sweep's or a study's) to the history: the columns extracted from the document, one
 //! transaction, and a warning instead of a failure when the database cannot take it (the
 //! result has been printed and written to `-o` before the save is tried).
 
@@ -8,6 +8,8 @@ use std::time::Instant;
 use wirebench_model::compare::Figure;
 use wirebench_model::result::RunResult;
 use wirebench_model::side::HostRole;
+use wirebench_model::study::{StudyManifest, StudyPoint};
+use wirebench_model::sweep::SweepResult;
 use wirebench_report::analyze::compare::values;
 use wirebench_stats::hypothesis::median;
 use wirebench_store::{Headline, NewResult, ResultKind, Source, Store};
@@ -84,6 +86,95 @@ pub fn save_run(a: &SaveArgs, r: &RunResult) {
              above is complete; --no-save skips the database)",
             path.display()
         ),
+    }
+}
+
+/// The row of a sweep: its document and what identifies it. A curve has no one headline
+/// figure, so none is stored; `history show` prints the sweep.
+pub fn sweep_entry(sw: &SweepResult, tags: &[(String, String)]) -> NewResult {
+    let first = sw.points.iter().find_map(|p| p.result.runs.first());
+    NewResult {
+        kind: ResultKind::Sweep,
+        started_unix_ms: i64::try_from(sw.started_unix_ms).unwrap_or(i64::MAX),
+        title: None,
+        workload: Some(sw.test.as_str().to_string()),
+        status: serde_json::to_value(sw.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string)),
+        client_host: first
+            .and_then(|r| r.client.as_ref())
+            .and_then(|c| c.env.hostname.clone()),
+        server_host: first
+            .and_then(|r| r.server.as_ref())
+            .and_then(|s| s.env.hostname.clone()),
+        kernel: first
+            .and_then(|r| r.client.as_ref())
+            .and_then(|c| c.env.kernel_release.clone()),
+        figures: Headline::default(),
+        tags: tags.to_vec(),
+        source: Source::Cli,
+        document: serde_json::to_string(sw).unwrap_or_default(),
+    }
+}
+
+/// A stored study: its manifest and its points.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct StoredStudy {
+    /// The manifest (cells, expectations, status).
+    pub manifest: StudyManifest,
+    /// Every point measured.
+    pub points: Vec<StudyPoint>,
+}
+
+/// The row of a study.
+pub fn study_entry(
+    manifest: &StudyManifest,
+    points: &[StudyPoint],
+    tags: &[(String, String)],
+) -> NewResult {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        manifest: &'a StudyManifest,
+        points: &'a [StudyPoint],
+    }
+    let host = manifest.host.as_ref();
+    NewResult {
+        kind: ResultKind::Study,
+        started_unix_ms: i64::try_from(manifest.started_unix_ms).unwrap_or(i64::MAX),
+        title: Some(manifest.title.clone()),
+        workload: None,
+        status: serde_json::to_value(manifest.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string)),
+        client_host: host.and_then(|h| h.hostname.clone()),
+        server_host: host.and_then(|h| h.hostname.clone()),
+        kernel: host.and_then(|h| h.kernel_release.clone()),
+        figures: Headline::default(),
+        tags: tags.to_vec(),
+        source: Source::Cli,
+        document: serde_json::to_string(&Doc { manifest, points }).unwrap_or_default(),
+    }
+}
+
+/// Save a sweep's or a study's row as `a` asks; like [`save_run`], never fails (a warning
+/// names the database and why). `what` names it in the warning.
+pub fn save_entry(a: &SaveArgs, e: &NewResult, what: &str) {
+    if a.no_save {
+        return;
+    }
+    let Some(path) = super::db_path(a.db.as_ref()) else {
+        eprintln!(
+            "wirebench: warning: {what} not saved to the history: neither XDG_DATA_HOME nor \
+             HOME is set (give --db PATH, or --no-save)"
+        );
+        return;
+    };
+    if let Err(e) = save_to(&path, e) {
+        eprintln!(
+            "wirebench: warning: {what} not saved to the history database {}: {e} (the \
+             results above are complete; --no-save skips the database)",
+            path.display()
+        );
     }
 }
 
