@@ -11,6 +11,7 @@
 
 pub mod analyze;
 pub mod figures;
+pub mod headline;
 pub mod label;
 pub mod page;
 pub mod print;

@@ -32,12 +32,20 @@ fn x_values(f: &Figure) -> Vec<f64> {
     v
 }
 
-/// All y values the figure must show on `axis`.
+/// Whether a reference line at `y` is drawn off scale over data whose largest value on the
+/// axis is `data_max` (linear axes only).
+pub(crate) fn off_scale(y: f64, data_max: Option<f64>, linear: bool) -> bool {
+    linear && data_max.is_some_and(|m| m > 0.0 && y > crate::model::OFF_SCALE_RATIO * m)
+}
+
+/// All y values the figure must show on `axis` (`linear`: the axis is linear, where a
+/// reference line far above the data is left out, see [`crate::model::OFF_SCALE_RATIO`]).
 pub(crate) fn y_values(
     series: &[crate::model::Series],
     overlays: &[crate::model::Overlay],
     anns: &[Annotation],
     axis: YAxis,
+    linear: bool,
 ) -> Vec<f64> {
     let mut v = vec![];
     for s in series.iter().filter(|s| s.axis == axis) {
@@ -52,15 +60,19 @@ pub(crate) fn y_values(
     }
     for a in anns {
         match a {
-            Annotation::HLine { y, axis: ax, .. } | Annotation::Marker { y, axis: ax, .. }
-                if *ax == axis =>
-            {
-                v.push(*y)
-            }
+            Annotation::Marker { y, axis: ax, .. } if *ax == axis => v.push(*y),
             Annotation::YBand {
                 from, to, axis: ax, ..
             } if *ax == axis => v.extend([*from, *to]),
             _ => {}
+        }
+    }
+    let data_max = v.iter().copied().filter(|y| y.is_finite()).reduce(f64::max);
+    for a in anns {
+        if let Annotation::HLine { y, axis: ax, .. } = a {
+            if *ax == axis && !off_scale(*y, data_max, linear) {
+                v.push(*y);
+            }
         }
     }
     v
@@ -81,8 +93,15 @@ impl Render for Figure {
         let x_log = self.x.scale != crate::model::Scale::Linear;
         let ext_x = extent(x_values(self).into_iter(), x_log);
         let ext = |axis: YAxis, a: &crate::model::Axis| {
-            let vals = y_values(&self.series, &self.overlays, &self.annotations, axis);
-            extent(vals.into_iter(), a.scale != crate::model::Scale::Linear)
+            let linear = a.scale == crate::model::Scale::Linear;
+            let vals = y_values(
+                &self.series,
+                &self.overlays,
+                &self.annotations,
+                axis,
+                linear,
+            );
+            extent(vals.into_iter(), !linear)
         };
         let ext_y = ext(YAxis::Y, &self.y);
         let ext_y2 = self.y2.as_ref().map(|a| ext(YAxis::Y2, a));
