@@ -120,7 +120,10 @@ fn udp_stats(u: &UdpSummary, out: &mut Vec<Stat>) {
         out.push(stat(
             format!("received {}", dir_name(d.dir)),
             format_bits_per_s(d.receiver_rate_bps),
-            format!("payload at the receiver, {}", window(d.sender_window_ns)),
+            format!(
+                "payload of the distinct datagrams received, over the sender's {}",
+                window(d.sender_window_ns)
+            ),
         ));
         out.push(stat(
             format!("lost {}", dir_name(d.dir)),

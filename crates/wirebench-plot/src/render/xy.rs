@@ -153,3 +153,52 @@ impl Render for Figure {
         Ok(doc.finish(width_px, height_px, &self.heading.title, &defs))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::*;
+    use crate::Render;
+
+    /// The y tick labels (right-aligned, left of the plot) of an x–y figure's SVG.
+    fn y_ticks(svg: &str) -> Vec<f64> {
+        svg.split("<text ")
+            .filter(|t| t.contains("font-size=\"12\"") && t.contains("text-anchor=\"end\""))
+            .filter_map(|t| t.split('>').nth(1)?.split('<').next()?.parse().ok())
+            .collect()
+    }
+
+    fn figure(limit_bps: f64) -> Figure {
+        Figure {
+            heading: Heading::new("throughput", ""),
+            x: Axis::linear("time", Unit::Seconds),
+            y: Axis::linear("throughput", Unit::BitsPerSecond),
+            series: vec![Series::new(
+                "total",
+                SeriesKind::LineWithPoints,
+                &[(1.0, 12e9), (2.0, 30e9), (3.0, 21e9)],
+            )],
+            annotations: vec![Annotation::HLine {
+                y: limit_bps,
+                label: "copy limit".into(),
+                axis: YAxis::Y,
+            }],
+            ..Figure::default()
+        }
+    }
+
+    #[test]
+    fn a_reference_line_far_above_the_data_is_marked_off_scale() {
+        // 120 Gbit/s over data up to 30: the axis keeps to the data (in Gbit/s).
+        let svg = figure(120e9).render_svg().unwrap().into_string();
+        let top = y_ticks(&svg).into_iter().fold(f64::MIN, f64::max);
+        assert!((30.0..60.0).contains(&top), "top tick {top}");
+        assert!(svg.contains("annotation-offscale"));
+        assert!(svg.contains("↑ copy limit, above the axis"), "{svg}");
+        // 50 Gbit/s, under twice the data: drawn on the axis, which grows to it.
+        let svg = figure(50e9).render_svg().unwrap().into_string();
+        let top = y_ticks(&svg).into_iter().fold(f64::MIN, f64::max);
+        assert!(top >= 50.0, "top tick {top}");
+        assert!(!svg.contains("annotation-offscale"));
+        assert!(svg.contains(">copy limit<"), "{svg}");
+    }
+}
