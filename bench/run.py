@@ -24,7 +24,7 @@ PLACEMENT
 VARIANTS (--only takes these keys, or `stream` / `rr`; references are added automatically)
   streams   wb (wirebench default: 1 MiB calls), wb-128k (-l 128K, iperf3's call size),
             wb-Z (-Z, sendfile), wb-zc (the zero-copy pair: --send-path sendfile
-            --recv-path discard, the fastest pair in docs/bench/paths-2026-11-21.md),
+            --recv-path discard, the fastest pair in docs/bench/2026-11-21-send-receive-paths.md),
             wb-P10000 (-P 10000 flows; only on loopback and veth-1500; with it, as
             informational rows, wb-P10000-lowat: --notsent-lowat 16K, and wb-P10000-w256k:
             -w 256K, the verdict's two suggestions for many flows), iperf3 (128 KiB
@@ -73,7 +73,7 @@ METHOD
   Then, unless --no-host or --only: the rows users run first (bench/host_defaults.py).
 
 OUTPUT
-  docs/bench/run-YYYY-MM-DD-<cpu-slug>[-quick].md and .json (or --out-dir): host, kernel,
+  docs/bench/YYYY-MM-DD-<cpu-slug>[-quick][-<--only>].md and .json (or --out-dir): host, kernel,
   CPUs, tool versions, congestion control read back, load average before and after, command
   line, wirebench commit; the tables; every raw run.
   Exit status: 0 all targets passed, 1 a target missed (or could not be measured), 2 setup

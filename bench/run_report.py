@@ -366,7 +366,7 @@ def markdown(doc, srows, rrows):
         L.append(f"† {varied} wirebench run{'s' if varied != 1 else ''} warned `rate_varied`: "
                  "its slowest interval moved at most half of its fastest (a state of the path "
                  "or of the machine changed during the run; see "
-                 "docs/bench/cross-cpu-2026-11-28.md).")
+                 "docs/bench/2026-11-28-amd-epyc-cross-cpu-placement.md).")
     fails = [x for x in doc["runs"] if not x.get("ok")]
     if fails:
         L.append("")
@@ -393,8 +393,11 @@ def write_outputs(doc, args):
     out_dir = args.out_dir or os.path.join(common.ROOT, "docs", "bench")
     os.makedirs(out_dir, exist_ok=True)
     day = doc["host"]["date"][:10]  # the run's start date
-    base = f"run-{day}-{common.cpu_slug(doc['host']['cpu_model'])}" + (
-        "-quick" if doc["mode"] == "quick" else "")
+    # Named by date, machine and content: 2026-11-28-intel-xeon-quick-rr.md (the variants
+    # of --only, when given); rename it to say what the run measured before committing it.
+    only = "".join(c if c.isalnum() else "-" for c in (getattr(args, "only", "") or ""))
+    base = f"{day}-{common.cpu_slug(doc['host']['cpu_model'])}" + (
+        "-quick" if doc["mode"] == "quick" else "") + (f"-{only.strip('-')}" if only else "")
     md_path, json_path = os.path.join(out_dir, base + ".md"), os.path.join(out_dir, base + ".json")
 
     def put(path, data):

@@ -32,7 +32,7 @@ NEPER_RR = None
 # neper's read and write size, both ends: wirebench's default call size at 10,000 flows.
 NEPER_CALL = 262144
 
-# The best zero-copy pair: in docs/bench/paths-2026-11-21.md (all paths, 5 rounds) the fastest
+# The best zero-copy pair: in docs/bench/2026-11-21-send-receive-paths.md (all paths, 5 rounds) the fastest
 # variants were `--recv-path discard` (1.97-2.85x iperf3) and `-Z --recv-path discard`
 # (1.93-2.60x); of the pairs where both ends avoid the copy, sendfile + discard was the fastest
 # (splice + splice 1.47-2.10x). --zc-pair overrides it.

@@ -7,7 +7,7 @@
 //! an inter-processor interrupt that exits to the host. On an Intel Xeon VM at 128 KiB
 //! calls that wake-up was 18.6 % of the sender's CPU against iperf3's 9.8 %, and the sender
 //! was the limit; a receiver that naps off the wait queue took it away (+12 % at 128 KiB,
-//! loopback and veth; docs/bench/recv-wait-2026-11-27.md). The waiter runs before each
+//! loopback and veth; docs/bench/2026-11-27-intel-xeon-recv-wait.md). The waiter runs before each
 //! receive call; the call itself is the path's ([`crate::paths::Receiver`]).
 
 use std::net::TcpStream;

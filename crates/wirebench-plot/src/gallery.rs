@@ -359,6 +359,7 @@ pub fn boxes() -> BoxFigure {
                 boxes: mk(0.6),
             },
         ],
+        whisker_labels: None,
     }
 }
 

@@ -155,6 +155,18 @@ pub struct Verdict {
     pub detail: String,
 }
 
+/// One headline figure: what it counts, its value with the unit, and where and over which
+/// window it was measured.
+#[derive(Clone, Debug, Default)]
+pub struct Stat {
+    /// What the figure is, e.g. "throughput forward".
+    pub label: String,
+    /// The value with its unit, e.g. "19.89 Gbit/s".
+    pub value: String,
+    /// Where and how it was measured, e.g. "receiver, 2.000 s window".
+    pub note: String,
+}
+
 /// One expectation checked against the data.
 #[derive(Clone, Debug)]
 pub struct Expectation {
@@ -197,6 +209,13 @@ pub enum Block {
     },
     /// Expectations and whether they hold.
     Expectations(Vec<Expectation>),
+    /// Headline figures as tiles, with blocks (the verdict) beside them.
+    Headline {
+        /// The figures.
+        stats: Vec<Stat>,
+        /// Shown beside the figures (below them on a narrow page).
+        beside: Vec<Block>,
+    },
 }
 
 /// The page's style sheet.
@@ -234,6 +253,14 @@ pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;paddin
 .warnings{background:var(--warn-bg);border:1px solid #e6d36f;border-left:4px solid #bf8700;border-radius:6px;padding:8px 14px 8px 12px;margin:8px 0 16px}
 .warnings .title{font-weight:600;color:var(--warn);margin:0 0 2px}
 .warnings ul{margin:2px 0;padding-left:22px}
+.headline-row{display:flex;flex-wrap:wrap;gap:6px 20px;align-items:flex-start;margin:8px 0 12px}
+.stats{flex:1 1 380px;display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px;margin:12px 0}
+.stat{border:1px solid var(--line);border-radius:6px;padding:6px 10px;background:var(--soft)}
+.stat dt{font-size:13px;color:var(--muted)}
+.stat dd{margin:0}
+.stat .value{display:block;font-size:20px;font-weight:650;font-variant-numeric:tabular-nums}
+.stat .note{display:block;font-size:12px;color:var(--muted)}
+.beside{flex:1 1 380px;min-width:0}
 .verdict{border:1px solid;border-left-width:5px;border-radius:6px;padding:10px 16px;margin:12px 0 18px}
 .verdict .badge{display:inline-block;font-weight:700;font-size:13px;letter-spacing:.04em;text-transform:uppercase;margin-right:8px}
 .verdict .headline{font-weight:600;font-size:16px}
@@ -384,6 +411,28 @@ fn block(o: &mut String, b: &Block) {
             o.push_str("</figure>\n");
         }
         Block::Expectations(es) => expectations(o, es),
+        Block::Headline { stats, beside } => {
+            o.push_str("<div class=\"headline-row\"><dl class=\"stats\">");
+            for st in stats {
+                let _ = write!(
+                    o,
+                    "<div class=\"stat\"><dt>{}</dt><dd><span class=\"value\">{}</span>\
+                     <span class=\"note\">{}</span></dd></div>",
+                    escape(&st.label),
+                    escape(&st.value),
+                    escape(&st.note)
+                );
+            }
+            o.push_str("</dl>");
+            if !beside.is_empty() {
+                o.push_str("<div class=\"beside\">");
+                for b in beside {
+                    block(o, b);
+                }
+                o.push_str("</div>");
+            }
+            o.push_str("</div>\n");
+        }
     }
 }
 

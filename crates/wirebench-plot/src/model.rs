@@ -47,6 +47,9 @@ pub enum Unit {
     BitsPerSecond,
     /// Bytes per second (B/s, KiB/s, MiB/s, GiB/s).
     BytesPerSecond,
+    /// Bytes per second with decimal prefixes (B/s, kB/s, MB/s, GB/s: 1 GB/s = 10⁹ B/s),
+    /// for figures whose text gives bandwidths in GB/s.
+    DecimalBytesPerSecond,
     /// Nanoseconds, shown as ns/µs/ms/s.
     Nanoseconds,
     /// Seconds, shown as s (ms/µs below one second on log axes).
@@ -230,6 +233,12 @@ pub struct Overlay {
     /// Draw in the colour of this style slot (the series it models); `None`: dark grey.
     pub style: Option<usize>,
 }
+
+/// A horizontal reference line more than this many times the data's largest value does not
+/// stretch a linear axis: the axis stays fitted to the data and the line is drawn as an
+/// off-scale marker at the plot's top edge (a 120 Gbit/s copy limit over 20 Gbit/s of data
+/// would otherwise squeeze the data into the bottom fifth).
+pub const OFF_SCALE_RATIO: f64 = 2.0;
 
 /// Something marked on a plot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -485,6 +494,10 @@ pub struct BoxFigure {
     pub y: Axis,
     /// Box series side by side within each category.
     pub series: Vec<BoxSeries>,
+    /// What the whisker ends are, low and high (e.g. "p1", "p99"): written with their values
+    /// beside the whisker caps (of every box when there are at most four, else of the first).
+    #[serde(default)]
+    pub whisker_labels: Option<(String, String)>,
 }
 
 #[cfg(test)]

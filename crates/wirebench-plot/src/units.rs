@@ -18,6 +18,13 @@ const BYTES_PER_S: &[(f64, &str)] = &[
     (1_073_741_824.0, "GiB/s"),
     (1_099_511_627_776.0, "TiB/s"),
 ];
+const DECIMAL_BYTES_PER_S: &[(f64, &str)] = &[
+    (1.0, "B/s"),
+    (1e3, "kB/s"),
+    (1e6, "MB/s"),
+    (1e9, "GB/s"),
+    (1e12, "TB/s"),
+];
 const BITS_PER_S: &[(f64, &str)] = &[
     (1.0, "bit/s"),
     (1e3, "kbit/s"),
@@ -36,6 +43,7 @@ pub(crate) fn prefixes(unit: &Unit) -> &'static [(f64, &'static str)] {
     match unit {
         Unit::Bytes => BYTES,
         Unit::BytesPerSecond => BYTES_PER_S,
+        Unit::DecimalBytesPerSecond => DECIMAL_BYTES_PER_S,
         Unit::BitsPerSecond => BITS_PER_S,
         Unit::Nanoseconds => NANOS,
         Unit::Seconds => SECONDS,
@@ -159,6 +167,10 @@ mod tests {
         assert_eq!(format_bits_per_s(100e6), "100 Mbit/s");
         assert_eq!(format_bits_per_s(999.0), "999 bit/s");
         assert_eq!(format_bytes_per_s(118.0 * 1_048_576.0), "118 MiB/s");
+        assert_eq!(
+            format_value(35.77e9, &Unit::DecimalBytesPerSecond),
+            "35.8 GB/s"
+        );
     }
 
     #[test]

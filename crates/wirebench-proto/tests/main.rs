@@ -2,4 +2,5 @@
 //! module. Run one file's tests with `cargo test -p wirebench-proto --test main MODULE::`.
 
 mod props;
+mod protocol_doc;
 mod udp_props;

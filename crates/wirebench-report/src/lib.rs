@@ -12,6 +12,7 @@
 pub mod analyze;
 pub mod compare_page;
 pub mod figures;
+pub mod headline;
 pub mod label;
 pub mod page;
 pub mod print;

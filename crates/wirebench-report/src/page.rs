@@ -1,6 +1,7 @@
-//! One self-contained HTML page for a result (`wirebench report`): what was run and how to
-//! run it again, the result as the human printer writes it, every figure that applies,
-//! warnings, and the environment of both ends; likewise a sweep's page and the page of a
+//! One self-contained HTML page for a result (`wirebench report`): the headline figures with
+//! the verdict beside them, every figure that applies, warnings, what was run and how to run
+//! it again, the environment of both ends, and last the result as the human printer writes
+//! it; likewise a sweep's page and the page of a
 //! `wirebench limits` document. The page is `wirebench-plot`'s report: inline
 //! SVG and CSS, no script, font or network access.
 
@@ -88,9 +89,9 @@ pub fn run_page(r: &RunResult) -> Report {
             r.started_utc
         ),
     );
-    let mut head = Section::new("Result");
+    let mut beside = Vec::new();
     if let Some(e) = &r.error {
-        head.push(Block::Verdict(Verdict {
+        beside.push(Block::Verdict(Verdict {
             outcome: Outcome::DoesNotHold,
             headline: "the test did not complete".into(),
             detail: print::error_text(e),
@@ -103,7 +104,7 @@ pub fn run_page(r: &RunResult) -> Report {
         .and_then(|s| s.verdict.as_ref())
     {
         let lines = print::verdict::lines(v);
-        head.push(Block::Verdict(Verdict {
+        beside.push(Block::Verdict(Verdict {
             outcome: match v.limiter {
                 wirebench_model::verdict::Limiter::Undetermined => Outcome::Inconclusive,
                 _ => Outcome::Finding,
@@ -117,17 +118,15 @@ pub fn run_page(r: &RunResult) -> Report {
                 .join("\n"),
         }));
     }
-    head.push(Block::Code {
-        caption: "as `wirebench` printed it".into(),
-        code: print::human(r),
+    // The page opens with the figures that answer "how fast, at what cost" and the charts;
+    // the verdict beside them; the printer's text comes last.
+    let mut head = Section::new("Result");
+    head.push(Block::Headline {
+        stats: crate::headline::run_stats(r),
+        beside,
     });
+    head.blocks.extend(figure_blocks(run_figures(r)));
     report.sections.push(head);
-    let figures = figure_blocks(run_figures(r));
-    if !figures.is_empty() {
-        let mut s = Section::new("Figures");
-        s.blocks = figures;
-        report.sections.push(s);
-    }
     let mut warnings: Vec<String> = r.warnings.iter().map(text::noted).collect();
     for run in &r.runs {
         if let Some(s) = &run.summary {
@@ -159,6 +158,12 @@ pub fn run_page(r: &RunResult) -> Report {
         )));
     }
     report.sections.push(s);
+    let mut s = Section::new("Terminal output");
+    s.push(Block::Code {
+        caption: "as `wirebench` printed it".into(),
+        code: print::human(r),
+    });
+    report.sections.push(s);
     report
 }
 
@@ -169,11 +174,11 @@ pub fn sweep_page(sw: &SweepResult) -> Report {
         format!("{} · started {}", sw.software, sw.started_utc),
     );
     let mut head = Section::new("Result");
+    head.blocks.extend(figure_blocks(sweep_figures(sw)));
     head.push(Block::Code {
         caption: "summary and analysis".into(),
         code: show::summary(sw),
     });
-    head.blocks.extend(figure_blocks(sweep_figures(sw)));
     report.sections.push(head);
     let mut columns: Vec<Column> = sw
         .factors
@@ -247,15 +252,6 @@ pub fn limits_page(l: &LimitsResult, path: &str) -> Report {
     );
     let mut head = Section::new("Result");
     head.blocks.extend(figure_blocks(limits_figures(l)));
-    head.push(Block::Code {
-        caption: "as `wirebench limits` prints them".into(),
-        code: print::limits::human(
-            l,
-            &print::limits::Provenance::File {
-                path: path.to_string(),
-            },
-        ),
-    });
     report.sections.push(head);
     let opt = |v: Option<&String>| v.map_or_else(|| "—".into(), |s| escape(s));
     let mut s = Section::new("Machine");
@@ -280,5 +276,16 @@ pub fn limits_page(l: &LimitsResult, path: &str) -> Report {
         ],
     }));
     report.sections.push(s);
+    let mut head = Section::new("Terminal output");
+    head.push(Block::Code {
+        caption: "as `wirebench limits` prints them".into(),
+        code: print::limits::human(
+            l,
+            &print::limits::Provenance::File {
+                path: path.to_string(),
+            },
+        ),
+    });
+    report.sections.push(head);
     report
 }

@@ -11,7 +11,7 @@
 //! distance, whatever the source's own offset). The kernel fills a fresh socket's pages from
 //! their start, so a receive buffer that begins 16 bytes past a page boundary — where
 //! `malloc` puts every large block, behind its header — sits exactly in that window for the
-//! bytes that come straight off fresh pages. `docs/bench/buffer-placement-2026-11-29.md` has
+//! bytes that come straight off fresh pages. `docs/bench/2026-11-29-amd-epyc-buffer-placement.md` has
 //! the measurements.
 //!
 //! A [`PlacedBuf`] starts [`PlacedBuf::offset`] bytes past a page boundary (0, page-aligned,

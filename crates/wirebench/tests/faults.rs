@@ -1,7 +1,7 @@
-//! Robustness: the cases of `shared/notes/robustness-cases.md`, against a real daemon
-//! process. Each test observes the daemon from outside — its descriptors, threads and memory
-//! in /proc, its log, its records file — and checks that a legitimate client is still served
-//! within a second. Test names start with the case number (`c01_...`).
+//! Robustness: the cases of docs/ROBUSTNESS.md, against a real daemon process. Each test
+//! observes the daemon from outside — its descriptors, threads and memory in /proc, its log,
+//! its records file — and checks that a legitimate client is still served within a second.
+//! Each test is named after the behaviour it checks; docs/ROBUSTNESS.md maps cases to tests.
 
 use crate::common;
 use std::io::Write;
@@ -64,7 +64,7 @@ fn key_pointers(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
 }
 
 #[test]
-fn c01_hostile_frame_lengths_are_refused_before_allocation() {
+fn hostile_frame_lengths_are_refused_before_allocation() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
@@ -95,7 +95,7 @@ fn c01_hostile_frame_lengths_are_refused_before_allocation() {
 }
 
 #[test]
-fn c02_truncated_handshakes_close_at_the_absolute_deadline() {
+fn truncated_handshakes_close_at_the_absolute_deadline() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
@@ -130,7 +130,7 @@ fn c02_truncated_handshakes_close_at_the_absolute_deadline() {
 /// source (127.0.0.2) are capped per source, and a client from another source (127.0.0.1)
 /// is served meanwhile; a concurrent test is unaffected.
 #[test]
-fn c03_slow_drip_one_and_a_thousand() {
+fn a_slow_drip_never_extends_the_handshake_deadline() {
     let _shared = crate::common::shared();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     let mut extra = FAST.to_vec();
@@ -179,7 +179,7 @@ fn c03_slow_drip_one_and_a_thousand() {
 /// Many sources (127.0.0.2-9, 125 each) exceed the handshake cap (64 here): the oldest
 /// handshakes are evicted and a newcomer still gets its test.
 #[test]
-fn c03_slow_drip_from_many_sources_evicts_the_oldest() {
+fn a_slow_drip_from_many_sources_evicts_the_oldest_handshakes() {
     let _shared = crate::common::shared();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     let extra = [
@@ -202,13 +202,13 @@ fn c03_slow_drip_from_many_sources_evicts_the_oldest() {
     d.assert_back_to(base, Duration::from_secs(5), 32 * 1024);
 }
 
-/// The other side of c03: a burst of legitimate data connections far past the handshake
+/// The other side of the slow-drip cases: a burst of legitimate data connections far past the handshake
 /// cap (400 flows against `--max-handshakes 4`). Each has its whole hello queued and only
 /// waits for its thread, so none is evicted: every flow moves data on both ends. (Before the
 /// fix, connections evicted between their hello and the hand-over reached the engine shut
 /// down: 0 bytes and no error at the server, EPIPE at the client.)
 #[test]
-fn c03b_burst_of_ready_data_connections_is_not_evicted() {
+fn a_burst_of_ready_data_connections_is_not_evicted() {
     let _g = serial();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     let d = LocalDaemon::start(&["--max-handshakes", "4", "--max-flows", "512"]);
@@ -236,7 +236,7 @@ fn c03b_burst_of_ready_data_connections_is_not_evicted() {
 /// its `tcp` settings) with the wrong type, missing, duplicated, plus an unknown field at every
 /// level: a typed error naming the field.
 #[test]
-fn c04_every_spec_field_wrong_missing_duplicated_unknown() {
+fn every_spec_field_wrong_missing_duplicated_or_unknown_is_named() {
     let _shared = crate::common::shared();
     // The specs that omit an optional field are admitted and abandoned one after the other,
     // all from one address; this test is about decoding, not admission: let one peer use
@@ -328,7 +328,7 @@ fn c04_every_spec_field_wrong_missing_duplicated_unknown() {
 /// Out-of-range values are refused by the server itself (the raw client skips the client's
 /// own validation), each naming its field.
 #[test]
-fn c05_out_of_range_values_refused_by_the_server() {
+fn out_of_range_values_are_refused_by_the_server() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let cases: &[(&str, serde_json::Value, &str)] = &[
@@ -422,7 +422,7 @@ fn c05_out_of_range_values_refused_by_the_server() {
 }
 
 #[test]
-fn c06_hostile_encodings() {
+fn hostile_encodings_get_a_bounded_clear_error() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
@@ -449,7 +449,7 @@ fn c06_hostile_encodings() {
 /// HTTP, TLS, random bytes and port-scan probes: closed, logged at a bounded rate, and a
 /// concurrent test is unaffected.
 #[test]
-fn c07_non_protocol_traffic() {
+fn non_protocol_traffic_is_closed_and_logged_at_a_bounded_rate() {
     let _shared = crate::common::shared();
     // The background test and the legitimate client come from one address: allow it two
     // tests at once (the per-peer cap defaults to 1).
@@ -493,7 +493,7 @@ fn c07_non_protocol_traffic() {
 }
 
 #[test]
-fn c08_ten_thousand_connect_close_and_rst() {
+fn ten_thousand_connect_close_and_rst_leak_nothing() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
@@ -548,7 +548,7 @@ const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccdde
 /// Wrong key, unknown, empty and 4 KiB identities, malformed MACs, replay: one identical
 /// error, and no test starts.
 #[test]
-fn c09_c10_c11_authentication_failures_are_identical_and_replay_fails() {
+fn authentication_failures_are_identical_and_replay_fails() {
     let _shared = crate::common::shared();
     let keys = key_file(&format!("alice {KEY}\n"));
     let mut extra = FAST.to_vec();
@@ -659,7 +659,7 @@ fn c09_c10_c11_authentication_failures_are_identical_and_replay_fails() {
 /// A stale token (from a test that ended) and a foreign one (random) are refused; the
 /// running test is unaffected.
 #[test]
-fn c12_stale_and_foreign_tokens() {
+fn stale_and_foreign_data_tokens_are_refused() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let mut r = Raw::connect(d.addr);
@@ -691,7 +691,7 @@ fn c12_stale_and_foreign_tokens() {
 }
 
 #[test]
-fn c13_bad_key_files_stop_the_daemon_naming_the_file() {
+fn bad_key_files_stop_the_daemon_naming_the_file() {
     let _shared = crate::common::shared();
     let malformed = key_file("alice not-hex\n");
     let empty = key_file("# nobody\n");
@@ -718,7 +718,7 @@ fn c13_bad_key_files_stop_the_daemon_naming_the_file() {
 /// A descriptor limit of 64: a flood of 200 connections hits EMFILE; the accept loop backs
 /// off and the daemon serves again once they are gone.
 #[test]
-fn c14_descriptor_exhaustion() {
+fn descriptor_exhaustion_backs_off_and_recovers() {
     let _shared = crate::common::shared();
     let mut c = std::process::Command::new("sh");
     c.args([
@@ -743,7 +743,7 @@ fn c14_descriptor_exhaustion() {
 
 /// Two tests side by side at a cap of two; a third gets `busy` with a retry hint at once.
 #[test]
-fn c15_concurrent_tests_and_busy_within_100ms() {
+fn tests_up_to_the_cap_run_and_the_next_gets_busy_at_once() {
     let _shared = crate::common::shared();
     let mut extra = FAST.to_vec();
     // Every client here comes from one address: the per-peer cap (default 1) is raised
@@ -772,7 +772,7 @@ fn c15_concurrent_tests_and_busy_within_100ms() {
 /// Absurd requests are refused up front; a client that lies about its rate is stopped while
 /// running, and the test is recorded as aborted with partial results.
 #[test]
-fn c16_absurd_requests_refused_and_enforced_while_running() {
+fn absurd_requests_refused_and_enforced_while_running() {
     let _shared = crate::common::shared();
     let mut extra = FAST.to_vec();
     extra.extend(["--max-rate", "100M", "--max-duration", "60"]);
@@ -880,7 +880,7 @@ fn c16_absurd_requests_refused_and_enforced_while_running() {
 /// A legitimately large results message (many flows x many intervals, above the default
 /// 1 MiB frame cap) is accepted at both ends.
 #[test]
-fn c17_large_results_are_accepted() {
+fn large_results_are_accepted() {
     let _g = serial();
     let r = wb(&[
         "stream", "-t", "10", "-i", "0.1", "-P", "128", "--bidir", "-l", "16K", "--json",
@@ -898,7 +898,7 @@ fn c17_large_results_are_accepted() {
 /// Client killed or stopped mid-test in each stream mode: the daemon notices within its idle
 /// bound, records the test with its partial intervals, frees everything and serves the next.
 #[test]
-fn c18_client_killed_or_stopped_in_every_mode() {
+fn a_killed_or_stopped_client_is_noticed_in_every_mode() {
     let _g = serial();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
@@ -928,7 +928,7 @@ fn c18_client_killed_or_stopped_in_every_mode() {
 /// The client's namespace link is cut mid-test: both ends notice, the client prints its
 /// partial result, the daemon records the test and serves again.
 #[test]
-fn c18_link_cut_mid_test() {
+fn a_link_cut_mid_test_is_noticed_at_both_ends() {
     require_netns();
     let _g = serial();
     let tb = wirebench_lab::Testbed::pair(1500).expect("testbed");
@@ -1032,7 +1032,7 @@ fn c18_link_cut_mid_test() {
 /// RST on a data connection and on the control connection mid-test: classified errors, no
 /// process death (SIGPIPE ignored), the test recorded.
 #[test]
-fn c19_rst_on_data_and_control() {
+fn rst_on_data_and_control_is_a_classified_error() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
@@ -1117,7 +1117,7 @@ fn c19_rst_on_data_and_control() {
 /// partial results, the daemon records the test and exits 0; SIGTERM to a client prints and
 /// saves its partial result.
 #[test]
-fn c22_sigterm_during_a_test() {
+fn sigterm_during_a_test_keeps_partial_results() {
     let _g = serial();
     let mut d = LocalDaemon::start(FAST);
     let out = tempfile_path::TempPath::new("out");
@@ -1210,7 +1210,7 @@ fn c22_sigterm_during_a_test() {
 /// the protocol completes or fails cleanly — a valid result document either way, one record
 /// at the daemon — and once the path is clean again the daemon serves at once.
 #[test]
-fn c20_impaired_control_path_completes_or_fails_cleanly() {
+fn an_impaired_control_path_completes_or_fails_cleanly() {
     require_netns();
     let _g = serial();
     use wirebench_lab::emu::{Direction as Dir, EmuConfig, EmulatedPath};
@@ -1354,7 +1354,7 @@ const SOAK_HOSTILE: &str =
 /// admitted test leaves exactly one record and the log holds no raw control byte.
 /// `WIREBENCH_SOAK=N` sets the count (CI runs 200; the long run is `WIREBENCH_SOAK=2000`).
 #[test]
-fn c21_soak_with_random_aborts() {
+fn soak_with_random_aborts_stays_flat() {
     let _shared = crate::common::shared();
     let n: usize = std::env::var("WIREBENCH_SOAK")
         .ok()

@@ -294,3 +294,44 @@ fn readme_commands_parse() {
     }
     assert!(n >= 15, "{n} wirebench command lines in README.md");
 }
+
+/// docs/ARCHITECTURE.md's crate graph (its first code block) names every crate of the
+/// workspace (`members = ["crates/*"]`: each directory of crates/ with a Cargo.toml), and no
+/// crate that is not one.
+#[test]
+fn architecture_names_every_workspace_crate() {
+    let _shared = crate::common::shared();
+    let doc =
+        std::fs::read_to_string(repo().join("docs/ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let graph = doc
+        .split("```")
+        .nth(1)
+        .expect("ARCHITECTURE.md has no code block (the crate graph)");
+    let mut crates = Vec::new();
+    for entry in std::fs::read_dir(repo().join("crates")).expect("crates/") {
+        let dir = entry.expect("crates/ entry").path();
+        let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        let table: toml::Table = manifest.parse().expect("a crate's Cargo.toml");
+        let name = table["package"]["name"].as_str().expect("package.name");
+        crates.push(name.to_string());
+    }
+    assert!(crates.len() >= 13, "workspace crates {crates:?}");
+    let named: std::collections::BTreeSet<&str> = graph
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|w| w.starts_with("wirebench"))
+        .collect();
+    for c in &crates {
+        assert!(
+            named.contains(c.as_str()),
+            "ARCHITECTURE.md's crate graph does not name {c}"
+        );
+    }
+    for n in &named {
+        assert!(
+            crates.iter().any(|c| c == n),
+            "ARCHITECTURE.md's crate graph names {n}, which is no workspace crate"
+        );
+    }
+}

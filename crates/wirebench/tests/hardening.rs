@@ -1,4 +1,4 @@
-//! Hardening, round 2: one test per item of the issue (`h01_...` to `h07_...`). Each test
+//! Hardening, round 2 (docs/ROBUSTNESS.md, "Beyond the cases"): one test per behaviour. Each test
 //! observes a real daemon (or the real client) from outside — its memory, descriptors and
 //! threads in /proc, its log, its records file, the datagrams that reach a socket, the exit
 //! code and output of the client — and would fail without the fix it covers.
@@ -697,7 +697,7 @@ fn raw_controls(b: &[u8]) -> Vec<u8> {
 /// the declared length (30 s) could carry, sent right after the start, is refused at its
 /// header.
 #[test]
-fn h01_memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
+fn memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
     let _shared = crate::common::shared();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     const FLOWS: u32 = 512;
@@ -730,7 +730,7 @@ fn h01_memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
     }
     d.assert_back_to(base, Duration::from_secs(20), 32 * 1024);
     eprintln!(
-        "h01: baseline {} kB, peak seen {peak_kb} kB, after {} kB",
+        "memory held for the peer: baseline {} kB, peak seen {peak_kb} kB, after {} kB",
         base.rss_kb,
         d.usage().rss_kb
     );
@@ -831,7 +831,7 @@ fn drain(sock: &UdpSocket, within: Duration) -> usize {
 /// 127.0.0.55 before (queued while the setup ends) and during the UDP_RR test get no answer. Not one datagram reaches 127.0.0.55, and
 /// the daemon serves a legitimate client afterwards.
 #[test]
-fn h02_udp_hello_from_a_third_host_gets_nothing() {
+fn a_udp_hello_from_a_third_host_gets_nothing() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
     let third = UdpSocket::bind("127.0.0.55:0").expect("bind 127.0.0.55");
@@ -955,7 +955,7 @@ fn fill(path: &Path) {
 /// On a 64 KiB tmpfs that fills up, then gets space back; SIGKILL during large writes and a
 /// restart; a FIFO as the records file.
 #[test]
-fn h03_records_file_full_disk_torn_tail_and_fifo() {
+fn records_survive_a_full_disk_a_torn_tail_and_a_fifo() {
     let _shared = crate::common::shared();
     records_on_a_full_tmpfs();
     records_after_sigkill_mid_write();
@@ -1190,7 +1190,7 @@ fn records_after_sigkill_mid_write() {
             .unwrap();
     }
     eprintln!(
-        "h03: {ran} tests before SIGKILL, {} complete records, torn tail of {} bytes ({})",
+        "records file: {ran} tests before SIGKILL, {} complete records, torn tail of {} bytes ({})",
         complete.len(),
         tail.len(),
         if real_tear {
@@ -1253,7 +1253,7 @@ fn records_fifo_is_refused() {
 /// BEL, CR or NUL — and the text is still there, escaped. The client, against a fake server
 /// whose error messages, software and identity carry terminal escapes, prints them escaped.
 #[test]
-fn h04_peer_text_never_reaches_a_log_or_a_terminal_raw() {
+fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
     let _shared = crate::common::shared();
     let d = Served::start(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
     // Hello: magic, then software.
@@ -1428,7 +1428,7 @@ fn h04_peer_text_never_reaches_a_log_or_a_terminal_raw() {
 /// down) and exits 0; the client ends aborted (exit 3). SIGTERM to an idle daemon whose
 /// bind address is gone (its veth pair deleted inside a namespace): it exits within 5 s.
 #[test]
-fn h05_sighup_records_the_test_and_sigterm_needs_no_bind_address() {
+fn sighup_records_the_test_and_sigterm_needs_no_bind_address() {
     let _shared = crate::common::shared();
     let mut d = LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
@@ -1603,7 +1603,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 /// `results`: unchanged, the run completes (exit 0); claiming 2^64−1 bytes received, the run
 /// is invalid (exit 4, JSON status "invalid"); marked aborted, the run is aborted (exit 3).
 #[test]
-fn h06_the_client_does_not_believe_an_impossible_server() {
+fn the_client_does_not_believe_an_impossible_server() {
     let _shared = crate::common::shared();
     let d = LocalDaemon::start(&[]);
     let server_results = |f: fn(&mut SideReport)| -> Rewrite {
@@ -1688,7 +1688,7 @@ fn h06_the_client_does_not_believe_an_impossible_server() {
 /// refused by the client; one peer cannot take every test slot; a server that gave up on the
 /// data connections is reported by its reason, not by the closed connection.
 #[test]
-fn h07_smaller_items() {
+fn limits_tokens_and_test_ids_are_enforced_and_named() {
     let _shared = crate::common::shared();
     data_connection_refusal_names_the_limit();
     the_servers_reason_beats_a_closed_data_connection();

@@ -172,7 +172,7 @@ fn stream_result(s: &Scratch) -> PathBuf {
 /// the temporary names the writers used to derive from their PID; append-only files refuse
 /// a link and another user's file.
 #[test]
-fn h3_01_writers_do_not_follow_planted_links() {
+fn writers_do_not_follow_planted_links() {
     let _g = serial();
     let s = Scratch::new("links");
     let victim = s.victim();
@@ -275,7 +275,7 @@ fn h3_01_writers_do_not_follow_planted_links() {
 /// F1: no file is created or opened for writing outside the one module that does it safely
 /// (`wirebench_sys::safefile`), except the reviewed cases listed here.
 #[test]
-fn h3_02_every_writer_goes_through_safefile() {
+fn every_writer_goes_through_safefile() {
     let _shared = crate::common::shared();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // Reviewed exceptions: an unnamed O_TMPFILE (no name to plant), /proc/sys writes, the
@@ -335,7 +335,7 @@ fn h3_02_every_writer_goes_through_safefile() {
 /// F6: key files readable by others are refused at both ends (unless
 /// `--insecure-key-file`); a device is refused at once instead of read without end.
 #[test]
-fn h3_03_key_files() {
+fn key_files_readable_by_others_or_devices_are_refused() {
     let _shared = crate::common::shared();
     let s = Scratch::new("keys");
     let key = s.path("keys");
@@ -418,7 +418,7 @@ fn h3_03_key_files() {
 /// F10: non-finite and out-of-range seconds are refused naming the flag and its range, in
 /// the client and the daemon; no 300-digit numbers; `--cport` past 65535 is named as such.
 #[test]
-fn h3_04_flag_values() {
+fn non_finite_and_out_of_range_flag_values_are_refused() {
     let _shared = crate::common::shared();
     for v in ["NaN", "inf", "0", "1e308", "1e-320", "-1"] {
         // `--flag=VALUE`, so that "-1" is a value, not a flag.
@@ -468,7 +468,7 @@ fn h3_04_flag_values() {
 /// F8, F11: an output that would replace its input is refused and the input kept; a
 /// study's test args may not set the output in any spelling.
 #[test]
-fn h3_05_outputs_never_replace_inputs_and_study_args() {
+fn outputs_never_replace_inputs_and_study_args() {
     let _g = serial();
     let s = Scratch::new("inout");
     let input = stream_result(&s);
@@ -520,7 +520,7 @@ fn h3_05_outputs_never_replace_inputs_and_study_args() {
 /// F3: `sweep -o` onto an existing sweep refuses (naming --resume and --force); --force
 /// replaces it; a resume refuses point files that are not the recorded sweep's.
 #[test]
-fn h3_06_sweep_output_and_resume() {
+fn sweep_output_is_not_replaced_and_resume_checks_points() {
     let _g = serial();
     let s = Scratch::new("sweep");
     let d = s.path("sw");
@@ -592,7 +592,7 @@ fn netns_exists(n: &str) -> bool {
 /// never deleted; a state directory another user can write to is refused, and a forged state
 /// file in it does not get a process signalled.
 #[test]
-fn h3_07_labs_own_only_what_they_recorded() {
+fn labs_own_only_what_they_recorded() {
     let _shared = crate::common::shared();
     require_netns();
     let s = Scratch::new("labs");
@@ -684,7 +684,7 @@ fn processes_with(pred: impl Fn(&str, &[u8]) -> bool) -> Vec<u32> {
 /// F9: a study SIGKILLed mid-run takes its emulator and daemon with it within 5 s; its
 /// namespaces stay, reported stale, and `lab down --stale` removes them.
 #[test]
-fn h3_08_a_killed_study_leaves_no_process() {
+fn a_killed_study_leaves_no_process() {
     require_netns();
     let _g = serial();
     let s = Scratch::new("kill");
@@ -757,7 +757,7 @@ fn h3_08_a_killed_study_leaves_no_process() {
 /// `--auth-keys` is refused at start, and a client without the key is not served), and the
 /// sampling rate a client asks for is capped by the daemon.
 #[test]
-fn h3_09_profiles_only_for_authenticated_clients_at_a_capped_rate() {
+fn profiles_only_for_authenticated_clients_at_a_capped_rate() {
     let _g = serial();
     let r = wb(&["serve", "--port", "0", "--allow-profile"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -817,7 +817,7 @@ fn h3_09_profiles_only_for_authenticated_clients_at_a_capped_rate() {
 /// daemon, and its result says the server refused; the daemon logs why; the slot is free
 /// again once the first test ends.
 #[test]
-fn h3_10_profiles_at_once_are_capped() {
+fn profiles_at_once_are_capped() {
     let _g = serial();
     let permitted = wirebench_sys::perf::system_wide_permitted();
     if !wirebench_sys::require::capability(
@@ -956,13 +956,13 @@ fn one_point_study(s: &Scratch, out: &Path) -> Ran {
     )
 }
 
-/// F1, the writers not in h3_01: a study's files (its manifest, `results.jsonl`,
+/// F1, the writers not in `writers_do_not_follow_planted_links`: a study's files (its manifest, `results.jsonl`,
 /// `points.csv`, its cells' daemon logs and sweep files below `cells/`), a sweep's `points/`
 /// and the limits cache. A link planted at a file's name is replaced or refused, never
 /// followed; a link planted at a subdirectory wirebench makes (`cells/`, `points/`) is
 /// refused, so that nothing is written below it.
 #[test]
-fn h3_11_study_sweep_and_limits_writers_do_not_follow_planted_links() {
+fn study_sweep_and_limits_writers_do_not_follow_planted_links() {
     require_netns();
     let _g = serial();
     let s = Scratch::new("links2");

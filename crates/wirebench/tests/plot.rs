@@ -50,6 +50,141 @@ fn svg_facts(path: &str) -> (Vec<String>, usize) {
     (texts, series)
 }
 
+/// The tick labels of an SVG's first plot, as numbers: the y axis's (right-aligned labels
+/// left of the plot) of the first panel and the x axis's (centred labels under the plot).
+fn ticks(svg: &str) -> (Vec<f64>, Vec<f64>) {
+    let doc = roxmltree::Document::parse(svg).expect("XML");
+    let tick = |n: &roxmltree::Node, anchor: &str| {
+        n.has_tag_name("text")
+            && n.attribute("font-size") == Some("12")
+            && n.attribute("text-anchor") == Some(anchor)
+    };
+    let number = |n: roxmltree::Node| n.text().and_then(|t| t.parse::<f64>().ok());
+    // The first panel's y labels come first; they end where the next panel's title starts.
+    let mut y = Vec::new();
+    for n in doc.descendants().filter(|n| n.has_tag_name("text")) {
+        if tick(&n, "end") {
+            y.extend(number(n));
+        } else if !y.is_empty() && n.attribute("font-weight") == Some("bold") {
+            break;
+        }
+    }
+    let x = doc
+        .descendants()
+        .filter(|n| tick(n, "middle") && n.attribute("dy") == Some("0.8em"))
+        .filter_map(number)
+        .collect();
+    (y, x)
+}
+
+/// The report of a stream result opens with the headline figures (the verdict beside them),
+/// then the charts; the printer's text is last.
+fn check_report_order(json: &str, dir: &TempDir) {
+    let page = dir.path("s.html");
+    let r = wb(&["report", json, "-o", &page]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let first = &html[html.find("<section id=\"s1\">").expect("a first section")..];
+    let first = &first[..first.find("</section>").unwrap()];
+    let at = |what: &str| {
+        first
+            .find(what)
+            .unwrap_or_else(|| panic!("{what} not in the first section"))
+    };
+    for t in [
+        "throughput forward",
+        "retransmits forward",
+        "RTT forward",
+        "client CPU",
+        "server CPU",
+    ] {
+        assert!(at(t) < at("<svg"), "{t} after the first chart");
+    }
+    assert!(
+        at("class=\"verdict") < at("<svg"),
+        "verdict after the charts"
+    );
+    let printed = html
+        .find("as `wirebench` printed it")
+        .expect("the printed text");
+    assert!(
+        printed > html.rfind("<svg").unwrap(),
+        "terminal text before a chart"
+    );
+    assert!(
+        printed > html.find("Test and environment").unwrap(),
+        "terminal text not last"
+    );
+}
+
+/// With a copy-bandwidth limit 4× the data's largest rate, the throughput axis keeps to the
+/// data (its top tick below 2× the data) and the limit is marked off scale; the time axis
+/// ends at the last interval's end, not at the next round tick.
+fn check_axes(json: &str, dir: &TempDir) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let intervals = v["runs"][0]["summary"]["workload"]["stream"]["intervals"]
+        .as_array()
+        .expect("interval rows")
+        .clone();
+    let max_bps = intervals
+        .iter()
+        .map(|i| i["throughput_bps"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    // The last interval's end on either end's clock (the receivers' rows and the senders'
+    // TCP_INFO rows are drawn on one axis).
+    let tcp_rows = v["runs"][0]["summary"]["workload"]["stream"]["tcp_intervals"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let end_s = intervals
+        .iter()
+        .chain(&tcp_rows)
+        .map(|i| i["end_s"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(max_bps > 0.0 && end_s > 0.0, "{intervals:?}");
+    // Limit = copy_bytes_per_s × 8 / copies_per_byte = 4 × the data's largest rate.
+    v["physical"] = serde_json::json!({
+        "limits_started_unix_ms": 0, "limits_started_utc": "2026-01-01T00:00:00Z",
+        "boot_id": "x", "msg_bytes": 1048576, "buffer_bytes": 1048576, "copy_threads": 1,
+        "copy_bytes_per_s": max_bps, "payload_bytes_per_s": max_bps / 8.0,
+        "copies_per_byte": 2.0, "copied_bytes_per_s": max_bps / 4.0,
+        "copy_bandwidth_pct": 25.0
+    });
+    let limited = dir.path("limited.json");
+    std::fs::write(&limited, v.to_string()).unwrap();
+    let svg_path = dir.path("limited.svg");
+    let r = wb(&["plot", &limited, "-o", &svg_path]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let (y, x) = ticks(&svg);
+    // The axis is in Gbit/s or Mbit/s; its top tick against the data in the same unit.
+    let (texts, _) = svg_facts(&svg_path);
+    let unit = if texts.iter().any(|t| t.ends_with("(Gbit/s)")) {
+        1e9
+    } else {
+        1e6
+    };
+    let top = y.iter().copied().fold(f64::MIN, f64::max) * unit;
+    assert!(
+        top >= max_bps && top < 2.0 * max_bps,
+        "throughput axis to {top} for data up to {max_bps} (ticks {y:?})"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("↑ copy-bandwidth limit") && t.ends_with("above the axis")),
+        "no off-scale marker: {texts:?}"
+    );
+    assert!(svg.contains("annotation-offscale"));
+    let last = x.iter().copied().fold(f64::MIN, f64::max);
+    let step = x[1] - x[0];
+    assert!(
+        last <= end_s + 1e-9 && last > end_s - step,
+        "time axis ticks {x:?} for a test whose last interval ends at {end_s} s"
+    );
+}
+
 #[test]
 fn a_stream_result_plots_its_flows_and_total() {
     let _g = shared();
@@ -100,6 +235,8 @@ fn a_stream_result_plots_its_flows_and_total() {
     let r = wb(&["plot", &json, "-o", &dir.path("s.png")]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("SVG only"), "{}", r.stderr);
+    check_report_order(&json, &dir);
+    check_axes(&json, &dir);
 }
 
 #[test]
@@ -157,8 +294,9 @@ fn an_under_load_result_plots_its_boxes_and_reports_in_a_real_browser() {
         &json,
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // The boxes are the default figure of an under-load result.
     let svg = dir.path("u.svg");
-    let r = wb(&["plot", &json, "--kind", "under-load", "-o", &svg]);
+    let r = wb(&["plot", &json, "-o", &svg]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let text = std::fs::read_to_string(&svg).unwrap();
     let doc = roxmltree::Document::parse(&text).expect("XML");
@@ -180,6 +318,11 @@ fn an_under_load_result_plots_its_boxes_and_reports_in_a_real_browser() {
         "beside 1 stream flow",
     ] {
         assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
+    }
+    // Each box's whiskers say what they are.
+    for w in ["p1 ", "p99 "] {
+        let n = texts.iter().filter(|x| x.starts_with(w)).count();
+        assert_eq!(n, 2, "{w}: {texts:?}");
     }
     assert!(texts
         .iter()

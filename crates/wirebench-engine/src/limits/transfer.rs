@@ -10,7 +10,7 @@
 //! probe needs no `unsafe`; with one writer and one reader the locks are never contended.
 //!
 //! On a virtual machine this is where the host's placement of the two vCPUs shows: on the
-//! machine of docs/bench/cross-cpu-2026-11-28.md it moved 200–300 Gbit/s for stretches and
+//! machine of docs/bench/2026-11-28-amd-epyc-cross-cpu-placement.md it moved 200–300 Gbit/s for stretches and
 //! 25–50 for others, several seconds each, and every split-CPU stream followed it.
 
 use std::hint::black_box;

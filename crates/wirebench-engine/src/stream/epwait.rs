@@ -7,7 +7,7 @@
 //! delivers data to any of its sockets (the sender's, over loopback and veth) wakes it: on
 //! a VM an inter-processor interrupt. At 10,000 loopback flows that wake-up was 15 % of the
 //! sending CPU's time per byte on an Intel Xeon VM; a napping worker is off the queue and
-//! nobody wakes it (docs/bench/recv-wait-2026-11-27.md, "The many-flow engine").
+//! nobody wakes it (docs/bench/2026-11-27-intel-xeon-recv-wait.md, "The many-flow engine").
 //!
 //! `auto` naps only while the receive buffers of the worker's receiving flows sum to at
 //! least [`NAP_MIN_RCVBUF_BYTES`] (the bound one flow's waiter applies to its own buffer,

@@ -362,7 +362,7 @@ fn run_receiver(
     // TCP_ZEROCOPY_RECEIVE maps whole pages only when much is queued: sleep until a whole
     // message is. The other paths wake for what has arrived: a 1 MiB low-water mark cost a
     // copying 1 MiB stream ~13 % on an Intel Xeon VM (loopback and veth, split CPUs,
-    // 2026-11-27; docs/bench/recv-size-lowat-2026-11-27.md).
+    // 2026-11-27; docs/bench/2026-11-27-intel-xeon-recv-size-lowat.md).
     if cfg.recv_path == RecvPath::Zerocopy {
         let _ = wirebench_sys::tcp::set_rcvlowat(&s, msg.min(1 << 20) as u32);
     }

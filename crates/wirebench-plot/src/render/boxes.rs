@@ -6,7 +6,7 @@ use super::frame::{
     draw_axes, draw_heading, draw_legend, legend_height, legend_rows, y_area_width, AxesOpts,
     LegendEntry, Sample, BOTTOM_AREA, MARGIN,
 };
-use super::pen::{Pen, Rect};
+use super::pen::{Anchor, Pen, Rect, TextSpec};
 use super::{check_size, Render};
 use crate::model::{BoxFigure, BoxStats, Scale, YAxis};
 use crate::style;
@@ -111,12 +111,37 @@ impl Render for BoxFigure {
                     format_value(b.q3, &self.y.unit)
                 );
                 draw_box(&pen, &frame, b, (xs(u0), xs(u1)), si, &tip);
+                let label_all = self.categories.len() * self.series.len() <= 4;
+                if let Some((lo, hi)) = &self.whisker_labels {
+                    if label_all || (si == 0 && c == 0) {
+                        let text = |name: &str, v: f64| {
+                            format!("{name} {}", format_value(v, &self.y.unit))
+                        };
+                        whisker_label(&pen, &frame, xs(u1), b.whisker_lo, &text(lo, b.whisker_lo));
+                        whisker_label(&pen, &frame, xs(u1), b.whisker_hi, &text(hi, b.whisker_hi));
+                    }
+                }
             }
             pen.end();
         }
         drop(root);
         Ok(doc.finish(width_px, height_px, &self.heading.title, ""))
     }
+}
+
+/// A whisker end's name and value, right of the box's edge `x` at the value's height.
+fn whisker_label(pen: &Pen, frame: &super::frame::Frame, x: f64, v: f64, text: &str) {
+    if !frame.y.drawable(v) {
+        return;
+    }
+    pen.group("whisker-label", "");
+    pen.text(
+        x + 6.0,
+        frame.py(v, YAxis::Y),
+        text,
+        TextSpec::new(style::ANNOTATION_PX, style::INK_SOFT).anchor(Anchor::Start),
+    );
+    pen.end();
 }
 
 fn draw_box(

@@ -5,7 +5,7 @@ use plotters::style::RGBColor;
 
 use super::frame::{Frame, LegendEntry, Sample};
 use super::pen::{Anchor, Pen, Rect, TextSpec};
-use crate::model::{Annotation, Overlay, Series, SeriesKind, YAxis};
+use crate::model::{Annotation, Overlay, Scale, Series, SeriesKind, YAxis};
 use crate::style::{self, text_width_px, ANNOTATION_PX, BAND, INK, OVERLAY_DASH, REFERENCE};
 
 /// Style slot of series `i`.
@@ -279,7 +279,30 @@ pub(crate) fn draw_annotation_lines(
                 out.push(PendingLabel::at_column(label, px, p, Some(6.0)));
             }
             Annotation::HLine { y, label, axis } => {
-                if !frame.yplan(*axis).drawable(*y) {
+                let plan = frame.yplan(*axis);
+                if plan.scale == Scale::Linear && *y > plan.hi {
+                    // Left off the axis (see `OFF_SCALE_RATIO`): an arrow at the top
+                    // edge and the label saying so.
+                    pen.group("annotation-offscale", "");
+                    let ax = p.x1 - 8.0;
+                    pen.line((ax, p.y0 + 16.0), (ax, p.y0 + 2.0), REFERENCE, 1.4, "");
+                    pen.line((ax - 4.0, p.y0 + 7.0), (ax, p.y0 + 2.0), REFERENCE, 1.4, "");
+                    pen.line((ax + 4.0, p.y0 + 7.0), (ax, p.y0 + 2.0), REFERENCE, 1.4, "");
+                    pen.end();
+                    let text = format!("↑ {label}, above the axis");
+                    let w = label_w(&text);
+                    out.push(PendingLabel(Pending {
+                        text,
+                        candidates: vec![
+                            (p.x1 - 18.0 - w / 2.0, p.y0 + 11.0),
+                            (p.x1 - 18.0 - w / 2.0, p.y0 + 28.0),
+                            (p.x0 + 6.0 + w / 2.0, p.y0 + 11.0),
+                        ],
+                        leader_to: None,
+                    }));
+                    continue;
+                }
+                if !plan.drawable(*y) {
                     continue;
                 }
                 let py = frame.py(*y, *axis);

@@ -167,7 +167,14 @@ impl Render for PanelFigure {
             .map(|p| PanelSpec {
                 y: &p.y,
                 extent: extent(
-                    super::xy::y_values(&p.series, &[], &p.annotations, YAxis::Y).into_iter(),
+                    super::xy::y_values(
+                        &p.series,
+                        &[],
+                        &p.annotations,
+                        YAxis::Y,
+                        p.y.scale == Scale::Linear,
+                    )
+                    .into_iter(),
                     p.y.scale != Scale::Linear,
                 ),
                 weight: 1.0,

@@ -32,12 +32,20 @@ fn x_values(f: &Figure) -> Vec<f64> {
     v
 }
 
-/// All y values the figure must show on `axis`.
+/// Whether a reference line at `y` is drawn off scale over data whose largest value on the
+/// axis is `data_max` (linear axes only).
+pub(crate) fn off_scale(y: f64, data_max: Option<f64>, linear: bool) -> bool {
+    linear && data_max.is_some_and(|m| m > 0.0 && y > crate::model::OFF_SCALE_RATIO * m)
+}
+
+/// All y values the figure must show on `axis` (`linear`: the axis is linear, where a
+/// reference line far above the data is left out, see [`crate::model::OFF_SCALE_RATIO`]).
 pub(crate) fn y_values(
     series: &[crate::model::Series],
     overlays: &[crate::model::Overlay],
     anns: &[Annotation],
     axis: YAxis,
+    linear: bool,
 ) -> Vec<f64> {
     let mut v = vec![];
     for s in series.iter().filter(|s| s.axis == axis) {
@@ -52,15 +60,19 @@ pub(crate) fn y_values(
     }
     for a in anns {
         match a {
-            Annotation::HLine { y, axis: ax, .. } | Annotation::Marker { y, axis: ax, .. }
-                if *ax == axis =>
-            {
-                v.push(*y)
-            }
+            Annotation::Marker { y, axis: ax, .. } if *ax == axis => v.push(*y),
             Annotation::YBand {
                 from, to, axis: ax, ..
             } if *ax == axis => v.extend([*from, *to]),
             _ => {}
+        }
+    }
+    let data_max = v.iter().copied().filter(|y| y.is_finite()).reduce(f64::max);
+    for a in anns {
+        if let Annotation::HLine { y, axis: ax, .. } = a {
+            if *ax == axis && !off_scale(*y, data_max, linear) {
+                v.push(*y);
+            }
         }
     }
     v
@@ -81,8 +93,15 @@ impl Render for Figure {
         let x_log = self.x.scale != crate::model::Scale::Linear;
         let ext_x = extent(x_values(self).into_iter(), x_log);
         let ext = |axis: YAxis, a: &crate::model::Axis| {
-            let vals = y_values(&self.series, &self.overlays, &self.annotations, axis);
-            extent(vals.into_iter(), a.scale != crate::model::Scale::Linear)
+            let linear = a.scale == crate::model::Scale::Linear;
+            let vals = y_values(
+                &self.series,
+                &self.overlays,
+                &self.annotations,
+                axis,
+                linear,
+            );
+            extent(vals.into_iter(), !linear)
         };
         let ext_y = ext(YAxis::Y, &self.y);
         let ext_y2 = self.y2.as_ref().map(|a| ext(YAxis::Y2, a));
@@ -132,5 +151,54 @@ impl Render for Figure {
         place_labels(&pen, &frame, labels, &obst, &mut vec![]);
         drop(root);
         Ok(doc.finish(width_px, height_px, &self.heading.title, &defs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::*;
+    use crate::Render;
+
+    /// The y tick labels (right-aligned, left of the plot) of an x–y figure's SVG.
+    fn y_ticks(svg: &str) -> Vec<f64> {
+        svg.split("<text ")
+            .filter(|t| t.contains("font-size=\"12\"") && t.contains("text-anchor=\"end\""))
+            .filter_map(|t| t.split('>').nth(1)?.split('<').next()?.parse().ok())
+            .collect()
+    }
+
+    fn figure(limit_bps: f64) -> Figure {
+        Figure {
+            heading: Heading::new("throughput", ""),
+            x: Axis::linear("time", Unit::Seconds),
+            y: Axis::linear("throughput", Unit::BitsPerSecond),
+            series: vec![Series::new(
+                "total",
+                SeriesKind::LineWithPoints,
+                &[(1.0, 12e9), (2.0, 30e9), (3.0, 21e9)],
+            )],
+            annotations: vec![Annotation::HLine {
+                y: limit_bps,
+                label: "copy limit".into(),
+                axis: YAxis::Y,
+            }],
+            ..Figure::default()
+        }
+    }
+
+    #[test]
+    fn a_reference_line_far_above_the_data_is_marked_off_scale() {
+        // 120 Gbit/s over data up to 30: the axis keeps to the data (in Gbit/s).
+        let svg = figure(120e9).render_svg().unwrap().into_string();
+        let top = y_ticks(&svg).into_iter().fold(f64::MIN, f64::max);
+        assert!((30.0..60.0).contains(&top), "top tick {top}");
+        assert!(svg.contains("annotation-offscale"));
+        assert!(svg.contains("↑ copy limit, above the axis"), "{svg}");
+        // 50 Gbit/s, under twice the data: drawn on the axis, which grows to it.
+        let svg = figure(50e9).render_svg().unwrap().into_string();
+        let top = y_ticks(&svg).into_iter().fold(f64::MIN, f64::max);
+        assert!(top >= 50.0, "top tick {top}");
+        assert!(!svg.contains("annotation-offscale"));
+        assert!(svg.contains(">copy limit<"), "{svg}");
     }
 }

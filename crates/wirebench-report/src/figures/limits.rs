@@ -70,7 +70,14 @@ pub fn limits_figures(l: &LimitsResult) -> Vec<Named> {
         .iter()
         .map(|lo| Annotation::HLine {
             y: lo.throughput_bps / 8.0,
-            label: format!("loopback TCP ceiling, {} flow (payload)", lo.flows),
+            label: format!(
+                "loopback TCP ceiling, {} flow (payload): {}",
+                lo.flows,
+                wirebench_plot::units::format_value(
+                    lo.throughput_bps / 8.0,
+                    &Unit::DecimalBytesPerSecond
+                )
+            ),
             axis: YAxis::Y,
         })
         .collect();
@@ -109,7 +116,7 @@ pub fn limits_figures(l: &LimitsResult) -> Vec<Named> {
                 format!("limits · {host} · {}", minute_utc(&l.started_utc)),
             ),
             x: Axis::log2("buffer size", Unit::Bytes),
-            y: Axis::linear("bytes processed", Unit::BytesPerSecond),
+            y: Axis::linear("bytes processed", Unit::DecimalBytesPerSecond),
             series: all,
             annotations,
             ..Figure::default()
@@ -119,7 +126,8 @@ pub fn limits_figures(l: &LimitsResult) -> Vec<Named> {
              checksummed (wirebench's RFC 1071 code) per second, the median of the batches \
              with a bar from the slowest to the fastest; one pinned thread, and one pinned \
              thread per CPU on {threads} CPUs with their own buffers, summed. The line is the \
-             loopback TCP ceiling's payload rate in bytes per second.{probes}"
+             loopback TCP ceiling's payload rate in bytes per second. Bandwidths in GB/s \
+             (10⁹ bytes per second), as `wirebench limits` prints them.{probes}"
         ),
     }]
 }

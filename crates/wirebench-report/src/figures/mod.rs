@@ -17,7 +17,9 @@ mod sweep;
 
 use wirebench_model::result::{RunResult, WorkloadSummary};
 use wirebench_model::spec::{FlowDir, WorkloadKind};
-use wirebench_plot::{BarFigure, BoxFigure, Figure, HistogramFigure, PanelFigure, Render, Svg};
+use wirebench_plot::{
+    Axis, BarFigure, BoxFigure, Figure, HistogramFigure, PanelFigure, Render, Svg, Unit,
+};
 
 pub use limits::limits_figures;
 pub(crate) use sweep::factor_axis;
@@ -136,8 +138,18 @@ fn subtitle(kind: Option<WorkloadKind>, server: Option<&str>, started_utc: &str)
     format!("{test} · {server} · {started_utc}")
 }
 
+/// A time axis from 0 to the last of `ends` (the end of the test's last interval), so the
+/// axis stops where the test did instead of at the next round tick.
+fn time_axis(label: &str, ends: impl Iterator<Item = f64>) -> Axis {
+    let axis = Axis::linear(label, Unit::Seconds);
+    match ends.filter(|e| e.is_finite()).reduce(f64::max) {
+        Some(end) if end > 0.0 => axis.with_range(0.0, end),
+        _ => axis,
+    }
+}
+
 /// The direction's name in legends.
-fn dir_name(d: FlowDir) -> &'static str {
+pub(crate) fn dir_name(d: FlowDir) -> &'static str {
     match d {
         FlowDir::ClientToServer => "forward",
         FlowDir::ServerToClient => "reverse",

@@ -42,7 +42,10 @@ pub(super) fn udp_figures(u: &UdpSummary, sub: &str) -> Vec<Named> {
             kind: FigureKind::Timeseries,
             figure: Drawing::Xy(Figure {
                 heading: Heading::new("UDP throughput and loss per interval", sub.to_string()),
-                x: Axis::linear("time since the end's start", Unit::Seconds),
+                x: super::time_axis(
+                    "time since the end's start",
+                    u.intervals.iter().map(|i| i.row.end_s),
+                ),
                 y: Axis::linear("payload received", Unit::BitsPerSecond),
                 y2: Some(Axis::linear("lost in the interval", Unit::Percent)),
                 series,
@@ -58,7 +61,8 @@ pub(super) fn udp_figures(u: &UdpSummary, sub: &str) -> Vec<Named> {
 
 /// A request/response test's figures: the round trip per interval and its tail.
 pub(super) fn rr_figures(r: &RunResult, s: &RrSummary, sub: &str) -> Vec<Named> {
-    let mut out = Vec::new();
+    // An `--under-load` result's own figure comes first: it is `wirebench plot`'s default.
+    let mut out: Vec<Named> = under_load_figure(r, sub).into_iter().collect();
     let p50: Vec<(f64, f64)> = s
         .intervals
         .iter()
@@ -74,7 +78,10 @@ pub(super) fn rr_figures(r: &RunResult, s: &RrSummary, sub: &str) -> Vec<Named> 
             kind: FigureKind::Timeseries,
             figure: Drawing::Xy(Figure {
                 heading: Heading::new("Round trip per interval", sub.to_string()),
-                x: Axis::linear("time since the client's start", Unit::Seconds),
+                x: super::time_axis(
+                    "time since the client's start",
+                    s.intervals.iter().map(|i| i.end_s),
+                ),
                 y: Axis::log10("round trip", Unit::Nanoseconds),
                 series: vec![
                     Series::new("p50", SeriesKind::LineWithPoints, &p50),
@@ -102,7 +109,11 @@ pub(super) fn rr_figures(r: &RunResult, s: &RrSummary, sub: &str) -> Vec<Named> 
                 heading: Heading::new("Round-trip tail", sub.to_string()),
                 x: Axis::log10("share of round trips slower", Unit::None),
                 y: Axis::log10("round trip", Unit::Nanoseconds),
-                series: vec![Series::new("window", SeriesKind::LineWithPoints, &pts)],
+                series: vec![Series::new(
+                    "round trips in the window",
+                    SeriesKind::LineWithPoints,
+                    &pts,
+                )],
                 annotations: vec![
                     Annotation::HLine {
                         y: l.min_ns as f64,
@@ -125,7 +136,6 @@ pub(super) fn rr_figures(r: &RunResult, s: &RrSummary, sub: &str) -> Vec<Named> 
         });
     }
     out.extend(histogram_figure(s, sub));
-    out.extend(under_load_figure(r, sub));
     out
 }
 
@@ -163,7 +173,10 @@ fn histogram_figure(s: &RrSummary, sub: &str) -> Option<Named> {
             tail_panel: true,
         }),
         caption: format!(
-            "Client: the {} round trips completed in its window (all flows), counted in              log-spaced buckets ({} per doubling of the round trip); below, the share of round              trips slower than x (log axis, so p99 and p99.9 are readable). p50, p99 and p99.9              are the result's own percentiles (HDR histogram, 3 significant digits).",
+            "Client: the {} round trips completed in its window (all flows), counted in \
+             log-spaced buckets ({} per doubling of the round trip); below, the share of round \
+             trips slower than x (log axis, so p99 and p99.9 are readable). p50, p99 and p99.9 \
+             are the result's own percentiles (HDR histogram, 3 significant digits).",
             h.total(),
             h.buckets_per_octave
         ),
@@ -212,6 +225,7 @@ fn under_load_figure(r: &RunResult, sub: &str) -> Option<Named> {
                 name: "round trip".into(),
                 boxes: vec![Some(idle), Some(loaded)],
             }],
+            whisker_labels: Some(("p1".into(), "p99".into())),
         }),
         caption: format!(
             "{BOX_NOTE} Idle: the test alone, measured first; loaded: the same test {} ms \

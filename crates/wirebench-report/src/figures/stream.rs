@@ -71,13 +71,17 @@ fn throughput_series(run: &RunRecord, s: &StreamSummary) -> Vec<Series> {
 /// measured, over the copies each payload byte costs on this machine.
 fn physical_limit(r: &RunResult) -> Option<Annotation> {
     let p = r.physical.as_ref()?;
-    (p.copies_per_byte > 0.0).then(|| Annotation::HLine {
-        y: p.copy_bytes_per_s * 8.0 / p.copies_per_byte,
-        label: format!(
-            "copy-bandwidth limit ({:.1} copies per byte)",
-            p.copies_per_byte
-        ),
-        axis: YAxis::Y,
+    (p.copies_per_byte > 0.0).then(|| {
+        let bps = p.copy_bytes_per_s * 8.0 / p.copies_per_byte;
+        Annotation::HLine {
+            y: bps,
+            label: format!(
+                "copy-bandwidth limit {} ({:.1} copies per byte)",
+                wirebench_plot::units::format_bits_per_s(bps),
+                p.copies_per_byte
+            ),
+            axis: YAxis::Y,
+        }
     })
 }
 
@@ -137,15 +141,25 @@ pub(super) fn stream_figures(
     if series.is_empty() {
         return Vec::new();
     }
-    let x = Axis::linear("time since each end's start", Unit::Seconds);
+    let x = super::time_axis(
+        "time since each end's start",
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.x))
+            .chain(s.tcp_intervals.iter().map(|r| r.end_s)),
+    );
     let y = Axis::linear("payload throughput at the receiver", Unit::BitsPerSecond);
     let limit: Vec<Annotation> = physical_limit(r).into_iter().collect();
     let limit_note = if limit.is_empty() {
         String::new()
     } else {
-        " The line is the copy bandwidth `wirebench limits` measured on this machine over the \
-         copies each payload byte costs here (the result's physical context)."
-            .to_string()
+        format!(
+            " The line is the copy bandwidth `wirebench limits` measured on this machine over \
+             the copies each payload byte costs here (the result's physical context); more \
+             than {}× the data's largest value, it is marked at the top edge instead and the \
+             axis keeps to the data.",
+            wirebench_plot::OFF_SCALE_RATIO
+        )
     };
     let throughput_caption = format!(
         "Throughput: bytes read by the receiving application per interval × 8 / interval \

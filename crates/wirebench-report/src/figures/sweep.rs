@@ -410,6 +410,7 @@ fn latency_vs_load(
             category_label: "stream flows of the load (--under-load)".into(),
             y: Axis::log10("round trip at the client", Unit::Nanoseconds),
             series,
+            whisker_labels: Some(("p1".into(), "p99".into())),
         }),
         caption: format!(
             "{} Per load level: idle, the test alone measured first; loaded, the same test \
