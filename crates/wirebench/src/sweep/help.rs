@@ -70,7 +70,7 @@ fn wrap(indent: &str, items: &[String]) -> String {
         } else {
             it.clone()
         };
-        if line.len() + piece.trim_end().len() > 100 && line.trim().len() > 0 {
+        if line.len() + piece.trim_end().len() > 100 && !line.trim().is_empty() {
             out.push_str(line.trim_end());
             out.push('\n');
             line = indent.to_string();
