@@ -272,7 +272,7 @@ _wirebench() {
 
     case "${cmd}" in
         wirebench)
-            opts="-h -V --help --version serve stream rr crr udp keygen lab sweep study plot report limits history compare completions help"
+            opts="-h -V --help --version serve stream rr crr udp keygen lab study plot report limits history compare completions sweep help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -512,7 +512,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__help)
-            opts="serve stream rr crr udp keygen lab sweep study plot report limits history compare completions help"
+            opts="serve stream rr crr udp keygen lab study plot report limits history compare completions sweep help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -298,6 +298,10 @@ pub struct SweepResult {
     pub analysis: Vec<CurveAnalysis>,
 }
 
+/// How close (in % of the peak) a neighbouring point or a repeat must come to confirm a
+/// curve's throughput peak ([`CurveAnalysis::peak_confirmed`]).
+pub const PEAK_CONFIRM_PCT: f64 = 95.0;
+
 /// The analysis of one curve: the figure along one numeric factor, the other factors held
 /// at one combination of values (the curve's variant).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -308,6 +312,23 @@ pub struct CurveAnalysis {
     pub variant: Vec<Setting>,
     /// Completed grid points on the curve.
     pub points: u32,
+    /// Grid points the sweep planned on the curve (the values of the factor along it); 0 in
+    /// documents written before this field.
+    #[serde(default)]
+    pub planned_points: u32,
+    /// The curve lacks planned points (an interrupted sweep, or points without a figure):
+    /// its analysis describes only the sizes measured, and the human summary withholds the
+    /// saturation, knee and n½, which a missing end of the curve would change.
+    #[serde(default)]
+    pub partial: bool,
+    /// Whether another measurement corroborates the throughput peak (`None`: no throughput
+    /// analysis, or a document written before this field). The peak is confirmed when a
+    /// point next to it on the curve, or a re-measurement at its size, reached at least
+    /// [`PEAK_CONFIRM_PCT`] % of it, or when the peak point's own runs (two or more) vary by
+    /// at most 100 − [`PEAK_CONFIRM_PCT`] % (sample standard deviation over the mean); a
+    /// peak measured once that no neighbour comes near is unconfirmed.
+    #[serde(default)]
+    pub peak_confirmed: Option<bool>,
     /// Throughput vs message size (stream and UDP `--msg-size`): peak, saturation, knee,
     /// n½, the latency-dominated regime and the dip candidates.
     pub throughput: Option<ThroughputAnalysis>,

@@ -76,6 +76,10 @@ pub struct Axis {
     /// On an automatic linear range, extend it to zero (default true: honest throughput
     /// plots start at 0).
     pub include_zero: bool,
+    /// Labelled ticks at these values with these labels instead of the automatic ones
+    /// (log axes; e.g. the MTUs a study measured); empty for automatic ticks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ticks_at: Vec<(f64, String)>,
 }
 
 impl Axis {
@@ -87,6 +91,15 @@ impl Axis {
             scale: Scale::Linear,
             range: None,
             include_zero: true,
+            ticks_at: Vec::new(),
+        }
+    }
+
+    /// The same axis, ticked only at `ticks` (value, label) where they fall in its range.
+    pub fn with_ticks_at(self, ticks: Vec<(f64, String)>) -> Self {
+        Axis {
+            ticks_at: ticks,
+            ..self
         }
     }
 

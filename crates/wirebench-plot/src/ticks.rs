@@ -275,6 +275,22 @@ fn plan_log(axis: &Axis, data: Option<(f64, f64)>, pixels: f64, horizontal: bool
     };
     let label = |v: f64| format_value(v, &axis.unit);
     let title = log_title(axis);
+    let given: Vec<(f64, String)> = axis
+        .ticks_at
+        .iter()
+        .filter(|(v, _)| *v >= lo && *v <= hi)
+        .cloned()
+        .collect();
+    if !given.is_empty() {
+        return AxisPlan {
+            scale: axis.scale,
+            lo,
+            hi,
+            ticks: given,
+            minor: vec![],
+            title,
+        };
+    }
     if e_max - e_min < 1 && base == 10.0 {
         // Less than two powers inside: 1-2-5 steps when three or more fit (they label the
         // whole range evenly on a log axis), else the linear steps below.
@@ -433,6 +449,26 @@ mod tests {
 
     fn labels(p: &AxisPlan) -> Vec<&str> {
         p.ticks.iter().map(|t| t.1.as_str()).collect()
+    }
+
+    /// A log axis given its ticks (a study's MTUs) shows exactly those, not powers of two.
+    #[test]
+    fn given_ticks_replace_the_automatic_ones() {
+        let ticks: Vec<(f64, String)> = [1500.0, 9000.0, 65520.0]
+            .iter()
+            .map(|v| (*v, format!("{v}")))
+            .collect();
+        let ax = Axis::log2("MTU", Unit::Bytes).with_ticks_at(ticks.clone());
+        let p = plan(&ax, Some((1500.0, 65520.0)), 700.0, true);
+        assert_eq!(p.ticks, ticks);
+        assert!(p.minor.is_empty());
+        let auto = plan(
+            &Axis::log2("MTU", Unit::Bytes),
+            Some((1500.0, 65520.0)),
+            700.0,
+            true,
+        );
+        assert_ne!(auto.ticks, ticks);
     }
 
     #[test]

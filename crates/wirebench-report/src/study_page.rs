@@ -161,9 +161,19 @@ pub fn table_figure(
             })
             .into_iter()
             .collect();
+        // An MTU axis is ticked at the MTUs measured (1500, 9000, 65520), not at powers of two.
+        let mut x = x_axis(t.x);
+        if t.x == StudyFactor::Testbed(TestbedFactor::Mtu) {
+            x = x.with_ticks_at(
+                p.rows
+                    .iter()
+                    .filter_map(|r| Some((x_of(r)?, crate::print::study::value_text(t.x, r))))
+                    .collect(),
+            );
+        }
         Figure {
             heading,
-            x: x_axis(t.x),
+            x,
             y: y_axis(t.y),
             series,
             annotations,

@@ -13,6 +13,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The command tree, with the text after `sweep --help` generated from the test
+/// subcommands' own definitions (see [`crate::sweep::help`]). Parse with this, and generate
+/// documentation from it.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let text = crate::sweep::help::after_help(&root);
+    root.mut_subcommand("sweep", |s| s.after_help(text))
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -122,9 +132,9 @@ pub struct ReportArgs {
     pub output: std::path::PathBuf,
 }
 
-/// `wirebench sweep`.
+/// `wirebench sweep` (its factors, options and the flags a point takes are listed after
+/// its help by [`command`]).
 #[derive(Debug, Args)]
-#[command(after_help = SWEEP_HELP)]
 pub struct SweepArgs {
     /// The test every point runs.
     #[arg(value_parser = ["stream", "rr", "crr", "udp"])]
@@ -137,26 +147,6 @@ pub struct SweepArgs {
     )]
     pub args: Vec<String>,
 }
-
-/// The factors and options of `wirebench sweep`, for its --help.
-const SWEEP_HELP: &str = "\
-Factors (a range LO..HI, geometric with --points-per-octave per doubling, or a list A,B,C;
-several factors make a full grid, the last varying fastest):
-  --msg-size (stream, udp)   --request-size, --response-size (rr, crr)   --window
-  --flows   --send-path, --recv-path (stream)   --rate (stream, udp, open-loop rr)
-  --congestion (stream, rr, crr)   --burst (rr)   --under-load N stream flows beside rr (0 = idle)
-Sweep options:
-  --points-per-octave N   points per doubling of a range (default 4)
-  --perturb D             also measure message sizes at -D and +D bytes (NetPIPE; default 3, 0 off)
-  --point-time S          first length of a point (default 0.5 s); -t fixes every point's length
-  --min-count N           a point runs longer (up to --max-point-time, default 4 s) until it
-                          counts N calls, datagrams or transactions (default 2000)
-  --no-remeasure          do not re-measure dip candidates
-  --yes                   run a grid of more than 10000 points
-  --json | --csv          one SweepResult document, or a CSV row per point, on stdout
-  -o DIR                  write DIR/sweep.json, DIR/points.csv, DIR/points/NNNN.json as points complete
-  --resume DIR            continue an interrupted sweep written with -o DIR
-Example: wirebench sweep stream -H server --msg-size 1..4M --flows 1,4";
 
 /// `wirebench keygen`.
 #[derive(Debug, Args)]

@@ -2,7 +2,6 @@
 //! stdout (results only); diagnostics to stderr via tracing.
 
 use anyhow::{anyhow, Result};
-use clap::Parser;
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_net::runner::failed_result;
 use wirebench_proto::auth::{valid_identity, Key};
@@ -21,7 +20,10 @@ pub fn main() -> i32 {
     if let Some(msg) = iperf3_habit(&args) {
         return usage_error(msg, wants_json);
     }
-    let cli = match Cli::try_parse_from(&args) {
+    let parsed = crate::cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind as K;
@@ -59,7 +61,7 @@ pub fn main() -> i32 {
         Command::Report(a) => crate::plot_cmd::report(&a),
         Command::Limits(a) => crate::limits_cmd::run(&a),
         Command::Completions(a) => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut cmd = crate::cli::command();
             clap_complete::generate(a.shell, &mut cmd, "wirebench", &mut std::io::stdout());
             EXIT_OK
         }

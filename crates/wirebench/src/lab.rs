@@ -302,11 +302,19 @@ fn exec(mgr: &LabManager, a: &ExecArgs) -> Result<i32, NamedError> {
         SideArg::Client => named::Endpoint::Client,
         SideArg::Server => named::Endpoint::Server,
     };
-    let status = mgr.exec(&a.name, side, &a.cmd)?;
-    use std::os::unix::process::ExitStatusExt;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+    let Some((program, args)) = a.cmd.split_first() else {
+        // Refused with the library's message (clap requires a command already).
+        return mgr
+            .exec(&a.name, side, &a.cmd)
+            .map(crate::forward::exit_code);
+    };
+    let mut c = mgr.command(&a.name, side, program)?;
+    c.args(args);
+    let status = crate::forward::spawn_and_wait(&mut c).map_err(|source| NamedError::Io {
+        what: format!("running {}", a.cmd.join(" ")),
+        source,
+    })?;
+    Ok(crate::forward::exit_code(status))
 }
 
 fn down(mgr: &LabManager, a: &DownArgs) -> Result<i32, NamedError> {
@@ -560,6 +568,15 @@ fn endpoint_rows(c: Option<&EndpointReport>, s: Option<&EndpointReport>) -> Vec<
     rows
 }
 
+/// Why a lab with the link emulator has TSO, GSO and transmit checksum offload off.
+pub const EMULATOR_OFFLOADS_NOTE: &str = "\
+offloads: TSO, GSO and transmit checksum offload are off on both endpoints and the middle,
+  because the link emulator (--delay, --jitter, --loss, --reorder, --duplicate) forwards each
+  frame through a user-space socket: it cannot complete a partial checksum (the frame would be
+  dropped) nor split a 64 KiB TSO/GSO frame into MTU-sized ones; tests through it run without
+  those offloads
+";
+
 /// The human view of one lab: a two-column (client, server) table, the kernel's notes on
 /// offloads it did not apply as requested, and the emulator.
 pub fn render(r: &LabReport) -> String {
@@ -582,6 +599,9 @@ pub fn render(r: &LabReport) -> String {
             "middle: {} (mtu {} / {})",
             m.namespace, m.mtu_client_side, m.mtu_server_side
         );
+    }
+    if r.spec.as_ref().is_some_and(LabSpec::uses_emulator) {
+        out.push_str(EMULATOR_OFFLOADS_NOTE);
     }
     if let Some(e) = &r.emulator {
         let spec = r.spec.clone().unwrap_or_default();

@@ -17,6 +17,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod forward;
 pub mod history;
 pub mod keyfile;
 pub mod lab;

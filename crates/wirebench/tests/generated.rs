@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use wirebench::cli::Cli;
 use wirebench_sys::require;
 
@@ -27,7 +27,7 @@ fn bless() -> bool {
 /// The command tree as the binary sees it, built (so subcommands know their bin names);
 /// without the `help` subcommand for the man pages (clap_mangen's choice).
 fn built(help_subcommand: bool) -> clap::Command {
-    let mut cmd = Cli::command().disable_help_subcommand(!help_subcommand);
+    let mut cmd = wirebench::cli::command().disable_help_subcommand(!help_subcommand);
     cmd.build();
     cmd
 }

@@ -482,6 +482,11 @@ fn sigint_keeps_the_completed_points_and_says_so() {
         stdout.contains("interrupted:") && stdout.contains("--resume"),
         "{stdout}"
     );
+    // The plan was said before the first point.
+    assert!(
+        stdout.starts_with("sweep of stream: 7 points, about "),
+        "{stdout}"
+    );
     let s: SweepResult =
         serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
     assert_eq!(s.status, SweepStatus::Interrupted);
@@ -490,6 +495,19 @@ fn sigint_keeps_the_completed_points_and_says_so() {
         "{}",
         s.points.len()
     );
+    // Its analysis is labelled partial, in the text and in the document.
+    assert!(
+        stdout.contains(&format!(
+            "analysis of a partial sweep ({} of 7 planned grid points measured)",
+            s.points.len()
+        )) && stdout.contains("partial ("),
+        "{stdout}"
+    );
+    assert!(!s.analysis.is_empty());
+    for c in &s.analysis {
+        assert!(c.partial && c.planned_points == 7, "{c:?}");
+    }
+    assert!(!stdout.contains("saturates at"), "{stdout}");
     // Every kept point completed, and each has its own file.
     for p in &s.points {
         assert!(p.figure.is_some(), "point {}", p.index);
@@ -499,4 +517,114 @@ fn sigint_keeps_the_completed_points_and_says_so() {
             .exists());
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--dry-run` prints the points, the estimate and every point's command, and runs
+/// nothing: a listener standing in for the server is never connected to, and it exits 0.
+#[test]
+fn dry_run_prints_the_plan_and_contacts_nobody() {
+    let _g = shared();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let r = wb(&[
+        "sweep",
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--msg-size",
+        "1K..1M",
+        "--dry-run",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // 1K..1M: 10 octaves at 4 points each, 41 sizes, each also at -3 and +3 bytes.
+    assert!(
+        r.stdout.starts_with("sweep of stream: 123 points, about "),
+        "{}",
+        r.stdout
+    );
+    let commands: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("wirebench stream "))
+        .collect();
+    assert_eq!(commands.len(), 123, "{}", r.stdout);
+    assert_eq!(
+        commands[0],
+        format!("wirebench stream -H 127.0.0.1 -p {port} --msg-size 1021 -t 0.5")
+    );
+    assert!(
+        r.stdout.ends_with("dry run: nothing was run\n"),
+        "{}",
+        r.stdout
+    );
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the dry run connected: {other:?}"),
+    }
+    // The estimate of a fixed length: 3 points x (1 s + 0.5 s warm-up + 0.05 s setup).
+    let r = wb(&[
+        "sweep",
+        "stream",
+        "-H",
+        "192.0.2.1",
+        "--flows",
+        "1,2,4",
+        "-t",
+        "1",
+        "--warmup",
+        "0.5",
+        "--dry-run",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("sweep of stream: 3 points, about 4.7 s (1.6 s per point"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// `sweep --help` lists every flag a point accepts: each long flag of each test
+/// subcommand's clap definition (the same the points are parsed with) and every factor.
+#[test]
+fn sweep_help_lists_every_flag_a_point_accepts() {
+    let _g = shared();
+    let r = wb(&["sweep", "--help"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed = |flag: &str| {
+        r.stdout.match_indices(flag).any(|(i, _)| {
+            let next = r.stdout[i + flag.len()..].chars().next();
+            !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    };
+    let root = wirebench::cli::command();
+    let mut checked = 0;
+    for test in ["stream", "rr", "crr", "udp"] {
+        let cmd = root.find_subcommand(test).expect(test);
+        for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            let Some(long) = a.get_long() else { continue };
+            if long == "help" {
+                continue;
+            }
+            assert!(
+                listed(&format!("--{long}")),
+                "{test} --{long} is not in sweep --help"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked} flags checked");
+    for f in wirebench_model::sweep::FactorName::ALL {
+        assert!(
+            listed(f.flag()),
+            "factor {} is not in sweep --help",
+            f.flag()
+        );
+    }
+    for own in ["--dry-run", "--max-point-time", "--force", "--resume"] {
+        assert!(listed(own), "{own}");
+    }
 }

@@ -16,6 +16,13 @@
 //!   tail would lift the mean and with it t0); rate curves of open-loop RR and UDP get the load knee
 //!   (p99 within twice the lowest rate's, no loss; for UDP, which has no latency figure,
 //!   loss alone).
+//! - A curve is partial when it holds fewer points with a figure than the grid planned on it
+//!   (the values of the factor along it): an interrupted sweep, or failed points.
+//! - A throughput peak is confirmed ([`peak_confirmed`]) when another measurement comes
+//!   within [`PEAK_CONFIRM_PCT`] % of it: the point next to it on either side, a
+//!   re-measurement at its size, or its own repeated runs (sample standard deviation at most
+//!   100 − that % of the mean). A single run that nothing near it corroborates may be a
+//!   lucky scheduling moment; it is reported as the peak, marked unconfirmed.
 
 use std::collections::BTreeMap;
 
@@ -23,7 +30,7 @@ use wirebench_model::result::{RunResult, WorkloadSummary};
 use wirebench_model::spec::{WorkloadKind, WorkloadSpec};
 use wirebench_model::sweep::{
     CurveAnalysis, FactorName, FactorValue, NotAnalysed, PointFigure, PointRole, Setting,
-    SweepResult,
+    SweepResult, PEAK_CONFIRM_PCT,
 };
 use wirebench_stats::curve::dips::{confirm_dips, dip_candidates};
 use wirebench_stats::curve::hockney::{hockney_fit, LatencyPoint, Weighting};
@@ -196,6 +203,11 @@ pub fn analyze(sweep: &SweepResult) -> Vec<CurveAnalysis> {
             .or_default()
             .push(CurvePoint { x, figure });
     }
+    let planned = sweep
+        .factors
+        .iter()
+        .find(|f| f.name == along)
+        .map_or(0, |f| f.values.len() as u32);
     curves
         .into_iter()
         .map(|(variant, mut pts)| {
@@ -205,9 +217,37 @@ pub fn analyze(sweep: &SweepResult) -> Vec<CurveAnalysis> {
                 .into_iter()
                 .map(|(factor, value)| Setting { factor, value })
                 .collect();
-            analyze_curve(sweep.test, along, variant, &pts, &re)
+            let mut c = analyze_curve(sweep.test, along, variant, &pts, &re);
+            c.planned_points = planned;
+            c.partial = c.points < planned;
+            c
         })
         .collect()
+}
+
+/// Whether the peak of a throughput curve (`grid`, sorted by size) at `peak_size_bytes` is
+/// corroborated (see the module docs): a neighbour on the curve or a re-measurement (`re`)
+/// at its size within [`PEAK_CONFIRM_PCT`] % of it, or its own runs' spread within
+/// 100 − that %. False when the peak is not on the curve.
+pub fn peak_confirmed(
+    grid: &[ThroughputPoint],
+    re: &[ThroughputPoint],
+    peak_size_bytes: u64,
+) -> bool {
+    let Some(i) = grid.iter().position(|p| p.size_bytes == peak_size_bytes) else {
+        return false;
+    };
+    let peak = grid[i].throughput_bps;
+    let near = |v: f64| v >= peak * PEAK_CONFIRM_PCT / 100.0;
+    let neighbours = [i.checked_sub(1), Some(i + 1)]
+        .into_iter()
+        .flatten()
+        .filter_map(|j| grid.get(j));
+    let repeats = re.iter().filter(|p| p.size_bytes == peak_size_bytes);
+    let spread_ok = grid[i]
+        .stddev_bps
+        .is_some_and(|sd| peak > 0.0 && sd <= peak * (100.0 - PEAK_CONFIRM_PCT) / 100.0);
+    spread_ok || neighbours.chain(repeats).any(|p| near(p.throughput_bps))
 }
 
 /// Throughput points of a curve (stream and UDP figures).
@@ -240,6 +280,9 @@ fn analyze_curve(
         along,
         variant,
         points: pts.len() as u32,
+        planned_points: 0,
+        partial: false,
+        peak_confirmed: None,
         throughput: None,
         dips: None,
         hockney: None,
@@ -258,6 +301,7 @@ fn analyze_curve(
         match analyze_throughput(&tp, &ThroughputConfig::default()) {
             Ok(a) => {
                 let remeasured = throughput_points(re);
+                out.peak_confirmed = Some(peak_confirmed(&tp, &remeasured, a.peak_size_bytes));
                 match dip_candidates(&tp, a.dips.threshold_pct) {
                     Ok(c) if !c.dips.is_empty() => out.dips = Some(confirm_dips(&c, &remeasured)),
                     Ok(_) => {}
@@ -318,7 +362,7 @@ fn analyze_curve(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use wirebench_model::sweep::{Factor, SweepPoint, SweepStatus};
 
@@ -344,7 +388,7 @@ mod tests {
         }
     }
 
-    fn stream_point(index: u32, size: u64, bps: f64, role: PointRole) -> SweepPoint {
+    pub(crate) fn stream_point(index: u32, size: u64, bps: f64, role: PointRole) -> SweepPoint {
         SweepPoint {
             index,
             role,
@@ -361,7 +405,7 @@ mod tests {
         }
     }
 
-    fn sweep(points: Vec<SweepPoint>, test: WorkloadKind) -> SweepResult {
+    pub(crate) fn sweep(points: Vec<SweepPoint>, test: WorkloadKind) -> SweepResult {
         SweepResult {
             schema_version: 1,
             kind: "sweep".into(),
@@ -451,5 +495,70 @@ mod tests {
         let (m, sd) = mean_sd(&[1.0, 3.0]).unwrap();
         assert_eq!(m, 2.0);
         assert!((sd.unwrap() - 2f64.sqrt()).abs() < 1e-12);
+    }
+
+    /// The peak rule on synthetic points: a lone spike is unconfirmed; a neighbour within
+    /// 5 %, a re-measurement within 5 % or its own repeated runs within 5 % confirm it.
+    #[test]
+    fn a_peak_needs_a_neighbour_or_a_repeat() {
+        let tp = |pts: &[(u64, f64)]| -> Vec<ThroughputPoint> {
+            pts.iter()
+                .map(|&(n, b)| ThroughputPoint::new(n, b))
+                .collect()
+        };
+        let spike = tp(&[(1024, 5e9), (2048, 9e9), (4096, 6e9)]);
+        assert!(!peak_confirmed(&spike, &[], 2048));
+        // A re-measurement at the peak's size that falls back does not confirm it either.
+        assert!(!peak_confirmed(&spike, &tp(&[(2048, 6e9)]), 2048));
+        assert!(peak_confirmed(&spike, &tp(&[(2048, 8.6e9)]), 2048));
+        // A neighbour at 96 % confirms; at 94 % it does not.
+        assert!(peak_confirmed(
+            &tp(&[(1024, 5e9), (2048, 9e9), (4096, 8.64e9)]),
+            &[],
+            2048
+        ));
+        assert!(!peak_confirmed(
+            &tp(&[(1024, 5e9), (2048, 9e9), (4096, 8.46e9)]),
+            &[],
+            2048
+        ));
+        // The peak at the end of the curve has one neighbour.
+        assert!(peak_confirmed(
+            &tp(&[(1024, 8.8e9), (2048, 9e9)]),
+            &[],
+            2048
+        ));
+        // Repeated runs with a small spread confirm; a wide spread does not.
+        let mut runs = spike.clone();
+        runs[1].stddev_bps = Some(0.2e9);
+        assert!(peak_confirmed(&runs, &[], 2048));
+        runs[1].stddev_bps = Some(2e9);
+        assert!(!peak_confirmed(&runs, &[], 2048));
+        // A one-point curve has nothing to confirm its peak.
+        assert!(!peak_confirmed(&tp(&[(2048, 9e9)]), &[], 2048));
+    }
+
+    /// An interrupted sweep's curve with fewer points than its factor planned is partial,
+    /// and its lone peak is marked unconfirmed.
+    #[test]
+    fn a_curve_missing_planned_points_is_partial() {
+        let sizes = [1u64, 2, 4, 8, 16, 32, 64, 128];
+        let pts: Vec<SweepPoint> = [1.0e9, 2.0e9, 3.0e9, 3.7e9, 3.0e9]
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| stream_point(i as u32, sizes[i], b, PointRole::Grid))
+            .collect();
+        let mut s = sweep(pts, WorkloadKind::Stream);
+        s.factors[0].values = sizes.iter().map(|&n| FactorValue::Number(n)).collect();
+        s.status = SweepStatus::Interrupted;
+        let a = analyze(&s);
+        assert_eq!(
+            (a[0].points, a[0].planned_points, a[0].partial),
+            (5, 8, true)
+        );
+        assert_eq!(a[0].peak_confirmed, Some(false));
+        s.factors[0].values.truncate(5);
+        let a = analyze(&s);
+        assert!(!a[0].partial);
     }
 }

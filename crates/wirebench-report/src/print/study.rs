@@ -52,6 +52,40 @@ pub fn levels_text(levels: &[Level]) -> String {
         .join(" ")
 }
 
+/// The levels that every one of `sets` holds with the same value (in the first set's
+/// order): a table prints them once above it instead of in every row. Empty for fewer than
+/// two sets.
+pub fn constant_levels<'a>(sets: impl IntoIterator<Item = &'a [Level]>) -> Vec<Level> {
+    let sets: Vec<&[Level]> = sets.into_iter().collect();
+    if sets.len() < 2 {
+        return Vec::new();
+    }
+    sets[0]
+        .iter()
+        .filter(|l| sets.iter().all(|s| s.contains(l)))
+        .cloned()
+        .collect()
+}
+
+/// `levels` without those in `constant`, as [`levels_text`] writes them.
+pub fn varying_text(levels: &[Level], constant: &[Level]) -> String {
+    let v: Vec<Level> = levels
+        .iter()
+        .filter(|l| !constant.contains(l))
+        .cloned()
+        .collect();
+    levels_text(&v)
+}
+
+/// The line above a table that names its constant levels (empty when there are none).
+fn constant_line(constant: &[Level]) -> String {
+    if constant.is_empty() {
+        String::new()
+    } else {
+        format!("every row: {}\n", levels_text(constant))
+    }
+}
+
 /// A figure's value in its unit, for a table.
 pub fn figure_value_text(f: FigureName, v: f64) -> String {
     match f {
@@ -121,10 +155,11 @@ pub fn point_line(p: &StudyPoint, done: u64, total: u64) -> String {
 /// A pivot's column names: the variant levels. A factor some columns have and others lack
 /// (an explicit cell without a rate limit) is shown as `factor=none` in the latter.
 pub fn pivot_columns(p: &Pivot) -> Vec<String> {
+    let constant = constant_levels(p.columns.iter().map(Vec::as_slice));
     let mut all: Vec<StudyFactor> = Vec::new();
     for c in &p.columns {
         for l in c {
-            if !all.contains(&l.factor) {
+            if !all.contains(&l.factor) && !constant.contains(l) {
                 all.push(l.factor);
             }
         }
@@ -167,8 +202,9 @@ pub fn pivot_text(title: &str, p: &Pivot) -> String {
     let mut head = vec![factor_key(p.x)];
     head.extend(pivot_columns(p));
     format!(
-        "{title}: {}\n{}",
+        "{title}: {}\n{}{}",
         figure_title(p.y),
+        constant_line(&constant_levels(p.columns.iter().map(Vec::as_slice))),
         table(&head, &pivot_rows(p))
     )
 }
@@ -248,6 +284,8 @@ pub fn ladder_text(
             .iter()
             .map(|(t, f)| format!("{} {}", escape(t), f.key())),
     );
+    let unlabelled = cells.iter().filter(|c| c.label.is_none());
+    let constant = constant_levels(unlabelled.map(|c| c.levels.as_slice()));
     let rows: Vec<Vec<String>> = cells
         .iter()
         .map(|c| {
@@ -255,7 +293,7 @@ pub fn ladder_text(
                 .label
                 .as_deref()
                 .map(escape)
-                .unwrap_or_else(|| levels_text(&c.levels))];
+                .unwrap_or_else(|| varying_text(&c.levels, &constant))];
             row.extend(columns.iter().map(|(t, f)| {
                 crate::analyze::study::cell_figure(points, c.index, t, *f)
                     .map_or("-".to_string(), |v| figure_value_text(*f, v))
@@ -263,7 +301,7 @@ pub fn ladder_text(
             row
         })
         .collect();
-    table(&head, &rows)
+    format!("{}{}", constant_line(&constant), table(&head, &rows))
 }
 
 /// Left-aligned first column, right-aligned others.
@@ -306,11 +344,18 @@ pub fn breakdown_rows(
     String,
     Vec<(wirebench_model::profile::ProfileCategory, f64)>,
 )> {
+    let constant = constant_levels(
+        points
+            .iter()
+            .filter(|p| p.test == test)
+            .map(|p| p.levels.as_slice()),
+    );
     points
         .iter()
         .filter(|p| p.test == test)
         .filter_map(|p| {
-            crate::analyze::study::breakdown(p, host).map(|b| (levels_text(&p.levels), b))
+            crate::analyze::study::breakdown(p, host)
+                .map(|b| (varying_text(&p.levels, &constant), b))
         })
         .collect()
 }
@@ -354,7 +399,8 @@ pub fn breakdown_text(
 
 /// The cells' testbed timings: build, teardown, measured and wall time.
 pub fn cells_text(cells: &[CellRecord]) -> String {
-    let mut out = String::new();
+    let constant = constant_levels(cells.iter().map(|c| c.levels.as_slice()));
+    let mut out = constant_line(&constant).replace("every row", "every cell");
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} ms"));
     for c in cells {
         let status = status_text(c.status);
@@ -371,7 +417,7 @@ pub fn cells_text(cells: &[CellRecord]) -> String {
                 .as_deref()
                 .map(|l| format!("{}: ", escape(l)))
                 .unwrap_or_default(),
-            levels_text(&c.levels)
+            varying_text(&c.levels, &constant)
         );
         if let Some(e) = &c.error {
             let _ = writeln!(out, "         error: {}", escape(e));
@@ -473,4 +519,113 @@ pub fn expectations_text(m: &StudyManifest, points: &[StudyPoint]) -> String {
         out.push_str(&expectation_text(&evaluate(&o.expectation, points)));
     }
     out
+}
+
+/// The warnings of the points' results (a CPU-bound end, a short window, ...), each said
+/// once with the points that raised it (up to six named); empty when there are none.
+pub fn warnings_text(points: &[StudyPoint]) -> String {
+    let mut by_text: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for p in points {
+        let run_level = p
+            .result
+            .runs
+            .iter()
+            .filter_map(|r| r.summary.as_ref())
+            .flat_map(|s| s.warnings.iter());
+        for n in p.result.warnings.iter().chain(run_level) {
+            let at = format!("cell {} {}", p.cell, escape(&p.test));
+            let list = by_text.entry(super::text::noted(n)).or_default();
+            if !list.contains(&at) {
+                list.push(at);
+            }
+        }
+    }
+    if by_text.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("warnings:\n");
+    let distinct = by_text.len();
+    for (text, at) in by_text.into_iter().take(20) {
+        let shown: Vec<&str> = at.iter().take(6).map(String::as_str).collect();
+        let more = if at.len() > 6 {
+            format!(" and {} more", at.len() - 6)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {} ({} point{}: {}{more})",
+            text.trim_end(),
+            at.len(),
+            if at.len() == 1 { "" } else { "s" },
+            shown.join(", ")
+        );
+    }
+    if distinct > 20 {
+        let _ = writeln!(
+            out,
+            "  and {} more (each point's in results.jsonl)",
+            distinct - 20
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirebench_model::study::{StudyStatus, TestbedFactor};
+    use wirebench_model::sweep::FactorName;
+
+    fn level(f: StudyFactor, v: u64) -> Level {
+        Level {
+            factor: f,
+            value: FactorValue::Number(v),
+        }
+    }
+
+    fn cell(index: u32, mtu: u64) -> CellRecord {
+        CellRecord {
+            index,
+            label: None,
+            levels: vec![
+                level(StudyFactor::Testbed(TestbedFactor::Mtu), mtu),
+                level(StudyFactor::Testbed(TestbedFactor::Rate), 1_000_000_000),
+                level(StudyFactor::Test(FactorName::Flows), 4),
+            ],
+            status: StudyStatus::Completed,
+            build_ms: Some(100.0),
+            teardown_ms: Some(10.0),
+            measured_ms: Some(1000.0),
+            wall_ms: Some(1200.0),
+            testbed: None,
+            tests: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The levels every cell shares are said once above the rows; the rows keep what varies.
+    #[test]
+    fn constant_levels_are_printed_once_above_the_table() {
+        let cells = [cell(0, 1500), cell(1, 9000), cell(2, 65520)];
+        let t = cells_text(&cells);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "every cell: rate=1.000 Gbit/s flows=4", "{t}");
+        for (l, mtu) in lines[1..].iter().zip(["1500", "9000", "65520"]) {
+            assert!(l.ends_with(&format!("mtu={mtu}")), "{t}");
+            assert!(!l.contains("rate=") && !l.contains("flows="), "{t}");
+        }
+        let ladder = ladder_text(&cells, &[], &[]);
+        assert!(
+            ladder.starts_with("every row: rate=1.000 Gbit/s flows=4\n"),
+            "{ladder}"
+        );
+        assert!(ladder.contains("\nmtu=9000"), "{ladder}");
+        // One cell: nothing is constant "across" it; its row keeps its levels.
+        let one = cells_text(&cells[..1]);
+        assert!(
+            !one.contains("every cell") && one.contains("rate="),
+            "{one}"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use wirebench_model::result::RunStatus;
 use wirebench_model::spec::WorkloadKind;
 use wirebench_model::sweep::{
     CurveAnalysis, FactorName, FactorValue, PointFigure, PointRole, Setting, SweepPoint,
-    SweepResult, SweepStatus,
+    SweepResult, SweepStatus, PEAK_CONFIRM_PCT,
 };
 use wirebench_stats::curve::load::ViolationCause;
 use wirebench_stats::curve::Crossing;
@@ -123,7 +123,32 @@ pub fn curve_text(test: WorkloadKind, c: &CurveAnalysis) -> String {
     }
     let offered = |x: f64| value_text(test, FactorName::Rate, &FactorValue::Number(x as u64));
     let size = units::bytes_f;
-    if let Some(a) = &c.throughput {
+    if c.partial {
+        let _ = write!(
+            t,
+            "partial ({} of {} points measured): ",
+            c.points, c.planned_points
+        );
+    }
+    let unconfirmed = if c.peak_confirmed == Some(false) {
+        format!(
+            " (unconfirmed: one measurement, no neighbour or repeat within {:.0} % of it)",
+            100.0 - PEAK_CONFIRM_PCT
+        )
+    } else {
+        String::new()
+    };
+    if let (Some(a), true) = (&c.throughput, c.partial) {
+        let _ = write!(
+            t,
+            "peak {} at {}{unconfirmed} over {}..{}; saturation, knee and n½ not judged on a \
+             partial curve",
+            RateUnit::AutoBits.rate(a.peak_bps),
+            size(a.peak_size_bytes as f64),
+            size(a.min_size_bytes as f64),
+            size(a.max_size_bytes as f64)
+        );
+    } else if let Some(a) = &c.throughput {
         if a.saturated {
             let _ = write!(
                 t,
@@ -147,7 +172,11 @@ pub fn curve_text(test: WorkloadKind, c: &CurveAnalysis) -> String {
                 let _ = write!(t, "; n½ ≤ {}", size(smallest_bytes as f64));
             }
         }
-        let _ = write!(t, "; peak {}", RateUnit::AutoBits.rate(a.peak_bps));
+        let _ = write!(
+            t,
+            "; peak {}{unconfirmed}",
+            RateUnit::AutoBits.rate(a.peak_bps)
+        );
         if a.latency_regime.latency_dominated {
             let _ = write!(
                 t,
@@ -257,6 +286,13 @@ pub fn summary(s: &SweepResult) -> String {
             SweepStatus::Invalid => "invalid",
         }
     );
+    let planned: usize = s.factors.iter().map(|f| f.values.len()).product();
+    if s.status == SweepStatus::Interrupted || s.analysis.iter().any(|c| c.partial) {
+        let _ = writeln!(
+            t,
+            "analysis of a partial sweep ({grid} of {planned} planned grid points measured):"
+        );
+    }
     for c in &s.analysis {
         let _ = writeln!(t, "  {}", curve_text(s.test, c));
     }
@@ -343,4 +379,50 @@ pub fn csv(s: &SweepResult) -> String {
         );
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::sweep::analyze;
+    use crate::analyze::sweep::tests::{stream_point, sweep};
+
+    /// An interrupted sweep's summary says its analysis is partial, withholds the
+    /// saturation and marks a peak that nothing corroborates.
+    #[test]
+    fn a_partial_sweep_is_labelled_and_its_lone_peak_unconfirmed() {
+        let sizes = [1024u64, 2048, 4096, 8192, 16384, 32768];
+        let pts = [1.0e9, 2.0e9, 3.0e9, 3.701e9, 3.0e9]
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| stream_point(i as u32, sizes[i], b, PointRole::Grid))
+            .collect();
+        let mut s = sweep(pts, WorkloadKind::Stream);
+        s.factors[0].values = sizes.iter().map(|&n| FactorValue::Number(n)).collect();
+        s.status = SweepStatus::Interrupted;
+        s.analysis = analyze(&s);
+        let t = summary(&s);
+        assert!(
+            t.contains("analysis of a partial sweep (5 of 6 planned grid points measured)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("partial (5 of 6 points measured): peak 3.701 Gbit/s at 8"),
+            "{t}"
+        );
+        assert!(t.contains("(unconfirmed: one measurement"), "{t}");
+        assert!(t.contains("not judged on a partial curve"), "{t}");
+        assert!(!t.contains("saturates"), "{t}");
+        // Completed, with the peak's neighbour within 5 %: no label, no mark.
+        s.points[4].figure = Some(PointFigure::Throughput {
+            throughput_bps: 3.6e9,
+            stddev_bps: None,
+        });
+        s.points
+            .push(stream_point(5, 32768, 3.6e9, PointRole::Grid));
+        s.status = SweepStatus::Completed;
+        s.analysis = analyze(&s);
+        let t = summary(&s);
+        assert!(!t.contains("partial") && !t.contains("unconfirmed"), "{t}");
+    }
 }

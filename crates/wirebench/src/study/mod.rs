@@ -477,6 +477,11 @@ pub fn summary_text(m: &StudyManifest, file: &StudyFile, points: &[StudyPoint]) 
             }
         }
     }
+    let w = show::warnings_text(points);
+    if !w.is_empty() {
+        out.push('\n');
+        out.push_str(&w);
+    }
     if !file.expectations.is_empty() {
         out.push_str("\nexpectations:\n");
         for e in &file.expectations {

@@ -19,6 +19,8 @@
 //! `DIR/points/` files and runs the points still missing, with the command line recorded
 //! there.
 
+pub mod estimate;
+pub mod help;
 pub mod plan;
 
 use std::io::{IsTerminal, Write};
@@ -72,6 +74,19 @@ impl Progress {
             b
         });
         Progress { bar, human }
+    }
+
+    /// A line before the points (on stderr when stdout carries JSON or CSV).
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None if self.human => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            None => eprintln!("{line}"),
+        }
     }
 
     fn done(&self) {
@@ -520,6 +535,20 @@ pub fn run(test: &str, args: &[String]) -> i32 {
         Ok(p) => p,
         Err(e) => return refuse(json, &test, command, &e),
     };
+    let done = |s: &[Setting]| {
+        previous.as_ref().is_some_and(|p| {
+            p.points
+                .iter()
+                .any(|x| x.role == PointRole::Grid && x.settings == s)
+        })
+    };
+    let todo: Vec<&plan::PlannedPoint> =
+        plan.points.iter().filter(|p| !done(&p.settings)).collect();
+    if plan.options.dry_run {
+        print!("{}", estimate::dry_run_text(&plan, &todo));
+        return EXIT_OK;
+    }
+    let said = estimate::line(&plan, &estimate::estimate(&plan, todo.len()));
     match (&previous, &plan.options.out_dir) {
         (Some(prev), Some(dir)) => {
             if let Err(e) = check_previous(prev, &plan, dir) {
@@ -563,6 +592,7 @@ pub fn run(test: &str, args: &[String]) -> i32 {
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
     let mut progress = Progress::new(&plan.options, plan.points.len());
+    progress.say(&said);
     let (test_cmd, options) = (plan.test_cmd.clone(), plan.options.clone());
     let result = execute(
         Execution {

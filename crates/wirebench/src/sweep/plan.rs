@@ -57,6 +57,8 @@ pub struct SweepOptions {
     /// Allow a grid without factors (one point): a study's test that varies only the
     /// testbed (`--single-point`, not in the help).
     pub single_point: bool,
+    /// Print the plan (points, estimated time, each point's command) and run nothing.
+    pub dry_run: bool,
 }
 
 impl Default for SweepOptions {
@@ -75,6 +77,7 @@ impl Default for SweepOptions {
             out_dir: None,
             force: false,
             single_point: false,
+            dry_run: false,
         }
     }
 }
@@ -191,6 +194,7 @@ fn split_args(args: &[String]) -> Result<Split, String> {
             "--no-remeasure" => o.remeasure = false,
             "--single-point" => o.single_point = true,
             "--yes" => o.yes = true,
+            "--dry-run" => o.dry_run = true,
             "--force" => o.force = true,
             "--json" => o.json = true,
             "--csv" => o.csv = true,
@@ -393,6 +397,13 @@ pub fn plan(test_cmd: &str, args: &[String]) -> Result<Plan, String> {
             checked.extend(["-t".to_string(), options.point_time_s.to_string()]);
         }
         if let Err(e) = point_spec(&checked) {
+            // A test flag the test refuses whatever the factors: the flag is to blame, not
+            // the first point.
+            let mut base = point_argv(test_cmd, &test_args, &[]);
+            base.extend(checked[argv.len()..].iter().cloned());
+            if point_spec(&base).err().as_ref() == Some(&e) {
+                return Err(e);
+            }
             let at: Vec<String> = s
                 .iter()
                 .map(|x| format!("{} {}", x.factor.flag(), x.value.arg()))
@@ -478,6 +489,9 @@ mod tests {
         assert!(e.contains("--send-path carrier-pigeon"), "{e}");
         let e = plan("udp", &args("--msg-size 10,100 --perturb 0")).unwrap_err();
         assert!(e.contains("--msg-size 10"), "{e}");
+        // A test flag refused whatever the point is blamed itself, not the first point.
+        let e = plan("stream", &args("--msg-size 1K..1M --warmup 100000")).unwrap_err();
+        assert!(e.starts_with("--warmup 100000 s: must be"), "{e}");
     }
 
     #[test]
