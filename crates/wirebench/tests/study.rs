@@ -223,9 +223,27 @@ fn two_by_two_study_end_to_end() {
     let mut s = Scratch::new("2x2");
     let file = s.file(TWO_BY_TWO);
     let out = s.out();
-    assert_eq!(s.run_to_end(&["study", "run", &file, "-o", &out]), Some(0));
+    let db = format!("{out}.history.db");
+    assert_eq!(
+        s.run_to_end(&["study", "run", &file, "-o", &out, "--db", &db]),
+        Some(0)
+    );
     let dir = PathBuf::from(&out);
     let m = manifest(&dir);
+    // The study is saved to the history as one result holding its manifest and points.
+    let listed = s.run(&["history", "list", "--json", "--db", &db]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["kind"], "study");
+    let id = rows[0]["id"].to_string();
+    let shown = s.run(&["history", "show", &id, "--json", "--db", &db]);
+    let stored: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(stored["manifest"]["title"], m.title.as_str());
+    assert_eq!(
+        stored["points"].as_array().map(Vec::len),
+        Some(points(&dir).len())
+    );
+    let _ = std::fs::remove_file(&db);
     assert_eq!(m.status, StudyStatus::Completed);
     assert_eq!(m.cells.len(), 2);
     for c in &m.cells {

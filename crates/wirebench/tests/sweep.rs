@@ -131,6 +131,8 @@ fn hockney_t0_is_the_emulated_round_trip() {
 #[test]
 fn every_point_reconciles_its_bytes() {
     let _g = serial();
+    let db = std::env::temp_dir().join(format!("wb-sweep-history-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&db);
     let r = wb(&[
         "sweep",
         "stream",
@@ -143,9 +145,30 @@ fn every_point_reconciles_its_bytes() {
         "--point-time",
         "0.3",
         "--json",
+        "--db",
+        db.to_str().unwrap(),
+        "--tag",
+        "grid=2x3",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let s = sweep_json(&r.stdout, &r.stderr);
+    // The sweep is saved to the history as one result (not a row per point), the document
+    // it printed.
+    let listed = wb(&["history", "list", "--json", "--db", db.to_str().unwrap()]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["kind"], "sweep");
+    assert_eq!(rows[0]["workload"], "stream");
+    assert_eq!(rows[0]["tags"]["grid"], "2x3");
+    let id = rows[0]["id"].to_string();
+    let shown = wb(&["history", "show", &id, "--json", "--db", db.to_str().unwrap()]);
+    let stored: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    let printed: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(stored, printed);
+    let shown = wb(&["history", "show", &id, "--db", db.to_str().unwrap()]);
+    assert!(shown.stdout.contains("points"), "{}", shown.stdout);
+    let _ = std::fs::remove_file(&db);
     let grid: Vec<_> = s
         .points
         .iter()

@@ -75,6 +75,9 @@ pub struct RunArgs {
     /// Print the manifest as JSON at the end instead of the tables.
     #[arg(long)]
     pub json: bool,
+    /// Saving the study (its manifest and points) to the results history.
+    #[command(flatten)]
+    pub save: crate::history::SaveArgs,
 }
 
 /// `wirebench study show`.
@@ -312,6 +315,13 @@ fn run_study(a: RunArgs) -> i32 {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+    drop(out);
+    // After the study is printed and written: a database that cannot take it costs a
+    // warning, never the study.
+    if !r.shared.points.is_empty() {
+        let e = crate::history::save::study_entry(&r.manifest, &r.shared.points, &a.save.tags);
+        crate::history::save::save_entry(&a.save, &e, "the study");
+    }
     exit_code(&r.manifest)
 }
 

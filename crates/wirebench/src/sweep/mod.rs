@@ -594,6 +594,14 @@ pub fn run(test: &str, args: &[String]) -> i32 {
     let mut progress = Progress::new(&plan.options, plan.points.len());
     progress.say(&said);
     let (test_cmd, options) = (plan.test_cmd.clone(), plan.options.clone());
+    // Where the sweep is saved: the history flags among the test flags (--db, --no-save,
+    // --tag), which the points themselves ignore.
+    let save = plan
+        .points
+        .first()
+        .and_then(|p| point_spec(&p.argv).ok())
+        .map(|(_, c, _)| c.save)
+        .unwrap_or_default();
     let result = execute(
         Execution {
             plan,
@@ -606,7 +614,14 @@ pub fn run(test: &str, args: &[String]) -> i32 {
         &mut progress,
     );
     progress.done();
-    finish(&result, &test_cmd, &options)
+    let code = finish(&result, &test_cmd, &options);
+    // After the sweep is printed and written: a database that cannot take it costs a
+    // warning, never the sweep.
+    if !result.points.is_empty() {
+        let e = crate::history::save::sweep_entry(&result, &save.tags);
+        crate::history::save::save_entry(&save, &e, "the sweep");
+    }
+    code
 }
 
 /// The runner configuration of a plan's points (from its first point's flags).
