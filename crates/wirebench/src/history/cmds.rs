@@ -44,8 +44,14 @@ pub struct ShowArgs {
     /// The result's id.
     pub id: i64,
     /// Its JSON document instead of the human report.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["verbose", "quiet"])]
     pub json: bool,
+    /// The whole human report (as `-v` printed it).
+    #[arg(short = 'v', long, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Only the result's summary line.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// `history export`.
@@ -227,7 +233,13 @@ pub fn show(path: &Path, a: &ShowArgs) -> i32 {
     match store.get(a.id) {
         Ok(Some((_, doc))) if a.json => print_out(&format!("{doc}\n")),
         Ok(Some((row, doc))) => match RunResult::from_json(&doc) {
-            Ok(r) => print_out(&print::human(&r)),
+            Ok(r) => {
+                let o = print::HumanOptions {
+                    verbosity: crate::test_cmd::verbosity(a.verbose, a.quiet),
+                    ..Default::default()
+                };
+                print_out(&print::human_with(&r, o))
+            }
             Err(_) => print_out(&format!("{}\n{doc}\n", row_line(&row))),
         },
         Ok(None) => {
