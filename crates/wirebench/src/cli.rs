@@ -612,6 +612,14 @@ pub struct ClientArgs {
     /// A title printed with the result and kept in its JSON (like iperf3's -T).
     #[arg(short = 'T', long)]
     pub title: Option<String>,
+    /// Human output: everything (the per-direction notes, engines, each end's CPU
+    /// breakdown, the verdict's evidence and suggestions, the footer defining the figures).
+    #[arg(short = 'v', long, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Human output: only a summary line per test (per direction of a stream or UDP test)
+    /// and errors; no live lines.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Prefix every live line with the wall-clock time (like iperf3's --timestamps).
     #[arg(long)]
     pub timestamps: bool,

@@ -17,8 +17,9 @@ use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerC
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
 use wirebench_report::analyze::limits::physical_context;
+use wirebench_report::analyze::live::{Joined, LiveJoin};
 use wirebench_report::analyze::verdict::machine_limits;
-use wirebench_report::print::{self, units::RateUnit, HumanOptions};
+use wirebench_report::print::{self, units::RateUnit, HumanOptions, Verbosity};
 use wirebench_stats::ci::ConfidenceLevel;
 
 use crate::cli::ClientArgs;
@@ -82,6 +83,16 @@ fn human_options(a: &ClientArgs) -> HumanOptions {
             .and_then(|u| u.parse::<RateUnit>().ok())
             .unwrap_or_default(),
         per_flow: a.per_flow,
+        verbosity: verbosity(a.verbose, a.quiet),
+    }
+}
+
+/// The verbosity `-v` and `-q` ask for (clap refuses both).
+pub(crate) fn verbosity(verbose: bool, quiet: bool) -> Verbosity {
+    match (verbose, quiet) {
+        (true, _) => Verbosity::Verbose,
+        (false, true) => Verbosity::Quiet,
+        (false, false) => Verbosity::Normal,
     }
 }
 
@@ -140,6 +151,10 @@ pub(crate) struct Live {
     timestamps: bool,
     /// False when the intervals are sampled for the result only.
     print_intervals: bool,
+    /// A stream receiver's lines joined with its sender's TCP_INFO.
+    join: LiveJoin,
+    /// The live stream legend was printed.
+    legend_done: bool,
 }
 
 impl Live {
@@ -150,13 +165,16 @@ impl Live {
             human: human_options(a),
             timestamps: a.timestamps,
             print_intervals,
+            join: LiveJoin::default(),
+            legend_done: false,
         }
     }
 }
 
 impl Observer for Live {
     fn run_started(&mut self, index: u32, max_runs: u32) {
-        if max_runs > 1 && self.format == Format::Human {
+        if max_runs > 1 && self.format == Format::Human && self.human.verbosity != Verbosity::Quiet
+        {
             let _ = writeln!(
                 std::io::stdout().lock(),
                 "run {} of at most {max_runs}",
@@ -166,7 +184,9 @@ impl Observer for Live {
     }
 
     fn interval(&mut self, spec: &TestSpec, m: &IntervalMsg) {
-        if !self.print_intervals {
+        if !self.print_intervals
+            || (self.format == Format::Human && self.human.verbosity == Verbosity::Quiet)
+        {
             return;
         }
         let mut out = std::io::stdout().lock();
@@ -178,9 +198,8 @@ impl Observer for Live {
                 } else {
                     String::new()
                 };
-                for line in print::interval_lines_with(m.host, spec, &m.sample, self.human) {
-                    let _ = writeln!(out, "{stamp}{line}");
-                }
+                let joined = self.join.push(m.host, spec, &m.sample);
+                self.print_joined(&mut out, &stamp, &joined);
             }
             Format::JsonStream => {
                 let event = serde_json::json!({
@@ -196,7 +215,27 @@ impl Observer for Live {
         }
     }
 
-    fn run_finished(&mut self, _record: &RunRecord) {}
+    fn run_finished(&mut self, _record: &RunRecord) {
+        let joined = self.join.finish();
+        let mut out = std::io::stdout().lock();
+        self.print_joined(&mut out, "", &joined);
+    }
+}
+
+impl Live {
+    /// Print joined live rows (the legend before the first stream line).
+    fn print_joined(&mut self, out: &mut dyn Write, stamp: &str, joined: &[Joined]) {
+        for j in joined {
+            let lines = print::joined_lines(j, self.human);
+            if matches!(j, Joined::Stream(_)) && !lines.is_empty() && !self.legend_done {
+                self.legend_done = true;
+                let _ = out.write_all(print::live_stream_legend().as_bytes());
+            }
+            for line in lines {
+                let _ = writeln!(out, "{stamp}{line}");
+            }
+        }
+    }
 }
 
 /// The exit code of a result.
@@ -234,7 +273,7 @@ fn live_interval(a: &ClientArgs, format: Format, spec: &mut TestSpec) -> bool {
         return true;
     }
     let live = match format {
-        Format::Human => std::io::stdout().is_terminal(),
+        Format::Human => std::io::stdout().is_terminal() && !a.quiet,
         Format::JsonStream => true,
         Format::Json | Format::Csv => false,
     };
@@ -339,7 +378,8 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
     let bar = (!print_intervals || spec.common.interval_ms.is_none()).then(|| {
         let one = Duration::from_millis(spec.common.warmup_ms + spec.common.duration_ms);
         let runs = cfg.repetition.max_runs.max(1) * if load.is_some() { 2 } else { 1 };
-        crate::progress::TimeBar::start(one * runs, format == Format::Human, "measuring")
+        let human = format == Format::Human && !a.quiet;
+        crate::progress::TimeBar::start(one * runs, human, "measuring")
     });
     let mut result = match load {
         Some(l) => crate::under_load::measure(&cfg, &interrupt, &spec, l, &mut live),

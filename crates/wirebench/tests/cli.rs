@@ -289,3 +289,153 @@ fn http_server_is_named() {
     assert!(r.stderr.contains("an HTTP server answered"), "{}", r.stderr);
     server.join().expect("server thread");
 }
+
+/// The default human output is a first look: the table, a CPU line per end, the verdict in
+/// a line or two and the warnings, in at most 24 lines for a one-flow stream (4 of header,
+/// a blank, 3 of table, 2 of legend, 2 of CPU, 1 of congestion control, 2 of verdict and up
+/// to 3 warnings of 2 lines); `-v` adds the details; `-q` is one line per direction or test;
+/// `-v -q` is refused.
+#[test]
+fn default_verbose_and_quiet_output() {
+    let _g = shared();
+    let r = wb(&["stream", "-t", "0.5"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = &r.stdout;
+    assert!(out.contains("total forward"), "{out}");
+    assert!(out.contains("verdict: limited by "), "{out}");
+    assert!(
+        out.contains("client CPU: ") && out.contains("server CPU: "),
+        "{out}"
+    );
+    assert!(
+        out.lines().count() <= 24,
+        "{} lines:\n{out}",
+        out.lines().count()
+    );
+    for detail in [
+        "effective socket buffers",
+        "evidence:",
+        "unaccounted",
+        "rates: bit/s",
+    ] {
+        assert!(
+            !out.contains(detail),
+            "{detail} in the default output:\n{out}"
+        );
+    }
+
+    let r = wb(&["stream", "-t", "0.5", "-v"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for detail in [
+        "total forward",
+        "effective socket buffers",
+        "service demand   ",
+        "wirebench threads",
+        "evidence:",
+        "unaccounted",
+        "rates: bit/s of TCP payload",
+    ] {
+        assert!(
+            r.stdout.contains(detail),
+            "no {detail} with -v:\n{}",
+            r.stdout
+        );
+    }
+
+    let quiet = |args: &[&str], starts: &[&str]| {
+        let r = wb(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        assert_eq!(lines.len(), starts.len(), "{args:?}:\n{}", r.stdout);
+        for (l, s) in lines.iter().zip(starts) {
+            assert!(l.starts_with(s), "{args:?}: {l}");
+        }
+    };
+    quiet(
+        &["stream", "-t", "0.5", "-q"],
+        &["stream forward: receiver "],
+    );
+    quiet(
+        &["stream", "-t", "0.5", "--bidir", "--quiet"],
+        &["stream forward: receiver ", "stream reverse: receiver "],
+    );
+    quiet(&["rr", "-t", "0.5", "-q"], &["TCP RR: "]);
+    quiet(&["crr", "-t", "0.5", "-q"], &["TCP CRR: "]);
+    quiet(&["udp", "-t", "0.5", "-q"], &["udp forward: receiver "]);
+
+    let r = wb(&["stream", "-t", "0.5", "-v", "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+}
+
+/// Live stream lines carry the sender's retransmits and congestion window of the interval
+/// (`Retr`, `Cwnd`), the same figures as the result's TCP_INFO rows of that interval
+/// (`tcp_intervals`, the direction's row), and with `--per-flow` a line per flow.
+#[test]
+fn live_lines_carry_the_senders_retransmits_and_cwnd() {
+    let _g = shared();
+    let path = std::env::temp_dir().join(format!("wb-cli-live-{}.json", std::process::id()));
+    let p = path.to_str().unwrap();
+    let r = wb(&["stream", "-t", "1", "-i", "0.25", "-o", p]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let res = RunResult::from_json(&doc).unwrap();
+    let s = res.runs[0].summary.as_ref().unwrap().stream().unwrap();
+    let rows: Vec<_> = s
+        .tcp_intervals
+        .iter()
+        .filter(|t| t.flow.is_none())
+        .collect();
+    let live: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains(" recv forward "))
+        .collect();
+    assert!(live.len() >= 3, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("Retr, Cwnd: the sending end's TCP_INFO"),
+        "{}",
+        r.stdout
+    );
+    let mut joined = 0;
+    for (k, l) in live.iter().enumerate() {
+        let (_, tail) = l
+            .split_once("  Retr ")
+            .unwrap_or_else(|| panic!("no Retr: {l}"));
+        let (retr, cwnd) = tail.split_once("  Cwnd ").unwrap_or_else(|| panic!("{l}"));
+        let (retr, cwnd) = (retr.trim(), cwnd.trim());
+        if retr == "-" {
+            continue;
+        }
+        joined += 1;
+        let row = rows
+            .get(k)
+            .unwrap_or_else(|| panic!("no TCP_INFO row {k}: {rows:?}"));
+        assert!(row.cwnd_bytes > 0, "{row:?}");
+        assert_eq!(retr, row.retransmits.to_string(), "{l} vs {row:?}");
+        assert_eq!(
+            cwnd,
+            wirebench_report::print::units::bytes(row.cwnd_bytes),
+            "{l} vs {row:?}"
+        );
+    }
+    // A sender's sample comes at most an interval late on loopback, and only the last line
+    // may end the run without it.
+    assert!(joined + 1 >= live.len(), "{}", r.stdout);
+
+    let r = wb(&["stream", "-t", "0.5", "-i", "0.25", "-P", "2", "--per-flow"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let flow_lines = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("  flow ") && l.contains("  Retr "))
+        .count();
+    let dir_lines = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains(" recv forward "))
+        .count();
+    assert!(dir_lines >= 1, "{}", r.stdout);
+    assert_eq!(flow_lines, 2 * dir_lines, "{}", r.stdout);
+}

@@ -221,9 +221,8 @@ fn stream_results_are_put_against_the_cached_limits() {
     let dir = StateDir::new("stream");
     let stream = |d: &Path, json: bool| {
         let mut a = vec!["stream", "-t", "0.5", "-l", "1M"];
-        if json {
-            a.push("--json");
-        }
+        // The limits line is part of the whole (-v) human output.
+        a.push(if json { "--json" } else { "-v" });
         let r = wb_state(d, &a);
         assert_eq!(r.code, 0, "{}", r.stderr);
         r

@@ -13,6 +13,7 @@
 //! - `profile`: an end's CPU profile (stacked bar and category table);
 //! - `csv`: the CSV document.
 
+mod brief;
 pub mod compare;
 mod csv;
 pub mod limits;
@@ -47,6 +48,22 @@ pub const MAX_COLUMNS: usize = 100;
 /// slowest few) instead of a row per flow, unless [`HumanOptions::per_flow`] is set.
 pub const FLOW_ROWS_MAX: usize = 16;
 
+/// How much of a result the human printer shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Verbosity {
+    /// One summary line per test (per direction of a stream or UDP test) and the error of a
+    /// failed one (`-q/--quiet`).
+    Quiet,
+    /// The header, the tables, a CPU line per end, the congestion control, the verdict's
+    /// first line and the warnings (the default).
+    #[default]
+    Normal,
+    /// Everything: the per-direction notes, the engines, each end's CPU block, the verdict's
+    /// evidence and suggestions, this machine's limits and the footer defining the figures
+    /// (`-v/--verbose`).
+    Verbose,
+}
+
 /// Choices of the human printer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HumanOptions {
@@ -54,6 +71,15 @@ pub struct HumanOptions {
     pub rate_unit: RateUnit,
     /// A row per flow whatever the number of flows.
     pub per_flow: bool,
+    /// How much to show.
+    pub verbosity: Verbosity,
+}
+
+impl HumanOptions {
+    /// True when everything is shown (`-v`).
+    pub(crate) fn verbose(&self) -> bool {
+        self.verbosity == Verbosity::Verbose
+    }
 }
 
 /// The result as pretty-printed JSON with a trailing newline. Always valid JSON.
@@ -298,13 +324,15 @@ fn cpu_block(out: &mut String, c: &EndCpu) {
 }
 
 fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult, o: HumanOptions) {
-    let _ = writeln!(
-        out,
-        "run {} of {}: {}",
-        u64::from(run.index) + 1,
-        total_runs,
-        status_name(run.status)
-    );
+    if o.verbose() || total_runs > 1 || run.status != RunStatus::Completed {
+        let _ = writeln!(
+            out,
+            "run {} of {}: {}",
+            u64::from(run.index) + 1,
+            total_runs,
+            status_name(run.status)
+        );
+    }
     if ended_in_warmup(run) {
         let _ = writeln!(
             out,
@@ -321,11 +349,15 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
         wirebench_model::result::WorkloadSummary::Stream(st) => {
             stream::block(out, st, run, o);
         }
-        wirebench_model::result::WorkloadSummary::Rr(rr) => rr::block(out, rr),
+        wirebench_model::result::WorkloadSummary::Rr(rr) => rr::block(out, rr, o.verbose()),
         wirebench_model::result::WorkloadSummary::UdpStream(u) => udp::block(out, u, o),
     }
     for c in &s.cpu {
-        cpu_block(out, c);
+        if o.verbose() {
+            cpu_block(out, c);
+        } else {
+            brief::cpu_line(out, c);
+        }
     }
     // Both ends on one kernel sample the same CPUs system-wide: one profile says it all.
     let mut shown: Vec<&[u32]> = Vec::new();
@@ -371,8 +403,18 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
         );
     }
     if let Some(v) = &s.verdict {
-        for (head, text) in verdict::lines(v) {
-            wrap(out, head, "  ", &text);
+        let lines = verdict::lines(v);
+        if o.verbose() {
+            for (head, text) in lines {
+                wrap(out, head, "  ", &text);
+            }
+        } else if let Some((head, text)) = lines.first() {
+            let more = if lines.len() > 1 {
+                " (-v for the evidence)"
+            } else {
+                ""
+            };
+            wrap(out, head, "  ", &format!("{text}{more}"));
         }
     }
     for w in &s.warnings {
@@ -455,9 +497,15 @@ fn server_text(r: &RunResult) -> String {
     }
 }
 
-/// [`human_with`] with the default options.
+/// Everything [`human_with`] prints ([`Verbosity::Verbose`]), in the default units.
 pub fn human(r: &RunResult) -> String {
-    human_with(r, HumanOptions::default())
+    human_with(
+        r,
+        HumanOptions {
+            verbosity: Verbosity::Verbose,
+            ..HumanOptions::default()
+        },
+    )
 }
 
 /// The result as human-readable text: a header naming the test and the window it measured,
@@ -465,7 +513,15 @@ pub fn human(r: &RunResult) -> String {
 /// run's warnings; then the aggregate over iterations, the invocation's warnings, the error
 /// of a failed invocation, and a footer defining the units. Lines are at most
 /// [`MAX_COLUMNS`] characters.
+///
+/// That is the view of [`Verbosity::Verbose`]; [`Verbosity::Normal`] leaves out the
+/// per-direction notes, engines, CPU breakdowns (a line per end instead), the verdict's
+/// evidence, this machine's limits and the footer (the table's own legend stays);
+/// [`Verbosity::Quiet`] is a summary line per test.
 pub fn human_with(r: &RunResult, o: HumanOptions) -> String {
+    if o.verbosity == Verbosity::Quiet {
+        return brief::quiet(r, o);
+    }
     let mut out = String::new();
     wrap(
         &mut out,
@@ -503,7 +559,7 @@ pub fn human_with(r: &RunResult, o: HumanOptions) -> String {
         out.push('\n');
         wrap(&mut out, "", "  ", &rr::under_load_text(u));
     }
-    if let Some(p) = &r.physical {
+    if let Some(p) = r.physical.as_ref().filter(|_| o.verbose()) {
         out.push('\n');
         wrap(&mut out, "", "  ", &limits::physical_line(p));
     }
@@ -516,7 +572,7 @@ pub fn human_with(r: &RunResult, o: HumanOptions) -> String {
     if let Some(e) = &r.error {
         wrap(&mut out, "error: ", "       ", &error_text(e));
     }
-    if r.runs.iter().any(|run| run.summary.is_some()) {
+    if o.verbose() && r.runs.iter().any(|run| run.summary.is_some()) {
         out.push('\n');
         match r.spec.as_ref().map(TestSpec::kind) {
             Some(WorkloadKind::UdpStream) => wrap(&mut out, "", "", udp::FOOTER),
@@ -545,4 +601,27 @@ pub fn interval_lines_with(
         LiveRows::Rr(row) => row.iter().map(rr::interval_line).collect(),
         LiveRows::UdpStream(rows) => rows.iter().map(|r| udp::interval_line(r, o)).collect(),
     }
+}
+
+/// The human lines of a joined live sample ([`crate::analyze::live::LiveJoin`]): a stream
+/// direction's line with its sender's retransmits and congestion window (and a line per flow
+/// with `--per-flow`), or a request/response or UDP sample's lines.
+pub fn joined_lines(j: &live::Joined, o: HumanOptions) -> Vec<String> {
+    match j {
+        live::Joined::Stream(r) => stream::live_lines(r, o),
+        live::Joined::Other(LiveRows::Stream(rows)) => {
+            rows.iter().map(|r| stream::interval_line(r, o)).collect()
+        }
+        live::Joined::Other(LiveRows::Rr(row)) => row.iter().map(rr::interval_line).collect(),
+        live::Joined::Other(LiveRows::UdpStream(rows)) => {
+            rows.iter().map(|r| udp::interval_line(r, o)).collect()
+        }
+    }
+}
+
+/// The legend printed once before the first live stream line, wrapped.
+pub fn live_stream_legend() -> String {
+    let mut out = String::new();
+    wrap(&mut out, "", " ", stream::LIVE_LEGEND);
+    out
 }

@@ -215,8 +215,8 @@ fn workload_lines(out: &mut String, r: &RrSummary) {
     }
 }
 
-/// The human block of a request/response run.
-pub(crate) fn block(out: &mut String, r: &RrSummary) {
+/// The human block of a request/response run; the whole test's counts only when `verbose`.
+pub(crate) fn block(out: &mut String, r: &RrSummary, verbose: bool) {
     let _ = writeln!(
         out,
         "{}: {} transactions in {:.3} s = {:.1} transactions/s ({} flow{})",
@@ -249,14 +249,16 @@ pub(crate) fn block(out: &mut String, r: &RrSummary) {
             );
         }
     }
-    let server = r
-        .server_total
-        .map_or("n/a".to_string(), |s| s.transactions.to_string());
-    let _ = writeln!(
-        out,
-        "  whole test: client completed {} transactions, server answered {server}",
-        r.client_total.transactions
-    );
+    if verbose {
+        let server = r
+            .server_total
+            .map_or("n/a".to_string(), |s| s.transactions.to_string());
+        let _ = writeln!(
+            out,
+            "  whole test: client completed {} transactions, server answered {server}",
+            r.client_total.transactions
+        );
+    }
     if let Some(ol) = &r.open_loop {
         let _ = writeln!(
             out,

@@ -13,6 +13,7 @@ use wirebench_model::spec::{
 
 use super::units::{self, RateUnit};
 use super::{direction_name, text, wrap, HumanOptions, FLOW_ROWS_MAX};
+use crate::analyze::live::{LiveStreamRow, LiveTcp};
 use crate::label;
 
 /// What the stream figures count (human footer).
@@ -236,6 +237,28 @@ fn wait_line(d: &DirectionSummary) -> Option<String> {
 /// The window of the receive-wait counts: each receiver's (or worker's) whole life.
 const WHOLE_TEST: &str = " (counted over the whole test, warm-up and drain included)";
 
+/// `forward: per-flow receiver Gbit/s min .. median .. max ..; Jain fairness ..` of a
+/// direction of more than one flow.
+fn spread_line(out: &mut String, d: &DirectionSummary, u: RateUnit) {
+    if d.flows <= 1 {
+        return;
+    }
+    if let Some(s) = &d.flow_throughput {
+        let mut line = format!(
+            "{}: per-flow receiver {} min {} median {} max {}",
+            label::dir(d.dir),
+            u.label(s.max),
+            u.value(s.min),
+            u.value(s.median),
+            u.value(s.max)
+        );
+        if let Some(j) = d.jain_index {
+            let _ = write!(line, "; Jain fairness {j:.4}");
+        }
+        wrap(out, "", "  ", &line);
+    }
+}
+
 fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary], u: RateUnit) {
     let name = label::dir(d.dir);
     wrap(
@@ -247,21 +270,7 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
             d.sender_total_bytes, d.receiver_total_bytes, d.unaccounted_bytes
         ),
     );
-    if d.flows > 1 {
-        if let Some(s) = &d.flow_throughput {
-            let mut line = format!(
-                "{name}: per-flow receiver {} min {} median {} max {}",
-                u.label(s.max),
-                u.value(s.min),
-                u.value(s.median),
-                u.value(s.max)
-            );
-            if let Some(j) = d.jain_index {
-                let _ = write!(line, "; Jain fairness {j:.4}");
-            }
-            wrap(out, "", "  ", &line);
-        }
-    }
+    spread_line(out, d, u);
     if let Some(line) = paths_line(d) {
         wrap(out, "", "  ", &line);
     }
@@ -310,7 +319,9 @@ fn shown<'a>(flows: &[&'a FlowSummary], o: HumanOptions) -> (Vec<&'a FlowSummary
     (v, true)
 }
 
-/// The human block of a stream run (without CPU and warnings, which every workload prints).
+/// The human block of a stream run (without CPU and warnings, which every workload prints):
+/// the table and its legend, then with `-v` the per-direction notes and the engines (the
+/// flows' spread alone otherwise).
 pub(crate) fn block(out: &mut String, s: &StreamSummary, run: &RunRecord, o: HumanOptions) {
     let peak = s
         .directions
@@ -361,6 +372,12 @@ pub(crate) fn block(out: &mut String, s: &StreamSummary, run: &RunRecord, o: Hum
             unit_meaning(unit)
         ),
     );
+    if !o.verbose() {
+        for d in &s.directions {
+            spread_line(out, d, u);
+        }
+        return;
+    }
     for d in &s.directions {
         let flows: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.dir == d.dir).collect();
         direction_notes(out, d, &flows, u);
@@ -405,6 +422,50 @@ pub(crate) fn interval_line(row: &IntervalRow, o: HumanOptions) -> String {
         if row.in_warmup { " (warm-up)" } else { "" }
     )
 }
+
+/// The columns of a sender's TCP_INFO on a live line: `  Retr 3  Cwnd 1.250 MiB`, `-` for
+/// a sample that did not arrive.
+fn tcp_cells(t: Option<&LiveTcp>) -> String {
+    match t {
+        Some(t) => format!(
+            "  Retr {:>4}  Cwnd {:>10}",
+            t.retransmits,
+            units::bytes(t.cwnd_bytes)
+        ),
+        None => format!("  Retr {:>4}  Cwnd {:>10}", "-", "-"),
+    }
+}
+
+/// The live lines of a stream direction's interval: the receiver's line with its sender's
+/// retransmits and congestion window (iperf3's `Retr`, `Cwnd`), then with `--per-flow` and
+/// more than one flow a line per flow, e.g.
+/// `[  1.00-  2.00 s] server recv forward  12.35 Gbit/s  1.44 GiB  Retr    0  Cwnd  2.500 MiB`.
+pub(crate) fn live_lines(r: &LiveStreamRow, o: HumanOptions) -> Vec<String> {
+    let warm = if r.row.in_warmup { " (warm-up)" } else { "" };
+    let mut out = vec![format!(
+        "{}{}{warm}",
+        interval_head(&r.row, o),
+        tcp_cells(r.tcp.as_ref())
+    )];
+    if o.per_flow && r.flows.len() > 1 {
+        for f in &r.flows {
+            out.push(format!(
+                "[{:6.2}-{:6.2} s]   flow {:<10} {:>14} {:>10}{}{warm}",
+                r.row.start_s,
+                r.row.end_s,
+                f.flow,
+                o.rate_unit.rate(f.throughput_bps),
+                units::bytes(f.bytes),
+                tcp_cells(f.tcp.as_ref())
+            ));
+        }
+    }
+    out
+}
+
+/// What the live stream lines count (printed once before the first).
+pub const LIVE_LEGEND: &str = "(Retr, Cwnd: the sending end's TCP_INFO, the client's forward, the \
+    server's reverse: segments retransmitted in its interval of that number, window at its end)";
 
 /// The part of a live line every byte-counting workload shares: the span, the measuring end,
 /// the direction, the rate and the bytes.

@@ -122,7 +122,9 @@ pub(crate) fn block(out: &mut String, u: &UdpSummary, o: HumanOptions) {
                 d.invalid_datagrams
             ),
         );
-        loss_lines(out, &d.loss);
+        if o.verbose() || d.loss.total_lost > 0 {
+            loss_lines(out, &d.loss);
+        }
         if d.counts.pacing_resets > 0 {
             let _ = writeln!(
                 out,

@@ -44,13 +44,19 @@ pub struct ShowArgs {
     /// The result's id.
     pub id: i64,
     /// Its JSON document instead of the human report.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["verbose", "quiet"])]
     pub json: bool,
+    /// The whole human report (as `-v` printed it).
+    #[arg(short = 'v', long, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Only the result's summary line.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// A stored document for people: a test or a sweep as its command printed it; a study as
 /// its summary of cells and points (`wirebench report` on its directory draws it).
-fn shown(row: &Row, doc: &str) -> String {
+fn shown(row: &Row, doc: &str, a: &ShowArgs) -> String {
     match row.kind.as_str() {
         "sweep" => match serde_json::from_str::<wirebench_model::sweep::SweepResult>(doc) {
             Ok(sw) => print::sweep::summary(&sw),
@@ -69,7 +75,13 @@ fn shown(row: &Row, doc: &str) -> String {
             Err(e) => format!("{}\n(the stored study cannot be read: {e})\n", row_line(row)),
         },
         _ => match RunResult::from_json(doc) {
-            Ok(r) => print::human(&r),
+            Ok(r) => print::human_with(
+                &r,
+                print::HumanOptions {
+                    verbosity: crate::test_cmd::verbosity(a.verbose, a.quiet),
+                    ..Default::default()
+                },
+            ),
             Err(e) => format!("{}\n(the stored result cannot be read: {e})\n", row_line(row)),
         },
     }
@@ -253,7 +265,7 @@ pub fn show(path: &Path, a: &ShowArgs) -> i32 {
     };
     match store.get(a.id) {
         Ok(Some((_, doc))) if a.json => print_out(&format!("{doc}\n")),
-        Ok(Some((row, doc))) => print_out(&shown(&row, &doc)),
+        Ok(Some((row, doc))) => print_out(&shown(&row, &doc, a)),
         Ok(None) => {
             eprintln!("wirebench history show: no result {}", a.id);
             return EXIT_FAILED;
