@@ -366,9 +366,12 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand study; and not __fis
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and not __fish_seen_subcommand_from run show help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -s o -l output -d 'Output directory (default `study-YYYYMMDD-HHMMSS`)' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -l resume -d 'Continue the study in DIR: measure only the points it lacks' -r -F
+complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -l db -d 'The history database (default `$XDG_DATA_HOME/wirebench/history.db`, or `~/.local/share/wirebench/history.db`)' -r -F
+complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -l tag -d 'A KEY=VALUE tag saved with the result (repeatable), e.g. --tag kernel=6.12' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -l force -d 'Replace a study already in the output directory (its manifest, results and cells)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -l dry-run -d 'Check the file and print the plan (cells, points, estimated time); build nothing'
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -l json -d 'Print the manifest as JSON at the end instead of the tables'
+complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -l no-save -d 'Do not save this result to the history database'
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from show" -l json -d 'Print the manifest (expectations evaluated) as JSON'
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'

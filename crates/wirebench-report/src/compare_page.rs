@@ -338,6 +338,10 @@ fn boxes(
                 boxes: vec![Some(by)],
             },
         ],
+        whisker_labels: Some((
+            "lowest within 1.5 IQR".into(),
+            "highest within 1.5 IQR".into(),
+        )),
     };
     let caption = format!(
         "{}: the box spans the quartiles with the median inside, the whiskers reach the most \

@@ -162,7 +162,14 @@ fn every_point_reconciles_its_bytes() {
     assert_eq!(rows[0]["workload"], "stream");
     assert_eq!(rows[0]["tags"]["grid"], "2x3");
     let id = rows[0]["id"].to_string();
-    let shown = wb(&["history", "show", &id, "--json", "--db", db.to_str().unwrap()]);
+    let shown = wb(&[
+        "history",
+        "show",
+        &id,
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
     let stored: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
     let printed: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(stored, printed);
