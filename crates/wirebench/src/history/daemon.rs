@@ -3,7 +3,7 @@
 //! holds up a session. Each record becomes a result as `history import` makes it
 //! ([`from_record`]), with source `daemon`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -66,7 +66,7 @@ impl DaemonHistory {
     }
 }
 
-fn save_loop(mut store: Store, tap: &RecordTap, done: &AtomicBool, path: &PathBuf) {
+fn save_loop(mut store: Store, tap: &RecordTap, done: &AtomicBool, path: &Path) {
     loop {
         let stopping = done.load(Ordering::Acquire);
         match tap.take(if stopping { Duration::ZERO } else { POLL }) {
