@@ -1,16 +1,124 @@
-//! `wirebench serve`: the daemon's command line — limits, keys, records, signals.
+//! `wirebench serve`: the daemon's command line (its arguments, [`ServeArgs`]) — limits,
+//! keys, records, signals.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
+use clap::Args;
 use wirebench_model::spec::Limits;
 use wirebench_net::daemon::{Daemon, ServerConfig};
 use wirebench_proto::auth::{valid_identity, KeyTable};
 
-use crate::cli::ServeArgs;
+use crate::cli::{parse_rate, parse_size, secs_between, MAX_FLAG_SECS};
+
+/// `wirebench serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but loopback needs --auth-keys (or, explicitly,
+    /// --allow-unauthenticated).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Require HMAC challenge-response authentication with the keys in FILE
+    /// (`IDENTITY HEX-KEY` per line; see `wirebench keygen`).
+    #[arg(long, value_name = "FILE")]
+    pub auth_keys: Option<std::path::PathBuf>,
+    /// Accept a key file that group or others may read (refused otherwise).
+    #[arg(long)]
+    pub insecure_key_file: bool,
+    /// Accept unauthenticated clients on a non-loopback address.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
+    /// This server's identity, covered by the clients' MACs (default: the host name).
+    #[arg(long)]
+    pub identity: Option<String>,
+    /// Largest aggregate payload rate of one test, bits/s (K/M/G = 10^3/10^6/10^9). Tests
+    /// must then ask for a rate, and a test whose data arrives faster is aborted.
+    #[arg(long, value_parser = parse_rate)]
+    pub max_rate: Option<u64>,
+    /// Connections handled at once (any kind, all sources).
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Connections from one source address at once (default: 2 x max-flows + 16).
+    #[arg(long)]
+    pub max_conns_per_source: Option<usize>,
+    /// Connections still in their handshake; past this the oldest is closed.
+    #[arg(long, default_value_t = 256)]
+    pub max_handshakes: usize,
+    /// Absolute deadline for a connection's handshake, seconds.
+    #[arg(long, default_value_t = 5.0, value_parser = secs_between(0.001, 86_400.0))]
+    pub handshake_timeout: f64,
+    /// While a test runs: a client silent for this long is gone, seconds.
+    #[arg(long, default_value_t = 5.0, value_parser = secs_between(0.001, 86_400.0))]
+    pub idle_timeout: f64,
+    /// After the server's engine finished: how long to wait for the client's results, seconds.
+    #[arg(long, default_value_t = 15.0, value_parser = secs_between(0.001, 86_400.0))]
+    pub results_timeout: f64,
+    /// Append a JSON line per test served (completed, aborted or failed) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub records: Option<std::path::PathBuf>,
+    /// Rotate the records file to FILE.1 before it passes this size (K/M/G = 1024^n).
+    #[arg(long, default_value = "64M", value_parser = parse_size)]
+    pub records_max_size: u64,
+    /// Also save every test record to this results history database (SQLite; created if
+    /// needed), as `history import` of the records file would, marked as from the daemon:
+    /// `wirebench history list --db PATH` reads it. A record the database cannot take is
+    /// logged; the records file keeps it.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+    /// TCP port.
+    #[arg(short, long, default_value_t = wirebench_net::DEFAULT_PORT)]
+    pub port: u16,
+    /// Tests allowed to run at once; more get an explicit busy answer.
+    #[arg(long, default_value_t = 4)]
+    pub max_tests: u32,
+    /// Tests one peer (its identity, or its source address without authentication) may run
+    /// at once; default 1 when --max-tests is above 1, so one peer cannot hold every slot.
+    #[arg(long)]
+    pub max_tests_per_peer: Option<u32>,
+    /// Largest number of flows per direction accepted.
+    #[arg(long, default_value_t = 128)]
+    pub max_flows: u32,
+    /// Longest test accepted, seconds.
+    #[arg(long, default_value_t = 3600.0, value_parser = secs_between(0.1, MAX_FLAG_SECS))]
+    pub max_duration: f64,
+    /// Serve one test (whatever its outcome, once it is recorded), then exit (like iperf3 -1).
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    /// Profile this host's CPUs when a client's test asks (`--profile`): perf sampling of
+    /// every CPU the server end uses, classified into categories, sent back with the
+    /// results. Off by default (a profile shows the host's kernel and other processes'
+    /// activity); without it such a test runs unprofiled at this end and says so.
+    /// Needs --auth-keys: a profile shows the whole host, so only authenticated clients
+    /// get one.
+    #[arg(long)]
+    pub allow_profile: bool,
+    /// Profiles taken at once (each samples every CPU); a test beyond runs unprofiled here.
+    #[arg(long, default_value_t = 1)]
+    pub max_profiles: u32,
+    /// Highest sampling frequency a client's --profile-hz may ask for, Hz per CPU (a higher
+    /// request is sampled at this frequency; the report says which).
+    #[arg(long, default_value_t = wirebench_net::daemon::DEFAULT_MAX_PROFILE_HZ)]
+    pub max_profile_hz: u32,
+    /// Profile unauthenticated clients too: only for a daemon nobody but root can reach
+    /// (a study's, inside the study's own network namespace).
+    #[arg(long, hide = true, requires = "allow_profile")]
+    pub allow_profile_unauthenticated: bool,
+    /// Write the daemon's PID to FILE while it runs (removed at exit).
+    #[arg(long, value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
+    /// Also serve stock iperf3 clients (`iperf3 -c`, 3.9 and later; TCP) on --iperf3-port,
+    /// beside the native port, under the same limits. iperf3 clients cannot authenticate:
+    /// with --auth-keys their tests are refused, and on an address other than loopback
+    /// --iperf3 needs --allow-unauthenticated.
+    #[arg(long)]
+    pub iperf3: bool,
+    /// TCP port of the iperf3 frontend.
+    #[arg(long, default_value_t = wirebench_iperf3::wire::DEFAULT_PORT, requires = "iperf3")]
+    pub iperf3_port: u16,
+}
 
 /// Read and parse a key file (see [`crate::keyfile::read_key_file`]); every error names
 /// the file.
