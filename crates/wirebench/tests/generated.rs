@@ -335,3 +335,92 @@ fn architecture_names_every_workspace_crate() {
         );
     }
 }
+
+/// The commands of README's quick start: `(line, argv after "wirebench")` for every `$ …`
+/// line of the block under "## Quick start" that runs wirebench (after `sudo`, before a
+/// redirection, `&&` or a comment).
+fn quick_start_commands() -> Vec<(String, Vec<String>)> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let block = readme
+        .split("## Quick start")
+        .nth(1)
+        .and_then(|s| s.split("```").nth(1))
+        .expect("README.md has a Quick start section with a code block");
+    block
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("$ "))
+        .filter_map(|l| {
+            let cmd = l
+                .split(['#', '>', '|'])
+                .next()
+                .unwrap_or("")
+                .split("&&")
+                .next()
+                .unwrap_or("");
+            let words: Vec<&str> = cmd.split_whitespace().collect();
+            let words = match words.first() {
+                Some(&"sudo") => &words[1..],
+                _ => &words[..],
+            };
+            (words.first() == Some(&"wirebench")).then(|| {
+                (
+                    l.to_string(),
+                    words[1..].iter().map(|w| w.to_string()).collect(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// README's quick start shows every subcommand, and its sweep and study (whose flags and
+/// values are checked only when they run; [`readme_commands_parse`] checks the rest) run with
+/// `--dry-run`, which checks every point and cell and builds nothing.
+#[test]
+fn readme_quick_start_shows_every_subcommand_and_its_sweep_and_study_run() {
+    let _g = crate::common::shared();
+    let cmds = quick_start_commands();
+    for sub in [
+        "serve",
+        "stream",
+        "rr",
+        "crr",
+        "udp",
+        "keygen",
+        "limits",
+        "sweep",
+        "plot",
+        "report",
+        "lab",
+        "study",
+        "history",
+        "compare",
+        "completions",
+    ] {
+        assert!(
+            cmds.iter()
+                .any(|(_, a)| a.first().map(String::as_str) == Some(sub)),
+            "README's quick start shows no `wirebench {sub}`"
+        );
+    }
+    for (line, args) in &cmds {
+        let dry = match args.first().map(String::as_str) {
+            Some("sweep") => true,
+            Some("study") => args.get(1).map(String::as_str) == Some("run"),
+            _ => false,
+        };
+        if dry {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_wirebench"));
+            c.current_dir(repo())
+                .args(args)
+                .arg("--dry-run")
+                .stdin(Stdio::null());
+            let out = c.output().expect("run wirebench");
+            assert!(
+                out.status.success(),
+                "`{line}` with --dry-run: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
