@@ -64,28 +64,8 @@ pub fn entry(r: &RunResult, tags: &[(String, String)], source: Source) -> NewRes
 /// Save `r` as `a` asks (nothing with --no-save or when nothing was measured). Never fails:
 /// a database that cannot take the result gets a warning on stderr naming it and why.
 pub fn save_run(a: &SaveArgs, r: &RunResult) {
-    if a.no_save || r.runs.is_empty() {
-        return;
-    }
-    let Some(path) = super::db_path(a.db.as_ref()) else {
-        eprintln!(
-            "wirebench: warning: result not saved to the history: neither XDG_DATA_HOME nor HOME \
-             is set (give --db PATH, or --no-save)"
-        );
-        return;
-    };
-    let started = Instant::now();
-    match save_to(&path, &entry(r, &a.tags, Source::Cli)) {
-        Ok(id) => tracing::debug!(
-            "saved as result {id} in {} ({} ms)",
-            path.display(),
-            started.elapsed().as_millis()
-        ),
-        Err(e) => eprintln!(
-            "wirebench: warning: result not saved to the history database {}: {e} (the result \
-             above is complete; --no-save skips the database)",
-            path.display()
-        ),
+    if !r.runs.is_empty() {
+        save_entry(a, &entry(r, &a.tags, Source::Cli), "result");
     }
 }
 
@@ -156,8 +136,8 @@ pub fn study_entry(
     }
 }
 
-/// Save a sweep's or a study's row as `a` asks; like [`save_run`], never fails (a warning
-/// names the database and why). `what` names it in the warning.
+/// Save a row (a test's, a sweep's or a study's) as `a` asks; never fails (a warning names
+/// the database and why). `what` names it in the warning.
 pub fn save_entry(a: &SaveArgs, e: &NewResult, what: &str) {
     if a.no_save {
         return;
@@ -169,12 +149,18 @@ pub fn save_entry(a: &SaveArgs, e: &NewResult, what: &str) {
         );
         return;
     };
-    if let Err(e) = save_to(&path, e) {
-        eprintln!(
-            "wirebench: warning: {what} not saved to the history database {}: {e} (the \
-             results above are complete; --no-save skips the database)",
+    let started = Instant::now();
+    match save_to(&path, e) {
+        Ok(id) => tracing::debug!(
+            "saved as result {id} in {} ({} ms)",
+            path.display(),
+            started.elapsed().as_millis()
+        ),
+        Err(err) => eprintln!(
+            "wirebench: warning: {what} not saved to the history database {}: {err} (the \
+             output above is complete; --no-save skips the database)",
             path.display()
-        );
+        ),
     }
 }
 
