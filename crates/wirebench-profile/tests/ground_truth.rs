@@ -361,7 +361,8 @@ const PERF_HZ: &str = "3989";
 /// (c) On the same recording window and CPUs, during a loopback transfer, the category
 /// shares agree with `perf record -a -C <cpus> -F 3989 -g -k mono` + `perf script`
 /// (its samples cut to this profile's CLOCK_MONOTONIC window) classified by the same table,
-/// within 3 points each.
+/// within 3 points each. The `perf record` process is left out of both sides (see
+/// [`WithoutPid`]).
 ///
 /// Two system-wide samplers on the same CPUs can disturb each other: a sample handler that
 /// spins on a lock the other CPU's handler holds lands in `locks` (seen once in CI: perf
@@ -412,7 +413,7 @@ fn compare_with_perf_once() -> Result<(), String> {
     let sampler =
         Sampler::open(&ProfileConfig::new(cpus.clone(), DEFAULT_FREQ_HZ).sampler_config()).unwrap();
     let agg = Aggregator::new(Symbols::load(), &cpus);
-    let mut perf = std::process::Command::new("perf")
+    let perf = std::process::Command::new("perf")
         .args([
             "record",
             "-q",
@@ -431,15 +432,22 @@ fn compare_with_perf_once() -> Result<(), String> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let mut perf = KillOnDrop(perf);
+    let perf_pid = perf.0.id();
     // perf needs a moment to open its events; this window lies inside perf's.
     std::thread::sleep(Duration::from_millis(250));
-    let running = sampler.start(agg).unwrap();
+    let running = sampler
+        .start(WithoutPid {
+            inner: agg,
+            pid: perf_pid,
+        })
+        .unwrap();
     // The recording window (not a timing bound): 2 s of samples, inside perf's 2.5 s.
     std::thread::sleep(Duration::from_secs(2));
     let finished = running.stop().unwrap();
     let (start, stop) = (finished.recording.started_ns, finished.recording.stopped_ns);
-    let mine = finished.sink.into_report(&finished.recording, None);
-    assert!(perf.wait().unwrap().success(), "perf record failed");
+    let mine = finished.sink.inner.into_report(&finished.recording, None);
+    assert!(perf.0.wait().unwrap().success(), "perf record failed");
     let script = std::process::Command::new("perf")
         .args(["script", "--ns", "-F", "pid,tid,cpu,time,ip,sym,dso", "-i"])
         .arg(&data)
@@ -450,7 +458,7 @@ fn compare_with_perf_once() -> Result<(), String> {
     let all = parse_perf_script(&text);
     let theirs: Vec<PerfSample> = all
         .into_iter()
-        .filter(|s| (start..=stop).contains(&s.time_ns))
+        .filter(|s| (start..=stop).contains(&s.time_ns) && s.pid != perf_pid)
         .collect();
     assert!(
         theirs.len() > 1000,
@@ -489,6 +497,35 @@ fn compare_with_perf_once() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A sink that passes every sample but one process' to an [`Aggregator`]: the comparison
+/// leaves `perf record` itself out of both sides. perf reads `/proc/kallsyms` and writes
+/// its buffers while this profile records (3 points of `other` in CI), and it does not
+/// sample its own start-up, so only this profile would count that work.
+struct WithoutPid {
+    inner: Aggregator,
+    pid: u32,
+}
+
+impl SampleSink for WithoutPid {
+    fn sample(&mut self, s: &Sample<'_>) {
+        if s.pid != self.pid {
+            self.inner.sample(s);
+        }
+    }
+}
+
+/// Ends `perf record` when the comparison fails before waiting for it.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 /// Diagnostics: per category, this profile's top symbols and perf's (% of samples).
