@@ -291,13 +291,19 @@ pub(crate) fn draw_annotation_lines(
                     pen.end();
                     let text = format!("↑ {label}, above the axis");
                     let w = label_w(&text);
+                    // Beside the arrow first, then rows further down at the right and
+                    // left edges (to the plot's middle): the placer takes the first row
+                    // that crosses no data, as data near the axis' top is common here.
+                    let mut candidates = vec![];
+                    let mut y = p.y0 + 11.0;
+                    while y < p.y0 + (p.y1 - p.y0) * 0.6 {
+                        candidates.push((p.x1 - 18.0 - w / 2.0, y));
+                        candidates.push((p.x0 + 6.0 + w / 2.0, y));
+                        y += 17.0;
+                    }
                     out.push(PendingLabel(Pending {
                         text,
-                        candidates: vec![
-                            (p.x1 - 18.0 - w / 2.0, p.y0 + 11.0),
-                            (p.x1 - 18.0 - w / 2.0, p.y0 + 28.0),
-                            (p.x0 + 6.0 + w / 2.0, p.y0 + 11.0),
-                        ],
+                        candidates,
                         leader_to: None,
                     }));
                     continue;

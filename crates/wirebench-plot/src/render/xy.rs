@@ -201,4 +201,58 @@ mod tests {
         assert!(!svg.contains("annotation-offscale"));
         assert!(svg.contains(">copy limit<"), "{svg}");
     }
+
+    /// The first `<polyline>`'s points and the text element holding `needle`'s (x, y), from
+    /// a figure's SVG.
+    fn line_and_label(svg: &str, needle: &str) -> (Vec<(f64, f64)>, (f64, f64)) {
+        let attr = |el: &str, name: &str| -> f64 {
+            let k = format!(" {name}=\"");
+            let at = el.find(&k).unwrap() + k.len();
+            el[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        let poly = svg.split("<polyline").nth(1).unwrap();
+        let pts = poly
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let line = pts
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        let text = svg
+            .split("<text")
+            .find(|t| t.contains(needle))
+            .expect("the label");
+        (line, (attr(text, "x"), attr(text, "y")))
+    }
+
+    #[test]
+    fn an_off_scale_label_does_not_sit_on_data_at_the_top_of_the_axis() {
+        // A line just under the axis' top (35) over the whole width, through the label's
+        // first places (beside the arrow, and the top rows at either edge).
+        let mut f = figure(400e9);
+        f.series[0] = Series::new(
+            "total",
+            SeriesKind::Line,
+            &[(0.0, 33.6e9), (1.0, 32.5e9), (2.0, 33.6e9), (3.0, 32.5e9)],
+        );
+        let svg = f.render_svg().unwrap().into_string();
+        assert_eq!(y_ticks(&svg).into_iter().fold(f64::MIN, f64::max), 35.0);
+        let (line, (_, label_y)) = line_and_label(&svg, "above the axis");
+        eprintln!("{line:?} {label_y} {:?}", y_ticks(&svg));
+        let (lo, hi) = line.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
+            (lo.min(p.1), hi.max(p.1))
+        });
+        // The label box is 17 px tall around its centre line.
+        assert!(
+            label_y - 9.0 > hi || label_y + 9.0 < lo,
+            "label at y {label_y} crosses the line spanning y {lo}..{hi}"
+        );
+    }
 }
