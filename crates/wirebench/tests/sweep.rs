@@ -149,6 +149,8 @@ fn every_point_reconciles_its_bytes() {
         db.to_str().unwrap(),
         "--tag",
         "grid=2x3",
+        "-T",
+        "grid of sizes",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let s = sweep_json(&r.stdout, &r.stderr);
@@ -161,6 +163,7 @@ fn every_point_reconciles_its_bytes() {
     assert_eq!(rows[0]["kind"], "sweep");
     assert_eq!(rows[0]["workload"], "stream");
     assert_eq!(rows[0]["tags"]["grid"], "2x3");
+    assert_eq!(rows[0]["title"], "grid of sizes");
     let id = rows[0]["id"].to_string();
     let shown = wb(&[
         "history",

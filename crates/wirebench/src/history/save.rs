@@ -69,14 +69,19 @@ pub fn save_run(a: &SaveArgs, r: &RunResult) {
     }
 }
 
-/// The row of a sweep: its document and what identifies it. A curve has no one headline
-/// figure, so none is stored; `history show` prints the sweep.
-pub fn sweep_entry(sw: &SweepResult, tags: &[(String, String)]) -> NewResult {
+/// The row of a sweep: its document, the title its test flags gave (-T) and what identifies
+/// it. A curve has no one headline figure, so none is stored; `history show` prints the
+/// sweep.
+pub fn sweep_entry(
+    sw: &SweepResult,
+    title: Option<String>,
+    tags: &[(String, String)],
+) -> NewResult {
     let first = sw.points.iter().find_map(|p| p.result.runs.first());
     NewResult {
         kind: ResultKind::Sweep,
         started_unix_ms: i64::try_from(sw.started_unix_ms).unwrap_or(i64::MAX),
-        title: None,
+        title,
         workload: Some(sw.test.as_str().to_string()),
         status: serde_json::to_value(sw.status)
             .ok()

@@ -594,13 +594,13 @@ pub fn run(test: &str, args: &[String]) -> i32 {
     let mut progress = Progress::new(&plan.options, plan.points.len());
     progress.say(&said);
     let (test_cmd, options) = (plan.test_cmd.clone(), plan.options.clone());
-    // Where the sweep is saved: the history flags among the test flags (--db, --no-save,
-    // --tag), which the points themselves ignore.
-    let save = plan
+    // Where the sweep is saved and under which title: the history flags among the test
+    // flags (--db, --no-save, --tag) and -T, which the points themselves ignore.
+    let (save, title) = plan
         .points
         .first()
         .and_then(|p| point_spec(&p.argv).ok())
-        .map(|(_, c, _)| c.save)
+        .map(|(_, c, _)| (c.save, c.title))
         .unwrap_or_default();
     let result = execute(
         Execution {
@@ -618,7 +618,7 @@ pub fn run(test: &str, args: &[String]) -> i32 {
     // After the sweep is printed and written: a database that cannot take it costs a
     // warning, never the sweep.
     if !result.points.is_empty() {
-        let e = crate::history::save::sweep_entry(&result, &save.tags);
+        let e = crate::history::save::sweep_entry(&result, title, &save.tags);
         crate::history::save::save_entry(&save, &e, "the sweep");
     }
     code
