@@ -189,6 +189,7 @@ fn refuse(
     limit: LimitName,
     message: String,
 ) {
+    state.refusals.count(super::RefusalReason::Limit(limit));
     if state
         .log_limiter
         .lock()

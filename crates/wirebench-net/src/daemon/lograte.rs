@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::State;
+use super::{RefusalReason, State};
 
 /// At most [`LogLimiter::PER_SECOND`] lines a second about refused connections; the rest are
 /// counted and summarised.
@@ -57,6 +57,12 @@ impl LogLimiter {
 
 /// Log `what` about `peer`, unless the limiter says there were enough such lines this second.
 pub(super) fn log_refused(state: &State, peer: SocketAddr, what: &str) {
+    log_refused_as(state, peer, RefusalReason::Protocol, what);
+}
+
+/// [`log_refused`] for a refusal counted under `why`.
+pub(super) fn log_refused_as(state: &State, peer: SocketAddr, why: RefusalReason, what: &str) {
+    state.refusals.count(why);
     if state
         .log_limiter
         .lock()

@@ -48,6 +48,7 @@ mod accept;
 mod iperf3;
 mod lograte;
 mod records;
+mod refusals;
 mod route;
 mod session;
 mod tap;
@@ -72,6 +73,8 @@ pub use iperf3::Iperf3Info;
 use lograte::LogLimiter;
 use records::{RecordLog, Ring};
 pub use records::{RecordStatus, TestRecord};
+pub use refusals::RefusalReason;
+use refusals::Refusals;
 use route::PendingTest;
 pub use tap::RecordTap;
 
@@ -135,8 +138,8 @@ pub struct ServerConfig {
     pub max_profile_hz: u32,
     /// Also serve stock iperf3 clients on this address (`serve --iperf3`).
     pub iperf3_bind: Option<SocketAddr>,
-    /// Also hand every record (its JSON line) to this queue (`serve --db`).
-    pub record_tap: Option<RecordTap>,
+    /// Also hand every record (its JSON line) to these queues (`serve --db`, `--metrics`).
+    pub record_taps: Vec<RecordTap>,
 }
 
 impl ServerConfig {
@@ -162,7 +165,7 @@ impl ServerConfig {
             max_profiles: 1,
             max_profile_hz: DEFAULT_MAX_PROFILE_HZ,
             iperf3_bind: None,
-            record_tap: None,
+            record_taps: Vec::new(),
         }
     }
 }
@@ -203,6 +206,8 @@ struct State {
     profiles: AtomicU32,
     /// The cookies of the iperf3 tests in progress.
     iperf3_routes: Mutex<iperf3::Routes>,
+    /// Refusals by reason.
+    refusals: Refusals,
 }
 
 /// A bound daemon, ready to [`Daemon::run`].
@@ -222,6 +227,9 @@ pub struct DaemonHandle {
     /// poll at once instead of after up to [`ACCEPT_POLL`].
     waker: Option<TcpListener>,
 }
+
+/// A reader of a running daemon's counters and refusals ([`DaemonHandle::counters`]).
+pub type CountersFn = Box<dyn Fn() -> (DaemonStats, Vec<(RefusalReason, u64)>) + Send + Sync>;
 
 /// Counters a test or an operator can read from a running daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,6 +300,7 @@ impl Daemon {
                 evicted: AtomicU64::new(0),
                 profiles: AtomicU32::new(0),
                 iperf3_routes: Mutex::new(HashMap::new()),
+                refusals: Refusals::default(),
             }),
         })
     }
@@ -407,6 +416,21 @@ impl DaemonHandle {
     /// Current counters.
     pub fn stats(&self) -> DaemonStats {
         stats_of(&self.state)
+    }
+
+    /// A reader of [`DaemonHandle::stats`] and [`DaemonHandle::refusals`] that outlives a
+    /// borrow of the handle (for a metrics endpoint's thread).
+    #[allow(clippy::type_complexity)]
+    pub fn counters(
+        &self,
+    ) -> Box<dyn Fn() -> (DaemonStats, Vec<(RefusalReason, u64)>) + Send + Sync> {
+        let s = Arc::clone(&self.state);
+        Box::new(move || (stats_of(&s), s.refusals.snapshot()))
+    }
+
+    /// Connections and tests refused so far, per reason (reasons never seen are left out).
+    pub fn refusals(&self) -> Vec<(RefusalReason, u64)> {
+        self.state.refusals.snapshot()
     }
 
     /// The tests served so far, oldest first.

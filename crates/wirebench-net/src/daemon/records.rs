@@ -279,13 +279,14 @@ pub(super) fn record(state: &State, mut rec: TestRecord) {
             return;
         }
     };
-    if let Some(tap) = &state.cfg.record_tap {
+    for tap in &state.cfg.record_taps {
         if !tap.offer(&line) {
             tracing::warn!(
                 test_id = rec.test_id,
                 dropped = tap.dropped(),
-                "the history database's queue is full: this record is not saved there (the \
-                 records file and memory keep it)"
+                "the queue to {} is full: this record is not handed to it (the records file \
+                 and memory keep it)",
+                tap.consumer()
             );
         }
     }

@@ -23,7 +23,7 @@ use wirebench_proto::message::{BusyScope, IntervalMsg, Message};
 use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, SessionError};
 
 use super::accept::ConnSlot;
-use super::lograte::log_refused;
+use super::lograte::{log_refused, log_refused_as};
 use super::records::{record, RecordStatus, TestRecord};
 use super::route::{
     finishing, join_group, open_group, Admission, DataConn, PendingTest, CRR_QUEUE, FINISHING_GRACE,
@@ -154,7 +154,12 @@ pub(super) fn control_session(
             let _ = conn.send(&Message::Error(em));
         }
         if matches!(e, NetError::Session(SessionError::Auth(_))) {
-            log_refused(state, peer, "authentication failed");
+            log_refused_as(
+                state,
+                peer,
+                super::RefusalReason::Authentication,
+                "authentication failed",
+            );
         } else if ts.admission.is_some() {
             let e = escape(&e.to_string());
             tracing::info!(%peer, test_id = ts.test_id, "session ended: {e}");
@@ -452,6 +457,7 @@ fn execute<'a>(
                 let group = match admit(state, &peer_key, group) {
                     Ok(g) => g,
                     Err((prev, cap, scope)) => {
+                        state.refusals.count(super::RefusalReason::of_busy(scope));
                         queue.extend(sess.busy(prev, cap, 1000, scope));
                         continue;
                     }

@@ -25,6 +25,7 @@ struct Inner {
     ready: Condvar,
     max_bytes: usize,
     dropped: AtomicU64,
+    consumer: &'static str,
 }
 
 #[derive(Debug, Default)]
@@ -34,16 +35,23 @@ struct Queue {
 }
 
 impl RecordTap {
-    /// A queue holding at most `max_bytes` of record lines at once.
-    pub fn new(max_bytes: usize) -> RecordTap {
+    /// A queue holding at most `max_bytes` of record lines at once, for `consumer` (what
+    /// the daemon's log names when a record does not fit: "the history database").
+    pub fn new(consumer: &'static str, max_bytes: usize) -> RecordTap {
         RecordTap {
             inner: Arc::new(Inner {
                 queue: Mutex::new(Queue::default()),
                 ready: Condvar::new(),
                 max_bytes,
                 dropped: AtomicU64::new(0),
+                consumer,
             }),
         }
+    }
+
+    /// Who takes the records.
+    pub fn consumer(&self) -> &'static str {
+        self.inner.consumer
     }
 
     /// Queue a copy of `line` if it fits within the byte bound; false (and counted as
@@ -94,7 +102,7 @@ mod tests {
 
     #[test]
     fn bounded_by_bytes_in_order_and_counts_what_it_drops() {
-        let tap = RecordTap::new(10);
+        let tap = RecordTap::new("test", 10);
         assert!(tap.offer(b"abcd"));
         assert!(tap.offer(b"efgh"));
         // 8 queued: 3 more bytes would pass the bound of 10.
@@ -103,7 +111,7 @@ mod tests {
         assert_eq!(tap.queued_bytes(), 10);
         assert_eq!(tap.dropped(), 1);
         // A line larger than the whole bound never fits.
-        assert!(!RecordTap::new(3).offer(b"abcd"));
+        assert!(!RecordTap::new("test", 3).offer(b"abcd"));
         assert_eq!(tap.take(Duration::ZERO).as_deref(), Some(&b"abcd"[..]));
         assert_eq!(tap.queued_bytes(), 6);
         assert!(tap.offer(b"kl"));
@@ -114,7 +122,7 @@ mod tests {
 
     #[test]
     fn take_waits_for_a_line_from_another_thread() {
-        let tap = RecordTap::new(1 << 20);
+        let tap = RecordTap::new("test", 1 << 20);
         let t2 = tap.clone();
         let h = std::thread::spawn(move || t2.take(Duration::from_secs(30)));
         assert!(tap.offer(b"line"));

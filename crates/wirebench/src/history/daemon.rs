@@ -37,7 +37,7 @@ impl DaemonHistory {
     pub fn start(path: &Path) -> Result<DaemonHistory> {
         let store = Store::open(path)
             .with_context(|| format!("opening the history database {}", path.display()))?;
-        let tap = RecordTap::new(QUEUE_BYTES);
+        let tap = RecordTap::new("the history database", QUEUE_BYTES);
         let done = Arc::new(AtomicBool::new(false));
         let (t, d, p) = (tap.clone(), Arc::clone(&done), path.to_path_buf());
         let thread = std::thread::Builder::new()
