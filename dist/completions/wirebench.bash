@@ -1870,7 +1870,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__serve)
-            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --db --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
+            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --db --metrics --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1925,6 +1925,10 @@ _wirebench() {
                     return 0
                     ;;
                 --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -22,6 +22,7 @@ pub mod history;
 pub mod keyfile;
 pub mod lab;
 pub mod limits_cmd;
+pub mod metrics;
 pub mod plot_cmd;
 pub mod progress;
 pub mod serve;

@@ -68,6 +68,12 @@ pub struct ServeArgs {
     /// logged; the records file keeps it.
     #[arg(long, value_name = "PATH")]
     pub db: Option<std::path::PathBuf>,
+    /// Serve OpenMetrics (Prometheus) text at http://ADDR/metrics: the last result per
+    /// peer, workload and direction (throughput, round-trip percentiles, transactions/s,
+    /// loss, retransmits, CPU) and the daemon's health (tests, refusals by reason,
+    /// connections, descriptors, memory). ADDR is IP:PORT, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     /// TCP port.
     #[arg(short, long, default_value_t = wirebench_net::DEFAULT_PORT)]
     pub port: u16,
@@ -235,7 +241,15 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         Some(p) => Some(crate::history::daemon::DaemonHistory::start(p)?),
         None => None,
     };
-    cfg.record_tap = history.as_ref().map(|h| h.tap());
+    let metrics = match a.metrics {
+        Some(addr) => Some(crate::metrics::Metrics::start(addr)?),
+        None => None,
+    };
+    cfg.record_taps = history
+        .iter()
+        .map(|h| h.tap())
+        .chain(metrics.iter().map(|m| m.tap()))
+        .collect();
     cfg.records_path = a.records.clone();
     cfg.records_max_bytes = a.records_max_size.max(4096);
     cfg.keys = keys;
@@ -271,6 +285,10 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     if let Some(addr) = daemon_iperf3 {
         tracing::info!(%addr, "serving iperf3 clients");
     }
+    if let Some(m) = &metrics {
+        m.set_health(handle.counters());
+        tracing::info!(addr = %m.addr(), "serving metrics at /metrics");
+    }
     match authenticated {
         Some(n) => tracing::info!("authentication required ({n} identities)"),
         None if a.bind.is_loopback() => tracing::info!(
@@ -298,6 +316,9 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
     if let Some(h) = history {
         // Every record was queued before shutdown returned: save what is left, then stop.
         h.finish();
+    }
+    if let Some(m) = metrics {
+        m.finish();
     }
     tracing::info!("daemon stopped");
     Ok(())

@@ -16,6 +16,7 @@ mod history;
 mod iperf3;
 mod lab;
 mod limits;
+mod metrics;
 mod paths;
 mod plot;
 mod profile;
