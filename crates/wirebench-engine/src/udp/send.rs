@@ -79,7 +79,7 @@ pub(super) fn run_sender(
         }
         let send_ns = ns_since(shared.start, now);
         let header = DatagramHeader { flow, seq, send_ns };
-        if header.write(&mut buf).is_err() {
+        if cfg.wire.write(&header, &mut buf).is_err() {
             // Unreachable: the spec's validation keeps datagrams at least a header long.
             d.error = Some(FlowError::os(
                 Step::Send,
