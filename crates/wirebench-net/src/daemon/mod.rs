@@ -203,6 +203,9 @@ struct State {
     profiles: AtomicU32,
     /// The cookies of the iperf3 tests in progress.
     iperf3_routes: Mutex<iperf3::Routes>,
+    /// Held by the iperf3 UDP test collecting its streams on the iperf3 port (iperf3's
+    /// connect datagrams name no test, so one test at a time listens for them).
+    iperf3_udp_setup: Mutex<()>,
 }
 
 /// A bound daemon, ready to [`Daemon::run`].
@@ -292,6 +295,7 @@ impl Daemon {
                 evicted: AtomicU64::new(0),
                 profiles: AtomicU32::new(0),
                 iperf3_routes: Mutex::new(HashMap::new()),
+                iperf3_udp_setup: Mutex::new(()),
             }),
         })
     }
