@@ -68,7 +68,7 @@ use wirebench_proto::session::Timeouts;
 
 use crate::NetError;
 use accept::{admit_connection, Frontend, Handshakes};
-pub use iperf3::Iperf3Info;
+pub use iperf3::{ClientUdpStream, Iperf3Info};
 use lograte::LogLimiter;
 use records::{RecordLog, Ring};
 pub use records::{RecordStatus, TestRecord};
