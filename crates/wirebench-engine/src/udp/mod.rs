@@ -32,7 +32,9 @@
 //!   [`MAX_CATCH_UP_DATAGRAMS`] gaps' worth: if it falls further behind (a long descheduling, a
 //!   send that blocked), it moves the schedule forward, drops the slots beyond the allowance,
 //!   and counts a pacing reset. So at most `MAX_CATCH_UP_DATAGRAMS + 1` datagrams ever leave
-//!   back to back. Unpaced flows send back to back all the time.
+//!   back to back. Unpaced flows send back to back all the time. With iperf3's datagrams
+//!   ([`UdpWire::Iperf3`]) the sender paces as iperf3's own does: it only sleeps (no spin) and
+//!   catches up in full, so the rate is the target averaged from the start.
 //! - One thread per receive socket. A receive socket serves one or more flows (it may be a
 //!   single unconnected socket shared by every flow of a test); datagrams are routed to their
 //!   flow by the header's flow id, and those that fit no flow are counted per socket as

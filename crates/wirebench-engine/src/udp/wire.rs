@@ -14,6 +14,8 @@
 //!   a receiver of iperf3 datagrams counts every datagram in its window (the caller runs
 //!   such tests without warm-up).
 
+use std::time::Duration;
+
 use wirebench_iperf3::udp::{UdpHeader, HEADER_BYTES_32, HEADER_BYTES_64};
 use wirebench_proto::udp::{DatagramHeader, HeaderError, HEADER_BYTES};
 
@@ -42,6 +44,18 @@ impl UdpWire {
             UdpWire::Iperf3 {
                 counters_64bit: true,
             } => HEADER_BYTES_64,
+        }
+    }
+
+    /// How a paced sender waits and catches up: the spin before each datagram is due, and
+    /// how many gaps late it may be before it drops the overdue slots (a pacing reset).
+    /// wirebench's own: a short spin and [`super::MAX_CATCH_UP_DATAGRAMS`] (bounded bursts).
+    /// iperf3's: no spin and no limit, as iperf3's sender, whose `-b` is the rate averaged
+    /// from the start (a late sender catches up in full).
+    pub(super) fn pacing(self) -> (Duration, u64) {
+        match self {
+            UdpWire::Native => (super::SPIN, super::MAX_CATCH_UP_DATAGRAMS),
+            UdpWire::Iperf3 { .. } => (Duration::ZERO, u64::MAX),
         }
     }
 
