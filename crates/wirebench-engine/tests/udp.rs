@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 use wirebench_engine::udp::{
-    run, UdpConfig, UdpPlan, UdpPlanError, UdpRecvSocket, UdpSendFlow, MAX_CATCH_UP_DATAGRAMS,
+    run, UdpConfig, UdpPlan, UdpPlanError, UdpRecvSocket, UdpSendFlow, UdpWire,
+    MAX_CATCH_UP_DATAGRAMS,
 };
 use wirebench_engine::{Abort, EngineOutput, NullSink, Pinning, Sink};
 use wirebench_model::abort::AbortReason;
@@ -66,6 +67,7 @@ fn config(
         pin: Pinning::default(),
         policy: None,
         buffer_offset: 0,
+        wire: UdpWire::Native,
     }
 }
 

@@ -482,6 +482,7 @@ fn execute(
                     cpu: cfg.spec.common.client_cpu.map(|c| c as usize),
                     policy: None,
                     local,
+                    udp_wire: wirebench_engine::udp::UdpWire::Native,
                 };
                 run.engine = Some(
                     EngineRun::start(end, &cfg.spec, data, run.profile.take())

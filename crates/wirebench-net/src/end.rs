@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use wirebench_engine::rr::{self, OpenLoop, RrConfig, RrFlows};
 use wirebench_engine::stream::{self, FlowPlan, StreamConfig};
-use wirebench_engine::udp::{self, UdpConfig, UdpPlan};
+use wirebench_engine::udp::{self, UdpConfig, UdpPlan, UdpWire};
 use wirebench_engine::{Abort, EngineOutput, Pinning, RatePolicy, Sink};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::profile::ProfileUnavailable;
@@ -149,6 +149,8 @@ pub(crate) struct EndParams {
     pub(crate) policy: Option<RatePolicy>,
     /// The local address of the data sockets (for the environment probe).
     pub(crate) local: Option<IpAddr>,
+    /// The header format of a UDP stream's datagrams (iperf3's for an iperf3 client).
+    pub(crate) udp_wire: UdpWire,
 }
 
 /// A running engine on its own thread.
@@ -250,7 +252,12 @@ fn stream_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> S
 }
 
 /// The engine configuration of a UDP stream spec.
-fn udp_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> UdpConfig {
+fn udp_config(
+    spec: &TestSpec,
+    pin: Pinning,
+    policy: Option<RatePolicy>,
+    wire: UdpWire,
+) -> UdpConfig {
     let c = &spec.common;
     let (datagram_bytes, rate_bps) = match &spec.workload {
         WorkloadSpec::UdpStream(u) => (u.datagram_bytes as usize, u.rate_bps),
@@ -267,6 +274,7 @@ fn udp_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> UdpC
         pin,
         policy,
         buffer_offset: buffer_offset(c),
+        wire,
     }
 }
 
@@ -364,7 +372,7 @@ fn run_plan(
             report(host, local, out, SideData::Rr)
         }
         DataPlan::Udp { plan, keep } => {
-            let cfg = udp_config(spec, pin, policy);
+            let cfg = udp_config(spec, pin, policy, end.udp_wire);
             let res = udp::run(&cfg, plan, sink, abort);
             drop(keep);
             match res {

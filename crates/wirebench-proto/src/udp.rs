@@ -529,7 +529,19 @@ impl RecvDemux {
     /// Account one received datagram (`buf` exactly the datagram) that arrived at
     /// `arrival_ns`. Never panics.
     pub fn on_datagram(&mut self, buf: &[u8], arrival_ns: u64) -> DatagramOutcome {
-        let header = match DatagramHeader::parse(buf) {
+        self.on_parsed(DatagramHeader::parse(buf), buf.len(), arrival_ns)
+    }
+
+    /// Account one received datagram of `len_bytes` whose header the caller parsed itself
+    /// (a datagram of another header format, mapped onto [`DatagramHeader`]); a parse error
+    /// counts as [`RecvDemux::on_datagram`] counts it. Never panics.
+    pub fn on_parsed(
+        &mut self,
+        parsed: Result<DatagramHeader, HeaderError>,
+        len_bytes: usize,
+        arrival_ns: u64,
+    ) -> DatagramOutcome {
+        let header = match parsed {
             Ok(h) => h,
             Err(HeaderError::TooShort { .. }) => {
                 self.invalid.too_short = self.invalid.too_short.saturating_add(1);
@@ -546,7 +558,7 @@ impl RecvDemux {
             _ => None,
         };
         match found.and_then(|i| Some((i, self.flows.get_mut(i)?))) {
-            Some((flow_index, acc)) => match acc.on_datagram(&header, buf.len(), arrival_ns) {
+            Some((flow_index, acc)) => match acc.on_datagram(&header, len_bytes, arrival_ns) {
                 Some(class) => DatagramOutcome::Accepted { flow_index, class },
                 None => self.foreign(header.flow),
             },

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::daemon::LocalDaemon;
 use crate::common::*;
+use crate::rr_udp::nft;
 use wirebench_lab::{Side, Testbed};
 
 /// iperf3 is there (CI requires it).
@@ -52,7 +53,11 @@ fn iperf3_json(mut c: Command, addr: SocketAddr, args: &[&str]) -> serde_json::V
         "iperf3 {args:?} failed: {text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("iperf3 -J output ({e}): {text}"))
+    let j: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("iperf3 -J output ({e}): {text}"));
+    // iperf3 -J exits 0 after some errors, which it reports in the JSON.
+    assert!(j.get("error").is_none(), "iperf3 {args:?}: {}", j["error"]);
+    j
 }
 
 /// Per flow of the record's server report: (role, total bytes, window bytes, TCP_INFO
@@ -404,4 +409,258 @@ fn hostile_iperf3_clients_leave_the_daemon_serving() {
     d.assert_back_to(base, Duration::from_secs(10), 4096);
     let j = iperf3_json(Command::new("iperf3"), addr, &["-t", "1"]);
     assert!(j["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+}
+
+/// The packet counts of an nftables listing's counters, in order.
+fn nft_counts(listing: &str) -> Vec<u64> {
+    listing
+        .split("counter packets ")
+        .skip(1)
+        .filter_map(|s| s.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// `RcvbufErrors` of `side`'s namespace (/proc/net/snmp): datagrams its UDP sockets dropped
+/// for a full receive buffer.
+fn udp_rcvbuf_errors(tb: &Testbed, side: Side) -> u64 {
+    let snmp = tb.exec(side, &["cat", "/proc/net/snmp"]).unwrap();
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "RcvbufErrors")
+        .unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// The UDP report of a record's server end.
+fn server_udp(rec: &serde_json::Value) -> &serde_json::Value {
+    let u = &rec["server"]["data"]["udp_stream"];
+    assert!(u.is_object(), "no UDP report: {rec}");
+    u
+}
+
+fn sum_u64(v: &serde_json::Value, key: &str) -> u64 {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x[key].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// Stock iperf3 UDP clients (`-u -b 100M -l 1400 -t 1`) against `serve --iperf3` in a
+/// namespace pair, forward, reverse, and forward through an nftables rule that drops 2 % of
+/// the datagrams at random. Every datagram is accounted for where it went:
+/// - on the receiving namespace's input hook, an nftables counter sees each of the test's
+///   datagrams (UDP length 1408) once, and the receiving veth's `rx_packets` counts each
+///   packet that reached that hook (plus at most a few link-layer ones, ARP);
+/// - forward: what the iperf3 client says it sent = what reached B's input hook = dropped
+///   by the rule + dropped at the daemon's socket (SO_RXQ_OVFL) or by the host (SNMP) +
+///   received by the daemon's engine; and the loss the iperf3 client prints (from the
+///   daemon's results) is exactly the rule's count plus those socket/host drops (0 on an
+///   unloaded machine), its byte count the engine's;
+/// - reverse: what the daemon's engine sent is what reached A's input hook, the client saw
+///   every sequence number it used, and what the client counts lost is what its own socket
+///   dropped (A's `RcvbufErrors`; 0 unless the client fell behind).
+#[test]
+fn stock_iperf3_udp_clients_in_a_namespace_pair() {
+    if !have_iperf3() {
+        return;
+    }
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let mut c = tb.command(Side::B, BIN);
+    c.args([
+        "serve",
+        "--bind",
+        wirebench_lab::ADDR_B,
+        "--allow-unauthenticated",
+    ]);
+    c.args(["--port", "5301", "--iperf3", "--iperf3-port", "5201"]);
+    let d = LocalDaemon::start_cmd(c, &[]);
+    let addr: SocketAddr = format!("{}:5201", wirebench_lab::ADDR_B).parse().unwrap();
+    let udp = ["-u", "-b", "100M", "-l", "1400", "-t", "1"];
+    let cases: &[(&[&str], u32)] = &[(&[], 0), (&["-R"], 0), (&[], 20)];
+    for (i, (extra, per_mille)) in cases.iter().enumerate() {
+        let reverse = extra.contains(&"-R");
+        let (rx_side, rx_if) = if reverse {
+            (Side::A, wirebench_lab::IF_A)
+        } else {
+            (Side::B, wirebench_lab::IF_B)
+        };
+        // A fresh table: count every packet reaching input, the test's datagrams, and drop
+        // `per_mille` of them at random.
+        nft(
+            &tb,
+            rx_side,
+            &format!(
+                "table inet wbiu\ndelete table inet wbiu\ntable inet wbiu {{\n chain input {{\n  \
+                 type filter hook input priority 0;\n  counter\n  udp length 1408 counter\n  \
+                 udp length 1408 numgen random mod 1000 < {per_mille} counter drop\n }}\n}}\n"
+            ),
+        );
+        let args: Vec<&str> = udp.iter().chain(extra.iter()).copied().collect();
+        let before = tb.counters(rx_side, rx_if).unwrap();
+        let drops_before = udp_rcvbuf_errors(&tb, Side::A);
+        let j = iperf3_json(tb.command(Side::A, "iperf3"), addr, &args);
+        let after = tb.counters(rx_side, rx_if).unwrap();
+        let client_socket_drops = udp_rcvbuf_errors(&tb, Side::A) - drops_before;
+        let counts = nft_counts(&nft(&tb, rx_side, "list table inet wbiu\n"));
+        let [all_input, datagrams, dropped] = counts[..] else {
+            panic!("nft counters: {counts:?}")
+        };
+        let recs = d.wait_records(i + 1, Duration::from_secs(10));
+        let rec = &recs[i];
+        assert_eq!(rec["status"], "completed", "{args:?}: {rec}");
+        let u = server_udp(rec);
+        let end = &j["end"];
+        let rx_packets = after.rx_packets - before.rx_packets;
+        eprintln!(
+            "iperf3 {args:?}: nft input {all_input}, datagrams {datagrams}, dropped {dropped}; \
+             {rx_if} rx_packets {rx_packets}; A's socket drops {client_socket_drops}; \
+             sum_sent {}; sum_received {}; server {} {}",
+            end["sum_sent"], end["sum_received"], u["receivers"], u["senders"]
+        );
+        assert!(
+            rx_packets >= all_input && rx_packets - all_input <= 4,
+            "{args:?}: {rx_if} received {rx_packets} packets, the input hook saw {all_input}"
+        );
+        assert_eq!(dropped > 0, *per_mille > 0, "{args:?}: dropped {dropped}");
+        let got = &end["sum_received"];
+        if reverse {
+            // The daemon's engine paces with bounded catch-up: on a loaded machine it may
+            // send fewer than 100 Mbit/s' worth, and says so (`pacing_resets`).
+            let sent = sum_u64(&u["senders"], "datagrams_sent");
+            let refused = sum_u64(&u["senders"], "send_refused");
+            assert!(sent > 1000, "{args:?}: sent {sent}");
+            assert_eq!(sent, datagrams, "{args:?}: daemon sent vs A's input hook");
+            assert_eq!(refused, 0, "{args:?}");
+            // The client saw every number the daemon used (the last one arrived), and what it
+            // counts lost is what its own socket dropped (A's RcvbufErrors).
+            assert_eq!(got["packets"].as_u64(), Some(sent), "{args:?}");
+            assert_eq!(
+                got["lost_packets"].as_u64(),
+                Some(client_socket_drops),
+                "{args:?}"
+            );
+            assert_eq!(
+                end["sum_sent"]["bytes"].as_u64(),
+                Some(sum_u64(&u["senders"], "bytes_sent")),
+                "{args:?}: the client's sender line is the daemon's"
+            );
+            continue;
+        }
+        let client_sent = end["sum_sent"]["packets"].as_u64().unwrap();
+        assert!(client_sent > 1000, "{args:?}: sent {client_sent}");
+        assert_eq!(
+            rec["iperf3"]["client_udp"][0]["packets"].as_u64(),
+            Some(client_sent),
+            "{args:?}: the record keeps the client's figures"
+        );
+        let received = sum_u64(&u["receivers"], "datagrams_received");
+        let socket_drops = sum_u64(&u["sockets"], "rcvbuf_drops");
+        let host = &u["host_drops"];
+        let host_other =
+            host["in_errors"].as_u64().unwrap() - host["rcvbuf_errors"].as_u64().unwrap();
+        assert_eq!(
+            client_sent, datagrams,
+            "{args:?}: client sent vs B's input hook"
+        );
+        assert_eq!(
+            datagrams,
+            dropped + socket_drops + host_other + received,
+            "{args:?}: where the datagrams went"
+        );
+        assert_eq!(
+            got["lost_packets"].as_u64(),
+            Some(dropped + socket_drops + host_other),
+            "{args:?}: the loss iperf3 prints"
+        );
+        assert_eq!(got["packets"].as_u64(), Some(client_sent), "{args:?}");
+        assert_eq!(
+            got["bytes"].as_u64(),
+            Some(sum_u64(&u["receivers"], "bytes_received")),
+            "{args:?}"
+        );
+        assert_eq!(got["bytes"].as_u64(), Some(received * 1400), "{args:?}");
+        let jitter_ms = got["jitter_ms"].as_f64().unwrap();
+        let engine_ms = u["receivers"][0]["jitter_ns"].as_f64().unwrap() / 1e6;
+        assert!(
+            (jitter_ms - engine_ms).abs() < 1e-6,
+            "{jitter_ms} vs {engine_ms}"
+        );
+    }
+}
+
+/// Hostile iperf3 UDP clients: one that never sends the connect datagram, and one whose
+/// connect datagram comes from another address than its control connection (it is never
+/// answered: the daemon sends nothing to a third address). Each test ends at the handshake
+/// deadline, the daemon returns to its baseline, and a stock UDP client is served after.
+#[test]
+fn hostile_iperf3_udp_clients_leave_the_daemon_serving() {
+    if !have_iperf3() {
+        return;
+    }
+    let _g = serial();
+    let d = LocalDaemon::start(&[
+        "--iperf3",
+        "--iperf3-port",
+        "0",
+        "--handshake-timeout",
+        "1",
+        "--max-tests-per-peer",
+        "4",
+    ]);
+    let addr = iperf3_addr(&d);
+    let base = d.settled_usage(Duration::from_secs(2));
+    let bound = Duration::from_secs(4);
+    let params = br#"{"udp":true,"time":1,"parallel":1,"len":1400,"bandwidth":1000000}"#;
+    let start = |tag| {
+        let mut s = raw_iperf3(addr, tag);
+        s.write_all(&(params.len() as u32).to_be_bytes()).unwrap();
+        s.write_all(params).unwrap();
+        let mut b = [0u8; 2];
+        s.set_read_timeout(Some(bound)).unwrap();
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(b, [0x09, 0x0a], "PARAM_EXCHANGE, CREATE_STREAMS");
+        s
+    };
+
+    // No connect datagram: closed at the handshake deadline.
+    let mut s = start(5);
+    let t = Instant::now();
+    let (got, closed) = read_to_close(&mut s, bound);
+    assert!(closed && got.is_empty() && t.elapsed() < bound, "{got:?}");
+
+    // A connect datagram from 127.0.0.2 for a control connection from 127.0.0.1: never
+    // answered; the test ends at the deadline.
+    let mut s = start(6);
+    let u = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    u.connect(addr).unwrap();
+    u.send(b"9876").unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert!(u.recv(&mut buf).is_err(), "a foreign address was answered");
+    let (got, closed) = read_to_close(&mut s, bound);
+    assert!(closed && got.is_empty(), "{got:?}");
+
+    let recs = d.wait_records(2, Duration::from_secs(10));
+    assert!(recs.iter().all(|r| r["status"] != "completed"), "{recs:?}");
+    assert_eq!(
+        recs[1]["iperf3"]["udp_setup_foreign_datagrams"].as_u64(),
+        Some(1),
+        "{}",
+        recs[1]
+    );
+    d.assert_back_to(base, Duration::from_secs(10), 4096);
+    let j = iperf3_json(
+        Command::new("iperf3"),
+        addr,
+        &["-u", "-b", "10M", "-l", "1400", "-t", "1"],
+    );
+    let got = &j["end"]["sum_received"];
+    assert!(got["packets"].as_u64().unwrap() > 800, "{got}");
+    assert_eq!(got["lost_packets"].as_u64(), Some(0), "{got}");
 }

@@ -536,7 +536,8 @@ fn rr_latency_over_a_1ms_each_way_path() {
     assert!((1..=1000).contains(&l.count), "count {}", l.count);
 }
 
-fn nft(tb: &Testbed, side: Side, script: &str) -> String {
+/// Run an nftables script in `side`'s namespace; its output.
+pub(crate) fn nft(tb: &Testbed, side: Side, script: &str) -> String {
     let out = tb
         .command(side, "nft")
         .args(["-f", "-"])

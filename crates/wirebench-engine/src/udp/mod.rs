@@ -32,7 +32,9 @@
 //!   [`MAX_CATCH_UP_DATAGRAMS`] gaps' worth: if it falls further behind (a long descheduling, a
 //!   send that blocked), it moves the schedule forward, drops the slots beyond the allowance,
 //!   and counts a pacing reset. So at most `MAX_CATCH_UP_DATAGRAMS + 1` datagrams ever leave
-//!   back to back. Unpaced flows send back to back all the time.
+//!   back to back. Unpaced flows send back to back all the time. With iperf3's datagrams
+//!   ([`UdpWire::Iperf3`]) the sender paces as iperf3's own does: it only sleeps (no spin) and
+//!   catches up in full, so the rate is the target averaged from the start.
 //! - One thread per receive socket. A receive socket serves one or more flows (it may be a
 //!   single unconnected socket shared by every flow of a test); datagrams are routed to their
 //!   flow by the header's flow id, and those that fit no flow are counted per socket as
@@ -102,6 +104,9 @@ use crate::{EngineOutput, Pinning, Sink};
 mod recv;
 mod sample;
 mod send;
+mod wire;
+
+pub use wire::UdpWire;
 
 use recv::{run_receiver, RecvDone};
 use sample::{Counters, Counts, UdpSampler};
@@ -184,6 +189,8 @@ pub struct UdpConfig {
     /// Where every datagram buffer starts: bytes past a page boundary (below the page size;
     /// 0 is page-aligned, the default).
     pub buffer_offset: usize,
+    /// The datagrams' header format (both ends use one).
+    pub wire: UdpWire,
 }
 
 /// A plan the engine refuses before sending anything (the caller built it wrong).
@@ -198,6 +205,10 @@ pub enum UdpPlanError {
     /// A receive socket without flows.
     #[error("receive socket {0} serves no flow")]
     EmptyRecvSocket(usize),
+    /// A socket receiving iperf3's datagrams (which carry no flow id) serving more or fewer
+    /// than one flow.
+    #[error("receive socket {0} must serve exactly one flow with iperf3's datagram format")]
+    SharedIperf3Socket(usize),
     /// A sending socket that is not connected.
     #[error("the socket of sending flow {flow} is not connected: {reason}")]
     NotConnected {
@@ -231,6 +242,18 @@ impl UdpConfig {
         MIN_DRAIN_QUIET.max(gaps).min(self.drain_limit)
     }
 
+    /// The window a receiver counts datagrams into by their send time: the sender window, or
+    /// everything with iperf3's format (whose send times are on the sender's own clock).
+    fn receiver_window(&self) -> Span {
+        match self.wire {
+            UdpWire::Native => self.sender_window(),
+            UdpWire::Iperf3 { .. } => Span {
+                start_ns: 0,
+                end_ns: u64::MAX,
+            },
+        }
+    }
+
     /// The sender window these parameters define, ns after the sender's start.
     pub fn sender_window(&self) -> Span {
         let warmup = self.warmup.min(MAX_PHASE);
@@ -257,7 +280,7 @@ fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn check_plan(plan: &UdpPlan) -> Result<(), UdpPlanError> {
+fn check_plan(plan: &UdpPlan, wire: UdpWire) -> Result<(), UdpPlanError> {
     let mut sent: Vec<u32> = plan.senders.iter().map(|s| s.flow).collect();
     sent.sort_unstable();
     if let Some(w) = sent.windows(2).find(|w| w[0] == w[1]) {
@@ -267,6 +290,9 @@ fn check_plan(plan: &UdpPlan) -> Result<(), UdpPlanError> {
     for (i, r) in plan.receivers.iter().enumerate() {
         if r.flows.is_empty() {
             return Err(UdpPlanError::EmptyRecvSocket(i));
+        }
+        if wire != UdpWire::Native && r.flows.len() != 1 {
+            return Err(UdpPlanError::SharedIperf3Socket(i));
         }
         received.extend_from_slice(&r.flows);
     }
@@ -379,7 +405,7 @@ fn collect_receivers(
     results: impl Iterator<Item = Option<ThreadResult>>,
     warnings: &mut Vec<Warning>,
 ) -> (Vec<UdpRecvReport>, Vec<UdpRecvSocketReport>) {
-    let window = cfg.sender_window();
+    let window = cfg.receiver_window();
     let mut receivers = Vec::new();
     let mut sockets = Vec::with_capacity(plan.receivers.len());
     for (i, (r, res)) in plan.receivers.iter().zip(results).enumerate() {
@@ -451,7 +477,7 @@ pub fn run(
     sink: &mut dyn Sink<UdpInterval>,
     abort: &Abort,
 ) -> Result<EngineOutput<UdpSide>, UdpPlanError> {
-    check_plan(&plan)?;
+    check_plan(&plan, cfg.wire)?;
     let warmup = cfg.warmup.min(MAX_PHASE);
     let duration = cfg.duration.min(MAX_PHASE);
     let n_send = plan.senders.len();
@@ -604,6 +630,7 @@ mod tests {
             pin: Pinning::default(),
             policy: None,
             buffer_offset: 0,
+            wire: UdpWire::Native,
         }
     }
 

@@ -40,7 +40,9 @@ pub(super) fn run_receiver(
     shared: &Shared,
     abort: &Abort,
 ) -> RecvDone {
-    let window = cfg.sender_window();
+    let window = cfg.receiver_window();
+    // With iperf3's format a socket serves one flow (checked with the plan).
+    let only_flow = flows.first().copied().unwrap_or(0);
     let mut demux = RecvDemux::new(
         flows
             .iter()
@@ -73,8 +75,9 @@ pub(super) fn run_receiver(
             Ok((n, _from)) => {
                 let now = Instant::now();
                 let dgram = buf.get(..n).unwrap_or_default();
+                let parsed = cfg.wire.read(only_flow, dgram);
                 if let DatagramOutcome::Accepted { flow_index, class } =
-                    demux.on_datagram(dgram, ns_since(shared.start, now))
+                    demux.on_parsed(parsed, dgram.len(), ns_since(shared.start, now))
                 {
                     // Only the test's own datagrams keep the drain going.
                     last_arrival = Some(now);

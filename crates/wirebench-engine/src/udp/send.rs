@@ -58,6 +58,7 @@ pub(super) fn run_sender(
         error: None,
     };
     let stop = || abort.is_set() || shared.stop.load(Ordering::Relaxed);
+    let (spin, max_behind) = cfg.wire.pacing();
     let mut seq: u64 = 0;
     loop {
         if stop() {
@@ -68,10 +69,10 @@ pub(super) fn run_sender(
             let Some(due) = sch.due(seq).filter(|&t| t < shared.stop_at) else {
                 break;
             };
-            if !wait_until(due, SPIN, &stop) {
+            if !wait_until(due, spin, &stop) {
                 break;
             }
-            sch.limit_lag(seq, Instant::now(), MAX_CATCH_UP_DATAGRAMS);
+            sch.limit_lag(seq, Instant::now(), max_behind);
         }
         let now = Instant::now();
         if now >= shared.stop_at {
@@ -79,7 +80,7 @@ pub(super) fn run_sender(
         }
         let send_ns = ns_since(shared.start, now);
         let header = DatagramHeader { flow, seq, send_ns };
-        if header.write(&mut buf).is_err() {
+        if cfg.wire.write(&header, &mut buf).is_err() {
             // Unreachable: the spec's validation keeps datagrams at least a header long.
             d.error = Some(FlowError::os(
                 Step::Send,

@@ -69,7 +69,7 @@ use wirebench_proto::session::Timeouts;
 
 use crate::NetError;
 use accept::{admit_connection, Frontend, Handshakes};
-pub use iperf3::Iperf3Info;
+pub use iperf3::{ClientUdpStream, Iperf3Info};
 use lograte::LogLimiter;
 use records::{RecordLog, Ring};
 pub use records::{RecordStatus, TestRecord};
@@ -208,6 +208,9 @@ struct State {
     iperf3_routes: Mutex<iperf3::Routes>,
     /// Refusals by reason.
     refusals: Refusals,
+    /// Held by the iperf3 UDP test collecting its streams on the iperf3 port (iperf3's
+    /// connect datagrams name no test, so one test at a time listens for them).
+    iperf3_udp_setup: Mutex<()>,
 }
 
 /// A bound daemon, ready to [`Daemon::run`].
@@ -301,6 +304,7 @@ impl Daemon {
                 profiles: AtomicU32::new(0),
                 iperf3_routes: Mutex::new(HashMap::new()),
                 refusals: Refusals::default(),
+                iperf3_udp_setup: Mutex::new(()),
             }),
         })
     }

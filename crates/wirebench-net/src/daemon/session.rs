@@ -500,6 +500,7 @@ fn execute<'a>(
                     cpu: spec.common.server_cpu.map(|c| c as usize),
                     policy: state.cfg.limits.max_rate_bps.map(RatePolicy::new),
                     local,
+                    udp_wire: wirebench_engine::udp::UdpWire::Native,
                 };
                 ts.engine = Some(
                     EngineRun::start(end, &spec, data, ts.profile.take())

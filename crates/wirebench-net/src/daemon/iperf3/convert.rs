@@ -5,8 +5,11 @@
 use wirebench_iperf3::params::{Direction as IDirection, Params, Protocol};
 use wirebench_iperf3::results::{Results, StreamResult};
 use wirebench_iperf3::wire::ErrorCode;
-use wirebench_model::side::{Role, SideReport};
-use wirebench_model::spec::{Direction, Limits, StreamSpec, TcpOptions, TestSpec, WorkloadSpec};
+use wirebench_model::side::{Role, SideReport, Span};
+use wirebench_model::spec::{
+    Direction, Limits, StreamSpec, TcpOptions, TestSpec, UdpStreamSpec, WorkloadSpec,
+};
+use wirebench_model::udp::UdpSide;
 use wirebench_model::validate::{LimitName, SpecField, SpecProblem};
 
 /// Why an iperf3 test is refused: the code the iperf3 client is sent and what the daemon
@@ -36,20 +39,11 @@ pub(super) fn spec_of(p: &Params, limits: &Limits) -> Result<TestSpec, Refusal> 
             "iperf3 RSA authentication (--username) is not supported by wirebench",
         ));
     }
-    match p.protocol {
-        Protocol::Tcp => {}
-        Protocol::Udp => {
-            return Err(refuse(
-                ErrorCode::RecvParams,
-                "iperf3 UDP tests (-u) are not served yet",
-            ))
-        }
-        Protocol::Sctp => {
-            return Err(refuse(
-                ErrorCode::RecvParams,
-                "iperf3 SCTP tests are not served",
-            ))
-        }
+    if p.protocol == Protocol::Sctp {
+        return Err(refuse(
+            ErrorCode::RecvParams,
+            "iperf3 SCTP tests are not served",
+        ));
     }
     if let Some(code) = p.block_size_problem() {
         return Err(refuse(code, format!("block size {} B", p.len_bytes)));
@@ -71,25 +65,12 @@ pub(super) fn spec_of(p: &Params, limits: &Limits) -> Result<TestSpec, Refusal> 
         IDirection::Reverse => Direction::Reverse,
         IDirection::Bidir => Direction::Bidir,
     };
-    let mut spec = TestSpec::new(WorkloadSpec::Stream(StreamSpec {
-        direction,
-        send_size_bytes: p.len_bytes,
-        recv_size_bytes: p.len_bytes,
-        rate_bps: (p.bandwidth_bps > 0).then_some(p.bandwidth_bps),
-        send_path: if p.zerocopy {
-            wirebench_model::spec::SendPath::Sendfile
-        } else {
-            wirebench_model::spec::SendPath::Copy
-        },
-        tcp: TcpOptions {
-            congestion: p.congestion.clone(),
-            nodelay: p.nodelay,
-            mss_bytes: p.mss_bytes,
-            notsent_lowat_bytes: None,
-        },
-        stop_after_bytes,
-        ..StreamSpec::default()
-    }));
+    let workload = if p.protocol == Protocol::Udp {
+        udp_workload(p, direction, stop_after_bytes.is_some())?
+    } else {
+        tcp_workload(p, direction, stop_after_bytes)
+    };
+    let mut spec = TestSpec::new(workload);
     spec.common.flows = p.parallel;
     spec.common.duration_ms = duration_ms;
     spec.common.warmup_ms = u64::from(p.omit_s) * 1000;
@@ -108,11 +89,59 @@ pub(super) fn spec_of(p: &Params, limits: &Limits) -> Result<TestSpec, Refusal> 
                 },
             ) => ErrorCode::TotalRate,
             (SpecField::SendSizeBytes | SpecField::RecvSizeBytes, _) => ErrorCode::BlockSize,
+            (SpecField::DatagramBytes, _) => ErrorCode::UdpBlockSize,
             _ => ErrorCode::RecvParams,
         };
         refuse(code, e.to_string())
     })?;
     Ok(spec)
+}
+
+/// The UDP stream of `-u`: `-l` is the datagram size and `-b` each stream's rate (0:
+/// unpaced). Refused: omitted seconds (`-O`), and a byte or block count or `-t 0`: iperf3's
+/// datagrams carry the client's own clock, so the daemon cannot place the omitted seconds,
+/// and its UDP engine ends at its duration, not at a count.
+fn udp_workload(p: &Params, direction: Direction, counted: bool) -> Result<WorkloadSpec, Refusal> {
+    if p.omit_s > 0 {
+        return Err(refuse(
+            ErrorCode::RecvParams,
+            "iperf3 UDP tests with omitted seconds (-O) are not served",
+        ));
+    }
+    if counted || p.time_s == 0 {
+        return Err(refuse(
+            ErrorCode::RecvParams,
+            "iperf3 UDP tests need a duration (-t); -n, -k and -t 0 are not served",
+        ));
+    }
+    Ok(WorkloadSpec::UdpStream(UdpStreamSpec {
+        direction,
+        datagram_bytes: p.len_bytes,
+        rate_bps: (p.bandwidth_bps > 0).then_some(p.bandwidth_bps),
+    }))
+}
+
+/// The TCP stream of an iperf3 test.
+fn tcp_workload(p: &Params, direction: Direction, stop_after_bytes: Option<u64>) -> WorkloadSpec {
+    WorkloadSpec::Stream(StreamSpec {
+        direction,
+        send_size_bytes: p.len_bytes,
+        recv_size_bytes: p.len_bytes,
+        rate_bps: (p.bandwidth_bps > 0).then_some(p.bandwidth_bps),
+        send_path: if p.zerocopy {
+            wirebench_model::spec::SendPath::Sendfile
+        } else {
+            wirebench_model::spec::SendPath::Copy
+        },
+        tcp: TcpOptions {
+            congestion: p.congestion.clone(),
+            nodelay: p.nodelay,
+            mss_bytes: p.mss_bytes,
+            notsent_lowat_bytes: None,
+        },
+        stop_after_bytes,
+        ..StreamSpec::default()
+    })
 }
 
 /// Nanoseconds as iperf3's seconds.
@@ -125,7 +154,8 @@ fn secs(ns: u64) -> f64 {
 /// the clock that started at TEST_START, so the client divides by the server's own window;
 /// a sending stream's retransmits from TCP_INFO; CPU as the data threads' CPU time over the
 /// window (iperf3 counts its process; wirebench's data threads do all of this end's work).
-pub(super) fn results_of(report: Option<&SideReport>, server_output: Option<String>) -> Results {
+/// A UDP test's streams as [`udp_streams`] says; `client` is the client's results message.
+pub(super) fn results_of(report: Option<&SideReport>, client: Option<&Results>) -> Results {
     let mut r = Results {
         cpu_util_total: 0.0,
         cpu_util_user: 0.0,
@@ -133,7 +163,7 @@ pub(super) fn results_of(report: Option<&SideReport>, server_output: Option<Stri
         sender_has_retransmits: -1,
         congestion_used: None,
         streams: Vec::new(),
-        server_output_text: server_output,
+        server_output_text: None,
     };
     let Some(report) = report else {
         return r;
@@ -143,6 +173,15 @@ pub(super) fn results_of(report: Option<&SideReport>, server_output: Option<Stri
         r.cpu_util_user = cpu.threads_user_ns as f64 / win * 100.0;
         r.cpu_util_system = cpu.threads_system_ns as f64 / win * 100.0;
         r.cpu_util_total = r.cpu_util_user + r.cpu_util_system;
+    }
+    if let Some(u) = report.udp() {
+        let window = report.window.unwrap_or_default();
+        r.streams = udp_streams(u, window, client);
+        if !u.senders.is_empty() {
+            // A UDP sender has no retransmits to report (iperf3 sends 0).
+            r.sender_has_retransmits = 0;
+        }
+        return r;
     }
     let Some(stream) = report.stream() else {
         return r;
@@ -174,6 +213,63 @@ pub(super) fn results_of(report: Option<&SideReport>, server_output: Option<Stri
     }
     r.streams.sort_by_key(|s| s.id);
     r
+}
+
+/// The streams of a UDP test, with `window` (this end's measurement window) as each
+/// stream's time:
+/// - a stream this end received: `bytes` of the distinct datagrams; `packets` the datagrams
+///   the client says it sent (`client`'s `packets` for the stream id), at least the highest
+///   sequence number seen; `errors` = `packets` − distinct datagrams received (duplicates
+///   and reordering make up for nothing); `jitter` RFC 3550's, in seconds;
+/// - a stream this end sent: `bytes` sent; `packets` the sequence numbers used (datagrams
+///   sent, plus sends the kernel refused or that failed, which the client sees as lost).
+fn udp_streams(u: &UdpSide, window: Span, client: Option<&Results>) -> Vec<StreamResult> {
+    let client_packets = |id: u32| {
+        client
+            .and_then(|c| c.streams.iter().find(|s| s.id == id))
+            .map_or(0, |s| u64::try_from(s.packets).unwrap_or(0))
+    };
+    let stream = |id, bytes, jitter_s, errors: u64, packets: u64| StreamResult {
+        id,
+        bytes,
+        retransmits: -1,
+        jitter_s,
+        errors: i64::try_from(errors).unwrap_or(i64::MAX),
+        packets: i64::try_from(packets).unwrap_or(i64::MAX),
+        omitted_errors: 0,
+        omitted_packets: 0,
+        start_time_s: secs(window.start_ns),
+        end_time_s: secs(window.end_ns),
+    };
+    let mut out = Vec::new();
+    for rx in &u.receivers {
+        let id = Params::stream_id(rx.flow);
+        let seq_end = rx.highest_seq.map_or(0, |h| h.saturating_add(1));
+        let packets = client_packets(id).max(seq_end);
+        let lost = packets.saturating_sub(rx.datagrams_received);
+        out.push(stream(
+            id,
+            rx.bytes_received,
+            rx.jitter_ns / 1e9,
+            lost,
+            packets,
+        ));
+    }
+    for tx in &u.senders {
+        let used = tx
+            .datagrams_sent
+            .saturating_add(tx.send_refused)
+            .saturating_add(tx.send_errors);
+        out.push(stream(
+            Params::stream_id(tx.flow),
+            tx.bytes_sent,
+            0.0,
+            0,
+            used,
+        ));
+    }
+    out.sort_by_key(|s| s.id);
+    out
 }
 
 /// The text a client asked for with `--get-server-output`: one line per stream of what the
@@ -236,7 +332,25 @@ mod tests {
             code(r#"{"time":1,"authtoken":"x"}"#),
             Err(ErrorCode::AuthTest)
         );
-        assert_eq!(code(r#"{"udp":true,"time":1}"#), Err(ErrorCode::RecvParams));
+        assert_eq!(
+            code(r#"{"udp":true,"time":1,"omit":1,"bandwidth":1000,"len":1400}"#),
+            Err(ErrorCode::RecvParams),
+            "-u with -O"
+        );
+        assert_eq!(
+            code(r#"{"udp":true,"time":0,"num":1000,"bandwidth":1000,"len":1400}"#),
+            Err(ErrorCode::RecvParams),
+            "-u with -n"
+        );
+        assert_eq!(
+            code(r#"{"udp":true,"time":1,"bandwidth":1000,"len":20}"#),
+            Err(ErrorCode::UdpBlockSize),
+            "a datagram shorter than wirebench's smallest"
+        );
+        assert_eq!(
+            code(r#"{"udp":true,"time":1,"bandwidth":1000000,"len":1400}"#),
+            Ok(())
+        );
         assert_eq!(
             code(r#"{"time":1}"#),
             Err(ErrorCode::TotalRate),

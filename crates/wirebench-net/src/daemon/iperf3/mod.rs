@@ -21,17 +21,34 @@
 //! reading side of every data socket down, so each receiving flow sees the end of its data
 //! at once and its window ends at the last byte that arrived. `-n`/`-k` become a byte count
 //! bounded by the daemon's longest duration.
+//!
+//! # UDP (`-u`)
+//! A UDP test runs on wirebench's UDP engine with iperf3's datagram header
+//! ([`wirebench_engine::udp::UdpWire::Iperf3`]); its streams are set up by iperf3's
+//! connect/reply datagrams on the iperf3 port ([`udp`]). The engine's receivers end on their
+//! own once nothing has arrived for their drain quiet time after the test's duration. The
+//! results the client gets for a stream the daemon received: `bytes` the distinct datagrams'
+//! bytes, `packets` the datagrams the client says it sent (its own results, which arrive
+//! first; at least the highest sequence number seen), `errors` those of them that did not
+//! arrive (duplicates do not make up for lost ones), `jitter` the RFC 3550 interarrival jitter
+//! in seconds, as iperf3 defines it. For a stream the daemon sent: `bytes` sent and `packets`
+//! the sequence numbers used (a send the kernel refused uses one, so the client sees it as
+//! lost, which it is).
 
 mod convert;
+mod info;
+mod udp;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
+use wirebench_engine::udp::UdpWire;
 use wirebench_engine::RatePolicy;
+use wirebench_iperf3::params::Protocol;
 use wirebench_iperf3::server::{ServerConn, ServerEvent, ServerPhase, Timeouts};
 use wirebench_iperf3::wire::{Cookie, ErrorCode, State as IState, COOKIE_BYTES};
 use wirebench_iperf3::Params;
@@ -39,6 +56,8 @@ use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, SideReport};
 use wirebench_model::spec::{FlowDir, TestSpec};
 use wirebench_model::text::escape;
+
+pub use info::{ClientUdpStream, Iperf3Info};
 
 use super::accept::ConnSlot;
 use super::lograte::log_refused;
@@ -63,16 +82,12 @@ pub(super) enum Route {
 /// The cookies of the iperf3 tests in progress.
 pub(super) type Routes = HashMap<Cookie, Route>;
 
-/// What the record keeps of an iperf3 test beyond the native fields.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Iperf3Info {
-    /// The client's version string (escaped).
-    pub client_version: Option<String>,
-    /// What the iperf3 client reported per stream (its results message): stream id, bytes,
-    /// retransmits (-1: not a TCP sender).
-    pub client_streams: Vec<(u32, u64, i64)>,
-    /// The client's CPU use as iperf3 reported it, percent.
-    pub client_cpu_util_total: Option<f64>,
+/// What collecting a test's data streams ended with.
+enum Collected {
+    /// Every stream is in.
+    Sockets(EndSockets),
+    /// The client left or gave up first.
+    Ended(Outcome),
 }
 
 /// How long each read of the control connection waits before the loop looks at its
@@ -136,11 +151,7 @@ pub(super) fn handle_connection(
         spec: None,
         engine: None,
         report: None,
-        info: Iperf3Info {
-            client_version: None,
-            client_streams: Vec::new(),
-            client_cpu_util_total: None,
-        },
+        info: Iperf3Info::new(),
         data_slots: Vec::new(),
         stop_handles: Vec::new(),
         receiving: Vec::new(),
@@ -196,7 +207,7 @@ fn unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
     /// Write what the machine queued.
     fn flush(&mut self) -> Result<(), NetError> {
         let out = self.conn.take_output();
@@ -354,22 +365,24 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Collect the streams, run the engine, exchange the results.
-    fn test(&mut self, params: &Params) -> Result<Outcome, AbortReason> {
-        let spec = self.spec.clone().expect("admitted");
-        let cookie = self.cookie.expect("admitted");
-        let (tx, rx) = mpsc::channel();
-        if let Ok(mut m) = self.state.iperf3_routes.lock() {
-            m.insert(cookie, Route::Collecting(tx));
-        }
-        let deadline = Instant::now() + self.state.cfg.timeouts.handshake;
-        self.conn
-            .create_streams(deadline)
-            .map_err(|e| AbortReason::ProtocolError {
-                detail: e.to_string(),
-            })?;
-        self.flush().map_err(|_| Self::lost())?;
-        let want = spec.connection_count() as usize;
+    /// Service the control connection while the streams are collected: `Some` if the
+    /// client left or gave up.
+    fn step_collecting(&mut self) -> Result<Option<Outcome>, AbortReason> {
+        Ok(match self.step()? {
+            None => Some(Outcome::Aborted(Self::lost())),
+            Some(ev) if ev.contains(&ServerEvent::ClientTerminate) => {
+                Some(Outcome::Aborted(AbortReason::Interrupted))
+            }
+            Some(_) => None,
+        })
+    }
+
+    /// Collect the TCP data connections, routed here by the test's cookie.
+    fn collect_tcp(
+        &mut self,
+        want: usize,
+        rx: &mpsc::Receiver<(TcpStream, ConnSlot)>,
+    ) -> Result<Collected, AbortReason> {
         let mut sockets = EndSockets::default();
         while sockets.conns.len() < want {
             while let Ok((s, slot)) = rx.try_recv() {
@@ -380,14 +393,115 @@ impl Session<'_> {
             if sockets.conns.len() >= want {
                 break;
             }
-            match self.step()? {
-                None => return Ok(Outcome::Aborted(Self::lost())),
-                Some(ev) if ev.contains(&ServerEvent::ClientTerminate) => {
-                    return Ok(Outcome::Aborted(AbortReason::Interrupted))
-                }
-                Some(_) => {}
+            if let Some(o) = self.step_collecting()? {
+                return Ok(Collected::Ended(o));
             }
         }
+        Ok(Collected::Sockets(sockets))
+    }
+
+    /// Take the iperf3 UDP port for this test's stream setup ([`udp`]), one test at a time,
+    /// before `CREATE_STREAMS` tells the client to send its connect datagrams (one that
+    /// found no socket would be refused with an ICMP error).
+    fn listen_udp(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<(MutexGuard<'a, ()>, udp::UdpCollector), Outcome> {
+        let state = self.state;
+        let guard = loop {
+            match state.iperf3_udp_setup.try_lock() {
+                Ok(g) => break g,
+                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                    return Err(Outcome::Failed(AbortReason::Timeout {
+                        phase: "waiting for another iperf3 UDP test's stream setup".into(),
+                    }))
+                }
+                Err(TryLockError::WouldBlock) => match self.step_collecting() {
+                    Ok(None) => {}
+                    Ok(Some(o)) => return Err(o),
+                    Err(r) => return Err(Outcome::Failed(r)),
+                },
+            }
+        };
+        let local = self
+            .ctl
+            .local_addr()
+            .map_err(NetError::io("reading the control address"));
+        match local.and_then(|l| udp::UdpCollector::new(l, self.peer.ip())) {
+            Ok(c) => Ok((guard, c)),
+            Err(e) => {
+                self.conn.refuse(ErrorCode::StreamListen);
+                let _ = self.flush();
+                Err(Outcome::Failed(AbortReason::EngineFailed {
+                    detail: e.to_string(),
+                }))
+            }
+        }
+    }
+
+    /// Set the UDP streams up on the iperf3 port ([`udp`]).
+    fn collect_udp(
+        &mut self,
+        mut collector: udp::UdpCollector,
+        want: usize,
+        spec: &TestSpec,
+    ) -> Result<Collected, AbortReason> {
+        let failed = |e: NetError| AbortReason::EngineFailed {
+            detail: e.to_string(),
+        };
+        let mut sockets = EndSockets::default();
+        while sockets.udp.len() < want {
+            let got = collector.poll(CONTROL_STEP / 2, spec);
+            self.info.udp_setup_foreign_datagrams = collector.foreign;
+            match got.map_err(failed)? {
+                Some((sock, peer)) => {
+                    let flow = sockets.udp.len() as u32;
+                    sockets.udp.push((flow, sock, peer));
+                }
+                None => {
+                    if let Some(o) = self.step_collecting()? {
+                        return Ok(Collected::Ended(o));
+                    }
+                }
+            }
+        }
+        Ok(Collected::Sockets(sockets))
+    }
+
+    /// Collect the streams, run the engine, exchange the results.
+    fn test(&mut self, params: &Params) -> Result<Outcome, AbortReason> {
+        let spec = self.spec.clone().expect("admitted");
+        let cookie = self.cookie.expect("admitted");
+        let (tx, rx) = mpsc::channel();
+        if let Ok(mut m) = self.state.iperf3_routes.lock() {
+            m.insert(cookie, Route::Collecting(tx));
+        }
+        let deadline = Instant::now() + self.state.cfg.timeouts.handshake;
+        let is_udp = params.protocol == Protocol::Udp;
+        let udp_setup = if is_udp {
+            match self.listen_udp(deadline) {
+                Ok(s) => Some(s),
+                Err(o) => return Ok(o),
+            }
+        } else {
+            None
+        };
+        self.conn
+            .create_streams(deadline)
+            .map_err(|e| AbortReason::ProtocolError {
+                detail: e.to_string(),
+            })?;
+        self.flush().map_err(|_| Self::lost())?;
+        let want = spec.connection_count() as usize;
+        let collected = match udp_setup {
+            Some((_setup, collector)) => self.collect_udp(collector, want, &spec)?,
+            None => self.collect_tcp(want, &rx)?,
+        };
+        let sockets = match collected {
+            Collected::Sockets(s) => s,
+            Collected::Ended(o) => return Ok(o),
+        };
         if let Ok(mut m) = self.state.iperf3_routes.lock() {
             m.insert(cookie, Route::Running);
         }
@@ -408,6 +522,7 @@ impl Session<'_> {
             .conns
             .first()
             .and_then(|(_, s)| s.local_addr().ok())
+            .or_else(|| self.ctl.local_addr().ok())
             .map(|a| a.ip());
         let data = setup_of(&spec)
             .plan(&spec, HostRole::Server, sockets)
@@ -419,6 +534,13 @@ impl Session<'_> {
             cpu: None,
             policy: self.state.cfg.limits.max_rate_bps.map(RatePolicy::new),
             local,
+            udp_wire: if is_udp {
+                UdpWire::Iperf3 {
+                    counters_64bit: params.udp_counters_64bit,
+                }
+            } else {
+                UdpWire::Native
+            },
         };
         self.engine = Some(EngineRun::start(end, &spec, data, None).map_err(|e| {
             AbortReason::EngineFailed {
@@ -471,8 +593,20 @@ impl Session<'_> {
                             .iter()
                             .map(|s| (s.id, s.bytes, s.retransmits))
                             .collect();
+                        if params.protocol == Protocol::Udp {
+                            self.info.client_udp = r
+                                .streams
+                                .iter()
+                                .map(|s| ClientUdpStream {
+                                    id: s.id,
+                                    packets: s.packets,
+                                    lost: s.errors,
+                                    jitter_s: s.jitter_s,
+                                })
+                                .collect();
+                        }
                         self.wait_engine();
-                        let mut res = convert::results_of(self.report.as_ref(), None);
+                        let mut res = convert::results_of(self.report.as_ref(), Some(&r));
                         if params.get_server_output {
                             res.server_output_text =
                                 Some(convert::server_output(self.test_id, &res));
@@ -634,14 +768,7 @@ impl Session<'_> {
                 reason,
                 server: self.report.take(),
                 client: None,
-                iperf3: Some(std::mem::replace(
-                    &mut self.info,
-                    Iperf3Info {
-                        client_version: None,
-                        client_streams: Vec::new(),
-                        client_cpu_util_total: None,
-                    },
-                )),
+                iperf3: Some(std::mem::replace(&mut self.info, Iperf3Info::new())),
             },
         );
     }
