@@ -539,6 +539,7 @@ pub(crate) fn record(index: u32, summary: Summary) -> RunRecord {
         client: None,
         server: None,
         summary: Some(summary),
+        iperf3: None,
     }
 }
 

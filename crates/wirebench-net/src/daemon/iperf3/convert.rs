@@ -125,7 +125,7 @@ fn secs(ns: u64) -> f64 {
 /// the clock that started at TEST_START, so the client divides by the server's own window;
 /// a sending stream's retransmits from TCP_INFO; CPU as the data threads' CPU time over the
 /// window (iperf3 counts its process; wirebench's data threads do all of this end's work).
-pub(super) fn results_of(report: Option<&SideReport>, server_output: Option<String>) -> Results {
+pub(crate) fn results_of(report: Option<&SideReport>, server_output: Option<String>) -> Results {
     let mut r = Results {
         cpu_util_total: 0.0,
         cpu_util_user: 0.0,

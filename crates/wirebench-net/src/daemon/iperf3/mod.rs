@@ -22,7 +22,7 @@
 //! at once and its window ends at the last byte that arrived. `-n`/`-k` become a byte count
 //! bounded by the daemon's longest duration.
 
-mod convert;
+pub(crate) mod convert;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
