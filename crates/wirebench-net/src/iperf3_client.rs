@@ -120,7 +120,7 @@ pub fn run(
     interrupt: &AtomicBool,
     on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<ClientRun, NetError> {
-    let params = params_of(&cfg.spec).map_err(|m| NetError::SocketOption(m))?;
+    let params = params_of(&cfg.spec).map_err(NetError::SocketOption)?;
     let attempts = retry.saturating_add(1);
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=attempts {
