@@ -64,7 +64,7 @@ pub fn params_of(spec: &TestSpec) -> Result<Params, String> {
     let WorkloadSpec::Stream(s) = &spec.workload else {
         return Err("--iperf3 runs TCP stream tests only".into());
     };
-    if spec.common.warmup_ms % 1000 != 0 {
+    if !spec.common.warmup_ms.is_multiple_of(1000) {
         return Err(format!(
             "--iperf3 with --warmup {} s: iperf3 omits whole seconds only (-O)",
             spec.common.warmup_ms as f64 / 1000.0
