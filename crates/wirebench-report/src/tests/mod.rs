@@ -12,6 +12,7 @@
 
 mod aggregate;
 mod figures;
+mod iperf3;
 mod limits;
 mod print;
 mod rr;
