@@ -1980,7 +1980,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__stream)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -R -N -n -k -b -Z -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --send-size --recv-size --reverse --bidir --nodelay --bytes --blocks --rate --send-path --recv-path --recv-wait --verify --threads --pin-threads --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -R -N -n -k -b -Z -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --send-size --recv-size --reverse --bidir --nodelay --bytes --blocks --rate --send-path --recv-path --recv-wait --verify --threads --pin-threads --iperf3 --retry --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2214,6 +2214,10 @@ _wirebench() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --retry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2354,7 +2358,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__udp)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --iperf3 --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -129,6 +129,7 @@ block\t'Block in the receive call'
 nap\t'Poll, nap on the thread\'s timer, then block'
 spin\t'Poll without sleeping, then block'"
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l threads -d 'Run both ends on N epoll worker threads (neper\'s model: each worker owns an epoll set and every N-th flow; copy paths, unpaced). Default: a thread per flow up to 32 flows, above that one worker per online CPU' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l retry -d 'With --iperf3: while the server is busy with another test, try again up to N times, waiting 0.25 s, then twice as long each time (at most 4 s)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l insecure-key-file -d 'Accept a --auth-key-file that group or others may read (refused otherwise)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s 4 -d 'Use IPv4 only'
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s 6 -d 'Use IPv6 only'
@@ -149,6 +150,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s N -l node
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s Z -d 'Same as --send-path sendfile (iperf3 -Z)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l verify -d 'Check every received byte against the expected payload (not with --recv-path discard or splice, which never see the data)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l pin-threads -d 'Pin each end\'s data threads (workers, or one thread per flow) round-robin over the CPUs that end may use. --affinity, where given, pins that end to one CPU instead'
+complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -l iperf3 -d 'Test against a stock iperf3 server (`iperf3 -s`) at -H, port 5201 unless -p: this end is measured as usual (its own intervals, TCP_INFO, CPU), the server\'s figures come from iperf3\'s results exchange and are shown beside them, reconciled'
 complete -c wirebench -n "__fish_wirebench_using_subcommand stream" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -s H -s c -l host -d 'Server host name or address. Without it, an embedded server on loopback is used. (-c, iperf3\'s client flag, is accepted for -H.)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand rr" -s p -l port -d 'Server port (default 5301); needs -H' -r
@@ -320,6 +322,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l dont-fragmen
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l no-save -d 'Do not save this result to the history database'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s R -l reverse -d 'Server sends, client receives'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l bidir -d 'Both directions at once'
+complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l iperf3 -d 'Not available yet: a UDP test against a stock iperf3 server (refused with the reason; `stream --iperf3` runs TCP tests against one)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s h -l help -d 'Print help'
 complete -c wirebench -n "__fish_wirebench_using_subcommand keygen" -s h -l help -d 'Print help'
 complete -c wirebench -n "__fish_wirebench_using_subcommand lab; and not __fish_seen_subcommand_from up show exec down _emulate help" -s h -l help -d 'Print help'

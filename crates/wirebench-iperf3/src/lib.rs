@@ -9,12 +9,14 @@
 //!   presence, ≤3.13's negative numbers printed as unsigned 64-bit values), into a typed
 //!   [`params::Params`];
 //! - [`results`]: the results both ends exchange after the test;
+//! - [`client`]: the client side of one control connection as a state machine;
 //! - [`server`]: the server side of one control connection as a state machine;
 //! - [`udp`]: the UDP data datagram's header and the connect/reply datagrams.
 //!
 //! Everything a peer sends is decoded here and nowhere else; [`fuzz_targets`] holds the
 //! bodies the cargo-fuzz targets (`fuzz/`) and the proptests run.
 
+pub mod client;
 pub mod fuzz_targets;
 pub mod params;
 pub mod results;
@@ -22,6 +24,7 @@ pub mod server;
 pub mod udp;
 pub mod wire;
 
+pub use client::{ClientConn, ClientEvent, ClientPhase, ClientTimeouts};
 pub use params::{Params, Protocol};
 pub use results::{Results, StreamResult};
 pub use server::{ServerConn, ServerEvent, ServerPhase, Timeouts};

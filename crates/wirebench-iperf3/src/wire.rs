@@ -85,6 +85,9 @@ pub enum ProtoError {
     /// The peer sent bytes after it should have stopped.
     #[error("the state machine was used out of order: {0}")]
     Misuse(&'static str),
+    /// The peer closed the connection.
+    #[error("the server closed the control connection while {0}")]
+    PeerClosed(&'static str),
 }
 
 /// A test's cookie: 36 characters that name the test on every connection of it.

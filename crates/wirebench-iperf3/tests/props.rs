@@ -38,6 +38,25 @@ proptest! {
     }
 
     #[test]
+    fn fuzz_target_iperf3_client(data in prop::collection::vec(any::<u8>(), 0..2048)) {
+        fuzz_targets::iperf3_client(&data);
+    }
+
+    #[test]
+    fn fuzz_target_iperf3_client_after_a_valid_start(
+        piece in any::<u8>(),
+        results in prop::collection::vec(any::<u8>(), 0..400),
+        tail in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        // A server that gets as far as its results, which are then arbitrary bytes.
+        let mut data = vec![piece, 0x09, 0x0a, 0x01, 0x02, 0x0d];
+        data.extend((results.len() as u32).to_be_bytes());
+        data.extend(results);
+        data.extend(tail);
+        fuzz_targets::iperf3_client(&data);
+    }
+
+    #[test]
     fn fuzz_target_iperf3_json(data in prop::collection::vec(any::<u8>(), 0..1024)) {
         fuzz_targets::iperf3_json(&data);
     }

@@ -18,6 +18,7 @@
 //!   limits`) and the [`limits::PhysicalContext`] a stream result gets from them.
 //! - [`tcp_series`]: the senders' TCP_INFO per interval, per flow and per direction.
 //! - [`profile`]: an end's CPU profile by category ([`profile::ProfileReport`]).
+//! - [`iperf3`]: what a stock iperf3 server reported of a test wirebench ran against it.
 //! - [`text`]: escaping text a peer sent before it reaches a log or a terminal.
 //!
 //! Every numeric field names its unit (`_bytes`, `_ns`, `_ms`, `_bps`, `_pct`, `_per_s`).
@@ -25,6 +26,7 @@
 pub mod abort;
 pub mod compare;
 pub mod error;
+pub mod iperf3;
 pub mod limits;
 pub mod profile;
 pub mod recv_wait;

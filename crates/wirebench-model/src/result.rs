@@ -156,6 +156,10 @@ pub struct RunRecord {
     pub server: Option<SideReport>,
     /// Figures derived from both reports.
     pub summary: Option<Summary>,
+    /// Against a stock iperf3 server (`--iperf3`): the server's own figures from its results
+    /// message, reconciled with wirebench's (`server` is then absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3: Option<crate::iperf3::Iperf3Server>,
 }
 
 /// Figures derived from both ends' reports of one run.

@@ -82,6 +82,8 @@ pub struct ClientRun {
     pub client: Option<SideReport>,
     /// The server's measurements, if they arrived.
     pub server: Option<SideReport>,
+    /// Against a stock iperf3 server: its figures from the results exchange.
+    pub iperf3: Option<wirebench_model::iperf3::Iperf3Server>,
 }
 
 struct Run {
@@ -167,6 +169,7 @@ pub fn run(
             },
             client: run.client,
             server: run.server,
+            iperf3: None,
         }),
         Err(e) => {
             let Some(engine) = run.engine.as_mut() else {
@@ -187,6 +190,7 @@ pub fn run(
                 },
                 client: run.client,
                 server: run.server,
+                iperf3: None,
             })
         }
     }
@@ -194,14 +198,14 @@ pub fn run(
 
 /// Where a connection starts from: `-B`'s address, and a fixed port or any.
 #[derive(Debug, Clone, Copy)]
-struct Origin {
-    ip: Option<IpAddr>,
-    port: Option<u16>,
+pub(crate) struct Origin {
+    pub(crate) ip: Option<IpAddr>,
+    pub(crate) port: Option<u16>,
 }
 
 impl Origin {
     /// Bind `sock` there, if anything was asked.
-    fn bind(self, sock: &Socket) -> Result<(), NetError> {
+    pub(crate) fn bind(self, sock: &Socket) -> Result<(), NetError> {
         if self.ip.is_none() && self.port.is_none() {
             return Ok(());
         }
@@ -222,7 +226,7 @@ impl Origin {
 }
 
 /// Open the control connection, from `-B`'s address when given.
-fn connect_control(cfg: &ClientConfig) -> Result<TcpStream, NetError> {
+pub(crate) fn connect_control(cfg: &ClientConfig) -> Result<TcpStream, NetError> {
     let sock = Socket::new(
         Domain::for_address(cfg.server),
         Type::STREAM,

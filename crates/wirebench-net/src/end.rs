@@ -432,6 +432,11 @@ impl EngineRun {
         }
     }
 
+    /// The engine's stop instant: its start, warm-up and duration later.
+    pub(crate) fn nominal_end(&self) -> Instant {
+        self.nominal_end
+    }
+
     /// The report, if the engine has finished.
     pub(crate) fn try_finish(&mut self) -> Option<SideReport> {
         if self.handle.as_ref().is_some_and(|h| h.is_finished()) {

@@ -74,6 +74,38 @@ pub enum NetError {
         /// Data connections the test opens.
         count: u32,
     },
+    /// An iperf3 server is running another test (`ACCESS_DENIED`, or it closed the connection
+    /// before accepting the test).
+    #[error(
+        "iperf3 server {addr} is busy with another test (attempt {attempt} of {attempts}){}",
+        if attempt < attempts { "" } else { "; --retry N tries N more times with a back-off" }
+    )]
+    Iperf3Busy {
+        /// Where.
+        addr: SocketAddr,
+        /// This attempt (1-based).
+        attempt: u32,
+        /// Attempts allowed (1 + --retry).
+        attempts: u32,
+    },
+    /// An iperf3 server refused or failed the test (`SERVER_ERROR`).
+    #[error("iperf3 server {addr} refused the test: {}", iperf3_error_text(*code, *errno))]
+    Iperf3Refused {
+        /// Where.
+        addr: SocketAddr,
+        /// iperf3's error number.
+        code: i32,
+        /// The OS error number it sent, if any.
+        errno: Option<i32>,
+    },
+    /// The iperf3 conversation broke (a timeout, bytes out of turn, a bad message).
+    #[error("iperf3 server {addr}: {source}")]
+    Iperf3 {
+        /// Where.
+        addr: SocketAddr,
+        /// What went wrong.
+        source: wirebench_iperf3::ProtoError,
+    },
     /// The server did not answer the wirebench handshake: something else listens there.
     #[error(
         "{addr} is not a wirebench daemon{}: it did not answer the handshake \
@@ -86,6 +118,30 @@ pub enum NetError {
         /// The first bytes it sent, if any.
         seen: Vec<u8>,
     },
+}
+
+/// An iperf3 `SERVER_ERROR` in words: the meaning of the codes a server sends at setup, and
+/// the OS error it sent with it.
+fn iperf3_error_text(code: i32, errno: Option<i32>) -> String {
+    let what = match code {
+        6 => "bad number of parallel streams (-P)".to_string(),
+        7 => "block size (-l) out of its range".into(),
+        20 => "bad UDP block size".into(),
+        27 => "over the server's total rate limit (--server-bitrate-limit)".into(),
+        37 => "longer than the server allows (--server-max-duration)".into(),
+        106 => "the server did not receive the cookie".into(),
+        114 => "the server could not read the parameters".into(),
+        117 => "the server could not read the results".into(),
+        142 => "authentication failed (the server requires --username and an RSA key, \
+                which wirebench does not send)"
+            .into(),
+        202 => "the server cannot listen for the data streams".into(),
+        c => format!("iperf3 error {c}"),
+    };
+    match errno.filter(|e| *e != 0) {
+        Some(e) => format!("{what} ({})", io::Error::from_raw_os_error(e)),
+        None => what,
+    }
 }
 
 /// What the first bytes a peer sent say about it.
@@ -172,7 +228,10 @@ impl NetError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             NetError::Connect { .. } => ErrorKind::Connect,
-            NetError::Session(SessionError::Busy(_)) => ErrorKind::Busy,
+            NetError::Session(SessionError::Busy(_)) | NetError::Iperf3Busy { .. } => {
+                ErrorKind::Busy
+            }
+            NetError::Iperf3Refused { .. } => ErrorKind::Refused,
             NetError::Session(SessionError::Refused(m)) => match m.code {
                 ErrorCode::InvalidSpec => ErrorKind::InvalidSpec,
                 ErrorCode::AuthFailed => ErrorKind::AuthFailed,

@@ -1,6 +1,7 @@
 //! wirebench over real sockets: the daemon ([`daemon`]), the client ([`client`]), the
 //! [`runner`] that runs a test (or repetitions of it) against a target and assembles the
-//! result, the framed control connection ([`conn`]) and data-socket options ([`sockopt`]).
+//! result, the framed control connection ([`conn`]) and data-socket options ([`sockopt`]); and
+//! the iperf3 client ([`iperf3_client`]) that runs a test against a stock `iperf3 -s`.
 //!
 //! The protocol logic lives in `wirebench-proto`'s session state machines; this crate is the
 //! I/O shell around them: it reads frames with bounded waits, hands messages to the session,
@@ -14,6 +15,7 @@ pub mod conn;
 pub mod daemon;
 mod end;
 pub mod error;
+pub mod iperf3_client;
 pub mod runner;
 pub mod sockopt;
 pub mod udpsetup;

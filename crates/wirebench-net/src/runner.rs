@@ -83,6 +83,9 @@ pub struct RunnerConfig {
     pub bind: Option<IpAddr>,
     /// Source port of the first data connection (`--cport`).
     pub data_port: Option<u16>,
+    /// The target is a stock iperf3 server (`--iperf3`): how many times to try again while
+    /// it is busy.
+    pub iperf3_retry: Option<u32>,
 }
 
 impl RunnerConfig {
@@ -97,6 +100,7 @@ impl RunnerConfig {
             embedded_limits: Limits::default(),
             bind: None,
             data_port: None,
+            iperf3_retry: None,
         }
     }
 }
@@ -303,7 +307,13 @@ impl Runner {
             obs.run_started(index, rep.max_runs.max(1));
             tracing::debug!(run = index, "runner: connecting");
             let mut on_interval = |m: &IntervalMsg| obs.interval(spec, m);
-            match client::run(&ccfg, &self.interrupt, &mut on_interval) {
+            let outcome = match self.cfg.iperf3_retry {
+                Some(retry) => {
+                    crate::iperf3_client::run(&ccfg, retry, &self.interrupt, &mut on_interval)
+                }
+                None => client::run(&ccfg, &self.interrupt, &mut on_interval),
+            };
+            match outcome {
                 Ok(run) => {
                     tracing::debug!(run = index, "runner: run ended, analysing");
                     let same = same_host(self.cfg.target, run.client.as_ref(), run.server.as_ref());
@@ -319,11 +329,22 @@ impl Runner {
                             .warnings
                             .push(Noted::run(Warning::EndedBeforeWindow { run: index + 1 }));
                     }
-                    let summary = run
+                    let mut summary = run
                         .client
                         .as_ref()
                         .filter(|_| !never_opened)
                         .map(|c| analyze::summarize(spec, c, run.server.as_ref(), same));
+                    let iperf3 = run.iperf3.map(|mut s| {
+                        let omit = spec.common.warmup_ms > 0;
+                        analyze::iperf3::complete(&mut s, run.client.as_ref(), omit);
+                        // The server's own figures are the iperf3 section, not a missing
+                        // report.
+                        if let Some(sum) = summary.as_mut() {
+                            sum.warnings
+                                .retain(|n| n.warning != Warning::NoServerReport);
+                        }
+                        s
+                    });
                     let status = run_status(&run.outcome, run.server.as_ref(), summary.as_ref());
                     if let Outcome::Aborted(reason) = &run.outcome {
                         result.warnings.push(Noted::run(Warning::RunAborted {
@@ -337,6 +358,7 @@ impl Runner {
                         client: run.client,
                         server: run.server,
                         summary,
+                        iperf3,
                     };
                     obs.run_finished(&record);
                     result.runs.push(record);

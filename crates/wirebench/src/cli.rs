@@ -239,6 +239,15 @@ pub struct StreamArgs {
     /// CPUs that end may use. --affinity, where given, pins that end to one CPU instead.
     #[arg(long)]
     pub pin_threads: bool,
+    /// Test against a stock iperf3 server (`iperf3 -s`) at -H, port 5201 unless -p: this end
+    /// is measured as usual (its own intervals, TCP_INFO, CPU), the server's figures come
+    /// from iperf3's results exchange and are shown beside them, reconciled.
+    #[arg(long, requires = "host")]
+    pub iperf3: bool,
+    /// With --iperf3: while the server is busy with another test, try again up to N times,
+    /// waiting 0.25 s, then twice as long each time (at most 4 s).
+    #[arg(long, value_name = "N", requires = "iperf3")]
+    pub retry: Option<u32>,
 }
 
 /// `--load-direction` values.
@@ -409,6 +418,10 @@ pub struct UdpArgs {
     /// Both directions at once.
     #[arg(long)]
     pub bidir: bool,
+    /// Not available yet: a UDP test against a stock iperf3 server (refused with the
+    /// reason; `stream --iperf3` runs TCP tests against one).
+    #[arg(long)]
+    pub iperf3: bool,
 }
 
 /// Options shared by every client command.

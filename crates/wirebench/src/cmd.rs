@@ -50,9 +50,11 @@ pub fn main() -> i32 {
                 EXIT_FAILED
             }
         },
+        Command::Stream(a) if a.iperf3 => crate::iperf3_cmd::run_stream(&a),
         Command::Stream(a) => run_client(&a.c, stream_spec(&a), None),
         Command::Rr(a) => run_client(&a.c, rr_spec(&a), LoadPlan::of(&a)),
         Command::Crr(a) => run_client(&a.c, crr_spec(&a), None),
+        Command::Udp(a) if a.iperf3 => crate::iperf3_cmd::run_udp(&a),
         Command::Udp(a) => run_client(&a.c, udp_spec(&a), None),
         Command::Lab(a) => crate::lab::run(a),
         Command::Sweep(a) => crate::sweep::run(&a.test, &a.args),

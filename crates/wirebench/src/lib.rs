@@ -19,6 +19,7 @@ pub mod cli;
 pub mod cmd;
 pub mod forward;
 pub mod history;
+pub mod iperf3_cmd;
 pub mod keyfile;
 pub mod lab;
 pub mod limits_cmd;

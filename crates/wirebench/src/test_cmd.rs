@@ -348,6 +348,17 @@ pub fn runner_config(a: &ClientArgs) -> Result<RunnerConfig, ErrorInfo> {
 
 /// Run a client command: `spec` built from its flags, `a` its common flags.
 pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i32 {
+    run_client_with(a, spec, load, None)
+}
+
+/// [`run_client`], against a stock iperf3 server when `iperf3_retry` is set (the retries
+/// allowed while it is busy); its port is then 5201 unless -p says otherwise.
+pub fn run_client_with(
+    a: &ClientArgs,
+    spec: SpecResult,
+    load: Option<LoadPlan>,
+    iperf3_retry: Option<u32>,
+) -> i32 {
     let format = Format::of(a);
     let out = Out::of(a);
     let mut spec = match spec {
@@ -363,6 +374,13 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
     }
     let print_intervals = live_interval(a, format, &mut spec);
     let cfg = match runner_config(a) {
+        Ok(mut c) if iperf3_retry.is_some() => {
+            c.iperf3_retry = iperf3_retry;
+            if let (Target::Remote(addr), None) = (&mut c.target, a.port) {
+                addr.set_port(wirebench_iperf3::wire::DEFAULT_PORT);
+            }
+            c
+        }
         Ok(c) => c,
         Err(info) => {
             let embedded = a.host.is_none();

@@ -14,6 +14,7 @@ mod hardening;
 mod hardening3;
 mod history;
 mod iperf3;
+mod iperf3_client;
 mod lab;
 mod limits;
 mod metrics;

@@ -45,7 +45,7 @@
 //! connection to arrive (even when the listening address has gone away).
 
 mod accept;
-mod iperf3;
+pub(crate) mod iperf3;
 mod lograte;
 mod records;
 mod refusals;

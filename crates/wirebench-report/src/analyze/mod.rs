@@ -27,6 +27,7 @@
 pub mod addresses;
 pub mod compare;
 pub mod cpu;
+pub mod iperf3;
 pub mod limits;
 pub mod live;
 pub mod profile;

@@ -16,6 +16,7 @@
 mod brief;
 pub mod compare;
 mod csv;
+mod iperf3;
 pub mod limits;
 mod profile;
 mod rr;
@@ -358,6 +359,9 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
         } else {
             brief::cpu_line(out, c);
         }
+    }
+    if let Some(i) = &run.iperf3 {
+        iperf3::block(out, i, o);
     }
     // Both ends on one kernel sample the same CPUs system-wide: one profile says it all.
     let mut shown: Vec<&[u32]> = Vec::new();

@@ -12,6 +12,7 @@
 
 mod aggregate;
 mod figures;
+mod iperf3;
 mod limits;
 mod print;
 mod rr;
@@ -539,6 +540,7 @@ pub(crate) fn record(index: u32, summary: Summary) -> RunRecord {
         client: None,
         server: None,
         summary: Some(summary),
+        iperf3: None,
     }
 }
 

@@ -81,6 +81,7 @@ fn csv_quoting_and_rows() {
         client: None,
         server: None,
         summary: None,
+        iperf3: None,
     }]);
     r.spec = None;
     assert_eq!(
@@ -339,6 +340,7 @@ fn json_round_trip() {
         client: Some(client),
         server: Some(server),
         summary: Some(s),
+        iperf3: None,
     }];
     runs.extend(runs_with(&[10.0e9, 9.0e9]).into_iter().map(|mut r| {
         r.index += 1;
@@ -386,6 +388,7 @@ fn json_round_trip_of_the_other_workloads() {
             client: Some(client),
             server: Some(server),
             summary: Some(s),
+            iperf3: None,
         }],
     );
     let text = print::json(&r);
@@ -402,6 +405,7 @@ fn json_round_trip_of_the_other_workloads() {
             client: Some(client),
             server: Some(server),
             summary: Some(s),
+            iperf3: None,
         }],
     );
     let text = print::json(&r);

@@ -465,6 +465,7 @@ pub fn from_record(line: &str) -> Result<RunResult, String> {
         client,
         server,
         summary,
+        iperf3: None,
     }];
     Ok(r)
 }

@@ -297,11 +297,17 @@ fn factor_values(
 /// A point's test: its spec, its client flags and the load beside it (`rr --under-load`).
 pub type PointTest = (TestSpec, ClientArgs, Option<LoadPlan>);
 
+/// Sweeps and studies run against wirebench's daemon: `--iperf3` is a single test's option.
+const NO_IPERF3: &str = "--iperf3 runs single tests only (`wirebench stream --iperf3`), not \
+                         sweeps or studies";
+
 /// The test of a command line `argv` (after `wirebench`).
 pub fn point_spec(argv: &[String]) -> Result<PointTest, String> {
     let full = std::iter::once("wirebench".to_string()).chain(argv.iter().cloned());
     let cli = Cli::try_parse_from(full).map_err(|e| crate::cmd::first_line(&e.to_string()))?;
     let (spec, c, load): (SpecResult, ClientArgs, Option<LoadPlan>) = match cli.command {
+        Command::Stream(a) if a.iperf3 => return Err(NO_IPERF3.into()),
+        Command::Udp(a) if a.iperf3 => return Err(NO_IPERF3.into()),
         Command::Stream(a) => (stream_spec(&a), a.c, None),
         Command::Rr(a) => {
             let load = LoadPlan::of(&a);

@@ -155,7 +155,7 @@ fn secs(ns: u64) -> f64 {
 /// a sending stream's retransmits from TCP_INFO; CPU as the data threads' CPU time over the
 /// window (iperf3 counts its process; wirebench's data threads do all of this end's work).
 /// A UDP test's streams as [`udp_streams`] says; `client` is the client's results message.
-pub(super) fn results_of(report: Option<&SideReport>, client: Option<&Results>) -> Results {
+pub(crate) fn results_of(report: Option<&SideReport>, client: Option<&Results>) -> Results {
     let mut r = Results {
         cpu_util_total: 0.0,
         cpu_util_user: 0.0,

@@ -35,7 +35,7 @@
 //! the sequence numbers used (a send the kernel refused uses one, so the client sees it as
 //! lost, which it is).
 
-mod convert;
+pub(crate) mod convert;
 mod info;
 mod udp;
 

@@ -1,0 +1,90 @@
+//! `wirebench stream --iperf3 -H HOST`: a test against a stock iperf3 server. The spec is
+//! built as for any stream test; the flags that set something at the server's end (which a
+//! stock iperf3 server does not take from a client) or that only make sense against
+//! wirebench's own daemon are refused before anything runs.
+
+use crate::cli::{StreamArgs, UdpArgs};
+use crate::specs::{stream_spec, SpecResult};
+use crate::test_cmd::run_client_with;
+
+/// The flags `--iperf3` refuses, with why, as they apply to `a`.
+pub fn refused_flags(a: &StreamArgs) -> Vec<(&'static str, &'static str)> {
+    let c = &a.c;
+    let mut out = Vec::new();
+    let both_ends = "it sets both ends, and an iperf3 server takes no such setting";
+    for (set, flag, why) in [
+        (
+            c.auth.is_some(),
+            "--auth",
+            "iperf3 servers do not speak wirebench's authentication",
+        ),
+        (
+            c.profile || c.profile_hz.is_some(),
+            "--profile",
+            "the server end cannot be profiled through iperf3",
+        ),
+        (
+            matches!(c.affinity, Some((_, Some(_)))),
+            "-A with a remote CPU",
+            "iperf3's server affinity is not sent; give only the local CPU (-A 2,)",
+        ),
+        (a.threads.is_some(), "--threads", both_ends),
+        (a.pin_threads, "--pin-threads", both_ends),
+        (
+            a.verify,
+            "--verify",
+            "iperf3 sends random bytes, not wirebench's payload",
+        ),
+        (c.notsent_lowat.is_some(), "--notsent-lowat", both_ends),
+        (c.buffer_offset.is_some(), "--buffer-offset", both_ends),
+        (c.fq_rate.is_some(), "--fq-rate", both_ends),
+        (c.dont_fragment, "--dont-fragment", both_ends),
+    ] {
+        if set {
+            out.push((flag, why));
+        }
+    }
+    out
+}
+
+/// The spec of `stream --iperf3`, or the usage error naming every refused flag.
+fn spec(a: &StreamArgs) -> SpecResult {
+    let refused = refused_flags(a);
+    if !refused.is_empty() {
+        let list: Vec<String> = refused
+            .iter()
+            .map(|(flag, why)| format!("{flag} ({why})"))
+            .collect();
+        return Err((
+            format!(
+                "--iperf3: these flags have no meaning against an iperf3 server: {}",
+                list.join("; ")
+            ),
+            None,
+        ));
+    }
+    let spec = stream_spec(a)?;
+    wirebench_net::iperf3_client::params_of(&spec).map_err(|m| (m, None))?;
+    Ok(spec)
+}
+
+/// Run `stream --iperf3`.
+pub fn run_stream(a: &StreamArgs) -> i32 {
+    run_client_with(&a.c, spec(a), None, Some(a.retry.unwrap_or(0)))
+}
+
+/// `udp --iperf3`: refused with the reason.
+pub fn run_udp(a: &UdpArgs) -> i32 {
+    run_client_with(
+        &a.c,
+        Err((
+            "udp --iperf3 is not available yet: iperf3's UDP data streams (its connect \
+             datagram and 12/16-byte datagram header) are not implemented on the client side; \
+             `stream --iperf3` runs TCP tests against an iperf3 server"
+                .into(),
+            None,
+        )),
+        None,
+        None,
+    )
+}

@@ -1,0 +1,328 @@
+//! `wirebench stream --iperf3` against Debian's stock `iperf3 -s` (installed by .ci/run) in a
+//! namespace pair: wirebench's own counts against the iperf3 server's (from the results
+//! exchange, and from the server's own `-J` output), and both against the receiving veth
+//! interface's counters; a busy server, and `--retry`; the flags refused against iperf3.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use wirebench_lab::{Side, Testbed, ADDR_B, IF_A, IF_B};
+
+/// iperf3 is there (CI requires it).
+fn have_iperf3() -> bool {
+    wirebench_sys::require::capability(
+        "iperf3",
+        wirebench_sys::require::command_works("iperf3", "--version"),
+        "the iperf3 command (apt-get install iperf3)",
+    )
+}
+
+/// Start `iperf3 -s` (with `args`) on side B, bound to its address and `port`, and wait
+/// until it listens (watching `ss`, not connecting: a bare connect makes iperf3 3.12 restart).
+fn iperf3_server(tb: &Testbed, port: u16, args: &[&str]) -> Guarded {
+    let mut c = tb.command(Side::B, "iperf3");
+    c.args(["-s", "-B", ADDR_B, "-p", &port.to_string()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let g = Guarded::spawn(&mut c);
+    let until = Instant::now() + Duration::from_secs(10);
+    let want = format!("{ADDR_B}:{port}");
+    while Instant::now() < until {
+        let ss = tb.exec(Side::B, &["ss", "-Hltn"]).unwrap_or_default();
+        if ss.contains(&want) {
+            return g;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("iperf3 -s did not listen on {want}");
+}
+
+/// TCP connections established toward `port` on side B.
+fn established(tb: &Testbed, port: u16) -> usize {
+    let ss = tb
+        .exec(Side::B, &["ss", "-Htn", "state", "established"])
+        .unwrap_or_default();
+    ss.lines()
+        .filter(|l| l.contains(&format!("{ADDR_B}:{port} ")))
+        .count()
+}
+
+/// Per flow of this end's report: (flow, role, total bytes).
+fn client_flows(r: &serde_json::Value) -> Vec<(u64, String, u64)> {
+    r["runs"][0]["client"]["data"]["stream"]["flows"]
+        .as_array()
+        .expect("a stream report")
+        .iter()
+        .map(|f| {
+            (
+                f["flow"].as_u64().unwrap(),
+                f["role"].as_str().unwrap().to_string(),
+                f["total_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The most a packet's headers take on this veth: Ethernet 14, IPv4 20 (no options), TCP 60
+/// (the largest header TCP allows). A GRO-merged packet carries one set of headers, so this
+/// bounds per counted packet either way.
+const MAX_HEADERS: u64 = 14 + 20 + 60;
+
+/// Control-connection and cookie bytes, at most (cookie 37 per connection, parameters and
+/// results JSON well under 2 KiB each, state bytes).
+const CONTROL_SLACK: u64 = 8192;
+
+/// Forward, reverse and two streams against a one-off `iperf3 -s -1` each: wirebench's
+/// counts per flow against the server's (results exchange and the server's own `-J`
+/// output), and against the receiving interface's counters.
+#[test]
+fn stream_iperf3_against_a_stock_server_reconciles() {
+    if !have_iperf3() {
+        return;
+    }
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let cases: &[(&[&str], u16)] = &[
+        (&["-t", "1"], 5201),
+        (&["-t", "1", "-R"], 5311),
+        (&["-t", "1", "-P", "2", "-l", "128K"], 5312),
+    ];
+    let rmem = tb
+        .exec(Side::B, &["cat", "/proc/sys/net/ipv4/tcp_rmem"])
+        .expect("tcp_rmem");
+    let rmem_max: u64 = rmem
+        .split_whitespace()
+        .last()
+        .and_then(|v| v.parse().ok())
+        .expect("tcp_rmem's max");
+    for (args, port) in cases {
+        let server = iperf3_server(&tb, *port, &["-1", "-J"]);
+        let reverse = args.contains(&"-R");
+        let recv_if = if reverse {
+            (Side::A, IF_A)
+        } else {
+            (Side::B, IF_B)
+        };
+        let before = tb.counters(recv_if.0, recv_if.1).unwrap();
+        let mut c = tb.command(Side::A, BIN);
+        c.args(["stream", "--iperf3", "-H", ADDR_B, "-J"])
+            .args(*args);
+        if *port != 5201 {
+            c.args(["-p", &port.to_string()]);
+        }
+        let ran = finish(c);
+        let after = tb.counters(recv_if.0, recv_if.1).unwrap();
+        let out = server.wait_with_output();
+        assert_eq!(ran.code, 0, "{args:?}: {}\n{}", ran.stdout, ran.stderr);
+        let r: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        let srv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "iperf3 -s -J ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        assert_eq!(r["status"], "completed", "{args:?}: {r}");
+        let run = &r["runs"][0];
+        assert!(run["server"].is_null(), "no wirebench server report: {run}");
+        assert!(run["client"]["cpu"].is_object(), "this end's CPU: {run}");
+        let i3 = &run["iperf3"];
+        assert_eq!(i3["address"], format!("{ADDR_B}:{port}"));
+        assert!(i3["cpu_util_total_pct"].as_f64().unwrap() > 0.0, "{i3}");
+        let flows = client_flows(&r);
+        let streams = i3["streams"].as_array().unwrap();
+        let rec = i3["reconciliation"].as_array().unwrap();
+        assert_eq!(flows.len(), if args.contains(&"2") { 2 } else { 1 });
+        assert_eq!(streams.len(), flows.len(), "{i3}");
+        assert_eq!(rec.len(), flows.len(), "{i3}");
+        // The results exchange and iperf3's own output are the same counts.
+        let srv_end = &srv["end"];
+        let theirs: u64 = streams.iter().map(|s| s["bytes"].as_u64().unwrap()).sum();
+        let ours: u64 = flows.iter().map(|f| f.2).sum();
+        // (3.12's server prints only its own side; the client's figures stay 0 there.)
+        let srv_own = if reverse {
+            &srv_end["sum_sent"]
+        } else {
+            &srv_end["sum_received"]
+        };
+        assert_eq!(
+            srv_own["bytes"].as_u64(),
+            Some(theirs),
+            "{args:?}: {srv_end}"
+        );
+        for (f, x) in flows.iter().zip(rec) {
+            assert_eq!(x["flow"].as_u64(), Some(f.0));
+            assert_eq!(x["wirebench_bytes"].as_u64(), Some(f.2));
+            let stream = streams
+                .iter()
+                .find(|s| s["flow"].as_u64() == Some(f.0))
+                .unwrap_or_else(|| panic!("a stream for flow {}: {i3}", f.0));
+            let iperf3 = stream["bytes"].as_u64().unwrap();
+            assert_eq!(x["iperf3_bytes"].as_u64(), Some(iperf3));
+            assert!(iperf3 > 1_000_000, "{args:?}: a real transfer: {i3}");
+            if reverse {
+                // The server closes after its last write: everything it sent arrives.
+                assert_eq!(f.1, "receiver");
+                assert_eq!(f.2, iperf3, "{args:?}: received vs iperf3's sent: {i3}");
+                assert_eq!(x["note"], "equal");
+            } else {
+                // TEST_END goes once every byte is acknowledged; iperf3 closes its sockets
+                // at TEST_END without reading what is still queued in them: at most the
+                // largest receive buffer the server's kernel gives a socket (tcp_rmem's max).
+                assert_eq!(f.1, "sender");
+                assert!(
+                    iperf3 <= f.2,
+                    "{args:?}: iperf3 read more than was sent: {i3}"
+                );
+                let unread = f.2 - iperf3;
+                assert!(
+                    unread <= rmem_max,
+                    "{args:?}: {unread} B unread > tcp_rmem max {rmem_max}: {i3}"
+                );
+                let want = if iperf3 == f.2 {
+                    "equal"
+                } else {
+                    "unread_at_test_end"
+                };
+                assert_eq!(x["note"], want, "{x}");
+            }
+        }
+        // The receiving interface saw every payload byte the sender's kernel acknowledged
+        // (forward) or the receiver read (reverse), plus at most the headers and the control.
+        let payload = ours;
+        let rx = after.rx_bytes - before.rx_bytes;
+        let packets = after.rx_packets - before.rx_packets;
+        assert!(
+            rx >= payload,
+            "{args:?}: {rx} B on the wire < {payload} B of payload"
+        );
+        let bound = payload + packets * MAX_HEADERS + CONTROL_SLACK;
+        assert!(
+            rx <= bound,
+            "{args:?}: {rx} B on the wire > {bound} B bound ({packets} packets)"
+        );
+    }
+}
+
+/// The human output shows both tools' figures and the reconciliation line; a server-supplied
+/// string (its congestion control name) is printed escaped.
+#[test]
+fn stream_iperf3_human_output_shows_both_ends() {
+    if !have_iperf3() {
+        return;
+    }
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let server = iperf3_server(&tb, 5201, &["-1"]);
+    let ran = wb_in(
+        &tb,
+        Side::A,
+        &[
+            "stream", "--iperf3", "-H", ADDR_B, "-t", "0.5", "-b", "200M",
+        ],
+    );
+    drop(server);
+    eprintln!("{}", ran.stdout);
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    for needle in [
+        "iperf3 server 10.203.0.2:5201 (its own figures",
+        "stream 1 (flow 0): server received",
+        "server CPU:",
+        "reconciliation (bytes each end counted on each flow):",
+        "flow 0 forward: wirebench sent",
+    ] {
+        assert!(
+            ran.stdout.contains(needle),
+            "{needle:?} in:\n{}",
+            ran.stdout
+        );
+    }
+    assert!(!ran.stdout.contains("no report received"), "{}", ran.stdout);
+}
+
+/// A second client while a test runs is told the server is busy; with --retry it runs once
+/// the first test is over.
+#[test]
+fn a_busy_iperf3_server_and_retry() {
+    if !have_iperf3() {
+        return;
+    }
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let port = 5313u16;
+    let mut server = iperf3_server(&tb, port, &[]);
+    let p = port.to_string();
+    let args = |extra: &[&str]| {
+        let mut c = tb.command(Side::A, BIN);
+        c.args(["stream", "--iperf3", "-H", ADDR_B, "-p", &p, "-q"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let first = Guarded::spawn(&mut args(&["-t", "2", "-b", "100M"]));
+    let until = Instant::now() + Duration::from_secs(10);
+    while established(&tb, port) < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(established(&tb, port) >= 2, "the first test did not start");
+    let busy = finish(args(&["-t", "0.5"]));
+    assert_ne!(busy.code, 0);
+    let want = format!("iperf3 server {ADDR_B}:{port} is busy with another test (attempt 1 of 1)");
+    assert!(busy.stderr.contains(&want), "{}", busy.stderr);
+    let retried = finish(args(&["-t", "0.5", "--retry", "10"]));
+    let first = first.wait_with_output();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(retried.code, 0, "{}\n{}", retried.stdout, retried.stderr);
+    assert!(
+        retried
+            .stderr
+            .contains("is busy with another test (attempt 1 of 11)"),
+        "{}",
+        retried.stderr
+    );
+    let _ = server.child().kill();
+}
+
+/// Flags that set the server's end, or speak wirebench's own protocol, are refused before
+/// anything runs, naming each; so is `udp --iperf3`.
+#[test]
+fn flags_without_meaning_against_iperf3_are_refused() {
+    let _g = shared();
+    let ran = wb(&[
+        "stream",
+        "--iperf3",
+        "-H",
+        "127.0.0.1",
+        "--verify",
+        "--threads",
+        "2",
+        "-A",
+        "0,1",
+    ]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    for flag in ["--verify", "--threads", "-A with a remote CPU"] {
+        assert!(ran.stderr.contains(flag), "{flag}: {}", ran.stderr);
+    }
+    let ran = wb(&["stream", "--iperf3"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    let ran = wb(&["stream", "--iperf3", "-H", "127.0.0.1", "--warmup", "0.5"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("whole seconds"), "{}", ran.stderr);
+    let ran = wb(&["udp", "--iperf3", "-H", "127.0.0.1"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("udp --iperf3 is not available yet"),
+        "{}",
+        ran.stderr
+    );
+}
