@@ -748,3 +748,60 @@ fn checksum_offload_off_raises_the_checksum_category() {
     );
     assert_nothing_left(s.pids[0]);
 }
+
+/// `study run --all --dry-run` plans every shipped study (each file parses and plans, with
+/// its rounds) and builds nothing; `--all` with a studies directory without study files is
+/// refused.
+#[test]
+fn all_dry_run_plans_every_shipped_study() {
+    let _g = shared();
+    let studies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../studies");
+    let shipped: Vec<String> = std::fs::read_dir(&studies)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    assert!(shipped.len() >= 6, "{shipped:?}");
+    let s = Scratch::new("all");
+    let out = s.out();
+    let dir = studies.display().to_string();
+    let r = Command::new(BIN)
+        .args([
+            "study",
+            "run",
+            "--all",
+            "--dry-run",
+            "--studies-dir",
+            &dir,
+            "-o",
+            &out,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    for f in &shipped {
+        let stem = f.trim_end_matches(".toml");
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(stem))
+            .unwrap_or_else(|| panic!("{stem} not in {text}"));
+        assert!(line.contains("x 3 round(s)"), "{line}");
+    }
+    assert!(text.contains("total: "), "{text}");
+    assert!(!Path::new(&out).exists(), "a dry run writes nothing");
+    let empty = s.dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let r = Command::new(BIN)
+        .args(["study", "run", "--all", "--studies-dir"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("no *.toml study files"));
+}
