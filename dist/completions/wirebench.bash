@@ -2296,7 +2296,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__study__subcmd__run)
-            opts="-o -h --output --resume --force --dry-run --json --db --no-save --tag --help"
+            opts="-o -h --output --resume --all --studies-dir --force --repeat --dry-run --json --db --no-save --tag --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2311,6 +2311,14 @@ _wirebench() {
                     return 0
                     ;;
                 --resume)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --studies-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repeat)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

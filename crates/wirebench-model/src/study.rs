@@ -256,11 +256,16 @@ pub enum FigureName {
     ClientChecksumPct,
     /// Checksum's share of the server end's profiled CPU time, percent.
     ServerChecksumPct,
+    /// Copy's share of the client end's busy profiled CPU time (idle left out), percent.
+    ClientCopyBusyPct,
+    /// Copy's share of the server end's busy profiled CPU time (idle left out), percent:
+    /// the seed's fig. 5 breaks down the receiver's busy time.
+    ServerCopyBusyPct,
 }
 
 impl FigureName {
     /// Every figure.
-    pub const ALL: [FigureName; 14] = [
+    pub const ALL: [FigureName; 16] = [
         FigureName::ThroughputBps,
         FigureName::TransactionsPerS,
         FigureName::RttP50Ns,
@@ -275,6 +280,8 @@ impl FigureName {
         FigureName::ServerCopyPct,
         FigureName::ClientChecksumPct,
         FigureName::ServerChecksumPct,
+        FigureName::ClientCopyBusyPct,
+        FigureName::ServerCopyBusyPct,
     ];
 
     /// Its name in a study file and in JSON.
@@ -294,6 +301,8 @@ impl FigureName {
             FigureName::ServerCopyPct => "server_copy_pct",
             FigureName::ClientChecksumPct => "client_checksum_pct",
             FigureName::ServerChecksumPct => "server_checksum_pct",
+            FigureName::ClientCopyBusyPct => "client_copy_busy_pct",
+            FigureName::ServerCopyBusyPct => "server_copy_busy_pct",
         }
     }
 }
@@ -307,6 +316,12 @@ pub struct FigureValue {
     pub value: f64,
 }
 
+/// The round of a point or cell run in a study without `repeat` (and in files written
+/// before rounds existed).
+pub fn first_round() -> u32 {
+    1
+}
+
 /// One measured point of a study: a line of `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StudyPoint {
@@ -314,6 +329,10 @@ pub struct StudyPoint {
     pub schema_version: u32,
     /// The cell's index.
     pub cell: u32,
+    /// The repetition (1-based) the point was measured in: a study with `repeat = N`
+    /// measures every cell's points once per round, round 1 of every cell before round 2.
+    #[serde(default = "first_round")]
+    pub round: u32,
     /// The test's label in the study file.
     pub test: String,
     /// Every level of the point: the cell's testbed levels, then the test's factors.
@@ -405,16 +424,36 @@ pub struct Expectation {
     pub value: f64,
 }
 
-/// An expectation's outcome.
+/// An expectation's outcome (of the whole expectation, or of one group).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Every group's figure meets the bound.
+    /// The compared median meets the bound, and the bound lies outside the spread (every
+    /// group's, for the whole expectation).
     Holds,
-    /// At least one group's does not.
+    /// The compared median misses the bound, and the bound lies outside the spread (at
+    /// least one group's, for the whole expectation).
     DoesNotHold,
+    /// The bound lies within the spread of the compared value (min–max over the
+    /// repetitions): the repetitions disagree on the side of the bound. For the whole
+    /// expectation: no group fails and at least one is inconclusive.
+    Inconclusive,
     /// No group had the points to evaluate it (not measured, or failed).
     NoData,
+}
+
+/// A figure over the points measured at one set of levels (a point's repetitions, and any
+/// re-measurements): the median and the range.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spread {
+    /// The median, in the figure's unit.
+    pub median: f64,
+    /// The smallest value.
+    pub min: f64,
+    /// The largest value.
+    pub max: f64,
+    /// How many points.
+    pub count: u32,
 }
 
 /// One group's evaluation of an expectation.
@@ -422,14 +461,25 @@ pub enum Verdict {
 pub struct ExpectationCase {
     /// The levels the group's points share (the factors not named by the selectors).
     pub group: Vec<Level>,
-    /// The numerator's figure.
+    /// The numerator's figure: its median over the repetitions.
     pub numerator: f64,
-    /// The denominator's figure, if the expectation is a ratio.
+    /// The denominator's figure (median), if the expectation is a ratio.
     pub denominator: Option<f64>,
-    /// The value compared: the ratio, or the numerator.
+    /// The numerator's median, range and point count.
+    pub numerator_spread: Spread,
+    /// The denominator's median, range and point count.
+    pub denominator_spread: Option<Spread>,
+    /// The value compared: the ratio of the medians, or the numerator's median.
     pub value: f64,
-    /// Whether it meets the bound.
-    pub holds: bool,
+    /// The lowest value the spreads allow: the numerator's min (over the denominator's
+    /// max, for a ratio).
+    pub value_min: f64,
+    /// The highest value the spreads allow: the numerator's max (over the denominator's
+    /// min, for a ratio).
+    pub value_max: f64,
+    /// The group's verdict: the median judged against the bound, inconclusive when the
+    /// bound lies within `value_min..=value_max`.
+    pub verdict: Verdict,
 }
 
 /// An expectation evaluated on a study's results.
@@ -475,6 +525,10 @@ pub struct CellTest {
 pub struct CellRecord {
     /// Position in the plan.
     pub index: u32,
+    /// The round (1-based) of this build of the cell: a study with `repeat = N` builds
+    /// every cell once per round.
+    #[serde(default = "first_round")]
+    pub round: u32,
     /// The cell's label (explicit cells), if any.
     pub label: Option<String>,
     /// The testbed levels.
@@ -516,6 +570,9 @@ pub struct StudyManifest {
     pub file_text: String,
     /// The command line.
     pub command: Vec<String>,
+    /// How many times every cell's points are measured (rounds, interleaved across cells).
+    #[serde(default = "first_round")]
+    pub repeat: u32,
     /// The host (the machine both namespaces run on).
     pub host: Option<Environment>,
     /// Start, ms since the Unix epoch.
@@ -528,7 +585,7 @@ pub struct StudyManifest {
     pub status: StudyStatus,
     /// Why it failed.
     pub error: Option<String>,
-    /// The cells.
+    /// The cells' runs: every cell once per round, round 1 of every cell first.
     pub cells: Vec<CellRecord>,
     /// The expectations, evaluated at the end.
     pub expectations: Vec<ExpectationOutcome>,

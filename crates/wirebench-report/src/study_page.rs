@@ -2,7 +2,9 @@
 //! seeds drew it (a line per variant against a numeric factor such as the MTU or the
 //! message size; grouped bars against a named one), a ladder of explicit cells as
 //! horizontal bars, the expectations with their measured figures, the cells and the file.
-//! Every value drawn is a median of the study's points ([`crate::analyze::study`]).
+//! Every value drawn is a median of the study's points ([`crate::analyze::study`]); a line's
+//! point measured more than once (`repeat = N`) carries an error bar from the smallest to the
+//! largest.
 
 use wirebench_model::study::{
     FigureName, StudyFactor, StudyManifest, StudyPoint, StudyStatus, TestbedFactor, Verdict,
@@ -52,7 +54,9 @@ fn y_axis(f: FigureName) -> Axis {
         | FigureName::ClientCopyPct
         | FigureName::ServerCopyPct
         | FigureName::ClientChecksumPct
-        | FigureName::ServerChecksumPct => Axis::linear(label, Unit::Percent),
+        | FigureName::ServerChecksumPct
+        | FigureName::ClientCopyBusyPct
+        | FigureName::ServerCopyBusyPct => Axis::linear(label, Unit::Percent),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             Axis::linear(label, Unit::Other("µs/KB".into()))
         }
@@ -126,9 +130,17 @@ pub fn table_figure(
     let names = crate::print::study::pivot_columns(&p);
     let numeric = p.rows.iter().all(|r| x_of(r).is_some_and(|x| x > 0.0));
     let caption = format!(
-        "Each point is the median of the study's points at that level ({} testbed cell(s)); \
-         measured where the figure's name says.",
-        m.cells.len()
+        "Each point is the median of the study's points at that level ({} testbed cell \
+         build(s){}); measured where the figure's name says.",
+        m.cells.len(),
+        if m.repeat > 1 {
+            format!(
+                ", each cell measured in {} interleaved rounds; error bars: min–max",
+                m.repeat
+            )
+        } else {
+            String::new()
+        }
     );
     let svg = if numeric {
         let series = names
@@ -141,7 +153,15 @@ pub fn table_figure(
                     .rows
                     .iter()
                     .zip(&p.cells)
-                    .filter_map(|(r, cells)| Some(Point::new(x_of(r)?, cells[ci]?)))
+                    .filter_map(|(r, cells)| {
+                        let s = cells[ci]?;
+                        let x = x_of(r)?;
+                        Some(if s.count > 1 && s.min < s.max {
+                            Point::with_err(x, s.median, s.min, s.max)
+                        } else {
+                            Point::new(x, s.median)
+                        })
+                    })
                     .collect(),
                 axis: wirebench_plot::YAxis::Y,
                 style: Some(ci),
@@ -190,7 +210,11 @@ pub fn table_figure(
             values: p
                 .cells
                 .iter()
-                .map(|row| row.iter().map(|c| vec![c.unwrap_or(f64::NAN)]).collect())
+                .map(|row| {
+                    row.iter()
+                        .map(|c| vec![c.map_or(f64::NAN, |s| s.median)])
+                        .collect()
+                })
                 .collect(),
             value_axis: y_axis(t.y),
             orientation: Orientation::Vertical,
@@ -207,7 +231,11 @@ pub fn ladder_figures(
     points: &[StudyPoint],
     columns: &[(String, FigureName)],
 ) -> Vec<StudyFigure> {
-    let cells: Vec<_> = m.cells.iter().filter(|c| c.label.is_some()).collect();
+    let cells: Vec<_> = m
+        .cells
+        .iter()
+        .filter(|c| c.label.is_some() && c.round <= 1)
+        .collect();
     if cells.is_empty() {
         return Vec::new();
     }
@@ -360,7 +388,7 @@ pub fn study_page(
                 outcome: match o.verdict {
                     Verdict::Holds => Outcome::Holds,
                     Verdict::DoesNotHold => Outcome::DoesNotHold,
-                    Verdict::NoData => Outcome::Inconclusive,
+                    Verdict::Inconclusive | Verdict::NoData => Outcome::Inconclusive,
                 },
                 evidence: rest
                     .lines()
@@ -431,7 +459,11 @@ fn cells_section(m: &StudyManifest) -> Section {
         .iter()
         .map(|c| {
             vec![
-                c.index.to_string(),
+                if c.round > 1 {
+                    format!("{} (round {})", c.index, c.round)
+                } else {
+                    c.index.to_string()
+                },
                 c.label.as_deref().map(escape).unwrap_or_default(),
                 levels_text(&c.levels),
                 status_text(c.status).to_string(),
@@ -511,6 +543,7 @@ mod tests {
         StudyPoint {
             schema_version: 1,
             cell: 0,
+            round: 1,
             test: test.into(),
             levels: Vec::new(),
             settings: Vec::new(),

@@ -191,6 +191,7 @@ title = "2x2: MTU x send path"
 
 [options]
 time = 0.5
+repeat = 2
 
 [testbed]
 cc = "cubic"
@@ -213,9 +214,11 @@ op = ">"
 value = 0.2
 "#;
 
-/// A 2×2 study end to end: every cell and point present, the testbed applied (the kernel's
-/// MSS of every connection is the cell's MTU minus 52 header bytes), every point's bytes
-/// reconciled, the expectation evaluated on the figures in `results.jsonl`.
+/// A 2×2 study repeated twice end to end: every cell built once per round, the rounds
+/// interleaved (both cells' round 1 before either's round 2), every point present in each
+/// round, the testbed applied (the kernel's MSS of every connection is the cell's MTU minus
+/// 52 header bytes), every point's bytes reconciled, the expectation evaluated on the
+/// medians of the figures in `results.jsonl` with the spread of the two rounds.
 #[test]
 fn two_by_two_study_end_to_end() {
     require_netns();
@@ -245,7 +248,10 @@ fn two_by_two_study_end_to_end() {
     );
     let _ = std::fs::remove_file(&db);
     assert_eq!(m.status, StudyStatus::Completed);
-    assert_eq!(m.cells.len(), 2);
+    assert_eq!(m.repeat, 2);
+    // Interleaved: round 1 of both cells, then round 2.
+    let order: Vec<(u32, u32)> = m.cells.iter().map(|c| (c.round, c.index)).collect();
+    assert_eq!(order, vec![(1, 0), (1, 1), (2, 0), (2, 1)]);
     for c in &m.cells {
         assert_eq!(c.status, StudyStatus::Completed, "{c:?}");
         let tb = c.testbed.as_ref().expect("testbed read back");
@@ -275,15 +281,33 @@ fn two_by_two_study_end_to_end() {
             (level(p, MTU).number().unwrap(), path)
         })
         .collect();
-    assert_eq!(pts.len(), 4, "{seen:?}");
+    assert_eq!(pts.len(), 8, "{seen:?}");
     assert_eq!(seen.len(), 4);
+    // Measured in the manifest's order: every round-1 point before any round-2 point, and
+    // each (cell, round) in its place.
+    let measured: Vec<(u32, u32)> = pts.iter().map(|p| (p.round, p.cell)).collect();
+    assert_eq!(
+        measured,
+        vec![
+            (1, 0),
+            (1, 0),
+            (1, 1),
+            (1, 1),
+            (2, 0),
+            (2, 0),
+            (2, 1),
+            (2, 1)
+        ]
+    );
     for p in &pts {
         let mtu = level(p, MTU).number().unwrap() as u32;
-        // Every point records the testbed its cell read back.
-        assert_eq!(
-            p.result.testbed.as_deref(),
-            m.cells[p.cell as usize].testbed.as_ref()
-        );
+        // Every point records the testbed its cell read back in its round.
+        let rec = m
+            .cells
+            .iter()
+            .find(|c| c.index == p.cell && c.round == p.round)
+            .unwrap();
+        assert_eq!(p.result.testbed.as_deref(), rec.testbed.as_ref());
         let run = &p.result.runs[0];
         let Some(WorkloadSummary::Stream(st)) = run.summary.as_ref().map(|s| &s.workload) else {
             panic!("no stream summary: {:?}", p.result.error);
@@ -315,34 +339,46 @@ fn two_by_two_study_end_to_end() {
             .unwrap()
             .value
             .clone();
-        let bps = |path: &str| {
-            pts.iter()
-                .find(|p| {
+        // The two rounds' figures: median = their mean, range = (min, max).
+        let bps = |path: &str| -> (f64, f64, f64) {
+            let v: Vec<f64> = pts
+                .iter()
+                .filter(|p| {
                     level(p, MTU) == mtu
                         && level(
                             p,
                             StudyFactor::Test(wirebench_model::sweep::FactorName::SendPath),
                         ) == FactorValue::Name(path.into())
                 })
-                .and_then(|p| {
+                .map(|p| {
                     p.figures
                         .iter()
                         .find(|f| f.figure == FigureName::ThroughputBps)
+                        .unwrap()
+                        .value
                 })
-                .unwrap()
-                .value
+                .collect();
+            assert_eq!(v.len(), 2, "one point per round");
+            ((v[0] + v[1]) / 2.0, v[0].min(v[1]), v[0].max(v[1]))
         };
-        let ratio = bps("sendfile") / bps("copy");
-        assert!(
-            (c.value - ratio).abs() < 1e-9 * ratio.max(1.0),
-            "{} vs {ratio}",
-            c.value
-        );
-        assert_eq!(c.holds, ratio > 0.2);
+        let (sf, cp) = (bps("sendfile"), bps("copy"));
+        let ratio = sf.0 / cp.0;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1.0);
+        assert!(close(c.value, ratio), "{} vs {ratio}", c.value);
+        assert!(close(c.value_min, sf.1 / cp.2) && close(c.value_max, sf.2 / cp.1));
+        let want = if sf.1 / cp.2 <= 0.2 && 0.2 <= sf.2 / cp.1 {
+            Verdict::Inconclusive
+        } else if ratio > 0.2 {
+            Verdict::Holds
+        } else {
+            Verdict::DoesNotHold
+        };
+        assert_eq!(c.verdict, want);
     }
-    // points.csv has a row per point.
+    // points.csv has a row per point, with its round.
     let csv = std::fs::read_to_string(dir.join("points.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 5, "{csv}");
+    assert_eq!(csv.lines().count(), 9, "{csv}");
+    assert!(csv.starts_with("cell,round,test,"), "{csv}");
     // `study show` prints the pivot and the expectation from the directory.
     let show = s.run(&["study", "show", &out]);
     assert_eq!(show.code, 0, "{}", show.stderr);
@@ -361,6 +397,8 @@ fn two_by_two_study_end_to_end() {
         "{}",
         show.stdout
     );
+    // Tables give each median with the two rounds' range.
+    assert!(show.stdout.contains(", n=2)"), "{}", show.stdout);
     // The figure and the page: the seed's figure as SVG (a line per send path against the
     // MTU), and a self-contained page a real browser draws without complaint.
     let svg = s.dir.join("fig.svg").display().to_string();
@@ -377,6 +415,35 @@ fn two_by_two_study_end_to_end() {
         })
         .count();
     assert_eq!(series, 2, "a line per send path");
+    // Each point whose two rounds differ carries an error bar (min–max).
+    let bars = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some("errorbar"))
+        .count();
+    let differing = [0u32, 1]
+        .iter()
+        .flat_map(|c| ["copy", "sendfile"].map(|path| (*c, path)))
+        .filter(|(c, path)| {
+            let v: Vec<f64> = pts
+                .iter()
+                .filter(|p| {
+                    p.cell == *c
+                        && level(
+                            p,
+                            StudyFactor::Test(wirebench_model::sweep::FactorName::SendPath),
+                        ) == FactorValue::Name((*path).into())
+                })
+                .filter_map(|p| {
+                    p.figures
+                        .iter()
+                        .find(|f| f.figure == FigureName::ThroughputBps)
+                })
+                .map(|f| f.value)
+                .collect();
+            v.len() == 2 && v[0] != v[1]
+        })
+        .count();
+    assert_eq!(bars, differing, "{text}");
     let texts: Vec<&str> = doc
         .descendants()
         .filter(|n| n.has_tag_name("text"))
@@ -505,7 +572,11 @@ fn bad_input_is_refused_before_anything_is_built() {
         return;
     }
     let mut s = Scratch::new("bad");
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
+        (
+            "title = \"x\"\n[options]\nrepeat = 0\n[[test]]\ncommand = \"stream\"\n",
+            &["options.repeat", "not a number of rounds"],
+        ),
         (
             "title = \"x\"\n[factors]\nmtu = [1500, 70000]\n[[test]]\ncommand = \"stream\"\n",
             &[":3:", "factors.mtu", "70000"],
@@ -575,7 +646,8 @@ fn bad_input_is_refused_before_anything_is_built() {
     let r = s.run(&["study", "run", "--dry-run", &file, "-o", &s.out()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("2 cell(s), 1 test(s), 4 point(s)"),
+        r.stdout
+            .contains("2 cell(s), 1 test(s), 8 point(s) (2 round(s)"),
         "{}",
         r.stdout
     );
@@ -675,4 +747,61 @@ fn checksum_offload_off_raises_the_checksum_category() {
         "offload on {both_on:.2} %, off {both_off:.2} % (client + server)"
     );
     assert_nothing_left(s.pids[0]);
+}
+
+/// `study run --all --dry-run` plans every shipped study (each file parses and plans, with
+/// its rounds) and builds nothing; `--all` with a studies directory without study files is
+/// refused.
+#[test]
+fn all_dry_run_plans_every_shipped_study() {
+    let _g = shared();
+    let studies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../studies");
+    let shipped: Vec<String> = std::fs::read_dir(&studies)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    assert!(shipped.len() >= 6, "{shipped:?}");
+    let s = Scratch::new("all");
+    let out = s.out();
+    let dir = studies.display().to_string();
+    let r = Command::new(BIN)
+        .args([
+            "study",
+            "run",
+            "--all",
+            "--dry-run",
+            "--studies-dir",
+            &dir,
+            "-o",
+            &out,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    for f in &shipped {
+        let stem = f.trim_end_matches(".toml");
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(stem))
+            .unwrap_or_else(|| panic!("{stem} not in {text}"));
+        assert!(line.contains("x 3 round(s)"), "{line}");
+    }
+    assert!(text.contains("total: "), "{text}");
+    assert!(!Path::new(&out).exists(), "a dry run writes nothing");
+    let empty = s.dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let r = Command::new(BIN)
+        .args(["study", "run", "--all", "--studies-dir"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("no *.toml study files"));
 }

@@ -11,23 +11,32 @@
 //! ends share one machine in a namespace testbed, so `/proc/stat` cannot tell them apart);
 //! `system_busy_pct` is the busy share of all CPUs seen by the client end;
 //! `client_demand_us_per_kb` / `server_demand_us_per_kb` are the threads' service demand.
+//! `client_copy_pct` etc. are a profile category's share of the end's sampled CPU time (idle
+//! included); `client_copy_busy_pct` / `server_copy_busy_pct` are copy's share of the busy
+//! samples (idle left out: `copy / (100 - idle)`), what the seed's fig. 5 breaks down.
 //!
 //! # Expectations
 //!
 //! The points of the expectation's test(s) that meet its conditions are grouped by every
 //! level except the factors its selectors name; in each group the numerator's point (the one
 //! whose levels include every numerator level) and the denominator's are looked up, and
-//! `numerator / denominator OP value` (or `numerator OP value`) is evaluated. A level
-//! measured more than once (re-measured points) contributes its median. The expectation
-//! holds when every group that has both points meets the bound, and has no data when no
-//! group has them.
+//! `numerator / denominator OP value` (or `numerator OP value`) is evaluated on the medians.
+//! A level measured more than once (a study's repetitions, `repeat = N`, and re-measured
+//! points) contributes its median, with its spread (min–max). The compared value's spread
+//! is the numerator's range (over the denominator's, for a ratio: `num.min / den.max` to
+//! `num.max / den.min`, i.e. the error bars of the two medians overlap when it straddles
+//! 1): a group whose bound lies within it is inconclusive — its repetitions do not agree
+//! on the side of the bound — whichever side the median is on. The expectation does not
+//! hold when a group misses the bound outside its spread, is inconclusive when no group
+//! fails and one is inconclusive, holds when every group holds, and has no data when no
+//! group has both points.
 
 use wirebench_model::profile::ProfileCategory;
 use wirebench_model::result::RunResult;
 use wirebench_model::side::HostRole;
 use wirebench_model::study::{
     CompareOp, Condition, Expectation, ExpectationCase, ExpectationOutcome, FigureName,
-    FigureValue, Level, StudyFactor, StudyPoint, Verdict,
+    FigureValue, Level, Spread, StudyFactor, StudyPoint, Verdict,
 };
 use wirebench_model::sweep::{FactorValue, PointFigure};
 
@@ -123,7 +132,36 @@ pub fn figures(r: &RunResult) -> Vec<FigureValue> {
         let v = profile_share(r, host, cat);
         push(fig, v);
     }
+    for (host, fig) in [
+        (HostRole::Client, FigureName::ClientCopyBusyPct),
+        (HostRole::Server, FigureName::ServerCopyBusyPct),
+    ] {
+        push(fig, busy_share(r, host, ProfileCategory::Copy));
+    }
     out
+}
+
+/// A category's share of an end's busy profiled CPU time (every category but idle),
+/// percent, the mean over the runs whose profile has busy samples.
+fn busy_share(r: &RunResult, host: HostRole, cat: ProfileCategory) -> Option<f64> {
+    let v: Vec<f64> = r
+        .runs
+        .iter()
+        .filter_map(|run| run.summary.as_ref())
+        .flat_map(|s| s.profiles.iter())
+        .filter(|e| e.host == host)
+        .filter_map(|e| {
+            let pct = |c: ProfileCategory| {
+                e.categories
+                    .iter()
+                    .find(|x| x.category == c)
+                    .map_or(0.0, |x| x.pct)
+            };
+            let busy = 100.0 - pct(ProfileCategory::Idle);
+            (busy > 0.0).then(|| pct(cat) / busy * 100.0)
+        })
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// A category's share of an end's profiled CPU time, percent, the mean over the runs.
@@ -198,18 +236,26 @@ fn selects(levels: &[Level], selector: &[Level]) -> bool {
         .all(|s| level_of(levels, s.factor).is_some_and(|v| compare(v, CompareOp::Eq, &s.value)))
 }
 
-/// The median of the points' `figure` among `points`.
-fn median_of<'a>(points: impl Iterator<Item = &'a StudyPoint>, figure: FigureName) -> Option<f64> {
+/// The median, range and count of the points' `figure` among `points`.
+fn spread_of<'a>(
+    points: impl Iterator<Item = &'a StudyPoint>,
+    figure: FigureName,
+) -> Option<Spread> {
     let mut v: Vec<f64> = points.filter_map(|p| figure_of(p, figure)).collect();
     if v.is_empty() {
         return None;
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    Some(Spread {
+        median: if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        },
+        min: v[0],
+        max: v[n - 1],
+        count: n as u32,
     })
 }
 
@@ -243,17 +289,53 @@ pub fn breakdown(p: &StudyPoint, host: HostRole) -> Option<Vec<(ProfileCategory,
     )
 }
 
-/// The median of `figure` over the points of `test` in cell `cell`.
+/// The median of `figure` over the points of `test` in cell `cell` (every round).
 pub fn cell_figure(
     points: &[StudyPoint],
     cell: u32,
     test: &str,
     figure: FigureName,
 ) -> Option<f64> {
-    median_of(
+    cell_spread(points, cell, test, figure).map(|s| s.median)
+}
+
+/// The median and range of `figure` over the points of `test` in cell `cell` (every
+/// round).
+pub fn cell_spread(
+    points: &[StudyPoint],
+    cell: u32,
+    test: &str,
+    figure: FigureName,
+) -> Option<Spread> {
+    spread_of(
         points.iter().filter(|p| p.cell == cell && p.test == test),
         figure,
     )
+}
+
+/// A group's verdict: `value` (the median) judged against `op bound`, inconclusive when
+/// the bound lies within `lo..=hi` (a spread: more than one point, not all equal).
+pub fn judge(value: f64, lo: f64, hi: f64, op: CompareOp, bound: f64) -> Verdict {
+    if lo < hi && lo <= bound && bound <= hi {
+        Verdict::Inconclusive
+    } else if compare_f64(value, op, bound) {
+        Verdict::Holds
+    } else {
+        Verdict::DoesNotHold
+    }
+}
+
+/// The whole expectation's verdict from its groups'.
+fn overall(cases: &[ExpectationCase]) -> Verdict {
+    if cases.is_empty() {
+        Verdict::NoData
+    } else if cases.iter().any(|c| c.verdict == Verdict::DoesNotHold) {
+        Verdict::DoesNotHold
+    } else if cases.iter().any(|c| c.verdict == Verdict::Inconclusive) {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Holds
+    }
 }
 
 /// Evaluates an expectation on a study's points.
@@ -290,43 +372,51 @@ pub fn evaluate(e: &Expectation, points: &[StudyPoint]) -> ExpectationOutcome {
     let mut cases = Vec::new();
     for g in groups {
         let members = || eligible.iter().copied().filter(|p| group_of(p) == g);
-        let Some(num) = median_of(
+        let Some(num) = spread_of(
             members().filter(|p| selects(&p.levels, &e.numerator)),
             e.figure,
         ) else {
             continue;
         };
-        let (den, value) = match &e.denominator {
-            Some(d) => match median_of(members().filter(|p| selects(&p.levels, d)), e.figure) {
-                Some(den) if den != 0.0 => (Some(den), num / den),
+        let (den, value, lo, hi) = match &e.denominator {
+            Some(d) => match spread_of(members().filter(|p| selects(&p.levels, d)), e.figure) {
+                Some(den) if den.median != 0.0 && den.min > 0.0 && num.min >= 0.0 => (
+                    Some(den),
+                    num.median / den.median,
+                    num.min / den.max,
+                    num.max / den.min,
+                ),
+                // A figure that can be zero or negative: the ratio's range is not bounded
+                // by the ends' ranges; the medians' ratio alone.
+                Some(den) if den.median != 0.0 => {
+                    let v = num.median / den.median;
+                    (Some(den), v, v, v)
+                }
                 _ => continue,
             },
-            None => (None, num),
+            None => (None, num.median, num.min, num.max),
         };
         cases.push(ExpectationCase {
             group: g.1,
-            numerator: num,
-            denominator: den,
+            numerator: num.median,
+            denominator: den.map(|d| d.median),
+            numerator_spread: num,
+            denominator_spread: den,
             value,
-            holds: compare_f64(value, e.op, e.value),
+            value_min: lo,
+            value_max: hi,
+            verdict: judge(value, lo, hi, e.op, e.value),
         });
     }
-    let verdict = if cases.is_empty() {
-        Verdict::NoData
-    } else if cases.iter().all(|c| c.holds) {
-        Verdict::Holds
-    } else {
-        Verdict::DoesNotHold
-    };
     ExpectationOutcome {
         expectation: e.clone(),
-        verdict,
+        verdict: overall(&cases),
         cases,
     }
 }
 
 /// A table: rows are the x factor's values, columns the variants (every other level that
-/// varies among the test's points), each cell the median of the figure.
+/// varies among the test's points), each cell the median of the figure with its range.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pivot {
     /// The x factor.
@@ -337,8 +427,8 @@ pub struct Pivot {
     pub rows: Vec<FactorValue>,
     /// Column variants (the levels that differ between columns).
     pub columns: Vec<Vec<Level>>,
-    /// `cells[row][column]`.
-    pub cells: Vec<Vec<Option<f64>>>,
+    /// `cells[row][column]`: median, range and count of the points there.
+    pub cells: Vec<Vec<Option<Spread>>>,
 }
 
 /// The pivot of `figure` over `x` among the points of test `test`.
@@ -391,7 +481,7 @@ pub fn pivot(points: &[StudyPoint], test: &str, x: StudyFactor, y: FigureName) -
             columns
                 .iter()
                 .map(|c| {
-                    median_of(
+                    spread_of(
                         pts.iter()
                             .copied()
                             .filter(|p| level_of(&p.levels, x) == Some(r) && variant(p) == *c),
@@ -420,6 +510,7 @@ mod tests {
         StudyPoint {
             schema_version: 1,
             cell: 0,
+            round: 1,
             test: "stream".into(),
             levels: vec![
                 Level {
@@ -482,7 +573,13 @@ mod tests {
         assert!((o.cases[0].value - 1.3).abs() < 1e-9);
         let o = evaluate(&ratio_expectation(1.4), &pts);
         assert_eq!(o.verdict, Verdict::DoesNotHold);
-        assert_eq!(o.cases.iter().filter(|c| c.holds).count(), 1);
+        assert_eq!(
+            o.cases
+                .iter()
+                .filter(|c| c.verdict == Verdict::Holds)
+                .count(),
+            1
+        );
         let o = evaluate(&ratio_expectation(1.2), &pts[..2]);
         assert_eq!(o.verdict, Verdict::NoData);
     }
@@ -507,12 +604,79 @@ mod tests {
             vec![FactorValue::Number(1500), FactorValue::Number(9000)]
         );
         assert_eq!(p.columns.len(), 2);
-        assert_eq!(p.cells[0], vec![Some(1.0), Some(2.0)]);
+        let medians = |row: &[Option<Spread>]| -> Vec<Option<f64>> {
+            row.iter().map(|c| c.map(|s| s.median)).collect()
+        };
+        assert_eq!(medians(&p.cells[0]), vec![Some(1.0), Some(2.0)]);
         assert_eq!(
-            p.cells[1],
+            medians(&p.cells[1]),
             vec![Some(3.0), Some(5.0)],
             "median of the re-measurement"
         );
+        let s = p.cells[1][1].unwrap();
+        assert_eq!((s.min, s.max, s.count), (4.0, 6.0, 2));
+        assert_eq!(p.cells[0][0].unwrap().count, 1);
+    }
+
+    /// Three rounds of a 2-level ratio: judged on the medians' ratio; a bound inside the
+    /// range the spreads allow (num.min/den.max .. num.max/den.min) is inconclusive, one
+    /// outside it holds or fails by the median.
+    #[test]
+    fn a_bound_within_the_spread_is_inconclusive() {
+        let pts = vec![
+            point(9000, "copy", 10.0),
+            point(9000, "copy", 11.0),
+            point(9000, "copy", 12.0),
+            point(9000, "sendfile", 12.0),
+            point(9000, "sendfile", 15.0),
+            point(9000, "sendfile", 16.0),
+        ];
+        // Medians 15 / 11; range 12/12 = 1.0 .. 16/10 = 1.6.
+        let o = evaluate(&ratio_expectation(1.2), &pts);
+        let c = &o.cases[0];
+        assert!((c.value - 15.0 / 11.0).abs() < 1e-12);
+        assert!((c.value_min - 1.0).abs() < 1e-12 && (c.value_max - 1.6).abs() < 1e-12);
+        assert_eq!(c.numerator_spread.count, 3);
+        assert_eq!(
+            c.verdict,
+            Verdict::Inconclusive,
+            "median holds, 1.2 is in 1.0..1.6"
+        );
+        assert_eq!(o.verdict, Verdict::Inconclusive);
+        // The median misses 1.5, but 1.5 is within the spread too.
+        assert_eq!(
+            evaluate(&ratio_expectation(1.5), &pts).verdict,
+            Verdict::Inconclusive
+        );
+        // Outside the spread: decided by the median.
+        assert_eq!(
+            evaluate(&ratio_expectation(0.9), &pts).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            evaluate(&ratio_expectation(1.7), &pts).verdict,
+            Verdict::DoesNotHold
+        );
+        // One failing group outweighs an inconclusive one.
+        let mut more = pts.clone();
+        more.extend([point(65520, "copy", 20.0), point(65520, "sendfile", 10.0)]);
+        let o = evaluate(&ratio_expectation(1.2), &more);
+        assert_eq!(o.cases.len(), 2);
+        assert_eq!(o.verdict, Verdict::DoesNotHold);
+        // A single point per level has no spread: a bound equal to it is judged, not
+        // inconclusive.
+        let single = vec![point(9000, "copy", 10.0), point(9000, "sendfile", 12.0)];
+        assert_eq!(
+            evaluate(&ratio_expectation(1.2), &single).verdict,
+            Verdict::DoesNotHold
+        );
+        // Without a denominator the spread is the figure's own range.
+        let mut plain = ratio_expectation(14.0);
+        plain.denominator = None;
+        let o = evaluate(&plain, &pts);
+        assert_eq!(o.cases.len(), 1);
+        assert_eq!((o.cases[0].value, o.cases[0].value_min), (15.0, 12.0));
+        assert_eq!(o.verdict, Verdict::Inconclusive, "14 is within 12..16");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! - `csv`: the CSV document.
 
 mod brief;
+pub mod claims;
 pub mod compare;
 mod csv;
 mod iperf3;

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use wirebench_model::study::{
-    CellRecord, ExpectationOutcome, FigureName, FigureValue, Level, StudyFactor, StudyManifest,
-    StudyPoint, StudyStatus, TestbedFactor, Verdict,
+    CellRecord, ExpectationOutcome, FigureName, FigureValue, Level, Spread, StudyFactor,
+    StudyManifest, StudyPoint, StudyStatus, TestbedFactor, Verdict,
 };
 use wirebench_model::sweep::FactorValue;
 use wirebench_model::text::escape;
@@ -99,10 +99,39 @@ pub fn figure_value_text(f: FigureName, v: f64) -> String {
         | FigureName::ClientCopyPct
         | FigureName::ServerCopyPct
         | FigureName::ClientChecksumPct
-        | FigureName::ServerChecksumPct => format!("{v:.1} %"),
+        | FigureName::ServerChecksumPct
+        | FigureName::ClientCopyBusyPct
+        | FigureName::ServerCopyBusyPct => format!("{v:.1} %"),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             format!("{v:.3} µs/KB")
         }
+    }
+}
+
+/// A figure's median with its range over the points measured at one set of levels
+/// (`25.9 Gbit/s (22.1 Gbit/s–27.0 Gbit/s, n=3)`); the median alone for a single point or
+/// points that all agree.
+pub fn spread_text(f: FigureName, s: &Spread) -> String {
+    if s.count > 1 && s.min < s.max {
+        format!(
+            "{} ({}–{}, n={})",
+            figure_value_text(f, s.median),
+            figure_value_text(f, s.min),
+            figure_value_text(f, s.max),
+            s.count
+        )
+    } else {
+        figure_value_text(f, s.median)
+    }
+}
+
+/// A verdict in words (`holds`, `DOES NOT HOLD`, `inconclusive`, `no data`).
+pub fn verdict_text(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Holds => "holds",
+        Verdict::DoesNotHold => "DOES NOT HOLD",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::NoData => "no data",
     }
 }
 
@@ -123,6 +152,8 @@ pub fn figure_title(f: FigureName) -> &'static str {
         FigureName::ServerCopyPct => "copy, % of the server end's profiled CPU",
         FigureName::ClientChecksumPct => "checksum, % of the client end's profiled CPU",
         FigureName::ServerChecksumPct => "checksum, % of the server end's profiled CPU",
+        FigureName::ClientCopyBusyPct => "copy, % of the client end's busy profiled CPU",
+        FigureName::ServerCopyBusyPct => "copy, % of the server end's busy profiled CPU",
     }
 }
 
@@ -181,7 +212,8 @@ pub fn pivot_columns(p: &Pivot) -> Vec<String> {
         .collect()
 }
 
-/// A pivot's rows as text: the x value, then each column's figure (`-` where none).
+/// A pivot's rows as text: the x value, then each column's median and range (`-` where
+/// none).
 pub fn pivot_rows(p: &Pivot) -> Vec<Vec<String>> {
     p.rows
         .iter()
@@ -189,7 +221,7 @@ pub fn pivot_rows(p: &Pivot) -> Vec<Vec<String>> {
         .map(|(r, cells)| {
             let mut row = vec![value_text(p.x, r)];
             row.extend(cells.iter().map(|c| match c {
-                Some(v) => figure_value_text(p.y, *v),
+                Some(s) => spread_text(p.y, s),
                 None => "-".into(),
             }));
             row
@@ -212,11 +244,7 @@ pub fn pivot_text(title: &str, p: &Pivot) -> String {
 /// An expectation's outcome in words, with the measured figures.
 pub fn expectation_text(o: &ExpectationOutcome) -> String {
     let e = &o.expectation;
-    let verdict = match o.verdict {
-        Verdict::Holds => "holds",
-        Verdict::DoesNotHold => "DOES NOT HOLD",
-        Verdict::NoData => "no data",
-    };
+    let verdict = verdict_text(o.verdict);
     let what = match &e.denominator {
         Some(d) => format!(
             "{}({}) / {}({})",
@@ -252,21 +280,26 @@ pub fn expectation_text(o: &ExpectationOutcome) -> String {
         }
     );
     for c in &o.cases {
-        let fig = match c.denominator {
-            Some(d) => format!(
-                "{:.3} = {} / {}",
-                c.value,
-                figure_value_text(e.figure, c.numerator),
-                figure_value_text(e.figure, d)
-            ),
-            None => figure_value_text(e.figure, c.value),
+        let range = if c.value_min < c.value_max {
+            format!(" ({:.3}–{:.3})", c.value_min, c.value_max)
+        } else {
+            String::new()
         };
-        let _ = writeln!(
-            out,
-            "    {} {fig}  ({})",
-            if c.holds { "ok  " } else { "FAIL" },
-            levels_text(&c.group)
-        );
+        let fig = match &c.denominator_spread {
+            Some(d) => format!(
+                "{:.3}{range} = {} / {}",
+                c.value,
+                spread_text(e.figure, &c.numerator_spread),
+                spread_text(e.figure, d)
+            ),
+            None => spread_text(e.figure, &c.numerator_spread),
+        };
+        let tag = match c.verdict {
+            Verdict::Holds => "ok          ",
+            Verdict::DoesNotHold => "FAIL        ",
+            _ => "inconclusive",
+        };
+        let _ = writeln!(out, "    {tag} {fig}  ({})", levels_text(&c.group));
     }
     out
 }
@@ -284,6 +317,8 @@ pub fn ladder_text(
             .iter()
             .map(|(t, f)| format!("{} {}", escape(t), f.key())),
     );
+    // One row per cell: its first round's record (every round's points are in its figures).
+    let cells: Vec<&CellRecord> = cells.iter().filter(|c| c.round <= 1).collect();
     let unlabelled = cells.iter().filter(|c| c.label.is_none());
     let constant = constant_levels(unlabelled.map(|c| c.levels.as_slice()));
     let rows: Vec<Vec<String>> = cells
@@ -295,8 +330,8 @@ pub fn ladder_text(
                 .map(escape)
                 .unwrap_or_else(|| varying_text(&c.levels, &constant))];
             row.extend(columns.iter().map(|(t, f)| {
-                crate::analyze::study::cell_figure(points, c.index, t, *f)
-                    .map_or("-".to_string(), |v| figure_value_text(*f, v))
+                crate::analyze::study::cell_spread(points, c.index, t, *f)
+                    .map_or("-".to_string(), |s| spread_text(*f, &s))
             }));
             row
         })
@@ -402,12 +437,18 @@ pub fn cells_text(cells: &[CellRecord]) -> String {
     let constant = constant_levels(cells.iter().map(|c| c.levels.as_slice()));
     let mut out = constant_line(&constant).replace("every row", "every cell");
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} ms"));
+    let rounds = cells.iter().any(|c| c.round > 1);
     for c in cells {
         let status = status_text(c.status);
         let _ = writeln!(
             out,
-            "cell {:>3} {:<11} build {:>7}  teardown {:>7}  measured {:>8}  wall {:>8}  {}{}",
+            "cell {:>3}{} {:<11} build {:>7}  teardown {:>7}  measured {:>8}  wall {:>8}  {}{}",
             c.index,
+            if rounds {
+                format!(" round {}", c.round)
+            } else {
+                String::new()
+            },
             status,
             ms(c.build_ms),
             ms(c.teardown_ms),
@@ -455,6 +496,14 @@ pub fn header(m: &StudyManifest) -> String {
         m.cells.len(),
         status_text(m.status)
     );
+    if m.repeat > 1 {
+        let _ = writeln!(
+            out,
+            "repeat {}: every cell built and measured once per round, round 1 of every cell \
+             before round 2; figures are medians (min–max over the rounds, n = points)",
+            m.repeat
+        );
+    }
     if let Some(e) = &m.error {
         let _ = writeln!(out, "error: {}", escape(e));
     }
@@ -471,7 +520,7 @@ pub fn status_text(s: StudyStatus) -> &'static str {
     }
 }
 
-/// `points.csv`: a row per point: cell, test, a column per factor, a column per figure,
+/// `points.csv`: a row per point: cell, round, test, a column per factor, a column per figure,
 /// the point's status.
 pub fn csv(points: &[StudyPoint]) -> String {
     let mut factors: Vec<StudyFactor> = Vec::new();
@@ -482,7 +531,7 @@ pub fn csv(points: &[StudyPoint]) -> String {
             }
         }
     }
-    let mut out = String::from("cell,test");
+    let mut out = String::from("cell,round,test");
     for f in &factors {
         let _ = write!(out, ",{}", factor_key(*f));
     }
@@ -492,7 +541,7 @@ pub fn csv(points: &[StudyPoint]) -> String {
     out.push_str(",status\n");
     let field = super::csv_cell;
     for p in points {
-        let _ = write!(out, "{},{}", p.cell, field(&escape(&p.test)));
+        let _ = write!(out, "{},{},{}", p.cell, p.round, field(&escape(&p.test)));
         for f in &factors {
             let v = crate::analyze::study::level_of(&p.levels, *f)
                 .map(|v| field(&escape(&v.arg())))
@@ -587,6 +636,7 @@ mod tests {
     fn cell(index: u32, mtu: u64) -> CellRecord {
         CellRecord {
             index,
+            round: 1,
             label: None,
             levels: vec![
                 level(StudyFactor::Testbed(TestbedFactor::Mtu), mtu),

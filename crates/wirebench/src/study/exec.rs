@@ -24,7 +24,7 @@ use wirebench_model::sweep::{FactorName, SweepPoint, SweepResult, SweepStatus};
 use wirebench_report::analyze::study::figures;
 use wirebench_report::print::study as show;
 
-use super::plan::{PlannedCell, StudyPlan};
+use super::plan::{run_order, PlannedCell, StudyPlan, TestRun};
 use crate::sweep::{execute, load_previous, plan::plan as sweep_plan, runner_config_of};
 use crate::sweep::{Execution, Observer};
 use crate::test_cmd::{write_atomically, write_derived};
@@ -131,6 +131,7 @@ impl Shared {
 /// plain flags has one value and is not a level of the study.
 pub fn study_point(
     cell: u32,
+    round: u32,
     test: &str,
     cell_levels: &[Level],
     declared: &[FactorName],
@@ -149,6 +150,7 @@ pub fn study_point(
     StudyPoint {
         schema_version: STUDY_SCHEMA_VERSION,
         cell,
+        round,
         test: test.to_string(),
         levels,
         settings: p.settings.clone(),
@@ -161,6 +163,7 @@ pub fn study_point(
 struct CellObserver<'a> {
     shared: &'a mut Shared,
     cell: u32,
+    round: u32,
     test: String,
     levels: Vec<Level>,
     declared: Vec<FactorName>,
@@ -172,7 +175,14 @@ impl Observer for CellObserver<'_> {
     }
 
     fn point(&mut self, p: &SweepPoint, _total: usize) {
-        let sp = study_point(self.cell, &self.test, &self.levels, &self.declared, p);
+        let sp = study_point(
+            self.cell,
+            self.round,
+            &self.test,
+            &self.levels,
+            &self.declared,
+            p,
+        );
         self.shared.add(sp);
     }
 }
@@ -367,23 +377,25 @@ impl Runner<'_> {
         self.interrupt.load(Ordering::Relaxed)
     }
 
-    /// Runs every cell not completed yet; false if interrupted.
+    /// Runs every cell run (a cell in a round, in the manifest's interleaved order) not
+    /// completed yet; false if interrupted.
     pub fn run(&mut self) -> bool {
-        for i in 0..self.plan.cells.len() {
-            if self.manifest.cells[i].status == StudyStatus::Completed {
+        for j in 0..self.manifest.cells.len() {
+            if self.manifest.cells[j].status == StudyStatus::Completed {
                 continue;
             }
             if self.interrupted() {
                 return false;
             }
-            let rec = self.run_cell(&self.plan.cells[i]);
-            self.manifest.cells[i] = rec;
+            let i = self.manifest.cells[j].index as usize;
+            let rec = self.run_cell(&self.plan.cells[i], j);
+            self.manifest.cells[j] = rec;
             self.write_manifest();
             if self.cannot_start {
                 self.shared.say(&format!(
                     "stopping the study: cell {i}'s daemon could not start ({}); every later \
                      cell would fail the same way",
-                    self.manifest.cells[i].error.as_deref().unwrap_or("")
+                    self.manifest.cells[j].error.as_deref().unwrap_or("")
                 ));
                 return false;
             }
@@ -394,16 +406,23 @@ impl Runner<'_> {
         true
     }
 
-    /// One cell, start to teardown.
-    fn run_cell(&mut self, cell: &PlannedCell) -> CellRecord {
-        let mut rec = self.manifest.cells[cell.index].clone();
+    /// One cell in one round (the manifest's record `j`), start to teardown.
+    fn run_cell(&mut self, cell: &PlannedCell, j: usize) -> CellRecord {
+        let mut rec = self.manifest.cells[j].clone();
+        let round = rec.round.max(1);
+        let repeat = self.plan.repeat();
         rec.error = None;
         let t0 = Instant::now();
         let mut spec = cell.lab.clone();
         spec.name = self.lab_name.clone();
         self.shared.say(&format!(
-            "cell {}: building {}",
+            "cell {}{}: building {}",
             cell.index,
+            if repeat > 1 {
+                format!(" (round {round} of {repeat})")
+            } else {
+                String::new()
+            },
             show::levels_text(&cell.spec.levels)
         ));
         let lab = match self.mgr.up_owned(&spec) {
@@ -416,7 +435,11 @@ impl Runner<'_> {
         };
         // Made (and checked to be this user's own directory) before the first cell.
         let cell_dir = self.dir.join("cells");
-        let log = cell_dir.join(format!("{:04}-daemon.log", cell.index));
+        let log = cell_dir.join(if repeat > 1 {
+            format!("{:04}-r{round}-daemon.log", cell.index)
+        } else {
+            format!("{:04}-daemon.log", cell.index)
+        });
         let daemon = match Daemon::start(&self.mgr, lab.name(), &log) {
             Ok(d) => d,
             Err((e, fatal)) => {
@@ -435,12 +458,13 @@ impl Runner<'_> {
         rec.tests.clear();
         for t in &cell.tests {
             let entry = &self.plan.file.tests[t.test];
+            let run = &t.runs[(round - 1) as usize];
             let (status, points, ms) =
-                self.run_test(cell, t.test, &t.dir, &t.argv, &testbed, lab.name());
+                self.run_test(cell, round, t.test, run, &testbed, lab.name());
             measured_ms += ms;
             rec.tests.push(CellTest {
                 test: entry.label.clone(),
-                dir: t.dir.clone(),
+                dir: run.dir.clone(),
                 points,
                 status,
             });
@@ -466,12 +490,13 @@ impl Runner<'_> {
     fn run_test(
         &mut self,
         cell: &PlannedCell,
+        round: u32,
         test: usize,
-        dir: &str,
-        argv: &[String],
+        run: &TestRun,
         testbed: &Testbed,
         lab: &str,
     ) -> (StudyStatus, u32, f64) {
+        let (dir, argv) = (&run.dir, &run.argv);
         let entry = &self.plan.file.tests[test];
         let abs = self.dir.join(dir);
         let previous: Option<SweepResult> = abs
@@ -534,6 +559,7 @@ impl Runner<'_> {
         let mut obs = CellObserver {
             shared: &mut self.shared,
             cell: cell.index as u32,
+            round,
             test: entry.label.clone(),
             levels: cell.spec.levels.clone(),
             declared: entry.factors.iter().map(|(f, _)| *f).collect(),
@@ -571,17 +597,19 @@ pub fn new_manifest(plan: &StudyPlan, command: Vec<String>) -> StudyManifest {
         file: plan.file.path.clone(),
         file_text: plan.file.text.clone(),
         command,
+        repeat: plan.repeat(),
         host: Some(wirebench_engine::env::probe(None)),
         started_unix_ms: now,
         started_utc: wirebench_model::result::iso8601_utc(now),
         ended_unix_ms: now,
         status: StudyStatus::Running,
         error: None,
-        cells: plan
-            .cells
-            .iter()
-            .map(|c| CellRecord {
+        cells: run_order(plan.cells.len(), plan.repeat())
+            .into_iter()
+            .map(|(round, i)| (round, &plan.cells[i]))
+            .map(|(round, c)| CellRecord {
                 index: c.index as u32,
+                round,
                 label: c.spec.label.clone(),
                 levels: c.spec.levels.clone(),
                 status: StudyStatus::Running,

@@ -62,7 +62,13 @@ pub struct StudyOptions {
     /// NetPIPE perturbation of message-size factors, bytes (a study's default: 0, the
     /// figures are at the sizes the file names).
     pub perturb_bytes: u64,
+    /// How many times every cell's points are measured, in rounds interleaved across the
+    /// cells (`repeat`; default 1).
+    pub repeat: u32,
 }
+
+/// The most rounds a study may ask for.
+pub const MAX_REPEAT: u32 = 100;
 
 /// One test of the study.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,6 +186,7 @@ struct RawOptions {
     time: Option<f64>,
     remeasure: Option<bool>,
     perturb: Option<u64>,
+    repeat: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -394,6 +401,7 @@ fn options(cx: &Ctx<'_>, o: Option<RawOptions>) -> Result<StudyOptions, FileErro
     let Some(o) = o else {
         return Ok(StudyOptions {
             remeasure: true,
+            repeat: 1,
             ..StudyOptions::default()
         });
     };
@@ -413,7 +421,17 @@ fn options(cx: &Ctx<'_>, o: Option<RawOptions>) -> Result<StudyOptions, FileErro
             }
         }
     }
+    let repeat = o.repeat.unwrap_or(1);
+    if !(1..=MAX_REPEAT).contains(&repeat) {
+        return Err(FileError {
+            file: cx.path.to_string(),
+            line: 0,
+            key: "options.repeat".into(),
+            message: format!("{repeat} is not a number of rounds in 1..={MAX_REPEAT}"),
+        });
+    }
     Ok(StudyOptions {
+        repeat,
         point_time_s: o.point_time,
         max_point_time_s: o.max_point_time,
         min_count: o.min_count,

@@ -7,6 +7,7 @@
 //! namespace, and tears the cell down. Completed points survive Ctrl-C, errors and a killed
 //! run: `--resume DIR` measures only what is missing.
 
+pub mod all;
 pub mod exec;
 pub mod file;
 mod levels;
@@ -57,18 +58,33 @@ pub enum StudyCommand {
 /// `wirebench study run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The study file (TOML); not with --resume.
-    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    /// The study file (TOML); not with --resume or --all.
+    #[arg(required_unless_present_any = ["resume", "all"], conflicts_with_all = ["resume", "all"])]
     pub file: Option<PathBuf>,
-    /// Output directory (default `study-YYYYMMDD-HHMMSS`).
+    /// Output directory (default `study-YYYYMMDD-HHMMSS`; with --all, the parent of one
+    /// directory per study, default `studies-YYYYMMDD-HHMMSS`).
     #[arg(short, long, value_name = "DIR", conflicts_with = "resume")]
     pub output: Option<PathBuf>,
     /// Continue the study in DIR: measure only the points it lacks.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "all")]
     pub resume: Option<PathBuf>,
+    /// Run every shipped study (the *.toml files of the studies directory), then print the
+    /// claims table: each seed claim, this machine's result and its verdict.
+    #[arg(long)]
+    pub all: bool,
+    /// The shipped studies' directory for --all (default: $WIREBENCH_STUDIES, then
+    /// PREFIX/share/wirebench/studies beside the binary, the source checkout's studies/,
+    /// ./studies).
+    #[arg(long, value_name = "DIR", requires = "all")]
+    pub studies_dir: Option<PathBuf>,
     /// Replace a study already in the output directory (its manifest, results and cells).
     #[arg(long, conflicts_with = "resume")]
     pub force: bool,
+    /// Measure every cell's points N times (rounds interleaved across the cells), overriding
+    /// the file's `repeat`.
+    #[arg(long, value_name = "N", conflicts_with = "resume",
+          value_parser = clap::value_parser!(u32).range(1..=file::MAX_REPEAT as i64))]
+    pub repeat: Option<u32>,
     /// Check the file and print the plan (cells, points, estimated time); build nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -115,7 +131,7 @@ fn read_manifest(dir: &Path) -> Result<StudyManifest, String> {
     Ok(m)
 }
 
-fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     let utc = wirebench_model::result::iso8601_utc(wirebench_net::runner::unix_ms());
     // 2026-11-25T01:40:00.123Z -> study-20261125-014000
     let digits: String = utc.chars().filter(char::is_ascii_digit).take(14).collect();
@@ -129,9 +145,11 @@ fn default_dir() -> PathBuf {
 /// Points already measured in the study directory (each cell's sweep files).
 fn measured_points(dir: &Path, plan: &StudyPlan) -> Vec<StudyPoint> {
     let mut out = Vec::new();
-    for c in &plan.cells {
+    for (round, i) in plan::run_order(plan.cells.len(), plan.repeat()) {
+        let c = &plan.cells[i];
         for t in &c.tests {
-            let Ok(s) = crate::sweep::load_previous(&dir.join(&t.dir)) else {
+            let run = &t.runs[(round - 1) as usize];
+            let Ok(s) = crate::sweep::load_previous(&dir.join(&run.dir)) else {
                 continue;
             };
             let entry = &plan.file.tests[t.test];
@@ -140,6 +158,7 @@ fn measured_points(dir: &Path, plan: &StudyPlan) -> Vec<StudyPoint> {
                 if p.result.status != wirebench_model::result::RunStatus::Interrupted {
                     out.push(study_point(
                         c.index as u32,
+                        round,
                         &entry.label,
                         &c.spec.levels,
                         &declared,
@@ -172,6 +191,9 @@ fn usage(msg: &str) -> i32 {
 }
 
 fn run_study(a: RunArgs) -> i32 {
+    if a.all {
+        return all::run_all(&a);
+    }
     let previous = match &a.resume {
         Some(dir) => match read_manifest(dir) {
             Ok(m) => Some(m),
@@ -195,10 +217,14 @@ fn run_study(a: RunArgs) -> i32 {
         },
         (None, None) => return usage("give a study file or --resume DIR"),
     };
-    let file = match file::parse(&path, &text) {
+    let mut file = match file::parse(&path, &text) {
         Ok(f) => f,
         Err(e) => return usage(&e.to_string()),
     };
+    // A resumed study keeps the rounds it started with; --repeat overrides the file's.
+    if let Some(n) = previous.as_ref().map(|m| m.repeat).or(a.repeat) {
+        file.options.repeat = n.max(1);
+    }
     let plan = match plan::plan(file, &dir, wirebench_sys::thread::online_cpus()) {
         Ok(p) => p,
         Err(e) => return usage(&e.to_string()),

@@ -19,17 +19,34 @@ const BUILD_ESTIMATE_S: f64 = 0.5;
 /// exchange), seconds.
 const POINT_OVERHEAD_ESTIMATE_S: f64 = 0.15;
 
-/// A test of a cell: its sweep.
+/// One round's sweep of a test in a cell.
+#[derive(Debug, Clone)]
+pub struct TestRun {
+    /// Directory of the sweep, relative to the study directory.
+    pub dir: String,
+    /// The sweep's arguments after `wirebench sweep TEST`.
+    pub argv: Vec<String>,
+}
+
+/// A test of a cell: its sweep, once per round.
 #[derive(Debug)]
 pub struct PlannedTest {
     /// The test (index into the file's tests).
     pub test: usize,
-    /// Directory of its sweep, relative to the study directory.
-    pub dir: String,
-    /// The sweep's arguments after `wirebench sweep TEST`.
-    pub argv: Vec<String>,
-    /// The checked sweep plan.
+    /// Each round's sweep (`runs[0]` is round 1); they differ only in their directory.
+    pub runs: Vec<TestRun>,
+    /// The checked sweep plan (of round 1).
     pub plan: Plan,
+}
+
+/// The order a study measures its cells in: `(round, cell)`, round 1 of every cell, then
+/// round 2 of every cell, ... — repetitions interleaved, so that a slow drift of the
+/// machine (a neighbour's build, thermal state, where buffers land) spreads over every
+/// cell instead of biasing the cells measured last.
+pub fn run_order(cells: usize, repeat: u32) -> Vec<(u32, usize)> {
+    (1..=repeat.max(1))
+        .flat_map(|r| (0..cells).map(move |c| (r, c)))
+        .collect()
 }
 
 /// A cell: its testbed and its tests.
@@ -57,13 +74,19 @@ pub struct StudyPlan {
 }
 
 impl StudyPlan {
-    /// Points planned over all cells (before dip re-measurements).
+    /// Rounds: how many times every cell's points are measured.
+    pub fn repeat(&self) -> u32 {
+        self.file.options.repeat.max(1)
+    }
+
+    /// Points planned over all cells and rounds (before dip re-measurements).
     pub fn points(&self) -> usize {
         self.cells
             .iter()
             .flat_map(|c| &c.tests)
             .map(|t| t.plan.points.len())
-            .sum()
+            .sum::<usize>()
+            * self.repeat() as usize
     }
 
     /// Estimated wall time, seconds: builds, each point's first measured length plus an
@@ -83,7 +106,7 @@ impl StudyPlan {
                 t.plan.points.len() as f64 * (secs + POINT_OVERHEAD_ESTIMATE_S)
             })
             .sum();
-        per_point + self.cells.len() as f64 * BUILD_ESTIMATE_S
+        (per_point + self.cells.len() as f64 * BUILD_ESTIMATE_S) * f64::from(self.repeat())
     }
 }
 
@@ -197,8 +220,9 @@ pub fn sweep_argv(file: &StudyFile, cell: &CellSpec, t: &TestEntry, dir: &Path) 
     a
 }
 
-/// The directory of test `t` of cell `i`, relative to the study directory.
-pub fn test_dir(i: usize, t: &TestEntry) -> String {
+/// The directory of test `t` of cell `i` in round `round` of `repeat`, relative to the study
+/// directory (`cells/0003-stream`; `cells/0003-stream-r2` when the study repeats).
+pub fn test_dir(i: usize, t: &TestEntry, round: u32, repeat: u32) -> String {
     let label: String = t
         .label
         .chars()
@@ -210,7 +234,11 @@ pub fn test_dir(i: usize, t: &TestEntry) -> String {
             }
         })
         .collect();
-    format!("cells/{i:04}-{label}")
+    if repeat > 1 {
+        format!("cells/{i:04}-{label}-r{round}")
+    } else {
+        format!("cells/{i:04}-{label}")
+    }
 }
 
 /// Plans every cell and test of `file`, writing sweeps under `out` (only named here).
@@ -239,9 +267,15 @@ pub fn plan(file: StudyFile, out: &Path, cpus: u32) -> Result<StudyPlan, FileErr
                     continue;
                 }
             }
-            let dir = test_dir(i, t);
-            let argv = sweep_argv(&file, c, t, &out.join(&dir));
-            let plan = sweep_plan(&t.command, &argv).map_err(|m| FileError {
+            let repeat = file.options.repeat.max(1);
+            let runs: Vec<TestRun> = (1..=repeat)
+                .map(|r| {
+                    let dir = test_dir(i, t, r, repeat);
+                    let argv = sweep_argv(&file, c, t, &out.join(&dir));
+                    TestRun { dir, argv }
+                })
+                .collect();
+            let plan = sweep_plan(&t.command, &runs[0].argv).map_err(|m| FileError {
                 file: file.path.clone(),
                 line: t.line,
                 key: format!(
@@ -253,8 +287,7 @@ pub fn plan(file: StudyFile, out: &Path, cpus: u32) -> Result<StudyPlan, FileErr
             })?;
             tests.push(PlannedTest {
                 test: ti,
-                dir,
-                argv,
+                runs,
                 plan,
             });
         }
@@ -277,10 +310,18 @@ pub fn plan_text(p: &StudyPlan) -> String {
     }
     let _ = writeln!(
         out,
-        "{} cell(s), {} test(s), {} point(s), about {:.0} s (adaptive points may run longer)",
+        "{} cell(s), {} test(s), {} point(s){}, about {:.0} s (adaptive points may run longer)",
         p.cells.len(),
         p.file.tests.len(),
         p.points(),
+        if p.repeat() > 1 {
+            format!(
+                " ({} round(s), each cell built and measured once per round)",
+                p.repeat()
+            )
+        } else {
+            String::new()
+        },
         p.estimate_s()
     );
     for c in &p.cells {
@@ -297,7 +338,7 @@ pub fn plan_text(p: &StudyPlan) -> String {
         );
         for t in &c.tests {
             let entry = &p.file.tests[t.test];
-            let shown: Vec<String> = t
+            let shown: Vec<String> = t.runs[0]
                 .argv
                 .iter()
                 .take_while(|a| *a != "-o")
@@ -305,13 +346,33 @@ pub fn plan_text(p: &StudyPlan) -> String {
                 .collect();
             let _ = writeln!(
                 out,
-                "    {} ({} point(s)): wirebench sweep {} {}",
+                "    {} ({} point(s){}): wirebench sweep {} {}",
                 wirebench_model::text::escape(&entry.label),
                 t.plan.points.len(),
+                if p.repeat() > 1 { " per round" } else { "" },
                 entry.command,
                 shown.join(" ")
             );
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rounds are interleaved: every cell's round 1 before any cell's round 2.
+    #[test]
+    fn rounds_are_interleaved_across_cells() {
+        assert_eq!(
+            run_order(3, 2),
+            vec![(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
+        );
+        assert_eq!(run_order(2, 1), vec![(1, 0), (1, 1)]);
+        assert_eq!(run_order(2, 0), vec![(1, 0), (1, 1)], "at least one round");
+        // No cell is measured twice in a row when there are two cells or more.
+        let o = run_order(4, 3);
+        assert!(o.windows(2).all(|w| w[0].1 != w[1].1));
+    }
 }
