@@ -162,6 +162,7 @@ pub fn failed_result(
         under_load: None,
         testbed: None,
         physical: None,
+        profile_cost: None,
     }
 }
 
