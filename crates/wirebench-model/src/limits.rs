@@ -81,6 +81,55 @@ pub struct LimitsResult {
     /// bandwidth far below the next larger buffer size's), with their likely cause.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub implausible: Vec<Implausible>,
+    /// What the CPU profiler's sampling costs here (absent in documents from before it was
+    /// measured, or when perf events were not permitted: a note says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<SamplerCost>,
+}
+
+/// The CPU profiler's cost per sample on this machine: a fixed CPU-bound work loop (integer
+/// arithmetic over a 64 KiB buffer) on one pinned CPU, timed alone and with a profile
+/// (`--profile`'s sampler, its drain thread on the same CPU) sampling that CPU at
+/// `freq_hz`, in interleaved pairs. The cost of a pair is the sampled run's extra wall time;
+/// per sample, that over the samples taken. It covers the sampling interrupt (which no
+/// sample can show) and the drain thread's work (which the profile shows as `sampler`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SamplerCost {
+    /// The CPU the probe ran on.
+    pub cpu: u32,
+    /// The sampling frequency of the probe, Hz (high, so that the cost stands above the
+    /// noise of the work loop's time).
+    pub freq_hz: u32,
+    /// The work loop's time alone, ns (the median over the pairs).
+    pub work_ns: u64,
+    /// CPU time the sampler took per sample, ns, over the pairs: `(sampled − alone) /
+    /// samples`.
+    pub ns_per_sample: Spread,
+    /// The work loop's slowdown at `freq_hz`, percent, over the pairs: `(sampled / alone −
+    /// 1) × 100`.
+    pub cost_pct: Spread,
+}
+
+/// One pair of the sampler-cost probe (engine output, analysis input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SamplerCostPair {
+    /// The work loop alone, ns.
+    pub alone_ns: u64,
+    /// The same work loop with the sampler on, ns.
+    pub sampled_ns: u64,
+    /// Samples the sampler took (and lost) meanwhile.
+    pub samples: u64,
+}
+
+/// The sampler-cost probe's raw pairs (engine output, analysis input).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SamplerCostSamples {
+    /// The CPU it ran on.
+    pub cpu: u32,
+    /// The sampling frequency, Hz.
+    pub freq_hz: u32,
+    /// The pairs, in the order run.
+    pub pairs: Vec<SamplerCostPair>,
 }
 
 /// How busy the machine was with other work while `wirebench limits` measured it.

@@ -1,7 +1,7 @@
 //! Where one end's CPUs spent the measurement window: a sampling profile classified into
 //! categories close to Trapeze's fig. 5 (copy, checksum, memory management, interrupts,
 //! driver, TCP, IP and below, socket/syscall layer, scheduler, locks, wirebench's own code,
-//! other, idle).
+//! the profiler's own work, other, idle).
 //!
 //! A [`ProfileReport`] is bounded in size: [`MAX_TOP_SYMBOLS`] symbols per category, each at
 //! most [`MAX_SYMBOL_BYTES`] bytes, and one [`CpuProfile`] per sampled CPU (at most
@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::side::HostRole;
 
+/// `--profile`'s sampling frequency, Hz per CPU: each sample interrupts the CPU, and 4 kHz
+/// cost 14–21 % of a CPU-bound stream on 2-vCPU VMs (docs/PROFILE.md, *Overhead*).
+pub const DEFAULT_PROFILE_HZ: u32 = 250;
 /// Top symbols kept per category.
 pub const MAX_TOP_SYMBOLS: usize = 10;
 /// The longest symbol string kept, bytes (longer ones are cut at a char boundary).
@@ -50,8 +53,14 @@ pub enum ProfileCategory {
     Scheduler,
     /// Locks and spinning: spin locks, mutexes, the socket lock.
     Locks,
-    /// User-space samples of wirebench processes (the binary and the libraries it calls).
+    /// User-space samples of wirebench processes (the binary and the libraries it calls),
+    /// except the profiler's own work.
     Wirebench,
+    /// The profiler's own work: samples of its drain thread (`wb-perf-drain`, in any
+    /// wirebench process: reading the sample rings, symbolizing and classifying), user and
+    /// kernel. The sampling interrupt itself is in no sample (it lengthens what it
+    /// interrupted): the result's expected sampling cost, from `wirebench limits`, covers it.
+    Sampler,
     /// Everything else (other processes' user space, unclassified kernel code).
     Other,
     /// Busy CPU time no sample stands for: time of the window in which `/proc/stat` counts
@@ -68,7 +77,26 @@ pub enum ProfileCategory {
 
 impl ProfileCategory {
     /// Every category, in report order.
-    pub const ALL: [ProfileCategory; 14] = [
+    pub const ALL: [ProfileCategory; 15] = [
+        ProfileCategory::Copy,
+        ProfileCategory::Checksum,
+        ProfileCategory::MemoryManagement,
+        ProfileCategory::Interrupts,
+        ProfileCategory::Driver,
+        ProfileCategory::Tcp,
+        ProfileCategory::IpAndBelow,
+        ProfileCategory::SocketSyscall,
+        ProfileCategory::Scheduler,
+        ProfileCategory::Locks,
+        ProfileCategory::Wirebench,
+        ProfileCategory::Sampler,
+        ProfileCategory::Other,
+        ProfileCategory::Unsampled,
+        ProfileCategory::Idle,
+    ];
+
+    /// The categories of results recorded before `sampler` existed, in their order.
+    const ALL_BEFORE_SAMPLER: [ProfileCategory; 14] = [
         ProfileCategory::Copy,
         ProfileCategory::Checksum,
         ProfileCategory::MemoryManagement,
@@ -82,6 +110,23 @@ impl ProfileCategory {
         ProfileCategory::Wirebench,
         ProfileCategory::Other,
         ProfileCategory::Unsampled,
+        ProfileCategory::Idle,
+    ];
+
+    /// The categories of results recorded before `unsampled` existed, in their order.
+    const ALL_BEFORE_UNSAMPLED: [ProfileCategory; 13] = [
+        ProfileCategory::Copy,
+        ProfileCategory::Checksum,
+        ProfileCategory::MemoryManagement,
+        ProfileCategory::Interrupts,
+        ProfileCategory::Driver,
+        ProfileCategory::Tcp,
+        ProfileCategory::IpAndBelow,
+        ProfileCategory::SocketSyscall,
+        ProfileCategory::Scheduler,
+        ProfileCategory::Locks,
+        ProfileCategory::Wirebench,
+        ProfileCategory::Other,
         ProfileCategory::Idle,
     ];
 
@@ -104,6 +149,7 @@ impl ProfileCategory {
             ProfileCategory::Scheduler => "scheduler",
             ProfileCategory::Locks => "locks",
             ProfileCategory::Wirebench => "wirebench",
+            ProfileCategory::Sampler => "sampler",
             ProfileCategory::Other => "other",
             ProfileCategory::Unsampled => "unsampled",
             ProfileCategory::Idle => "idle",
@@ -182,9 +228,29 @@ pub struct CpuProfile {
     /// `unsampled` category).
     #[serde(default)]
     pub unsampled_busy_ns: u64,
-    /// CPU ns per category, in [`ProfileCategory::ALL`] order (14 entries; 13, without
-    /// `unsampled`, in results recorded before it existed); sums to the window.
+    /// CPU ns per category, in [`ProfileCategory::ALL`] order (15 entries; 14, without
+    /// `sampler`, and 13, without `unsampled` either, in results recorded before they
+    /// existed: read it with [`CpuProfile::category_ns`]); sums to the window.
     pub cpu_ns: Vec<u64>,
+}
+
+impl CpuProfile {
+    /// The CPU ns of `category`, whichever layout `cpu_ns` was recorded in (0 for a category
+    /// the layout did not have).
+    pub fn category_ns(&self, category: ProfileCategory) -> u64 {
+        let position = match self.cpu_ns.len() {
+            13 => ProfileCategory::ALL_BEFORE_UNSAMPLED
+                .iter()
+                .position(|&c| c == category),
+            14 => ProfileCategory::ALL_BEFORE_SAMPLER
+                .iter()
+                .position(|&c| c == category),
+            _ => Some(category.index()),
+        };
+        position
+            .and_then(|i| self.cpu_ns.get(i).copied())
+            .unwrap_or(0)
+    }
 }
 
 /// What one end's profile found over its measurement window.
@@ -227,8 +293,8 @@ pub struct ProfileReport {
     pub idle_from_proc_stat: bool,
     /// Whether kernel symbols were resolved.
     pub kernel_symbols: KernelSymbols,
-    /// Every category, in [`ProfileCategory::ALL`] order (14 entries; 13 in results
-    /// recorded before `unsampled` existed).
+    /// Every category, in [`ProfileCategory::ALL`] order (fewer in results recorded before
+    /// `sampler` and `unsampled` existed).
     pub categories: Vec<CategoryProfile>,
     /// Per CPU, ascending.
     pub per_cpu: Vec<CpuProfile>,
@@ -271,8 +337,37 @@ pub struct CategoryCost {
 pub struct EndProfile {
     /// Which end.
     pub host: HostRole,
-    /// Every category (14 entries; 13 in results recorded before `unsampled` existed).
+    /// Every category (fewer in results recorded before `sampler` and `unsampled`
+    /// existed).
     pub categories: Vec<CategoryCost>,
+}
+
+/// A profiled result's sampling rate and its expected cost (from this machine's limits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileCost {
+    /// Samples per second per CPU asked for (`--profile-hz`).
+    pub freq_hz: u32,
+    /// The expected cost, when `wirebench limits` measured the sampler on this boot; `None`:
+    /// not measured (run `wirebench limits`).
+    pub expected: Option<ExpectedProfileCost>,
+}
+
+/// The expected cost of sampling at a result's rate: the limits' cost per sample × the rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedProfileCost {
+    /// CPU time per sample, ns (the median of the limits' probe).
+    pub ns_per_sample: f64,
+    /// `ns_per_sample × freq_hz / 1e9 × 100`: percent of one CPU, per sampled CPU, that the
+    /// sampling takes from the work on it.
+    pub cpu_pct: f64,
+    /// When the limits were measured, ISO 8601 UTC.
+    pub limits_started_utc: String,
+    /// The probe's own sampling frequency, Hz.
+    pub probe_freq_hz: u32,
+    /// The work loop's slowdown at the probe's frequency, percent (the median).
+    pub probe_cost_pct: f64,
 }
 
 /// Why an end has no profile.
@@ -333,6 +428,31 @@ mod tests {
             let json = serde_json::to_string(c).unwrap();
             assert_eq!(json, format!("\"{}\"", c.key()));
         }
+    }
+
+    #[test]
+    fn per_cpu_figures_of_older_layouts_are_read_by_category() {
+        let cpu = |n: usize| CpuProfile {
+            cpu: 0,
+            samples: 0,
+            unsampled_idle_ns: 0,
+            unsampled_busy_ns: 0,
+            cpu_ns: (0..n as u64).map(|i| i * 10).collect(),
+        };
+        let now = cpu(15);
+        assert_eq!(now.category_ns(ProfileCategory::Sampler), 110);
+        assert_eq!(now.category_ns(ProfileCategory::Idle), 140);
+        let before_sampler = cpu(14);
+        assert_eq!(before_sampler.category_ns(ProfileCategory::Sampler), 0);
+        assert_eq!(before_sampler.category_ns(ProfileCategory::Other), 110);
+        assert_eq!(before_sampler.category_ns(ProfileCategory::Idle), 130);
+        let before_unsampled = cpu(13);
+        assert_eq!(before_unsampled.category_ns(ProfileCategory::Unsampled), 0);
+        assert_eq!(
+            before_unsampled.category_ns(ProfileCategory::Wirebench),
+            100
+        );
+        assert_eq!(before_unsampled.category_ns(ProfileCategory::Idle), 120);
     }
 
     #[test]

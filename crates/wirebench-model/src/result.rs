@@ -79,6 +79,10 @@ pub struct RunResult {
     /// the throughput against this machine's copy bandwidth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical: Option<PhysicalContext>,
+    /// Profiled tests (`--profile`): the sampling rate and its expected cost, from the
+    /// limits `wirebench limits` cached for this boot (the client's machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_cost: Option<crate::profile::ProfileCost>,
 }
 
 /// Latency under load (flent's RRUL idea): the same request/response test measured first
@@ -123,6 +127,39 @@ pub struct UnderLoadSummary {
     pub loaded_transactions_per_s: f64,
     /// The load's payload rate at its receivers, all directions, bits per second.
     pub load_throughput_bps: f64,
+    /// What the induced latency at the median says, against the medians' sampling noise
+    /// (absent without latency histograms, and in results from before it was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub induced_reading: Option<InducedReading>,
+}
+
+/// What an under-load test's induced latency at the median says. `noise_ns` is the 95 %
+/// confidence half-width of the difference of the two medians from their own samples
+/// (order statistics read from each run's latency histogram, combined in quadrature, at
+/// least 1 % of the idle median): the sampling noise of one pair of runs, not their
+/// run-to-run variation.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case", tag = "reading")]
+pub enum InducedReading {
+    /// The loaded median is higher by more than the noise: round trips waited behind the
+    /// load (in a queue at a bottleneck of the path, or for a CPU the load kept busy).
+    Raised {
+        /// The noise, ns.
+        noise_ns: u64,
+    },
+    /// Within the noise: the load added no latency that one pair of runs can show; no
+    /// queue formed at a bottleneck on the path.
+    WithinNoise {
+        /// The noise, ns.
+        noise_ns: u64,
+    },
+    /// The loaded median is lower by more than the noise: no queue formed at a bottleneck
+    /// on the path (a path with no slower link, as loopback, has none), and the load kept
+    /// the CPUs busy, so the round trips no longer paid for waking a CPU from idle.
+    Lowered {
+        /// The noise, ns.
+        noise_ns: u64,
+    },
 }
 
 /// How a run (or the whole invocation) ended.

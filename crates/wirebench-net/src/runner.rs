@@ -166,6 +166,7 @@ pub fn failed_result(
         under_load: None,
         testbed: None,
         physical: None,
+        profile_cost: None,
     }
 }
 

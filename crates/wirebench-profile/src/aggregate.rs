@@ -2,6 +2,11 @@
 //! arrival and only counts are kept (per CPU and category, and per category and own symbol),
 //! so memory does not grow with the window. [`Aggregator::into_report`] turns the counts into
 //! the bounded [`ProfileReport`].
+//!
+//! The profiler's own work is its own category ([`ProfileCategory::Sampler`]): the samples of
+//! this sampler's drain thread (its thread id, told as it starts) and of the drain threads of
+//! other wirebench processes on the same CPUs (the other end on the same host, found by
+//! thread name, [`DRAIN_THREAD_NAME`]), whatever their frames say.
 
 use std::collections::HashMap;
 
@@ -9,7 +14,7 @@ use wirebench_model::profile::{
     truncate_symbol, CategoryProfile, CpuProfile, KernelSymbols, ProfileCategory, ProfileEvent,
     ProfileReport, SymbolSamples, MAX_PROFILE_CPUS, MAX_TOP_SYMBOLS,
 };
-use wirebench_sys::perf::{EventKind, Frame, Recording, Sample, SampleSink};
+use wirebench_sys::perf::{EventKind, Frame, Recording, Sample, SampleSink, DRAIN_THREAD_NAME};
 
 use crate::classify::{class_of, classify, classify_by, Class, FrameSym};
 use crate::kallsyms::KernelSymbolTable;
@@ -65,6 +70,11 @@ pub struct Aggregator {
     classes: HashMap<usize, Option<Class>>,
     /// Samples on a CPU not in the list (never expected).
     stray: u64,
+    /// This sampler's drain thread, once it started.
+    drain_tid: Option<u32>,
+    /// Per thread of a wirebench process seen in the samples: whether it is a profiler's
+    /// drain thread (read once from `/proc/<pid>/task/<tid>/comm`).
+    drain_threads: HashMap<u32, bool>,
 }
 
 impl Aggregator {
@@ -81,7 +91,33 @@ impl Aggregator {
             top: vec![HashMap::new(); N],
             classes: HashMap::new(),
             stray: 0,
+            drain_tid: None,
+            drain_threads: HashMap::new(),
         }
+    }
+
+    /// This sampler's drain thread, once it started.
+    pub fn drain_tid(&self) -> Option<u32> {
+        self.drain_tid
+    }
+
+    /// Whether the sample shows a profiler's own work: this sampler's drain thread, or a
+    /// thread named [`DRAIN_THREAD_NAME`] in another wirebench process.
+    fn is_sampler(&mut self, sample: &Sample<'_>) -> bool {
+        if sample.pid == 0 {
+            return false;
+        }
+        if Some(sample.tid) == self.drain_tid {
+            return true;
+        }
+        if !self.symbols.user.is_wirebench(sample.pid) {
+            return false;
+        }
+        let (pid, tid) = (sample.pid, sample.tid);
+        *self.drain_threads.entry(tid).or_insert_with(|| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .is_ok_and(|c| c.trim_end() == DRAIN_THREAD_NAME)
+        })
     }
 
     /// The sample's frames, innermost first; the sample's own address alone when the
@@ -97,8 +133,18 @@ impl Aggregator {
         frames
     }
 
-    /// Classifies one sample: its category and its own symbol.
+    /// Classifies one sample: its category and its own symbol. A profiler's drain thread's
+    /// samples are [`ProfileCategory::Sampler`], whatever their frames.
     pub fn classify_sample(&mut self, sample: &Sample<'_>) -> (ProfileCategory, String) {
+        let (cat, name) = self.classify_frames(sample);
+        if self.is_sampler(sample) {
+            return (ProfileCategory::Sampler, name);
+        }
+        (cat, name)
+    }
+
+    /// The category the sample's frames give, and its own symbol.
+    fn classify_frames(&mut self, sample: &Sample<'_>) -> (ProfileCategory, String) {
         let frames = Aggregator::frames(sample);
         let first = frames[0];
         if !first.kernel {
@@ -253,6 +299,10 @@ impl SampleSink for Aggregator {
     fn sample(&mut self, sample: &Sample<'_>) {
         let (cat, name) = self.classify_sample(sample);
         self.count(sample, cat, &name);
+    }
+
+    fn on_drain_thread(&mut self, tid: u32) {
+        self.drain_tid = Some(tid);
     }
 }
 

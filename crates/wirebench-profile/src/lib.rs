@@ -9,7 +9,8 @@
 //! - [`classify`]: the one classification table (symbol patterns and call-chain context
 //!   rules) from a sample's frames to a [`ProfileCategory`], documented in docs/PROFILE.md;
 //! - [`aggregate`]: the sink that classifies samples as they arrive and builds the bounded
-//!   [`ProfileReport`].
+//!   [`ProfileReport`];
+//! - [`cost`]: the sampler-cost probe of `wirebench limits`.
 //!
 //! [`Profiler::open`] before the window (opens the events, loads the symbols),
 //! [`Profiler::start`] at its start, [`RunningProfile::stop`] at its end. Where perf events
@@ -17,6 +18,7 @@
 
 pub mod aggregate;
 pub mod classify;
+pub mod cost;
 pub mod kallsyms;
 pub mod usersyms;
 

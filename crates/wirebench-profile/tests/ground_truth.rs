@@ -228,6 +228,10 @@ impl SampleSink for Tap {
         *self.raw_per_cpu.entry(s.cpu).or_insert(0) += s.period;
         self.agg.sample(s);
     }
+
+    fn on_drain_thread(&mut self, tid: u32) {
+        self.agg.on_drain_thread(tid);
+    }
 }
 
 /// (b) Categories add up to the sampled CPU time exactly: the report's samples and CPU ns
@@ -272,9 +276,10 @@ fn categories_sum_to_sampled_time() {
     assert!(top.len() <= 10 && top.iter().all(|s| s.symbol.len() <= 200));
 }
 
-/// One sample of `perf script`: pid, time and frames (address side and symbol).
+/// One sample of `perf script`: pid, tid, time and frames (address side and symbol).
 struct PerfSample {
     pid: u32,
+    tid: u32,
     time_ns: u64,
     frames: Vec<(bool, String)>,
 }
@@ -295,17 +300,19 @@ fn parse_perf_script(text: &str) -> Vec<PerfSample> {
         // A sample's header (`pid/tid [cpu]`) is not indented by a tab; its frames are.
         if !line.starts_with('\t') {
             let mut f = line.split_whitespace();
-            let pid = f
+            let (pid, tid) = f
                 .next()
-                .and_then(|p| p.split('/').next())
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
+                .and_then(|p| p.split_once('/'))
+                .map_or((0, 0), |(p, t)| {
+                    (p.parse().unwrap_or(0), t.parse().unwrap_or(0))
+                });
             let time_ns = f
                 .find(|t| t.ends_with(':'))
                 .and_then(parse_time_ns)
                 .unwrap_or(0);
             out.push(PerfSample {
                 pid,
+                tid,
                 time_ns,
                 frames: Vec::new(),
             });
@@ -323,10 +330,15 @@ fn parse_perf_script(text: &str) -> Vec<PerfSample> {
     out
 }
 
-/// Category shares (% of samples) of perf's samples, classified by the same table.
-fn perf_shares(samples: &[PerfSample], own_pid: u32) -> [f64; NCAT] {
+/// Category shares (% of samples) of perf's samples, classified by the same table; the
+/// samples of thread `drain_tid` (this profile's drain thread) are the sampler's.
+fn perf_shares(samples: &[PerfSample], own_pid: u32, drain_tid: Option<u32>) -> [f64; NCAT] {
     let mut counts = [0u64; NCAT];
     for s in samples {
+        if Some(s.tid) == drain_tid {
+            counts[ProfileCategory::Sampler.index()] += 1;
+            continue;
+        }
         let frames = s.frames.iter().map(|(kernel, sym)| {
             if *kernel {
                 FrameSym::Kernel((sym != "[unknown]").then_some(sym.as_str()))
@@ -446,6 +458,7 @@ fn compare_with_perf_once() -> Result<(), String> {
     std::thread::sleep(Duration::from_secs(2));
     let finished = running.stop().unwrap();
     let (start, stop) = (finished.recording.started_ns, finished.recording.stopped_ns);
+    let drain_tid = finished.sink.inner.drain_tid();
     let mine = finished.sink.inner.into_report(&finished.recording, None);
     assert!(perf.0.wait().unwrap().success(), "perf record failed");
     let script = std::process::Command::new("perf")
@@ -466,7 +479,7 @@ fn compare_with_perf_once() -> Result<(), String> {
         theirs.len()
     );
     let a = report_shares(&mine);
-    let b = perf_shares(&theirs, std::process::id());
+    let b = perf_shares(&theirs, std::process::id(), drain_tid);
     eprintln!(
         "category          wirebench   perf   ({} vs {} samples)",
         mine.samples,
@@ -513,6 +526,10 @@ impl SampleSink for WithoutPid {
         if s.pid != self.pid {
             self.inner.sample(s);
         }
+    }
+
+    fn on_drain_thread(&mut self, tid: u32) {
+        self.inner.on_drain_thread(tid);
     }
 }
 
@@ -767,5 +784,108 @@ fn the_default_call_chain_bound_classifies_as_the_whole_chain() {
     assert!(
         differ < 0.5,
         "cut to {default} frames, {differ:.2} % of kernel samples change category"
+    );
+}
+
+/// The thread of this process named `name` (`/proc/self/task/*/comm`), waited for up to 2 s.
+fn own_thread_named(name: &str) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() == name {
+                return task.file_name().to_string_lossy().parse().unwrap();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no thread named {name} appeared"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// Counts the samples of one thread, independently of the aggregator, and forwards.
+struct ThreadTap {
+    agg: Aggregator,
+    tid: Arc<std::sync::atomic::AtomicU32>,
+    of_tid: u64,
+}
+
+impl SampleSink for ThreadTap {
+    fn sample(&mut self, s: &Sample<'_>) {
+        if s.tid == self.tid.load(Ordering::Relaxed) {
+            self.of_tid += 1;
+        }
+        self.agg.sample(s);
+    }
+
+    fn on_drain_thread(&mut self, tid: u32) {
+        self.agg.on_drain_thread(tid);
+    }
+}
+
+/// (f) The profiler's own work is its own category: under a loopback transfer at 4 kHz, every
+/// sample of the drain thread (found by its name in `/proc/self/task`, not by what the sampler
+/// says) is `sampler`, and `sampler` holds nothing else (no other profiler runs in this
+/// process); before this category existed they were `wirebench` and kernel categories.
+#[test]
+fn the_drain_threads_samples_are_the_sampler_category() {
+    let _g = lock();
+    if !perf_usable() {
+        return;
+    }
+    let cpus = online_cpu_list().unwrap();
+    let _load = loopback(false);
+    let sampler =
+        Sampler::open(&ProfileConfig::new(cpus.clone(), DEFAULT_FREQ_HZ).sampler_config()).unwrap();
+    let tid = Arc::new(std::sync::atomic::AtomicU32::new(u32::MAX));
+    let tap = ThreadTap {
+        agg: Aggregator::new(Symbols::load(), &cpus),
+        tid: Arc::clone(&tid),
+        of_tid: 0,
+    };
+    let running = sampler.start(tap).unwrap();
+    // The thread's first samples can land before the store below (the tap then misses
+    // them); the comparison allows for that.
+    let drain = wirebench_sys::perf::DRAIN_THREAD_NAME;
+    tid.store(own_thread_named(drain), Ordering::Relaxed);
+    // The recording window (not a timing bound): 1 s of samples of the transfer.
+    std::thread::sleep(Duration::from_secs(1));
+    let finished = running.stop().unwrap();
+    let of_tid = finished.sink.of_tid;
+    assert_eq!(
+        finished.sink.agg.drain_tid(),
+        Some(tid.load(Ordering::Relaxed)),
+        "the sampler's drain thread is the thread named {drain}"
+    );
+    let r = finished.sink.agg.into_report(&finished.recording, None);
+    let sampler_cat = r.category(ProfileCategory::Sampler).unwrap();
+    let wb = r.category(ProfileCategory::Wirebench).unwrap();
+    eprintln!(
+        "drain thread: {of_tid} samples seen by tid; sampler category {} samples ({:.2} %) top \
+         {:?}; wirebench {} samples top {:?}",
+        sampler_cat.samples,
+        sampler_cat.pct,
+        sampler_cat.top_symbols.iter().take(3).collect::<Vec<_>>(),
+        wb.samples,
+        wb.top_symbols.iter().take(3).collect::<Vec<_>>()
+    );
+    assert!(of_tid > 0, "the drain thread was never sampled at 4 kHz");
+    // The tap counts from the moment the thread was found (a few ms after it started), the
+    // report from its first sample: the report may hold more, never fewer; at most every
+    // sample of every CPU in 100 ms more (frequency × CPUs × 0.1 s).
+    let slack = u64::from(DEFAULT_FREQ_HZ) * cpus.len() as u64 / 10;
+    assert!(
+        sampler_cat.samples >= of_tid && sampler_cat.samples <= of_tid + slack,
+        "sampler category {} samples, drain thread {of_tid}",
+        sampler_cat.samples
+    );
+    assert!(
+        wb.top_symbols
+            .iter()
+            .all(|s| !s.symbol.contains("Aggregator") && !s.symbol.contains("ThreadTap")),
+        "the aggregator's own code is still counted as wirebench: {:?}",
+        wb.top_symbols
     );
 }

@@ -476,7 +476,7 @@ pub struct ClientArgs {
     /// Profile where each end's CPUs spend the measurement window (perf sampling of the
     /// CPUs the end uses: all online CPUs, or its --affinity CPU): a breakdown into copy,
     /// checksum, memory management, interrupts, driver, TCP, IP, socket/syscall, scheduler,
-    /// locks, wirebench, other and idle. Needs root or CAP_PERFMON (or
+    /// locks, wirebench, the profiler itself, other and idle. Needs root or CAP_PERFMON (or
     /// perf_event_paranoid <= 0); the server profiles only with `serve --allow-profile`.
     #[arg(long)]
     pub profile: bool,

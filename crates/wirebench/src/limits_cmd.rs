@@ -144,12 +144,13 @@ fn measure(quick: bool, json: bool) -> LimitsResult {
         cpus,
         wirebench_sys::host::mem_available_bytes(),
     );
-    let expected = Duration::from_secs(if quick { 3 } else { 8 });
+    let expected = Duration::from_secs(if quick { 4 } else { 10 });
     let bar = crate::progress::TimeBar::start(expected, !json, "measuring this machine's limits");
     let mut samples = wirebench_engine::limits::measure(&plan, &mut |p| {
         tracing::debug!("limits: {p} probe");
     });
     remeasure_implausible(&plan.memory, &mut samples);
+    let sampler = sampler_cost(plan.memory.cpus.first().copied().unwrap_or(0), quick);
     let (secs, warm) = if quick { (500, 100) } else { (1000, 250) };
     let ceiling = loopback(Duration::from_millis(secs), Duration::from_millis(warm));
     drop(bar);
@@ -185,8 +186,25 @@ fn measure(quick: bool, json: bool) -> LimitsResult {
         load,
         implausible,
         env: &env,
+        sampler,
     };
     limits_result(&run, &samples, ceiling)
+}
+
+/// The sampler-cost probe on `cpu`: 5 pairs of 100 ms runs (3 of 50 ms with `quick`) at
+/// [`wirebench_profile::cost::PROBE_FREQ_HZ`]; or why it gave nothing, in words.
+fn sampler_cost(
+    cpu: usize,
+    quick: bool,
+) -> Result<wirebench_model::limits::SamplerCostSamples, String> {
+    use wirebench_profile::cost::{probe, CostProbeError, PROBE_FREQ_HZ};
+    let (pairs, work) = if quick { (3, 50) } else { (5, 100) };
+    let cpu = u32::try_from(cpu).unwrap_or(0);
+    probe(cpu, PROBE_FREQ_HZ, pairs, Duration::from_millis(work)).map_err(|e| match e {
+        CostProbeError::Unavailable(u) => wirebench_report::print::profile_unavailable(&u),
+        CostProbeError::Pin { cpu, error } => format!("cannot pin a thread to CPU {cpu}: {error}"),
+        CostProbeError::Panicked => "the probe's thread panicked".into(),
+    })
 }
 
 /// Measure again, once, the buffer sizes whose memory figures are implausible (far below

@@ -186,7 +186,7 @@ pub fn spec_usage(e: &SpecError) -> (String, Option<SpecField>) {
 /// CPU-bound loopback stream on AMD EPYC (Zen 3) and 21 % on Intel Xeon VMs, 500 Hz 3.8 %
 /// on the Xeon, 250 Hz nothing measurable (docs/PROFILE.md, "Overhead"); 250 Hz still gives
 /// a 10 s test 2,500 samples per busy CPU.
-pub const DEFAULT_PROFILE_HZ: u32 = 250;
+pub const DEFAULT_PROFILE_HZ: u32 = wirebench_model::profile::DEFAULT_PROFILE_HZ;
 
 /// The settings every client command shares.
 fn common(c: &ClientArgs) -> Result<CommonSpec, (String, Option<SpecField>)> {

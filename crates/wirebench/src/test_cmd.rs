@@ -16,7 +16,7 @@ use wirebench_model::spec::MAX_INTERVAL_SAMPLES;
 use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerConfig, Target};
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
-use wirebench_report::analyze::limits::physical_context;
+use wirebench_report::analyze::limits::{physical_context, profile_cost};
 use wirebench_report::analyze::live::{Joined, LiveJoin};
 use wirebench_report::analyze::verdict::machine_limits;
 use wirebench_report::print::{self, units::RateUnit, HumanOptions, Verbosity};
@@ -407,12 +407,18 @@ pub fn run_client_with(
     // A stream result against this machine's limits, when they are cached for this boot
     // (never measured here).
     // The verdicts then weigh those limits, or say they are missing.
-    if spec.kind() == wirebench_model::spec::WorkloadKind::Stream {
+    let stream = spec.kind() == wirebench_model::spec::WorkloadKind::Stream;
+    let profile_hz = spec.common.profile_hz;
+    if stream || profile_hz.is_some() {
         let limits = crate::limits_cmd::cached_for_this_boot().map(|(_, l)| l);
-        if let Some(limits) = &limits {
-            result.physical = physical_context(&result, limits);
+        // A profiled result states its sampling rate and what it is expected to cost.
+        result.profile_cost = profile_hz.map(|hz| profile_cost(hz, limits.as_ref()));
+        if stream {
+            if let Some(limits) = &limits {
+                result.physical = physical_context(&result, limits);
+            }
+            machine_limits(&mut result, limits.as_ref());
         }
-        machine_limits(&mut result, limits.as_ref());
     }
     out.finish(result)
 }

@@ -165,6 +165,26 @@ fn json_fits_the_schema_and_is_cached_per_boot() {
         }
         (_, _, t) => assert!(l1.cpus_used.len() < 2 && t.is_none(), "{t:?}"),
     }
+    // The sampler's cost per sample: positive (the sampling interrupt and the drain thread
+    // take time from the loop), and below the period (1e9 / frequency ns): a cost of a whole
+    // period per sample would leave the CPU no time for the loop at all.
+    match &l1.sampler {
+        Some(c) => {
+            let period_ns = 1e9 / f64::from(c.freq_hz);
+            let ns = c.ns_per_sample.median;
+            assert!(ns > 0.0 && ns < period_ns, "{c:?}");
+            assert!(c.freq_hz > 0 && c.freq_hz <= 4000 && c.ns_per_sample.n == 3);
+            assert!(l1.cpus_used.contains(&c.cpu));
+        }
+        None => {
+            let why = format!("{:?}", l1.notes);
+            assert!(
+                why.contains("sampler"),
+                "no sampler figure and no note: {why}"
+            );
+            wirebench_sys::require::capability("perf", false, &why);
+        }
+    }
     let file = dir.0.join(format!("limits-{}.json", boot_id()));
     assert!(file.is_file());
 
@@ -264,6 +284,7 @@ fn stream_results_are_put_against_the_cached_limits() {
         transfer: None,
         notes: vec![],
         implausible: vec![],
+        sampler: None,
     };
     let file = dir.0.join(format!("limits-{}.json", boot_id()));
     std::fs::write(&file, serde_json::to_string(&limits).unwrap()).unwrap();
@@ -302,6 +323,77 @@ fn stream_results_are_put_against_the_cached_limits() {
 
 /// On a terminal (a pseudo-terminal from util-linux's `script`) a measurement shows a
 /// progress bar; with `--json` it shows none.
+/// A profiled result states its sampling rate and its expected cost: the cached limits'
+/// median cost per sample × the rate, with the date of the probe; "not measured" without a
+/// cache.
+#[test]
+fn profiled_results_state_the_expected_sampling_cost() {
+    let _g = shared();
+    let dir = StateDir::new("profile-cost");
+    let rr = |d: &Path, extra: &[&str]| {
+        let mut a = vec!["rr", "-t", "0.2", "--profile-hz", "500"];
+        a.extend_from_slice(extra);
+        let r = wb_state(d, &a);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r
+    };
+    let r: RunResult = rr(&dir.0, &["--json"]).json();
+    let c = r.profile_cost.as_ref().expect("a profiled result's cost");
+    assert_eq!((c.freq_hz, c.expected.as_ref()), (500, None));
+
+    let mut limits: LimitsResult = serde_json::from_str(&limits_doc()).unwrap();
+    limits.sampler = Some(wirebench_model::limits::SamplerCost {
+        cpu: 0,
+        freq_hz: 4000,
+        work_ns: 100_000_000,
+        ns_per_sample: flat(40_000.0).unwrap(),
+        cost_pct: flat(16.0).unwrap(),
+    });
+    let file = dir.0.join(format!("limits-{}.json", boot_id()));
+    std::fs::write(&file, serde_json::to_string(&limits).unwrap()).unwrap();
+    let r: RunResult = rr(&dir.0, &["--json"]).json();
+    let e = r.profile_cost.as_ref().unwrap().expected.as_ref().unwrap();
+    // 40 µs per sample × 500 samples per second = 20 ms per second: 2 % of a CPU.
+    assert!((e.cpu_pct - 2.0).abs() < 1e-9, "{e:?}");
+    assert_eq!(e.limits_started_utc, limits.started_utc);
+    // The human profile block says it (when perf events are permitted: else no block).
+    let text = rr(&dir.0, &[]).stdout;
+    let profiled = text.contains("profile (cpu-clock 500 Hz");
+    if wirebench_sys::require::capability("perf", profiled, "no profile block printed") {
+        assert!(
+            text.contains("sampling 500 Hz per CPU: expected cost ≈ 2.00 % of one CPU per")
+                && text.contains("probe of 2026-11-25 01:50 UTC"),
+            "{text}"
+        );
+    }
+}
+
+/// A limits document of this boot with no figures.
+fn limits_doc() -> String {
+    serde_json::json!({
+        "schema_version": LIMITS_SCHEMA_VERSION,
+        "kind": "limits",
+        "tool": "wirebench test",
+        "started_unix_ms": 1_795_571_448_308u64,
+        "started_utc": "2026-11-25T01:50:48.308Z",
+        "duration_ms": 1,
+        "boot_id": boot_id(),
+        "hostname": null,
+        "cpu_model": null,
+        "cpus": 2,
+        "cpus_used": [0, 1],
+        "kernel": null,
+        "load_average_1m": null,
+        "quick": true,
+        "memory": [],
+        "syscall": null,
+        "wakeup": null,
+        "loopback": null,
+        "notes": []
+    })
+    .to_string()
+}
+
 #[test]
 fn a_progress_bar_on_a_terminal_only() {
     let _g = shared();
@@ -320,7 +412,7 @@ fn a_progress_bar_on_a_terminal_only() {
     };
     let out = tty("limits --refresh");
     assert!(
-        out.contains("measuring this machine's limits: ") && out.contains("of about 8 s"),
+        out.contains("measuring this machine's limits: ") && out.contains("of about 10 s"),
         "{out}"
     );
     assert!(out.contains("measured now"), "{out}");

@@ -26,9 +26,10 @@
 
 use wirebench_model::limits::{
     Batch, CrossCpuTransfer, Implausible, LimitsLoad, LimitsNote, LimitsResult, LimitsSamples,
-    LoopbackCeiling, MemoryFigure, MemoryRow, MemorySamples, PhysicalContext, SyscallCost,
-    WakeupLatency, LIMITS_SCHEMA_VERSION,
+    LoopbackCeiling, MemoryFigure, MemoryRow, MemorySamples, PhysicalContext, SamplerCost,
+    SamplerCostSamples, SyscallCost, WakeupLatency, LIMITS_SCHEMA_VERSION,
 };
+use wirebench_model::profile::{ExpectedProfileCost, ProfileCost};
 use wirebench_model::result::{iso8601_utc, RunResult, RunStatus};
 use wirebench_model::side::{Environment, HostRole, ZeroCopyStats};
 use wirebench_model::spec::{Direction, FlowDir, RecvPath, SendPath, WorkloadSpec};
@@ -156,6 +157,8 @@ pub struct LimitsRun<'a> {
     pub implausible: Vec<Implausible>,
     /// The host (boot id, CPU model, kernel, CPUs).
     pub env: &'a Environment,
+    /// The sampler-cost probe's pairs, or why it did not run.
+    pub sampler: Result<SamplerCostSamples, String>,
 }
 
 /// The [`LimitsResult`] of a measurement: its probes' figures and the loopback ceiling (or
@@ -174,6 +177,22 @@ pub fn limits_result(
             })
         })
         .ok();
+    let sampler = match &run.sampler {
+        Ok(samples) => sampler_cost(samples).or_else(|| {
+            notes.push(LimitsNote::ProbeFailed {
+                probe: "sampler".into(),
+                error: "no pair of runs gave a figure (the sampler took no sample)".into(),
+            });
+            None
+        }),
+        Err(error) => {
+            notes.push(LimitsNote::ProbeFailed {
+                probe: "sampler".into(),
+                error: error.clone(),
+            });
+            None
+        }
+    };
     if run.env.boot_id.is_none() {
         notes.push(LimitsNote::NoBootId);
     }
@@ -203,7 +222,55 @@ pub fn limits_result(
         loopback,
         notes,
         implausible: run.implausible.clone(),
+        sampler,
     }
+}
+
+/// The sampler's cost from the probe's pairs: per pair, the sampled run's extra time over
+/// its samples (ns per sample) and over the run alone (% slowdown); their spreads, and the
+/// median time alone. A pair with no sample or no time is left out; `None` without pairs.
+/// A pair may come out negative (the run alone was the one another process slowed): it is
+/// kept, so that the median is not biased upward.
+pub fn sampler_cost(s: &SamplerCostSamples) -> Option<SamplerCost> {
+    let pairs: Vec<_> = s
+        .pairs
+        .iter()
+        .filter(|p| p.samples > 0 && p.alone_ns > 0)
+        .collect();
+    let extra =
+        |p: &&wirebench_model::limits::SamplerCostPair| p.sampled_ns as f64 - p.alone_ns as f64;
+    let per_sample: Vec<f64> = pairs.iter().map(|p| extra(p) / p.samples as f64).collect();
+    let pct: Vec<f64> = pairs
+        .iter()
+        .map(|p| extra(p) / p.alone_ns as f64 * 100.0)
+        .collect();
+    let alone: Vec<f64> = pairs.iter().map(|p| p.alone_ns as f64).collect();
+    Some(SamplerCost {
+        cpu: s.cpu,
+        freq_hz: s.freq_hz,
+        work_ns: spread(&alone)?.median as u64,
+        ns_per_sample: spread(&per_sample)?,
+        cost_pct: spread(&pct)?,
+    })
+}
+
+/// A profiled result's rate and expected cost: the limits' median cost per sample × the
+/// rate, as a share of one CPU (per sampled CPU); not measured without limits or without
+/// their sampler figure. A negative median (the probe could not tell the cost from noise)
+/// is reported as 0.
+pub fn profile_cost(freq_hz: u32, limits: Option<&LimitsResult>) -> ProfileCost {
+    let expected = limits.and_then(|l| {
+        let c = l.sampler.as_ref()?;
+        let ns = c.ns_per_sample.median.max(0.0);
+        Some(ExpectedProfileCost {
+            ns_per_sample: ns,
+            cpu_pct: ns * f64::from(freq_hz) / 1e9 * 100.0,
+            limits_started_utc: l.started_utc.clone(),
+            probe_freq_hz: c.freq_hz,
+            probe_cost_pct: c.cost_pct.median,
+        })
+    });
+    ProfileCost { freq_hz, expected }
 }
 
 /// A copy or checksum figure below this fraction of the next larger buffer size's is

@@ -385,6 +385,7 @@ pub(crate) mod tests {
             under_load: None,
             testbed: None,
             physical: None,
+            profile_cost: None,
         }
     }
 

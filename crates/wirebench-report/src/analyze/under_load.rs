@@ -4,7 +4,10 @@
 //! test's own figure); the load's throughput is the receivers' payload rate summed over its
 //! directions. [`latency_box`] reads the percentiles of a box plot from the latency histogram.
 
-use wirebench_model::result::{RrSummary, RunResult, RunStatus, UnderLoadSummary, WorkloadSummary};
+use wirebench_model::result::{
+    InducedReading, RrSummary, RunResult, RunStatus, UnderLoadSummary, WorkloadSummary,
+};
+use wirebench_stats::buckets::LatencyBuckets;
 
 /// The request/response summary of the first completed run of `r`.
 fn rr(r: &RunResult) -> Option<&RrSummary> {
@@ -36,17 +39,58 @@ pub fn summary(idle: &RunResult, loaded: &RunResult, load: &RunResult) -> Option
     let diff = |a: u64, b: u64| {
         i64::try_from(a).unwrap_or(i64::MAX) - i64::try_from(b).unwrap_or(i64::MAX)
     };
+    let induced_p50_ns = diff(ll.p50_ns, il.p50_ns);
+    let induced_reading = match (&i.latency_histogram, &l.latency_histogram) {
+        (Some(ih), Some(lh)) => median_half_width_ns(ih)
+            .zip(median_half_width_ns(lh))
+            .map(|(a, b)| induced_reading(induced_p50_ns, a, b, il.p50_ns)),
+        _ => None,
+    };
     Some(UnderLoadSummary {
+        induced_reading,
         idle_rtt_p50_ns: il.p50_ns,
         idle_rtt_p99_ns: il.p99_ns,
         loaded_rtt_p50_ns: ll.p50_ns,
         loaded_rtt_p99_ns: ll.p99_ns,
-        induced_p50_ns: diff(ll.p50_ns, il.p50_ns),
+        induced_p50_ns,
         induced_p99_ns: diff(ll.p99_ns, il.p99_ns),
         idle_transactions_per_s: i.transactions_per_s,
         loaded_transactions_per_s: l.transactions_per_s,
         load_throughput_bps: load_bps(load)?,
     })
+}
+
+/// The 95 % confidence half-width of a median from its `n` samples, ns: half the distance
+/// between the quantiles at ranks `n/2 ± 1.96·√n/2` (the order statistics that bound the
+/// median with 95 % confidence, distribution-free), read from the histogram; `None` when it
+/// is empty.
+pub fn median_half_width_ns(h: &LatencyBuckets) -> Option<f64> {
+    let n = h.total() as f64;
+    let d = 1.96 * 0.5 / n.max(1.0).sqrt();
+    Some((h.quantile_ns(0.5 + d)? - h.quantile_ns(0.5 - d)?) / 2.0)
+}
+
+/// The reading of `induced_ns` (loaded − idle median) against the noise: the two medians'
+/// half-widths `idle_hw_ns` and `loaded_hw_ns` in quadrature, at least 1 % of the idle
+/// median `idle_p50_ns` (the histograms' medians carry 3 significant digits).
+pub fn induced_reading(
+    induced_ns: i64,
+    idle_hw_ns: f64,
+    loaded_hw_ns: f64,
+    idle_p50_ns: u64,
+) -> InducedReading {
+    let noise = (idle_hw_ns.powi(2) + loaded_hw_ns.powi(2))
+        .sqrt()
+        .max(idle_p50_ns as f64 / 100.0)
+        .ceil();
+    let noise_ns = noise as u64;
+    if induced_ns as f64 > noise {
+        InducedReading::Raised { noise_ns }
+    } else if (induced_ns as f64) < -noise {
+        InducedReading::Lowered { noise_ns }
+    } else {
+        InducedReading::WithinNoise { noise_ns }
+    }
 }
 
 /// The round trips of a request/response result as a box: its 1st, 25th, 50th, 75th and

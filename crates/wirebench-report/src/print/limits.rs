@@ -383,6 +383,36 @@ fn probes(out: &mut String, l: &LimitsResult) {
         ),
         None => out.push_str("loopback TCP ceiling: not measured\n"),
     }
+    let default =
+        crate::analyze::limits::profile_cost(wirebench_model::profile::DEFAULT_PROFILE_HZ, Some(l));
+    match (&l.sampler, default.expected) {
+        (Some(c), Some(e)) => wrap(
+            out,
+            "",
+            "  ",
+            &format!(
+                "profiler sampling (CPU {}, {} Hz, {} pairs of a {} work loop alone and \
+                 sampled): {} per sample, the loop {:+.1} % slower [{:+.1} to {:+.1}]; at \
+                 the default {} Hz ≈ {:.2} % of each sampled CPU",
+                c.cpu,
+                c.freq_hz,
+                c.ns_per_sample.n,
+                ns_text_plain(c.work_ns as f64),
+                ns_text(&c.ns_per_sample),
+                c.cost_pct.median,
+                c.cost_pct.min,
+                c.cost_pct.max,
+                default.freq_hz,
+                e.cpu_pct
+            ),
+        ),
+        _ => out.push_str("profiler sampling cost: not measured\n"),
+    }
+}
+
+/// A single time: `98.2 ms`.
+fn ns_text_plain(ns: f64) -> String {
+    super::units::duration_ns(ns)
 }
 
 /// The limits as text: header, where they come from, the table, the other figures, the

@@ -19,8 +19,8 @@ pub mod compare;
 mod csv;
 mod iperf3;
 pub mod limits;
-mod profile;
-mod rr;
+pub(crate) mod profile;
+pub(crate) mod rr;
 mod stream;
 pub mod study;
 pub mod sweep;
@@ -38,6 +38,7 @@ use wirebench_stats::ci::Interval;
 use wirebench_stats::cpu::CpuBreakdown;
 
 pub use self::csv::{csv, csv_cell, csv_flows, csv_header, csv_header_for, csv_intervals};
+pub use self::profile::unavailable as profile_unavailable;
 pub use self::text::error_text;
 use self::units::RateUnit;
 use crate::analyze::live::{self, LiveRows};
@@ -366,6 +367,7 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
     }
     // Both ends on one kernel sample the same CPUs system-wide: one profile says it all.
     let mut shown: Vec<&[u32]> = Vec::new();
+    let profile_cost = r.profile_cost.as_ref();
     for p in &s.profiles {
         let side = match p.host {
             HostRole::Client => run.client.as_ref(),
@@ -383,7 +385,7 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
             continue;
         }
         shown.push(&r.cpus);
-        profile::block(out, p, r);
+        profile::block(out, p, r, profile_cost);
     }
     if r.spec.as_ref().is_some_and(|sp| sp.tcp().is_some()) {
         let cc = if s.congestion.is_empty() {

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use wirebench_model::profile::{
-    EndProfile, ProfileCategory, ProfileEvent, ProfileReport, ProfileUnavailable,
+    EndProfile, ProfileCategory, ProfileCost, ProfileEvent, ProfileReport, ProfileUnavailable,
 };
 use wirebench_model::text::escape;
 
@@ -18,8 +18,8 @@ use crate::label;
 const BAR_WIDTH: usize = 64;
 
 /// The glyph of each category in the bar, in [`ProfileCategory::ALL`] order.
-const GLYPHS: [char; 14] = [
-    '█', '▓', '▒', '░', '▞', '▚', '▙', '▟', '▛', '▜', '▀', '▄', '?', '·',
+const GLYPHS: [char; 15] = [
+    '█', '▓', '▒', '░', '▞', '▚', '▙', '▟', '▛', '▜', '▀', '▗', '▄', '?', '·',
 ];
 
 /// The category's name in the table.
@@ -36,6 +36,7 @@ pub(crate) fn category_name(c: ProfileCategory) -> &'static str {
         ProfileCategory::Scheduler => "scheduler",
         ProfileCategory::Locks => "locks",
         ProfileCategory::Wirebench => "wirebench",
+        ProfileCategory::Sampler => "profiler itself",
         ProfileCategory::Other => "other",
         ProfileCategory::Unsampled => "unsampled busy",
         ProfileCategory::Idle => "idle",
@@ -113,8 +114,36 @@ pub(crate) fn share_margin_pct(samples: u64) -> f64 {
     98.0 / (samples.max(1) as f64).sqrt()
 }
 
-/// The block of one end: `p` from the summary, `r` the end's own report.
-pub(crate) fn block(out: &mut String, p: &EndProfile, r: &ProfileReport) {
+/// The sampling rate and its expected cost, in words: measured by `wirebench limits` on
+/// this boot, or not measured.
+pub(crate) fn cost_line(c: &ProfileCost) -> String {
+    match &c.expected {
+        Some(e) => format!(
+            "sampling {} Hz per CPU: expected cost ≈ {:.2} % of one CPU per sampled CPU ({} per \
+             sample × {} Hz; `wirebench limits` probe of {}, which measured {:+.1} % at {} Hz)",
+            c.freq_hz,
+            e.cpu_pct,
+            super::units::duration_ns(e.ns_per_sample),
+            c.freq_hz,
+            super::limits::minute_utc(&e.limits_started_utc),
+            e.probe_cost_pct,
+            e.probe_freq_hz
+        ),
+        None => format!(
+            "sampling {} Hz per CPU: expected cost not measured: run `wirebench limits`",
+            c.freq_hz
+        ),
+    }
+}
+
+/// The block of one end: `p` from the summary, `r` the end's own report, `cost` the
+/// result's sampling rate and expected cost.
+pub(crate) fn block(
+    out: &mut String,
+    p: &EndProfile,
+    r: &ProfileReport,
+    cost: Option<&ProfileCost>,
+) {
     let _ = writeln!(
         out,
         "{} profile ({} {} Hz on CPU {}, {:.3} s, {} samples{})\n  % of the CPUs' window \
@@ -132,6 +161,9 @@ pub(crate) fn block(out: &mut String, p: &EndProfile, r: &ProfileReport) {
         },
         share_margin_pct(r.samples)
     );
+    if let Some(c) = cost {
+        super::wrap(out, "  ", "    ", &cost_line(c));
+    }
     let pcts: Vec<(ProfileCategory, f64)> =
         p.categories.iter().map(|c| (c.category, c.pct)).collect();
     let _ = writeln!(out, "  [{}]", bar(&pcts));
@@ -214,7 +246,7 @@ pub(crate) fn block(out: &mut String, p: &EndProfile, r: &ProfileReport) {
         for c in &r.per_cpu {
             let mut cats: Vec<(ProfileCategory, u64)> = ProfileCategory::ALL
                 .iter()
-                .map(|&k| (k, c.cpu_ns.get(k.index()).copied().unwrap_or(0)))
+                .map(|&k| (k, c.category_ns(k)))
                 .filter(|(k, _)| *k != ProfileCategory::Idle)
                 .collect();
             cats.sort_by_key(|x| std::cmp::Reverse(x.1));
@@ -259,7 +291,7 @@ fn top_symbols(samples: u64, top: &[wirebench_model::profile::SymbolSamples]) ->
 }
 
 /// Why an end has no profile, in words.
-pub(crate) fn unavailable(r: &ProfileUnavailable) -> String {
+pub fn unavailable(r: &ProfileUnavailable) -> String {
     match r {
         ProfileUnavailable::NotPermitted {
             paranoid,

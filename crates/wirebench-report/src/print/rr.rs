@@ -331,5 +331,30 @@ pub(crate) fn under_load_text(u: &wirebench_model::result::UnderLoad) -> String 
         super::units::number(s.loaded_transactions_per_s),
         signed(s.induced_p50_ns),
         signed(s.induced_p99_ns),
-    )
+    ) + &induced_reading_text(s.induced_reading)
+}
+
+/// What the induced latency at the median says, as a sentence (empty without a reading).
+pub(crate) fn induced_reading_text(r: Option<wirebench_model::result::InducedReading>) -> String {
+    use super::units::duration_ns;
+    use wirebench_model::result::InducedReading as R;
+    match r {
+        None => String::new(),
+        Some(R::Raised { noise_ns }) => format!(
+            ". The load raised the median beyond the noise (±{}): round trips waited behind it, \
+             in a queue at the path's bottleneck or for a CPU the load kept busy",
+            duration_ns(noise_ns as f64)
+        ),
+        Some(R::WithinNoise { noise_ns }) => format!(
+            ". Induced p50 within the noise (±{}): no queue formed at a bottleneck on the path",
+            duration_ns(noise_ns as f64)
+        ),
+        Some(R::Lowered { noise_ns }) => format!(
+            ". Loaded round trips were faster, beyond the noise (±{}): no queue formed at a \
+             bottleneck on the path (loopback, or a path with no slower link, has none), and \
+             the load kept the CPUs busy, so a round trip no longer paid for waking a CPU \
+             from idle",
+            duration_ns(noise_ns as f64)
+        ),
+    }
 }

@@ -3,7 +3,7 @@
 
 use wirebench_model::limits::{
     Batch, LimitsNote, LimitsResult, LimitsSamples, MemoryRow, MemorySamples, PhysicalContext,
-    LIMITS_SCHEMA_VERSION,
+    SamplerCostPair, SamplerCostSamples, LIMITS_SCHEMA_VERSION,
 };
 use wirebench_model::result::{RunResult, WorkloadSummary};
 use wirebench_model::side::{Environment, ZeroCopyStats};
@@ -72,6 +72,7 @@ fn limits() -> LimitsResult {
         transfer: None,
         notes: vec![],
         implausible: vec![],
+        sampler: None,
     }
 }
 
@@ -181,6 +182,18 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         }),
         implausible: Vec::new(),
         env: &env,
+        sampler: Ok(SamplerCostSamples {
+            cpu: 0,
+            freq_hz: 4000,
+            pairs: [(100, 116), (120, 100), (100, 112)]
+                .iter()
+                .map(|&(alone, sampled)| SamplerCostPair {
+                    alone_ns: alone * 1_000_000,
+                    sampled_ns: sampled * 1_000_000,
+                    samples: 400,
+                })
+                .collect(),
+        }),
     };
     let l = limits_result(&run, &samples, Err("refused".into()));
     assert!(l
@@ -217,6 +230,48 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
             "cross-CPU transfer (CPU 0 copies 64 KiB chunks into a 4 MiB ring, CPU 1 copies them \
            out), median of 3 batches: 21.47 GB/s [10.74–32.21]",
         ],
+    );
+    // The sampler: 16, −20 (the run alone was the slow one) and 12 ms more over 400 samples:
+    // 40, −50 and 30 µs per sample; the medians 30 µs and +12 %.
+    let sampler = l.sampler.as_ref().unwrap();
+    assert!(close(sampler.ns_per_sample.median, 30_000.0));
+    assert!(close(sampler.ns_per_sample.min, -50_000.0));
+    assert!(close(sampler.cost_pct.median, 12.0));
+    assert_eq!(sampler.work_ns, 100_000_000);
+    assert_contains(
+        &printed,
+        &[
+            "profiler sampling (CPU 0, 4000 Hz, 3 pairs of a 100.000 ms work loop alone and \
+           sampled): 30.00 µs [-50.00–40.00] per sample, the loop +12.0 % slower [-16.7 to \
+           +16.0]; at the default 250 Hz ≈ 0.75 % of each sampled CPU",
+        ],
+    );
+    // A result profiled at 250 Hz expects 30 µs × 250 = 0.75 % of a CPU; at 4 kHz, 12 %.
+    let c = crate::analyze::limits::profile_cost(250, Some(&l));
+    let e = c.expected.as_ref().unwrap();
+    assert!(close(e.cpu_pct, 0.75) && close(e.ns_per_sample, 30_000.0));
+    assert_eq!(
+        (e.probe_freq_hz, e.limits_started_utc.as_str()),
+        (4000, "2023-11-14T22:13:20.000Z")
+    );
+    assert!(close(
+        crate::analyze::limits::profile_cost(4000, Some(&l))
+            .expected
+            .unwrap()
+            .cpu_pct,
+        12.0
+    ));
+    assert_eq!(
+        crate::print::profile::cost_line(&c),
+        "sampling 250 Hz per CPU: expected cost ≈ 0.75 % of one CPU per sampled CPU (30.00 µs \
+         per sample × 250 Hz; `wirebench limits` probe of 2023-11-14 22:13 UTC, which measured \
+         +12.0 % at 4000 Hz)"
+    );
+    let none = crate::analyze::limits::profile_cost(250, None);
+    assert_eq!(none.expected, None);
+    assert_eq!(
+        crate::print::profile::cost_line(&none),
+        "sampling 250 Hz per CPU: expected cost not measured: run `wirebench limits`"
     );
     assert_eq!(l.loopback, None);
     assert_eq!(

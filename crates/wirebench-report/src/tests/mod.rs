@@ -564,6 +564,7 @@ pub(crate) fn result_for(spec: TestSpec, runs: Vec<RunRecord>) -> RunResult {
         under_load: None,
         testbed: None,
         physical: None,
+        profile_cost: None,
     }
 }
 

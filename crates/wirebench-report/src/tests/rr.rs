@@ -641,3 +641,77 @@ fn more_transactions_than_answered_is_impossible_only_with_server_counts() {
     let s = summarize(&spec, &client, Some(&server), false);
     assert!(!crate::analyze::is_impossible(&s), "{:?}", s.warnings);
 }
+
+/// Round trips `lo_us..=hi_us` µs, one each, as a result's latency histogram.
+fn uniform_buckets(lo_us: u64, hi_us: u64) -> wirebench_stats::buckets::LatencyBuckets {
+    let mut h = wirebench_stats::latency::LatencyHistogram::new();
+    for us in lo_us..=hi_us {
+        h.record(us * 1000);
+    }
+    wirebench_stats::buckets::LatencyBuckets::of(&h)
+}
+
+#[test]
+fn induced_latency_is_read_against_the_medians_noise() {
+    use crate::analyze::under_load::{induced_reading, median_half_width_ns};
+    use wirebench_model::result::InducedReading as R;
+    // 10,000 values 1 µs apart (1 µs .. 10 ms): the median's 95 % bounds are the ranks
+    // n/2 ± 1.96·√n/2 = 5000 ± 98, i.e. values 98 µs either side; the histogram's log
+    // interpolation within a 9 % bucket keeps it within 10 %.
+    let hw = median_half_width_ns(&uniform_buckets(1, 10_000)).unwrap();
+    assert!((hw - 98_000.0).abs() < 0.1 * 98_000.0, "{hw}");
+    assert_eq!(
+        median_half_width_ns(&wirebench_stats::buckets::LatencyBuckets::of(
+            &wirebench_stats::latency::LatencyHistogram::new()
+        )),
+        None
+    );
+    // The loopback case of issue 32: idle p50 30 µs, loaded 6.288 µs lower, each median
+    // ±0.3 µs: beyond the noise of √(0.3² + 0.3²) = 0.42 µs, so lowered.
+    assert_eq!(
+        induced_reading(-6288, 300.0, 300.0, 30_000),
+        R::Lowered { noise_ns: 425 }
+    );
+    assert_eq!(
+        induced_reading(400, 300.0, 300.0, 30_000),
+        R::WithinNoise { noise_ns: 425 }
+    );
+    assert_eq!(
+        induced_reading(-400, 300.0, 300.0, 30_000),
+        R::WithinNoise { noise_ns: 425 }
+    );
+    assert_eq!(
+        induced_reading(5_000_000, 300.0, 300.0, 30_000),
+        R::Raised { noise_ns: 425 }
+    );
+    // Tight medians: the noise is at least 1 % of the idle median (3 significant digits).
+    assert_eq!(
+        induced_reading(-250, 1.0, 1.0, 30_000),
+        R::WithinNoise { noise_ns: 300 }
+    );
+    assert_eq!(
+        induced_reading(-301, 1.0, 1.0, 30_000),
+        R::Lowered { noise_ns: 300 }
+    );
+}
+
+#[test]
+fn the_induced_readings_say_why_in_words() {
+    use print::rr::induced_reading_text;
+    use wirebench_model::result::InducedReading as R;
+    assert_eq!(induced_reading_text(None), "");
+    let lowered = induced_reading_text(Some(R::Lowered { noise_ns: 425 }));
+    assert!(
+        lowered.contains("faster, beyond the noise (±425 ns)")
+            && lowered.contains("no queue formed at a bottleneck on the path")
+            && lowered.contains("waking a CPU from idle"),
+        "{lowered}"
+    );
+    let within = induced_reading_text(Some(R::WithinNoise { noise_ns: 1500 }));
+    assert!(
+        within.contains("within the noise (±1.500 µs)") && within.contains("no queue formed"),
+        "{within}"
+    );
+    let raised = induced_reading_text(Some(R::Raised { noise_ns: 425 }));
+    assert!(raised.contains("raised the median") && !raised.contains("no queue"));
+}

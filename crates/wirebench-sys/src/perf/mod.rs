@@ -18,8 +18,10 @@
 //! ms), [`Sampler::start`] at the window's start (enables every event, then starts the drain
 //! thread), [`Running::stop`] at its end (disables, drains what is left, joins).
 //!
-//! The drain thread runs on one of the sampled CPUs like any thread; its own cost shows in
-//! the samples (as this process' user and kernel time).
+//! The drain thread ([`DRAIN_THREAD_NAME`]) runs on one of the sampled CPUs like any thread;
+//! its own cost shows in the samples, under its thread id, which the sink is told as the
+//! thread starts ([`SampleSink::on_drain_thread`]). The sampling interrupt's own cost is in
+//! no sample: it lengthens whatever it interrupted.
 
 mod attr;
 mod error;
@@ -52,6 +54,8 @@ pub const DEFAULT_MAX_STACK: u16 = 64;
 /// The default data pages per CPU (256 KiB with 4 KiB pages: about 0.2 s of samples with
 /// 30-frame chains at 4 kHz; the drain thread empties it every 25 ms or at a quarter full).
 pub const DEFAULT_DATA_PAGES: usize = 64;
+/// The name of the drain thread (`/proc/<pid>/task/<tid>/comm`).
+pub const DRAIN_THREAD_NAME: &str = "wb-perf-drain";
 /// How long the drain thread waits for a ring to fill before it drains anyway.
 const DRAIN_PERIOD: Duration = Duration::from_millis(25);
 
@@ -118,6 +122,11 @@ pub struct DrainStats {
 pub trait SampleSink: Send {
     /// One sample; its call chain is only borrowed for the call.
     fn sample(&mut self, sample: &Sample<'_>);
+
+    /// Called once on the drain thread before its first sample, with its kernel thread id
+    /// (the `tid` of the samples that show the sampler's own work). A sink that wraps
+    /// another passes it on.
+    fn on_drain_thread(&mut self, _tid: u32) {}
 }
 
 impl<F: FnMut(&Sample<'_>) + Send> SampleSink for F {
@@ -298,7 +307,7 @@ impl Sampler {
         self.enable()?;
         let flag = Arc::clone(&stop);
         let spawned = std::thread::Builder::new()
-            .name("wb-perf-drain".into())
+            .name(DRAIN_THREAD_NAME.into())
             .spawn(move || drain_loop(self, sink, &flag));
         match spawned {
             Ok(handle) => Ok(Running {
@@ -370,6 +379,7 @@ fn parse_records(mut bytes: &[u8], sink: &mut dyn SampleSink, stats: &mut DrainS
 /// The drain thread's body: drain on every wake-up or period until told to stop (the events
 /// are disabled by then), then drain what is left and hand everything back.
 fn drain_loop<S: SampleSink>(mut sampler: Sampler, mut sink: S, stop: &AtomicBool) -> (Sampler, S) {
+    sink.on_drain_thread(u32::try_from(crate::thread::current_thread_id()).unwrap_or(0));
     while !stop.load(Ordering::Acquire) {
         sampler.wait(DRAIN_PERIOD);
         sampler.drain(&mut sink);

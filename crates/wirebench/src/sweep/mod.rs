@@ -165,12 +165,17 @@ impl Sweeper<'_> {
             result.testbed = self.testbed.clone().map(Box::new);
             // A stream point against this machine's limits, when they are cached for this
             // boot (the single test's own physical context; drawn along the curve).
-            if result.spec.as_ref().map(|s| s.kind())
-                == Some(wirebench_model::spec::WorkloadKind::Stream)
-            {
-                if let Some((_, limits)) = crate::limits_cmd::cached_for_this_boot() {
+            // A profiled point states its sampling rate and expected cost.
+            let stream = result.spec.as_ref().map(|s| s.kind())
+                == Some(wirebench_model::spec::WorkloadKind::Stream);
+            let profile_hz = result.spec.as_ref().and_then(|s| s.common.profile_hz);
+            if stream || profile_hz.is_some() {
+                let limits = crate::limits_cmd::cached_for_this_boot().map(|(_, l)| l);
+                result.profile_cost = profile_hz
+                    .map(|hz| wirebench_report::analyze::limits::profile_cost(hz, limits.as_ref()));
+                if let Some(limits) = limits.as_ref().filter(|_| stream) {
                     result.physical =
-                        wirebench_report::analyze::limits::physical_context(&result, &limits);
+                        wirebench_report::analyze::limits::physical_context(&result, limits);
                 }
             }
             if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {
