@@ -391,6 +391,8 @@ impl Test<'_> {
             cpu: spec.common.client_cpu.map(|c| c as usize),
             policy: None,
             local,
+            // TCP only: the UDP wire is never used.
+            udp_wire: wirebench_engine::udp::UdpWire::Native,
         };
         self.engine = Some(
             EngineRun::start(end, spec, data, None).map_err(NetError::io("starting the engine"))?,
