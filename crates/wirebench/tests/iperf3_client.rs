@@ -225,8 +225,21 @@ fn stream_iperf3_human_output_shows_both_ends() {
         ],
     );
     drop(server);
-    eprintln!("{}", ran.stdout);
     assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    // The server's end (the receiver, forward) has no wirebench report: its columns are
+    // "-", not 0; the sender's (this end's) are figures.
+    let total = ran
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("total forward"))
+        .unwrap_or_else(|| panic!("no total row in:\n{}", ran.stdout));
+    let cells: Vec<&str> = total.split_whitespace().collect();
+    assert_eq!(
+        cells[2], "-",
+        "receiver rate of the unreported end: {total}"
+    );
+    assert_ne!(cells[3], "-", "this end's send rate: {total}");
+    assert!(cells[3].parse::<f64>().unwrap() > 0.0, "{total}");
     for needle in [
         "iperf3 server 10.203.0.2:5201 (its own figures",
         "stream 1 (flow 0): server received",

@@ -56,8 +56,8 @@ pub(crate) fn block(out: &mut String, s: &Iperf3Server, o: HumanOptions) {
         &format!(
             "iperf3 server {} (its own figures, from its results exchange; wirebench's above \
              are this end's: sender figures on the flows it sends, receiver figures on the \
-             flows it receives; the columns of the server's end are 0 there, as wirebench has \
-             no report from it):",
+             flows it receives; the columns of the server's end are \"-\" there, as wirebench \
+             has no report from it):",
             escape(&s.address)
         ),
     );

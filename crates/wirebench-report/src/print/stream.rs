@@ -8,7 +8,7 @@ use wirebench_model::result::{
 };
 use wirebench_model::side::SideReport;
 use wirebench_model::spec::{
-    RecvWait, TestSpec, WorkloadSpec, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES,
+    FlowDir, RecvWait, TestSpec, WorkloadSpec, NAP_MAX_CALL_BYTES, NAP_MIN_RCVBUF_BYTES,
 };
 
 use super::units::{self, RateUnit};
@@ -82,29 +82,65 @@ fn opt_cell(v: Option<u32>) -> String {
     v.map_or_else(|| "-".to_string(), |x| x.to_string())
 }
 
-fn flow_row(f: &FlowSummary, u: RateUnit) -> String {
+/// The ends without a report (the server's, against an iperf3 server or when the session
+/// failed): their columns print "-", never a 0 that was not measured.
+#[derive(Debug, Clone, Copy)]
+struct Unreported {
+    client: bool,
+    server: bool,
+}
+
+impl Unreported {
+    fn of(run: &RunRecord) -> Unreported {
+        Unreported {
+            client: run.client.is_none(),
+            server: run.server.is_none(),
+        }
+    }
+
+    /// Whether the receiver's and the sender's columns of a direction are unreported.
+    fn ends(self, dir: FlowDir) -> (bool, bool) {
+        match dir {
+            FlowDir::ClientToServer => (self.server, self.client),
+            FlowDir::ServerToClient => (self.client, self.server),
+        }
+    }
+}
+
+/// `cell`, or "-" when its end did not report.
+fn or_dash(blank: bool, cell: String) -> String {
+    if blank {
+        "-".into()
+    } else {
+        cell
+    }
+}
+
+fn flow_row(f: &FlowSummary, u: RateUnit, miss: Unreported) -> String {
+    let (r, s) = miss.ends(f.dir);
     table_row([
         &f.flow.to_string(),
         label::dir(f.dir),
-        &u.value(f.receiver_throughput_bps),
-        &u.value(f.sender_throughput_bps),
-        &units::bytes(f.receiver_bytes),
-        &units::bytes(f.sender_bytes),
-        &f.retransmits.to_string(),
-        &opt_cell(f.rtt_us),
-        &opt_cell(f.cwnd_segments),
+        &or_dash(r, u.value(f.receiver_throughput_bps)),
+        &or_dash(s, u.value(f.sender_throughput_bps)),
+        &or_dash(r, units::bytes(f.receiver_bytes)),
+        &or_dash(s, units::bytes(f.sender_bytes)),
+        &or_dash(s, f.retransmits.to_string()),
+        &or_dash(s, opt_cell(f.rtt_us)),
+        &or_dash(s, opt_cell(f.cwnd_segments)),
     ])
 }
 
-fn total_row(d: &DirectionSummary, u: RateUnit) -> String {
+fn total_row(d: &DirectionSummary, u: RateUnit, miss: Unreported) -> String {
+    let (r, s) = miss.ends(d.dir);
     table_row([
         "total",
         label::dir(d.dir),
-        &u.value(d.receiver_throughput_bps),
-        &u.value(d.sender_throughput_bps),
-        &units::bytes(d.receiver_bytes),
-        &units::bytes(d.sender_bytes),
-        &d.retransmits.to_string(),
+        &or_dash(r, u.value(d.receiver_throughput_bps)),
+        &or_dash(s, u.value(d.sender_throughput_bps)),
+        &or_dash(r, units::bytes(d.receiver_bytes)),
+        &or_dash(s, units::bytes(d.sender_bytes)),
+        &or_dash(s, d.retransmits.to_string()),
         "",
         "",
     ])
@@ -330,6 +366,7 @@ pub(crate) fn block(out: &mut String, s: &StreamSummary, run: &RunRecord, o: Hum
         .fold(0.0, f64::max);
     // One unit for the whole table: the one that fits the largest total.
     let u = o.rate_unit.fixed(peak);
+    let miss = Unreported::of(run);
     let unit = u.label(peak);
     out.push_str(&table_row([
         "flow",
@@ -356,10 +393,10 @@ pub(crate) fn block(out: &mut String, s: &StreamSummary, run: &RunRecord, o: Hum
             );
         }
         for f in rows {
-            out.push_str(&flow_row(f, u));
+            out.push_str(&flow_row(f, u, miss));
             out.push('\n');
         }
-        out.push_str(&total_row(d, u));
+        out.push_str(&total_row(d, u, miss));
         out.push('\n');
     }
     wrap(
