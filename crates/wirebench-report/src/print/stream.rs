@@ -82,27 +82,26 @@ fn opt_cell(v: Option<u32>) -> String {
     v.map_or_else(|| "-".to_string(), |x| x.to_string())
 }
 
-/// The ends without a report (the server's, against an iperf3 server or when the session
-/// failed): their columns print "-", never a 0 that was not measured.
+/// The end that sent no wirebench report: the server's, in a run against an iperf3 server
+/// (its figures are in the iperf3 block). Its columns print "-", never a 0 that was not
+/// measured.
 #[derive(Debug, Clone, Copy)]
 struct Unreported {
-    client: bool,
     server: bool,
 }
 
 impl Unreported {
     fn of(run: &RunRecord) -> Unreported {
         Unreported {
-            client: run.client.is_none(),
-            server: run.server.is_none(),
+            server: run.iperf3.is_some() && run.server.is_none(),
         }
     }
 
     /// Whether the receiver's and the sender's columns of a direction are unreported.
     fn ends(self, dir: FlowDir) -> (bool, bool) {
         match dir {
-            FlowDir::ClientToServer => (self.server, self.client),
-            FlowDir::ServerToClient => (self.client, self.server),
+            FlowDir::ClientToServer => (self.server, false),
+            FlowDir::ServerToClient => (false, self.server),
         }
     }
 }
