@@ -522,8 +522,11 @@ fn stock_iperf3_udp_clients_in_a_namespace_pair() {
              sum_sent {}; sum_received {}; server {} {}",
             end["sum_sent"], end["sum_received"], u["receivers"], u["senders"]
         );
+        // The interface also counts what the IPv4 input hook never sees: ARP, and the IPv6
+        // router solicitations, MLD reports and neighbour discovery a new veth sends in its
+        // first seconds (5 such packets were seen once under load; 16 bounds them).
         assert!(
-            rx_packets >= all_input && rx_packets - all_input <= 4,
+            rx_packets >= all_input && rx_packets - all_input <= 16,
             "{args:?}: {rx_if} received {rx_packets} packets, the input hook saw {all_input}"
         );
         assert_eq!(dropped > 0, *per_mille > 0, "{args:?}: dropped {dropped}");
