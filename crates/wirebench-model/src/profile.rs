@@ -14,8 +14,12 @@ use serde::{Deserialize, Serialize};
 use crate::side::HostRole;
 
 /// `--profile`'s sampling frequency, Hz per CPU: each sample interrupts the CPU, and 4 kHz
-/// cost 14–21 % of a CPU-bound stream on 2-vCPU VMs (docs/PROFILE.md, *Overhead*).
-pub const DEFAULT_PROFILE_HZ: u32 = 250;
+/// cost 14–21 % of a CPU-bound stream on 2-vCPU VMs (docs/PROFILE.md, *Overhead*). A prime
+/// rate, so that its period is no whole number of kernel ticks (`CONFIG_HZ` 100, 250, 300 or
+/// 1000) nor of a round-millisecond timer: at 250 Hz on a `CONFIG_HZ=250` kernel every
+/// sample fell at one phase of the tick, and two profiles of one CPU over one window
+/// disagreed by up to 45 points (docs/PROFILE.md, *Rate*).
+pub const DEFAULT_PROFILE_HZ: u32 = 241;
 /// Top symbols kept per category.
 pub const MAX_TOP_SYMBOLS: usize = 10;
 /// The longest symbol string kept, bytes (longer ones are cut at a char boundary).

@@ -209,6 +209,22 @@ pub enum Warning {
         /// Samples kept.
         samples: u64,
     },
+    /// The profile's rate is in step with a periodic activity: its samples fell at only
+    /// `phases` distinct phases of it (1 when the sampling period is a whole number of the
+    /// activity's periods), so its breakdown may be far from where the CPU's time went. The
+    /// activity is the kernel's tick (`periodic_hz` = `CONFIG_HZ`) or round-millisecond timers
+    /// (1000). Added by the client (which knows its own kernel's tick, and the server's only
+    /// when both share it).
+    ProfileInStep {
+        /// The sampling rate, per CPU.
+        freq_hz: u32,
+        /// The rate of the activity it is in step with, Hz.
+        periodic_hz: u32,
+        /// Distinct phases of that activity the samples fell on.
+        phases: u32,
+        /// Whether that activity is the kernel's tick (else round-millisecond timers).
+        tick: bool,
+    },
     /// A data thread could not be started; its flow did not run.
     ThreadStartFailed {
         /// The thread.

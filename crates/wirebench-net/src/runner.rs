@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus, Summary, SCHEMA_VERSION};
-use wirebench_model::side::SideReport;
+use wirebench_model::side::{HostRole, SideReport};
 use wirebench_model::spec::{Limits, TestSpec};
 use wirebench_model::warning::{Noted, Warning};
 use wirebench_proto::auth::Key;
@@ -180,6 +180,40 @@ fn same_host(target: Target, client: Option<&SideReport>, server: Option<&SideRe
     }
 }
 
+/// A warning for each end's profile whose rate is in step with the kernel's tick or with
+/// round-millisecond timers (see [`wirebench_profile::tick`]). The tick is this kernel's: it
+/// applies to the server's end only when `same_host`.
+fn step_warnings(
+    tick_hz: Option<u32>,
+    client: Option<&SideReport>,
+    server: Option<&SideReport>,
+    same_host: bool,
+) -> Vec<Noted> {
+    let freq = |r: Option<&SideReport>| Some(r?.profile.as_ref()?.freq_hz);
+    [
+        (HostRole::Client, freq(client), tick_hz),
+        (
+            HostRole::Server,
+            freq(server),
+            tick_hz.filter(|_| same_host),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(host, freq_hz, tick_hz)| {
+        let freq_hz = freq_hz?;
+        let (periodic_hz, phases) = wirebench_profile::tick::in_step(freq_hz, tick_hz)?;
+        let tick = tick_hz == Some(periodic_hz);
+        let w = Warning::ProfileInStep {
+            freq_hz,
+            periodic_hz,
+            phases,
+            tick,
+        };
+        Some(Noted::at(host, w))
+    })
+    .collect()
+}
+
 /// How a run ended: its outcome, made `Aborted` when the server's own report says its part
 /// was aborted, and `Invalid` when the figures fail a check no real run can fail.
 fn run_status(
@@ -335,6 +369,15 @@ impl Runner {
                         .as_ref()
                         .filter(|_| !never_opened)
                         .map(|c| analyze::summarize(spec, c, run.server.as_ref(), same));
+                    if let Some(sum) = summary.as_mut() {
+                        let tick_hz = wirebench_profile::tick::kernel_tick_hz();
+                        sum.warnings.extend(step_warnings(
+                            tick_hz,
+                            run.client.as_ref(),
+                            run.server.as_ref(),
+                            same,
+                        ));
+                    }
                     let iperf3 = run.iperf3.map(|mut s| {
                         let omit = spec.common.warmup_ms > 0;
                         analyze::iperf3::complete(&mut s, run.client.as_ref(), omit);

@@ -10,7 +10,8 @@
 //!   rules) from a sample's frames to a [`ProfileCategory`], documented in docs/PROFILE.md;
 //! - [`aggregate`]: the sink that classifies samples as they arrive and builds the bounded
 //!   [`ProfileReport`];
-//! - [`cost`]: the sampler-cost probe of `wirebench limits`.
+//! - [`cost`]: the sampler-cost probe of `wirebench limits`;
+//! - [`tick`]: the kernel's tick rate, which a sampling rate must not fall in step with.
 //!
 //! [`Profiler::open`] before the window (opens the events, loads the symbols),
 //! [`Profiler::start`] at its start, [`RunningProfile::stop`] at its end. Where perf events
@@ -20,6 +21,7 @@ pub mod aggregate;
 pub mod classify;
 pub mod cost;
 pub mod kallsyms;
+pub mod tick;
 pub mod usersyms;
 
 pub use wirebench_model::profile::ProfileCategory;

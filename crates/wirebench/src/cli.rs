@@ -480,8 +480,10 @@ pub struct ClientArgs {
     /// perf_event_paranoid <= 0); the server profiles only with `serve --allow-profile`.
     #[arg(long)]
     pub profile: bool,
-    /// Profiling frequency, samples per second per CPU (default 250: each sample interrupts
+    /// Profiling frequency, samples per second per CPU (default 241: each sample interrupts
     /// the CPU, and 4000 cost 14-21 % of a CPU-bound stream on 2-vCPU VMs); implies --profile.
+    /// Prefer a prime (241, 3989): a rate in step with the kernel's tick or with millisecond
+    /// timers samples few phases of them, and the result says so.
     #[arg(long, value_name = "HZ")]
     pub profile_hz: Option<u32>,
     /// Repeat the test MIN..MAX times until the confidence target is met (e.g. 3,10).

@@ -184,8 +184,9 @@ pub fn spec_usage(e: &SpecError) -> (String, Option<SpecField>) {
 /// `--profile`'s frequency without `--profile-hz`, samples per second per CPU. Each sample
 /// is a timer interrupt on the sampled CPU (a VM exit in these guests): 4 kHz cost 14 % of a
 /// CPU-bound loopback stream on AMD EPYC (Zen 3) and 21 % on Intel Xeon VMs, 500 Hz 3.8 %
-/// on the Xeon, 250 Hz nothing measurable (docs/PROFILE.md, "Overhead"); 250 Hz still gives
-/// a 10 s test 2,500 samples per busy CPU.
+/// on the Xeon, 250 Hz nothing measurable (docs/PROFILE.md, "Overhead"). The default, 241 Hz,
+/// is a prime just below that, out of step with the kernel's tick; it gives a 10 s test 2,410
+/// samples per busy CPU.
 pub const DEFAULT_PROFILE_HZ: u32 = wirebench_model::profile::DEFAULT_PROFILE_HZ;
 
 /// The settings every client command shares.

@@ -81,8 +81,8 @@ fn both_ends_of_an_embedded_test_are_profiled() {
         let s = side(&r, host);
         let p = s.profile.as_ref().expect("profile");
         check_report(p);
-        // The default rate (see docs/PROFILE.md, "Overhead").
-        assert_eq!(p.freq_hz, 250);
+        // The default rate, a prime (see docs/PROFILE.md, "Rate").
+        assert_eq!(p.freq_hz, 241);
         // The profile follows the end's window: its length within 10 % (+ 50 ms).
         let w = s.window.expect("window").len_ns() as f64;
         assert!(
@@ -99,6 +99,55 @@ fn both_ends_of_an_embedded_test_are_profiled() {
     let copy = &summary.profiles[0].categories[ProfileCategory::Copy.index()];
     assert!(copy.cpu_ns_per_kb.is_some_and(|v| v > 0.0), "{copy:?}");
     assert!(copy.cpu_ns_per_transaction.is_none());
+    let in_step = |r: &RunResult| -> Vec<(Option<HostRole>, Warning)> {
+        r.runs[0]
+            .summary
+            .as_ref()
+            .unwrap()
+            .warnings
+            .iter()
+            .filter(|n| matches!(n.warning, Warning::ProfileInStep { .. }))
+            .map(|n| (n.host, n.warning.clone()))
+            .collect()
+    };
+    assert_eq!(in_step(&r), vec![], "the default rate is out of step");
+    // 250 Hz against this kernel's tick (CONFIG_HZ, read independently here): both ends
+    // (one kernel) are warned, with the tick when it is a multiple of 250 Hz, else (or
+    // without a readable config) with a millisecond (250 Hz is 4 ms: 1 phase of it).
+    let config = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "cat /boot/config-$(uname -r) 2>/dev/null || zcat /proc/config.gz",
+        ])
+        .output()
+        .unwrap();
+    let tick_hz: Option<u32> = String::from_utf8_lossy(&config.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ=")?.trim().parse().ok());
+    let at250 = wb(&["stream", "-t", "0.3", "--profile-hz", "250", "--json"]);
+    assert_eq!(at250.code, 0, "{}", at250.stderr);
+    let tick = tick_hz.is_some_and(|hz| hz.is_multiple_of(250));
+    let want = Warning::ProfileInStep {
+        freq_hz: 250,
+        periodic_hz: if tick { tick_hz.unwrap() } else { 1000 },
+        phases: 1,
+        tick,
+    };
+    assert_eq!(
+        in_step(&at250.json()),
+        vec![
+            (Some(HostRole::Client), want.clone()),
+            (Some(HostRole::Server), want)
+        ]
+    );
+    let human = wb(&["stream", "-t", "0.3", "--profile-hz", "250"]);
+    assert!(
+        human
+            .stdout
+            .contains("client: the profile sampled at 250 Hz, in step with"),
+        "{}",
+        human.stdout
+    );
 }
 
 #[test]
@@ -113,7 +162,7 @@ fn human_and_csv_show_every_category() {
         "0.5",
         "--profile",
         "--profile-hz",
-        "4000",
+        "3989",
         "--csv",
     ]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
@@ -133,10 +182,10 @@ fn human_and_csv_show_every_category() {
             }
         }
     }
-    let human = wb(&["stream", "-t", "0.5", "--profile", "--profile-hz", "4000"]);
+    let human = wb(&["stream", "-t", "0.5", "--profile", "--profile-hz", "3989"]);
     assert_eq!(human.code, 0, "{}", human.stderr);
     for needle in [
-        "client profile (cpu-clock 4000 Hz",
+        "client profile (cpu-clock 3989 Hz",
         "server profile",
         "copy",
         "ns/KB",
@@ -184,7 +233,7 @@ fn request_response_costs_are_per_transaction() {
             "0.5",
             "--profile",
             "--profile-hz",
-            "4000",
+            "3989",
             "--json",
         ]);
         assert_eq!(ran.code, 0, "{w}: {}", ran.stderr);
@@ -216,7 +265,7 @@ fn a_daemon_profiles_only_when_allowed() {
         "0.5",
         "--profile",
         "--profile-hz",
-        "4000",
+        "3989",
     ];
     let ran = wb(&[&args[..], &["--json"]].concat());
     assert_eq!(ran.code, 0, "{}", ran.stderr);
@@ -256,7 +305,7 @@ fn a_daemon_profiles_only_when_allowed() {
         "0.5",
         "--profile",
         "--profile-hz",
-        "4000",
+        "3989",
         "--json",
     ]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
@@ -298,7 +347,7 @@ fn an_unprivileged_run_says_why_and_still_runs() {
             "0.3",
             "--profile",
             "--profile-hz",
-            "4000",
+            "3989",
             "--json",
         ])
         .output()
@@ -344,7 +393,7 @@ fn receiver_copy_share(recv_path: &str) -> f64 {
         "0,1",
         "--profile",
         "--profile-hz",
-        "4000",
+        "3989",
         "--recv-path",
         recv_path,
         "--json",
@@ -440,7 +489,7 @@ fn unsampled_busy_time_is_not_called_idle() {
         "0,1",
         "--profile",
         "--profile-hz",
-        "4000",
+        "3989",
         "--json",
     ]);
     let client_wall_ns = started.elapsed().as_nanos() as f64;

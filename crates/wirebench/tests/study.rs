@@ -664,7 +664,7 @@ cc = "cubic"
 offload = ["tx-checksum=on", "tx-checksum=off"]
 [[test]]
 command = "stream"
-args = ["-b", "2G", "--profile"]
+args = ["-b", "2G", "--profile", "--profile-hz", "3989"]
 "#;
 
 /// Issue 17's ground truth for the profile: with the veth's transmit checksum offload off
@@ -739,9 +739,12 @@ fn checksum_offload_off_raises_the_checksum_category() {
     );
     // With the offload on, the kernel computes no checksum (0.00 % here). How much one costs
     // at 2 Gbit/s depends on the CPU: 1.73 % of the client's window on an AMD EPYC VM, 0.27 %
-    // on an Intel Xeon VM. An end takes about 8 000 samples in the window (4 kHz, 2 CPUs,
+    // on an Intel Xeon VM. An end takes about 8 000 samples in the window (3989 Hz, 2 CPUs,
     // 1 s), so 0.1 points is about 8 samples: a rise of at least that, to at least twice the
-    // offload-on share, is not sampling noise.
+    // offload-on share, is not sampling noise. The rate is a prime: at the default rate of the
+    // time, 250 Hz, in step with this kernel's tick (CONFIG_HZ=250) and about 500 samples per
+    // end, CI once found no checksum sample at either end with the offload off
+    // (docs/PROFILE.md, "Rate").
     assert!(
         both_off >= both_on + 0.1 && both_off >= 2.0 * both_on,
         "offload on {both_on:.2} %, off {both_off:.2} % (client + server)"

@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn share_margin_follows_the_binomial_bound() {
-        // 2,500 samples (10 s at 250 Hz): ±1.96 points; 100 samples ±9.8.
+        // 2,500 samples (about 10 s at 241 Hz): ±1.96 points; 100 samples ±9.8.
         assert!((share_margin_pct(2500) - 1.96).abs() < 1e-9);
         assert!((share_margin_pct(100) - 9.8).abs() < 1e-9);
         assert!(share_margin_pct(0).is_finite());

@@ -266,6 +266,22 @@ fn engine_warning(w: &Warning) -> Option<String> {
         } => format!(
             "the profile's ring buffers overflowed: the kernel dropped {lost_samples} samples              ({samples} kept); the breakdown covers the rest"
         ),
+        Warning::ProfileInStep {
+            freq_hz,
+            periodic_hz,
+            phases,
+            tick,
+        } => format!(
+            "the profile sampled at {freq_hz} Hz, in step with {}: its samples fell at only \
+             {phases} phase(s) of it, so the breakdown may be far from where the CPU's time \
+             went; a prime rate (the default {} Hz, or 3989 Hz) is out of step",
+            if *tick {
+                format!("the kernel's {periodic_hz} Hz tick")
+            } else {
+                "round-millisecond timers".to_string()
+            },
+            wirebench_model::profile::DEFAULT_PROFILE_HZ
+        ),
         Warning::PacingUnsupported { rate_bps } => format!(
             "the many-flow engine does not pace: the {} Mbit/s per flow asked for was not \
              applied",

@@ -243,7 +243,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         &[
             "profiler sampling (CPU 0, 4000 Hz, 3 pairs of a 100.000 ms work loop alone and \
            sampled): 30.00 µs [-50.00–40.00] per sample, the loop +12.0 % slower [-16.7 to \
-           +16.0]; at the default 250 Hz ≈ 0.75 % of each sampled CPU",
+           +16.0]; at the default 241 Hz ≈ 0.72 % of each sampled CPU",
         ],
     );
     // A result profiled at 250 Hz expects 30 µs × 250 = 0.75 % of a CPU; at 4 kHz, 12 %.
