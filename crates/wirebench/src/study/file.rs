@@ -8,10 +8,11 @@ use std::fmt;
 use serde::Deserialize;
 use toml::{Spanned, Value};
 use wirebench_model::study::{
-    CompareOp, Condition, Expectation, FigureName, Level, StudyFactor, TestbedFactor,
+    Condition, Expectation, FigureName, Level, StudyFactor, TestbedFactor,
 };
 
-use super::levels::{level_value, test_factor, testbed_factor, testbed_value};
+use super::expect;
+use super::levels::{test_factor, testbed_factor, testbed_value};
 use wirebench_model::sweep::{FactorName, FactorValue};
 
 /// Largest MTU a veth device takes (`ETH_MAX_MTU`).
@@ -149,7 +150,7 @@ pub struct StudyFile {
     pub figures: Vec<FigureSpec>,
 }
 
-type Table = BTreeMap<Spanned<String>, Spanned<Value>>;
+pub(super) type Table = BTreeMap<Spanned<String>, Spanned<Value>>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,9 +171,9 @@ struct RawFile {
     #[serde(default)]
     test: Vec<Spanned<RawTest>>,
     #[serde(default)]
-    rule: Vec<Spanned<RawRule>>,
+    rule: Vec<Spanned<expect::RawRule>>,
     #[serde(default)]
-    expect: Vec<Spanned<RawExpect>>,
+    expect: Vec<Spanned<expect::RawExpect>>,
     #[serde(default)]
     figure: Vec<Spanned<RawFigure>>,
 }
@@ -203,45 +204,6 @@ struct RawTest {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawRule {
-    test: Option<Spanned<String>>,
-    when: Spanned<OneOrMany>,
-    args: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    fn items(&self) -> Vec<String> {
-        match self {
-            OneOrMany::One(s) => vec![s.clone()],
-            OneOrMany::Many(v) => v.clone(),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawExpect {
-    name: String,
-    test: Option<Spanned<String>>,
-    figure: Spanned<String>,
-    #[serde(default)]
-    numerator: Table,
-    denominator: Option<Table>,
-    #[serde(default)]
-    when: Option<Spanned<OneOrMany>>,
-    op: Spanned<String>,
-    value: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawFigure {
     title: String,
     test: Option<Spanned<String>>,
@@ -250,7 +212,7 @@ struct RawFigure {
 }
 
 /// The checker: the file's name and text, to turn spans into lines.
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     path: &'a str,
     text: &'a str,
 }
@@ -261,7 +223,7 @@ impl Ctx<'_> {
         self.text[..end].matches('\n').count() + 1
     }
 
-    fn err(
+    pub(super) fn err(
         &self,
         span: std::ops::Range<usize>,
         key: &str,
@@ -290,88 +252,9 @@ pub fn parse(path: &str, text: &str) -> Result<StudyFile, FileError> {
     let (cells, varying) = cells(&cx, &raw, &fixed)?;
     let tests = tests(&cx, &raw.test, &cells)?;
     let labels: Vec<&str> = tests.iter().map(|t| t.label.as_str()).collect();
-    let check_test =
-        |t: &Option<Spanned<String>>, key: &str| -> Result<Option<String>, FileError> {
-            match t {
-                Some(s) if !labels.contains(&s.get_ref().as_str()) => Err(cx.err(
-                    s.span(),
-                    key,
-                    format!(
-                        "no test labelled {:?} (tests: {})",
-                        s.get_ref(),
-                        labels.join(", ")
-                    ),
-                )),
-                Some(s) => Ok(Some(s.get_ref().clone())),
-                None => Ok(None),
-            }
-        };
-    let mut rules = Vec::new();
-    for r in &raw.rule {
-        let span = r.span();
-        let r = r.get_ref();
-        let mut when = Vec::new();
-        for c in r.when.get_ref().items() {
-            let cond = condition(&cx, r.when.span(), "rule.when", &c)?;
-            if !matches!(cond.factor, StudyFactor::Testbed(_)) {
-                return Err(cx.err(
-                    r.when.span(),
-                    "rule.when",
-                    "a rule's conditions name testbed factors (its flags apply to whole cells)",
-                ));
-            }
-            when.push(cond);
-        }
-        if r.args.is_empty() {
-            return Err(cx.err(span, "rule.args", "a rule adds at least one flag"));
-        }
-        rules.push(Rule {
-            test: check_test(&r.test, "rule.test")?,
-            when,
-            args: r.args.clone(),
-        });
-    }
-    let mut expectations = Vec::new();
-    for e in &raw.expect {
-        let span = e.span();
-        let e = e.get_ref();
-        let figure = figure_name(&cx, &e.figure, "expect.figure")?;
-        let op = CompareOp::parse(e.op.get_ref())
-            .ok_or_else(|| cx.err(e.op.span(), "expect.op", "must be <, <=, >, >=, == or !="))?;
-        let numerator = selector(&cx, &e.numerator, "expect.numerator")?;
-        let denominator = match &e.denominator {
-            Some(d) => Some(selector(&cx, d, "expect.denominator")?),
-            None => None,
-        };
-        if denominator.as_ref().is_some_and(|d| d.is_empty())
-            || (denominator.is_some() && numerator.is_empty())
-        {
-            return Err(cx.err(
-                span,
-                "expect",
-                "a ratio needs levels that pick its numerator and its denominator",
-            ));
-        }
-        let mut conditions = Vec::new();
-        if let Some(w) = &e.when {
-            for c in w.get_ref().items() {
-                conditions.push(condition(&cx, w.span(), "expect.when", &c)?);
-            }
-        }
-        if !e.value.is_finite() {
-            return Err(cx.err(span, "expect.value", "not a finite number"));
-        }
-        expectations.push(Expectation {
-            name: e.name.clone(),
-            test: check_test(&e.test, "expect.test")?,
-            figure,
-            numerator,
-            denominator,
-            conditions,
-            op,
-            value: e.value,
-        });
-    }
+    let check_test = |t: &Option<Spanned<String>>, key: &str| check_test(&cx, &labels, t, key);
+    let rules = expect::rules(&cx, &raw.rule, &check_test)?;
+    let expectations = expect::expectations(&cx, &raw.expect, &check_test)?;
     let mut figures = Vec::new();
     for f in &raw.figure {
         let f = f.get_ref();
@@ -395,6 +278,28 @@ pub fn parse(path: &str, text: &str) -> Result<StudyFile, FileError> {
         expectations,
         figures,
     })
+}
+
+/// The label a rule, an expectation or a figure names: one of the tests' (`labels`).
+fn check_test(
+    cx: &Ctx<'_>,
+    labels: &[&str],
+    t: &Option<Spanned<String>>,
+    key: &str,
+) -> Result<Option<String>, FileError> {
+    match t {
+        Some(s) if !labels.contains(&s.get_ref().as_str()) => Err(cx.err(
+            s.span(),
+            key,
+            format!(
+                "no test labelled {:?} (tests: {})",
+                s.get_ref(),
+                labels.join(", ")
+            ),
+        )),
+        Some(s) => Ok(Some(s.get_ref().clone())),
+        None => Ok(None),
+    }
 }
 
 fn options(cx: &Ctx<'_>, o: Option<RawOptions>) -> Result<StudyOptions, FileError> {
@@ -441,7 +346,11 @@ fn options(cx: &Ctx<'_>, o: Option<RawOptions>) -> Result<StudyOptions, FileErro
     })
 }
 
-fn factor_key(cx: &Ctx<'_>, s: &Spanned<String>, key: &str) -> Result<StudyFactor, FileError> {
+pub(super) fn factor_key(
+    cx: &Ctx<'_>,
+    s: &Spanned<String>,
+    key: &str,
+) -> Result<StudyFactor, FileError> {
     let k = s.get_ref();
     testbed_factor(k)
         .map(StudyFactor::Testbed)
@@ -449,7 +358,11 @@ fn factor_key(cx: &Ctx<'_>, s: &Spanned<String>, key: &str) -> Result<StudyFacto
         .ok_or_else(|| cx.err(s.span(), key, format!("unknown factor {k:?}")))
 }
 
-fn figure_name(cx: &Ctx<'_>, s: &Spanned<String>, key: &str) -> Result<FigureName, FileError> {
+pub(super) fn figure_name(
+    cx: &Ctx<'_>,
+    s: &Spanned<String>,
+    key: &str,
+) -> Result<FigureName, FileError> {
     FigureName::ALL
         .into_iter()
         .find(|f| f.key() == s.get_ref())
@@ -711,48 +624,6 @@ fn tests(
             line,
             cells: t.cells.as_ref().map(|c| c.get_ref().clone()),
         });
-    }
-    Ok(out)
-}
-
-/// `factor OP value`, e.g. `mtu >= 9000`, `send_path == sendfile`.
-fn condition(
-    cx: &Ctx<'_>,
-    span: std::ops::Range<usize>,
-    key: &str,
-    text: &str,
-) -> Result<Condition, FileError> {
-    let bad = |m: String| cx.err(span.clone(), key, m);
-    let ops = ["<=", ">=", "==", "!=", "<", ">", "="];
-    let (at, op) = ops
-        .iter()
-        .filter_map(|o| text.find(o).map(|i| (i, *o)))
-        .min_by_key(|(i, o)| (*i, std::cmp::Reverse(o.len())))
-        .ok_or_else(|| bad(format!("{text:?} is not `factor OP value`")))?;
-    let name = text[..at].trim();
-    let value = text[at + op.len()..].trim();
-    let factor = testbed_factor(name)
-        .map(StudyFactor::Testbed)
-        .or_else(|| test_factor(name).map(StudyFactor::Test))
-        .ok_or_else(|| bad(format!("{text:?}: unknown factor {name:?}")))?;
-    let op = CompareOp::parse(op).ok_or_else(|| bad(format!("{text:?}: bad operator")))?;
-    let value = level_value(factor, value).map_err(|m| bad(format!("{text:?}: {m}")))?;
-    Ok(Condition { factor, op, value })
-}
-
-/// `{ send_path = "sendfile" }`: the levels that pick a point.
-fn selector(cx: &Ctx<'_>, t: &Table, key: &str) -> Result<Vec<Level>, FileError> {
-    let mut out = Vec::new();
-    for (k, v) in t {
-        let key = format!("{key}.{}", k.get_ref());
-        let factor = factor_key(cx, k, &key)?;
-        let text = match v.get_ref() {
-            Value::String(s) => s.clone(),
-            Value::Integer(i) => i.to_string(),
-            _ => return Err(cx.err(v.span(), &key, "a string or an integer")),
-        };
-        let value = level_value(factor, &text).map_err(|m| cx.err(v.span(), &key, m))?;
-        out.push(Level { factor, value });
     }
     Ok(out)
 }

@@ -9,6 +9,7 @@
 
 pub mod all;
 pub mod exec;
+mod expect;
 pub mod file;
 mod levels;
 pub mod plan;
