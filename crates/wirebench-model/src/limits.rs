@@ -108,7 +108,22 @@ pub struct SamplerCost {
     /// The work loop's slowdown at `freq_hz`, percent, over the pairs: `(sampled / alone −
     /// 1) × 100`.
     pub cost_pct: Spread,
+    /// Whether every pair showed a cost (the sampled run slower than the run alone). When
+    /// some pair did not, another process' work weighed more than the sampler's in it: the
+    /// median is noise, and profiled results say the cost is unresolved. `false` in limits
+    /// measured before this was checked.
+    #[serde(default)]
+    pub resolved: bool,
+    /// How many times the probe ran: an unresolved probe is run again, up to
+    /// [`SAMPLER_PROBE_ATTEMPTS`] times, and the last one is kept (0 in limits measured
+    /// before it was retried).
+    #[serde(default)]
+    pub attempts: u32,
 }
+
+/// The most times `wirebench limits` runs the sampler-cost probe before it keeps an
+/// unresolved one.
+pub const SAMPLER_PROBE_ATTEMPTS: u32 = 3;
 
 /// One pair of the sampler-cost probe (engine output, analysis input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -130,6 +145,8 @@ pub struct SamplerCostSamples {
     pub freq_hz: u32,
     /// The pairs, in the order run.
     pub pairs: Vec<SamplerCostPair>,
+    /// Which run of the probe these pairs are (1 for the first).
+    pub attempt: u32,
 }
 
 /// How busy the machine was with other work while `wirebench limits` measured it.

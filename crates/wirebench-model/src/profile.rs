@@ -372,6 +372,10 @@ pub struct ExpectedProfileCost {
     pub probe_freq_hz: u32,
     /// The work loop's slowdown at the probe's frequency, percent (the median).
     pub probe_cost_pct: f64,
+    /// The probe did not resolve the cost (some pair showed none: another process' work
+    /// outweighed the sampler's), so `ns_per_sample` and `cpu_pct` are noise, not a figure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unresolved: bool,
 }
 
 /// Why an end has no profile.

@@ -117,6 +117,7 @@ pub fn probe(
                 cpu,
                 freq_hz,
                 pairs: out,
+                attempt: 1,
             })
         })
         .join()

@@ -192,19 +192,38 @@ fn measure(quick: bool, json: bool) -> LimitsResult {
 }
 
 /// The sampler-cost probe on `cpu`: 5 pairs of 100 ms runs (3 of 50 ms with `quick`) at
-/// [`wirebench_profile::cost::PROBE_FREQ_HZ`]; or why it gave nothing, in words.
+/// [`wirebench_profile::cost::PROBE_FREQ_HZ`], run again while it does not resolve the cost
+/// (some pair showed none), up to [`SAMPLER_PROBE_ATTEMPTS`] times; or why it gave nothing,
+/// in words.
 fn sampler_cost(
     cpu: usize,
     quick: bool,
 ) -> Result<wirebench_model::limits::SamplerCostSamples, String> {
+    use wirebench_model::limits::SAMPLER_PROBE_ATTEMPTS;
     use wirebench_profile::cost::{probe, CostProbeError, PROBE_FREQ_HZ};
     let (pairs, work) = if quick { (3, 50) } else { (5, 100) };
     let cpu = u32::try_from(cpu).unwrap_or(0);
-    probe(cpu, PROBE_FREQ_HZ, pairs, Duration::from_millis(work)).map_err(|e| match e {
-        CostProbeError::Unavailable(u) => wirebench_report::print::profile_unavailable(&u),
-        CostProbeError::Pin { cpu, error } => format!("cannot pin a thread to CPU {cpu}: {error}"),
-        CostProbeError::Panicked => "the probe's thread panicked".into(),
-    })
+    let mut attempt = 1;
+    loop {
+        let mut s =
+            probe(cpu, PROBE_FREQ_HZ, pairs, Duration::from_millis(work)).map_err(|e| match e {
+                CostProbeError::Unavailable(u) => wirebench_report::print::profile_unavailable(&u),
+                CostProbeError::Pin { cpu, error } => {
+                    format!("cannot pin a thread to CPU {cpu}: {error}")
+                }
+                CostProbeError::Panicked => "the probe's thread panicked".into(),
+            })?;
+        s.attempt = attempt;
+        let resolved =
+            wirebench_report::analyze::limits::sampler_cost(&s).is_some_and(|c| c.resolved);
+        if resolved || attempt >= SAMPLER_PROBE_ATTEMPTS {
+            return Ok(s);
+        }
+        tracing::info!(
+            "limits: the sampler's cost was not resolved (attempt {attempt}): measuring again"
+        );
+        attempt += 1;
+    }
 }
 
 /// Measure again, once, the buffer sizes whose memory figures are implausible (far below

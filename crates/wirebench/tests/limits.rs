@@ -348,6 +348,8 @@ fn profiled_results_state_the_expected_sampling_cost() {
         work_ns: 100_000_000,
         ns_per_sample: flat(40_000.0).unwrap(),
         cost_pct: flat(16.0).unwrap(),
+        resolved: true,
+        attempts: 1,
     });
     let file = dir.0.join(format!("limits-{}.json", boot_id()));
     std::fs::write(&file, serde_json::to_string(&limits).unwrap()).unwrap();

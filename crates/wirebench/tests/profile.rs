@@ -170,6 +170,17 @@ fn human_and_csv_show_every_category() {
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(header.len(), row.len());
+    let cell = |col: &str| {
+        let i = header.iter().position(|h| *h == col);
+        row[i.unwrap_or_else(|| panic!("no {col} column"))]
+    };
+    assert_eq!(cell("profile_hz"), "3989");
+    // The expected cost: a share of a CPU when the limits are cached, else empty.
+    let cost = cell("profile_expected_cost_pct");
+    assert!(
+        cost.is_empty() || cost.parse::<f64>().is_ok_and(|v| v >= 0.0),
+        "{cost}"
+    );
     for host in ["client", "server"] {
         for c in ProfileCategory::ALL {
             for fig in ["pct", "cpu_ns", "ns_per_kb"] {

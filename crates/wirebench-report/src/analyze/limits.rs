@@ -245,12 +245,15 @@ pub fn sampler_cost(s: &SamplerCostSamples) -> Option<SamplerCost> {
         .map(|p| extra(p) / p.alone_ns as f64 * 100.0)
         .collect();
     let alone: Vec<f64> = pairs.iter().map(|p| p.alone_ns as f64).collect();
+    let ns_per_sample = spread(&per_sample)?;
     Some(SamplerCost {
         cpu: s.cpu,
         freq_hz: s.freq_hz,
         work_ns: spread(&alone)?.median as u64,
-        ns_per_sample: spread(&per_sample)?,
+        resolved: ns_per_sample.min > 0.0,
+        ns_per_sample,
         cost_pct: spread(&pct)?,
+        attempts: s.attempt,
     })
 }
 
@@ -268,6 +271,7 @@ pub fn profile_cost(freq_hz: u32, limits: Option<&LimitsResult>) -> ProfileCost 
             limits_started_utc: l.started_utc.clone(),
             probe_freq_hz: c.freq_hz,
             probe_cost_pct: c.cost_pct.median,
+            unresolved: !c.resolved,
         })
     });
     ProfileCost { freq_hz, expected }

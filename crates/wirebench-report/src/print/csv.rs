@@ -4,7 +4,7 @@
 //! `direction` uses the human names (`forward`, `reverse`; request/response: `forward`). An
 //! empty cell means "not available". Lines end in `\n`; cells are quoted per RFC 4180.
 
-use wirebench_model::profile::ProfileCategory;
+use wirebench_model::profile::{ProfileCategory, ProfileCost};
 use wirebench_model::result::{IntervalRow, RunRecord, RunResult, Summary, WorkloadSummary};
 use wirebench_model::side::HostRole;
 use wirebench_model::spec::{TestSpec, WorkloadKind, WorkloadSpec};
@@ -41,9 +41,11 @@ pub fn csv_header(kind: Option<WorkloadKind>) -> String {
 }
 
 /// [`csv_header`], with the profile columns before `error` when `profiled` (the spec asked
-/// for `--profile`): for the client then the server, for every category (its key, e.g.
-/// `copy`, `memory_management`), `<end>_profile_<category>_pct`, `..._cpu_ns` and
-/// `..._ns_per_kb` (request/response: `..._ns_per_tx`).
+/// for `--profile`): `profile_hz` and `profile_expected_cost_pct` (the sampling rate and its
+/// expected cost, % of one CPU per sampled CPU; empty when not measured or unresolved), then
+/// for the client and the server, for every category (its key, e.g. `copy`,
+/// `memory_management`), `<end>_profile_<category>_pct`, `..._cpu_ns` and `..._ns_per_kb`
+/// (request/response: `..._ns_per_tx`).
 pub fn csv_header_for(kind: Option<WorkloadKind>, profiled: bool) -> String {
     let mid = match kind {
         Some(WorkloadKind::UdpStream) => UDP,
@@ -58,7 +60,10 @@ pub fn csv_header_for(kind: Option<WorkloadKind>, profiled: bool) -> String {
     } else {
         "ns_per_kb"
     };
-    let mut cols = Vec::new();
+    let mut cols = vec![
+        "profile_hz".to_string(),
+        "profile_expected_cost_pct".to_string(),
+    ];
     for host in [HostRole::Client, HostRole::Server] {
         for c in ProfileCategory::ALL {
             for fig in ["pct", "cpu_ns", per] {
@@ -70,8 +75,14 @@ pub fn csv_header_for(kind: Option<WorkloadKind>, profiled: bool) -> String {
 }
 
 /// The profile cells of a run (see [`csv_header_for`]); empty cells for an end without one.
-fn profile_cells(s: Option<&Summary>) -> Vec<String> {
-    let mut out = Vec::new();
+fn profile_cells(cost: Option<&ProfileCost>, s: Option<&Summary>) -> Vec<String> {
+    let expected = cost
+        .and_then(|c| c.expected.as_ref())
+        .filter(|e| !e.unresolved);
+    let mut out = vec![
+        opt(cost.map(|c| c.freq_hz)),
+        opt(expected.map(|e| e.cpu_pct)),
+    ];
     for host in [HostRole::Client, HostRole::Server] {
         let p = s.and_then(|s| s.profiles.iter().find(|p| p.host == host));
         for c in ProfileCategory::ALL {
@@ -233,7 +244,7 @@ pub fn csv(r: &RunResult) -> String {
         |run: String, status: &str, dir: String, mut mid: Vec<String>, s: Option<&Summary>| {
             if profiled {
                 mid.resize(mid_width, String::new());
-                mid.extend(profile_cells(s));
+                mid.extend(profile_cells(r.profile_cost.as_ref(), s));
             }
             let mut row = vec![
                 r.started_utc.clone(),

@@ -392,18 +392,29 @@ fn probes(out: &mut String, l: &LimitsResult) {
             "  ",
             &format!(
                 "profiler sampling (CPU {}, {} Hz, {} pairs of a {} work loop alone and \
-                 sampled): {} per sample, the loop {:+.1} % slower [{:+.1} to {:+.1}]; at \
-                 the default {} Hz ≈ {:.2} % of each sampled CPU",
+                 sampled{}): {} per sample, the loop {:+.1} % slower [{:+.1} to {:+.1}]; {}",
                 c.cpu,
                 c.freq_hz,
                 c.ns_per_sample.n,
                 ns_text_plain(c.work_ns as f64),
+                match c.attempts {
+                    0 | 1 => String::new(),
+                    n => format!(", attempt {n}"),
+                },
                 ns_text(&c.ns_per_sample),
                 c.cost_pct.median,
                 c.cost_pct.min,
                 c.cost_pct.max,
-                default.freq_hz,
-                e.cpu_pct
+                if c.resolved {
+                    format!(
+                        "at the default {} Hz ≈ {:.2} % of each sampled CPU",
+                        default.freq_hz, e.cpu_pct
+                    )
+                } else {
+                    "unresolved: some pair ran faster sampled than alone (other work \
+                     outweighed the sampler's); profiled results say so"
+                        .to_string()
+                }
             ),
         ),
         _ => out.push_str("profiler sampling cost: not measured\n"),

@@ -118,6 +118,13 @@ pub(crate) fn share_margin_pct(samples: u64) -> f64 {
 /// this boot, or not measured.
 pub(crate) fn cost_line(c: &ProfileCost) -> String {
     match &c.expected {
+        Some(e) if e.unresolved => format!(
+            "sampling {} Hz per CPU: expected cost unresolved: the `wirebench limits` probe of {} \
+             could not tell the sampler's cost from other work (some of its pairs ran faster \
+             sampled than alone); `wirebench limits --refresh` on a quieter machine measures it",
+            c.freq_hz,
+            super::limits::minute_utc(&e.limits_started_utc),
+        ),
         Some(e) => format!(
             "sampling {} Hz per CPU: expected cost ≈ {:.2} % of one CPU per sampled CPU ({} per \
              sample × {} Hz; `wirebench limits` probe of {}, which measured {:+.1} % at {} Hz)",

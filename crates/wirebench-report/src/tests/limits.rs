@@ -183,6 +183,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         implausible: Vec::new(),
         env: &env,
         sampler: Ok(SamplerCostSamples {
+            attempt: 1,
             cpu: 0,
             freq_hz: 4000,
             pairs: [(100, 116), (120, 100), (100, 112)]
@@ -238,12 +239,39 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
     assert!(close(sampler.ns_per_sample.min, -50_000.0));
     assert!(close(sampler.cost_pct.median, 12.0));
     assert_eq!(sampler.work_ns, 100_000_000);
+    // A pair below zero: the cost is unresolved, and said so.
+    assert_eq!((sampler.resolved, sampler.attempts), (false, 1));
     assert_contains(
         &printed,
         &[
             "profiler sampling (CPU 0, 4000 Hz, 3 pairs of a 100.000 ms work loop alone and \
            sampled): 30.00 µs [-50.00–40.00] per sample, the loop +12.0 % slower [-16.7 to \
-           +16.0]; at the default 241 Hz ≈ 0.72 % of each sampled CPU",
+           +16.0]; unresolved: some pair ran faster sampled than alone",
+        ],
+    );
+    let unresolved = crate::analyze::limits::profile_cost(250, Some(&l));
+    assert!(unresolved.expected.as_ref().unwrap().unresolved);
+    assert_eq!(
+        crate::print::profile::cost_line(&unresolved),
+        "sampling 250 Hz per CPU: expected cost unresolved: the `wirebench limits` probe of \
+         2023-11-14 22:13 UTC could not tell the sampler's cost from other work (some of its \
+         pairs ran faster sampled than alone); `wirebench limits --refresh` on a quieter \
+         machine measures it"
+    );
+    // The same figures from a probe whose pairs all showed a cost (its third attempt).
+    let mut l = l;
+    {
+        let s = l.sampler.as_mut().unwrap();
+        (s.resolved, s.attempts) = (true, 3);
+        s.ns_per_sample.min = 30_000.0;
+    }
+    let printed = unwrapped(&human(&l, &Provenance::Cached { path: "p".into() }));
+    assert_contains(
+        &printed,
+        &[
+            "profiler sampling (CPU 0, 4000 Hz, 3 pairs of a 100.000 ms work loop alone and \
+           sampled, attempt 3): 30.00 µs [30.00–40.00] per sample, the loop +12.0 % slower \
+           [-16.7 to +16.0]; at the default 241 Hz ≈ 0.72 % of each sampled CPU",
         ],
     );
     // A result profiled at 250 Hz expects 30 µs × 250 = 0.75 % of a CPU; at 4 kHz, 12 %.
