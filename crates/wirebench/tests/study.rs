@@ -664,7 +664,7 @@ cc = "cubic"
 offload = ["tx-checksum=on", "tx-checksum=off"]
 [[test]]
 command = "stream"
-args = ["-b", "2G", "--profile", "--profile-hz", "3989"]
+args = ["-b", "1G", "--profile", "--profile-hz", "3989"]
 "#;
 
 /// Issue 17's ground truth for the profile: with the veth's transmit checksum offload off
@@ -676,12 +676,6 @@ fn checksum_offload_off_raises_the_checksum_category() {
     let _g = serial();
     let mut s = Scratch::new("csum");
     let file = s.file(CHECKSUM_OFFLOAD);
-    let out = s.out();
-    assert_eq!(s.run_to_end(&["study", "run", &file, "-o", &out]), Some(0));
-    let dir = PathBuf::from(&out);
-    let m = manifest(&dir);
-    let pts = points(&dir);
-    assert_eq!(pts.len(), 2);
     let fig = |p: &StudyPoint, f: FigureName| {
         p.figures
             .iter()
@@ -689,36 +683,55 @@ fn checksum_offload_off_raises_the_checksum_category() {
             .map(|x| x.value)
             .unwrap_or_else(|| panic!("{f:?} missing: {:?}", p.figures))
     };
-    let (mut on, mut off) = (None, None);
-    for p in &pts {
-        let offload = level(p, StudyFactor::Testbed(TestbedFactor::Offload));
-        // The kernel's own word for the cell's setting.
-        let tb = m.cells[p.cell as usize].testbed.as_ref().unwrap();
-        let state = tb
-            .client
-            .as_ref()
-            .unwrap()
-            .offloads
-            .iter()
-            .find(|o| o.feature == "tx-checksumming");
-        match offload {
-            FactorValue::Name(n) if n == "tx-checksum=off" => {
-                assert_eq!(state.map(|o| o.state.as_str()), Some("off"));
-                off = Some(p);
-            }
-            _ => {
-                assert_eq!(state.map(|o| o.state.as_str()), Some("on"));
-                on = Some(p);
+    // The comparison needs the same paced rate in both cells (within 5 %): on a machine
+    // whose CPUs other work holds, the offload-off cell (more CPU per byte) can fall short
+    // of it (1.23 of 2 Gbit/s once, beside two compilers). That run cannot test the claim;
+    // the study runs again, up to 3 times.
+    let mut attempt = 1;
+    let (pts, on, off) = loop {
+        let out = format!("{}-{attempt}", s.out());
+        assert_eq!(s.run_to_end(&["study", "run", &file, "-o", &out]), Some(0));
+        let dir = PathBuf::from(&out);
+        let m = manifest(&dir);
+        let pts = points(&dir);
+        assert_eq!(pts.len(), 2);
+        let (mut on, mut off) = (None, None);
+        for (i, p) in pts.iter().enumerate() {
+            let offload = level(p, StudyFactor::Testbed(TestbedFactor::Offload));
+            // The kernel's own word for the cell's setting.
+            let tb = m.cells[p.cell as usize].testbed.as_ref().unwrap();
+            let state = tb
+                .client
+                .as_ref()
+                .unwrap()
+                .offloads
+                .iter()
+                .find(|o| o.feature == "tx-checksumming");
+            match offload {
+                FactorValue::Name(n) if n == "tx-checksum=off" => {
+                    assert_eq!(state.map(|o| o.state.as_str()), Some("off"));
+                    off = Some(i);
+                }
+                _ => {
+                    assert_eq!(state.map(|o| o.state.as_str()), Some("on"));
+                    on = Some(i);
+                }
             }
         }
-    }
-    let (on, off) = (on.unwrap(), off.unwrap());
-    // The same paced rate in both cells (within 5 %).
-    let (r_on, r_off) = (
-        fig(on, FigureName::ThroughputBps),
-        fig(off, FigureName::ThroughputBps),
-    );
-    assert!((r_on - r_off).abs() <= 0.05 * r_on, "{r_on} vs {r_off}");
+        let (on, off) = (on.unwrap(), off.unwrap());
+        let (r_on, r_off) = (
+            fig(&pts[on], FigureName::ThroughputBps),
+            fig(&pts[off], FigureName::ThroughputBps),
+        );
+        if (r_on - r_off).abs() <= 0.05 * r_on {
+            wirebench_sys::require::note_retry("study checksum: the same paced rate", attempt);
+            break (pts, on, off);
+        }
+        assert!(attempt < 3, "{r_on} vs {r_off} bit/s at attempt {attempt}");
+        eprintln!("attempt {attempt}: {r_on} vs {r_off} bit/s, not the same rate: again");
+        attempt += 1;
+    };
+    let (on, off) = (&pts[on], &pts[off]);
     // Both ends' checksum shares, summed: the software checksum runs where the kernel needs
     // it (the sender's transmit, the receiver's verification of a packet that arrives
     // without one), and each end profiles the CPUs it may use (all of them here, unpinned)
@@ -738,8 +751,8 @@ fn checksum_offload_off_raises_the_checksum_category() {
          {s_on:.2} %, off {c_off:.2} + {s_off:.2} %"
     );
     // With the offload on, the kernel computes no checksum (0.00 % here). How much one costs
-    // at 2 Gbit/s depends on the CPU: 1.73 % of the client's window on an AMD EPYC VM, 0.27 %
-    // on an Intel Xeon VM. An end takes about 8 000 samples in the window (3989 Hz, 2 CPUs,
+    // depends on the CPU: at 2 Gbit/s 1.73 % of the client's window on an AMD EPYC VM, 0.27 %
+    // on an Intel Xeon VM; at the 1 Gbit/s here about half that. An end takes about 8 000 samples in the window (3989 Hz, 2 CPUs,
     // 1 s), so 0.1 points is about 8 samples: a rise of at least that, to at least twice the
     // offload-on share, is not sampling noise. The rate is a prime: at the default rate of the
     // time, 250 Hz, in step with this kernel's tick (CONFIG_HZ=250) and about 500 samples per
@@ -749,7 +762,9 @@ fn checksum_offload_off_raises_the_checksum_category() {
         both_off >= both_on + 0.1 && both_off >= 2.0 * both_on,
         "offload on {both_on:.2} %, off {both_off:.2} % (client + server)"
     );
-    assert_nothing_left(s.pids[0]);
+    for pid in s.pids.clone() {
+        assert_nothing_left(pid);
+    }
 }
 
 /// `study run --all --dry-run` plans every shipped study (each file parses and plans, with

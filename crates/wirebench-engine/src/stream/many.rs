@@ -17,8 +17,9 @@
 //! share of the flows: flow index `i` (its position in the plans) goes to worker
 //! `i % threads`. Sockets are non-blocking and registered level-triggered, `EPOLLOUT` for
 //! sending flows and `EPOLLIN` for receiving ones. A ready flow moves at most
-//! [`CALLS_PER_EVENT`] messages before the worker turns to the next ready flow, so that the
-//! flows of a worker share it round-robin. Worker `w` is pinned as
+//! [`calls_per_turn`] messages before the worker turns to the next ready flow, so that the
+//! flows of a worker share it round-robin and a round over them moves at most about
+//! [`ROUND_BYTES`]. Worker `w` is pinned as
 //! [`Pinning::thread_cpu`]`(w)` says ([`StreamConfig::pin`]).
 //! The sampling thread is the caller's, as in [`crate::stream`]. A worker with receiving
 //! flows waits for events as [`StreamConfig::recv_wait`] asks (`auto`: zero-timeout
@@ -87,8 +88,24 @@ pub const POLL_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// Most read or write calls one ready flow gets before the worker turns to the next one.
 /// A call that moves less than a whole message ends the flow's turn early (its socket
-/// buffer is full or empty).
+/// buffer is full or empty). Fewer with many flows: see [`calls_per_turn`].
 pub const CALLS_PER_EVENT: usize = 4;
+
+/// Most bytes one round over a worker's flows should move (every flow's turn at most
+/// [`calls_per_turn`] whole messages), so that each flow gets its first turn early in the
+/// test. With 4 calls of 1 MiB for each of 500 flows a round was 2 GiB, longer than a 1.5 s
+/// test: on loopback 271 of 1000 flows never got a turn and moved nothing (2-vCPU AMD EPYC,
+/// 2026-11-29). 256 MiB keeps the full turn up to 64 flows of 1 MiB per worker (`-P 128`
+/// on 2 workers), as before.
+pub const ROUND_BYTES: u64 = 256 << 20;
+
+/// The calls a flow's turn gets on a worker of `flows` flows moving `msg_bytes` messages:
+/// [`CALLS_PER_EVENT`], fewer when a round of that many would move more than
+/// [`ROUND_BYTES`], and at least one.
+pub fn calls_per_turn(flows: usize, msg_bytes: usize) -> usize {
+    let per_call = (flows.max(1) as u64).saturating_mul(msg_bytes.max(1) as u64);
+    (ROUND_BYTES / per_call).clamp(1, CALLS_PER_EVENT as u64) as usize
+}
 
 /// Most events taken from the epoll set per `epoll_wait`.
 const MAX_EVENTS: usize = 1024;
@@ -169,6 +186,8 @@ struct Worker<'a> {
     buf: PlacedBuf,
     /// How the worker waits, if it has receiving flows (else it blocks in `epoll_wait`).
     wait: Option<EpollWait>,
+    /// Calls per flow's turn ([`calls_per_turn`] of its flows and message size).
+    calls: usize,
 }
 
 impl<'a> Worker<'a> {
@@ -218,11 +237,11 @@ impl<'a> Worker<'a> {
         self.active -= 1;
     }
 
-    /// A sender's turn: write up to [`CALLS_PER_EVENT`] messages.
+    /// A sender's turn: write up to `calls` messages.
     fn send(&mut self, i: usize) {
         let msg = self.env.cfg.send_size_bytes.max(1);
         let payload = self.env.payload;
-        for _ in 0..CALLS_PER_EVENT {
+        for _ in 0..self.calls {
             let f = &mut self.flows[i];
             let left = f.budget - f.total;
             if left == 0 {
@@ -262,9 +281,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// A receiver's turn: read up to [`CALLS_PER_EVENT`] messages.
+    /// A receiver's turn: read up to `calls` messages.
     fn recv(&mut self, i: usize) {
-        for _ in 0..CALLS_PER_EVENT {
+        for _ in 0..self.calls {
             let f = &mut self.flows[i];
             let Some(s) = f.stream.as_ref() else { return };
             let res = (&*s).read(&mut self.buf);
@@ -478,6 +497,10 @@ fn run_worker<'a>(
         active: 0,
         buf: buffers::zeroed(0, 0),
         wait: None,
+        calls: calls_per_turn(
+            plans.len(),
+            env.cfg.send_size_bytes.max(env.cfg.recv_size_bytes),
+        ),
     };
     let mut setup_errors = Vec::new();
     for (i, (idx, plan)) in plans.into_iter().enumerate() {
@@ -628,4 +651,22 @@ pub fn run(
     });
     out.data.worker_waits = worker_waits;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_over_many_flows_is_one_call_each() {
+        // 500 flows of 1 MiB messages (1000 flows on 2 workers): one call each.
+        assert_eq!(calls_per_turn(500, 1 << 20), 1);
+        // A few flows keep the full turn.
+        assert_eq!(calls_per_turn(4, 1 << 20), CALLS_PER_EVENT);
+        assert_eq!(calls_per_turn(64, 1 << 20), CALLS_PER_EVENT);
+        assert_eq!(calls_per_turn(500, 128 << 10), CALLS_PER_EVENT);
+        // In between: as many as fit in a round.
+        assert_eq!(calls_per_turn(128, 1 << 20), 2);
+        assert_eq!(calls_per_turn(0, 0), CALLS_PER_EVENT);
+    }
 }

@@ -190,9 +190,16 @@ fn receiver_busy(reports: &[(HostRole, &SideReport)], cpu: &[EndCpu], dir: FlowD
         c.cpus as usize
     };
     let threads = c.threads_util_pct_of_one_cpu / flows.min(cpus).max(1) as f64;
-    let shared =
-        (pinned && threads >= RECEIVER_BUSY_PCT / 2.0 && c.cpus_used.contains(&c.busiest_cpu))
-            .then_some(c.busiest.busy_pct);
+    // The busiest of the CPUs the end is pinned to (not the machine's busiest, which on a
+    // machine both ends share may be the other end's CPU).
+    let used_busy = c.busiest_used.map(|b| b.busy_pct).or_else(|| {
+        c.cpus_used
+            .contains(&c.busiest_cpu)
+            .then_some(c.busiest.busy_pct)
+    });
+    let shared = (pinned && threads >= RECEIVER_BUSY_PCT / 2.0)
+        .then_some(used_busy)
+        .flatten();
     Some(threads.max(shared.unwrap_or(0.0)))
 }
 
