@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus, Summary, SCHEMA_VERSION};
-use wirebench_model::side::{HostRole, SideReport};
-use wirebench_model::spec::{Limits, TestSpec};
+use wirebench_model::side::{HostRole, Role, SideReport};
+use wirebench_model::spec::{FlowDir, Limits, TestSpec};
 use wirebench_model::warning::{Noted, Warning};
 use wirebench_proto::auth::Key;
 use wirebench_proto::message::IntervalMsg;
@@ -382,10 +382,20 @@ impl Runner {
                         let omit = spec.common.warmup_ms > 0;
                         analyze::iperf3::complete(&mut s, run.client.as_ref(), omit);
                         // The server's own figures are the iperf3 section, not a missing
-                        // report.
+                        // report (nor, UDP, a missing sender's or receiver's report).
                         if let Some(sum) = summary.as_mut() {
-                            sum.warnings
-                                .retain(|n| n.warning != Warning::NoServerReport);
+                            let dirs = spec.flow_dirs();
+                            sum.warnings.retain(|n| match &n.warning {
+                                Warning::NoServerReport => false,
+                                Warning::UdpMissingReport { flow, role } => {
+                                    let servers = match dirs.get(*flow as usize) {
+                                        Some(FlowDir::ClientToServer) => Role::Receiver,
+                                        _ => Role::Sender,
+                                    };
+                                    *role != servers
+                                }
+                                _ => true,
+                            });
                         }
                         s
                     });
