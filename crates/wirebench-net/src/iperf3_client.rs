@@ -156,16 +156,27 @@ pub fn params_of(spec: &TestSpec) -> Result<Params, String> {
     Ok(p)
 }
 
-/// Run one test against the iperf3 server at `cfg.server`, trying again `retry` times while
-/// it is busy. `interrupt` is polled; `on_interval` receives this end's live samples.
+/// How to run a test against an iperf3 server, beyond its spec.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Iperf3Options {
+    /// How many times to try again while the server is busy.
+    pub retry: u32,
+    /// A UDP test's datagrams carry 64-bit sequence numbers (iperf3's
+    /// `--udp-counters-64bit`).
+    pub udp_counters_64bit: bool,
+}
+
+/// Run one test against the iperf3 server at `cfg.server`, trying again `opts.retry` times
+/// while it is busy. `interrupt` is polled; `on_interval` receives this end's live samples.
 pub fn run(
     cfg: &ClientConfig,
-    retry: u32,
+    opts: Iperf3Options,
     interrupt: &AtomicBool,
     on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<ClientRun, NetError> {
-    let params = params_of(&cfg.spec).map_err(NetError::SocketOption)?;
-    let attempts = retry.saturating_add(1);
+    let mut params = params_of(&cfg.spec).map_err(NetError::SocketOption)?;
+    params.udp_counters_64bit = opts.udp_counters_64bit && params.protocol == IProtocol::Udp;
+    let attempts = opts.retry.saturating_add(1);
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=attempts {
         match attempt_once(cfg, &params, interrupt, on_interval) {

@@ -83,9 +83,8 @@ pub struct RunnerConfig {
     pub bind: Option<IpAddr>,
     /// Source port of the first data connection (`--cport`).
     pub data_port: Option<u16>,
-    /// The target is a stock iperf3 server (`--iperf3`): how many times to try again while
-    /// it is busy.
-    pub iperf3_retry: Option<u32>,
+    /// The target is a stock iperf3 server (`--iperf3`), with these options.
+    pub iperf3: Option<crate::iperf3_client::Iperf3Options>,
 }
 
 impl RunnerConfig {
@@ -100,7 +99,7 @@ impl RunnerConfig {
             embedded_limits: Limits::default(),
             bind: None,
             data_port: None,
-            iperf3_retry: None,
+            iperf3: None,
         }
     }
 }
@@ -342,9 +341,9 @@ impl Runner {
             obs.run_started(index, rep.max_runs.max(1));
             tracing::debug!(run = index, "runner: connecting");
             let mut on_interval = |m: &IntervalMsg| obs.interval(spec, m);
-            let outcome = match self.cfg.iperf3_retry {
-                Some(retry) => {
-                    crate::iperf3_client::run(&ccfg, retry, &self.interrupt, &mut on_interval)
+            let outcome = match self.cfg.iperf3 {
+                Some(opts) => {
+                    crate::iperf3_client::run(&ccfg, opts, &self.interrupt, &mut on_interval)
                 }
                 None => client::run(&ccfg, &self.interrupt, &mut on_interval),
             };

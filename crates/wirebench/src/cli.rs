@@ -428,6 +428,10 @@ pub struct UdpArgs {
     /// waiting 0.25 s, then twice as long each time (at most 4 s).
     #[arg(long, value_name = "N", requires = "iperf3")]
     pub retry: Option<u32>,
+    /// With --iperf3: 64-bit sequence numbers in the datagrams (iperf3's
+    /// --udp-counters-64bit; the header is 16 bytes instead of 12).
+    #[arg(long, requires = "iperf3")]
+    pub udp_counters_64bit: bool,
 }
 
 /// Options shared by every client command.

@@ -5,6 +5,8 @@
 
 use wirebench_model::validate::SpecField;
 
+use wirebench_net::iperf3_client::Iperf3Options;
+
 use crate::cli::{ClientArgs, StreamArgs, UdpArgs};
 use crate::specs::{stream_spec, udp_spec, SpecResult};
 use crate::test_cmd::run_client_with;
@@ -87,7 +89,11 @@ fn spec(a: &StreamArgs) -> SpecResult {
 
 /// Run `stream --iperf3`.
 pub fn run_stream(a: &StreamArgs) -> i32 {
-    run_client_with(&a.c, spec(a), None, Some(a.retry.unwrap_or(0)))
+    let opts = Iperf3Options {
+        retry: a.retry.unwrap_or(0),
+        udp_counters_64bit: false,
+    };
+    run_client_with(&a.c, spec(a), None, Some(opts))
 }
 
 /// The spec of `udp --iperf3`, or the usage error naming every refused flag.
@@ -100,5 +106,9 @@ fn udp_iperf3_spec(a: &UdpArgs) -> SpecResult {
 
 /// Run `udp --iperf3`.
 pub fn run_udp(a: &UdpArgs) -> i32 {
-    run_client_with(&a.c, udp_iperf3_spec(a), None, Some(a.retry.unwrap_or(0)))
+    let opts = Iperf3Options {
+        retry: a.retry.unwrap_or(0),
+        udp_counters_64bit: a.udp_counters_64bit,
+    };
+    run_client_with(&a.c, udp_iperf3_spec(a), None, Some(opts))
 }
