@@ -516,7 +516,6 @@ impl Test<'_> {
         if receives && now < stop {
             return false;
         }
-
         self.senders
             .iter()
             .all(|s| wirebench_sys::tcp::tcp_info(s).is_ok_and(|t| !matches!(t.state, 1 | 4)))

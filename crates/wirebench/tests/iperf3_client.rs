@@ -543,7 +543,7 @@ fn udp_iperf3_human_output_shows_both_ends() {
         &head,
         "server received",
         "highest sequence",
-        "reconciliation (datagrams: what the sender sent against what the receiver received",
+        "reconciliation (datagrams, whole test: sent; received + lost at the receiver):",
         "flow 0 forward: wirebench sent ",
         "difference +0:",
     ] {

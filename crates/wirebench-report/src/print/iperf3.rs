@@ -65,9 +65,14 @@ pub(crate) fn block(out: &mut String, s: &Iperf3Server, o: HumanOptions) {
         &format!(
             "iperf3 server {} (its own figures, from its results exchange; wirebench's above \
              are this end's: sender figures on the flows it sends, receiver figures on the \
-             flows it receives; the columns of the server's end are \"-\" there, as wirebench \
-             has no report from it):",
-            escape(&s.address)
+             flows it receives{}):",
+            escape(&s.address),
+            if s.streams.iter().any(|st| st.udp.is_some()) {
+                ""
+            } else {
+                "; the columns of the server's end are \"-\" there, as wirebench has no \
+                 report from it"
+            }
         ),
     );
     for st in &s.streams {
@@ -151,8 +156,7 @@ pub(crate) fn block(out: &mut String, s: &Iperf3Server, o: HumanOptions) {
 fn udp_reconciliation(out: &mut String, s: &Iperf3Server) {
     let _ = writeln!(
         out,
-        "reconciliation (datagrams: what the sender sent against what the receiver received \
-         and counted lost, whole test):"
+        "reconciliation (datagrams, whole test: sent; received + lost at the receiver):"
     );
     for r in &s.reconciliation {
         let Some(u) = &r.udp else { continue };
@@ -187,14 +191,16 @@ pub(crate) fn udp_own_end(out: &mut String, u: &UdpSummary, o: HumanOptions) {
         let c = &d.counts;
         let text = match d.dir {
             FlowDir::ClientToServer => format!(
-                "UDP {} (wirebench's figures as the sender): {} over {:.3} s; sent {} datagrams \
-                 of {} bytes ({} B), {} refused by this host's kernel, {} send errors",
+                "UDP {} (wirebench's figures as the sender): {} over {:.3} s ({} datagrams of {} \
+                 bytes, {} B, sent in that window); whole test: sent {} datagrams, {} refused \
+                 by this host's kernel, {} send errors",
                 label::dir(d.dir),
                 o.rate_unit.rate(d.sender_rate_bps),
                 d.sender_window_ns as f64 / 1e9,
-                c.total_sent,
+                c.window_sent,
                 d.datagram_bytes,
                 d.sender_bytes,
+                c.total_sent,
                 c.send_refused,
                 c.send_errors,
             ),
