@@ -1,6 +1,7 @@
 //! iperf3 interoperability: what a stock `iperf3 -s` reported of a test wirebench ran
-//! against it as an iperf3 client (`wirebench stream --iperf3`), from the server's results
-//! message, and how its byte counts reconcile with wirebench's own.
+//! against it as an iperf3 client (`wirebench stream --iperf3`, `udp --iperf3`), from the
+//! server's results message, and how its byte counts (UDP: datagrams) reconcile with
+//! wirebench's own.
 //!
 //! The server's strings (its congestion control name) are escaped before they are stored
 //! here ([`crate::text::escape`]); they reach a terminal as they are stored.

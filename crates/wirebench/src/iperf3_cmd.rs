@@ -1,10 +1,10 @@
 //! `wirebench stream --iperf3 -H HOST` and `wirebench udp --iperf3 -H HOST`: a test against
-//! a stock iperf3 server. The spec is built as for any stream or UDP test; the flags that set something at the server's end (which a
-//! stock iperf3 server does not take from a client) or that only make sense against
-//! wirebench's own daemon are refused before anything runs.
+//! a stock iperf3 server. The spec is built as for any stream or UDP test; the flags that
+//! set something at the server's end (which a stock iperf3 server does not take from a
+//! client) or that only make sense against wirebench's own daemon are refused before
+//! anything runs.
 
 use wirebench_model::validate::SpecField;
-
 use wirebench_net::iperf3_client::Iperf3Options;
 
 use crate::cli::{ClientArgs, StreamArgs, UdpArgs};
