@@ -2366,7 +2366,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__udp)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --iperf3 --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --iperf3 --retry --udp-counters-64bit --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2557,6 +2557,10 @@ _wirebench() {
                     return 0
                     ;;
                 -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -306,6 +306,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l db -d 'The h
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l tag -d 'A KEY=VALUE tag saved with the result (repeatable), e.g. --tag kernel=6.12' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s l -l msg-size -d 'Bytes per datagram (UDP payload, 24-byte header included; K = 1024)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s b -l rate -d 'Rate per flow, bits/s of UDP payload (K/M/G = 10^3/10^6/10^9), paced at 1 ms or finer; 0 = unpaced (as fast as the sender can)' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l retry -d 'With --iperf3: while the server is busy with another test, try again up to N times, waiting 0.25 s, then twice as long each time (at most 4 s)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l insecure-key-file -d 'Accept a --auth-key-file that group or others may read (refused otherwise)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s 4 -d 'Use IPv4 only'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s 6 -d 'Use IPv6 only'
@@ -322,7 +323,8 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l dont-fragmen
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l no-save -d 'Do not save this result to the history database'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s R -l reverse -d 'Server sends, client receives'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l bidir -d 'Both directions at once'
-complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l iperf3 -d 'Not available yet: a UDP test against a stock iperf3 server (refused with the reason; `stream --iperf3` runs TCP tests against one)'
+complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l iperf3 -d 'The server is a stock `iperf3 -s` (port 5201 unless -p): wirebench runs the test as an iperf3 UDP client (iperf3\'s connect datagram per stream and its datagram header), and shows the server\'s figures (received, lost, jitter; or what it sent, -R) beside its own, with each flow\'s datagrams reconciled'
+complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -l udp-counters-64bit -d 'With --iperf3: 64-bit sequence numbers in the datagrams (iperf3\'s --udp-counters-64bit; the header is 16 bytes instead of 12)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand udp" -s h -l help -d 'Print help'
 complete -c wirebench -n "__fish_wirebench_using_subcommand keygen" -s h -l help -d 'Print help'
 complete -c wirebench -n "__fish_wirebench_using_subcommand lab; and not __fish_seen_subcommand_from up show exec down _emulate help" -s h -l help -d 'Print help'

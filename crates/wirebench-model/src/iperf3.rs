@@ -1,6 +1,7 @@
 //! iperf3 interoperability: what a stock `iperf3 -s` reported of a test wirebench ran
-//! against it as an iperf3 client (`wirebench stream --iperf3`), from the server's results
-//! message, and how its byte counts reconcile with wirebench's own.
+//! against it as an iperf3 client (`wirebench stream --iperf3`, `udp --iperf3`), from the
+//! server's results message, and how its byte counts (UDP: datagrams) reconcile with
+//! wirebench's own.
 //!
 //! The server's strings (its congestion control name) are escaped before they are stored
 //! here ([`crate::text::escape`]); they reach a terminal as they are stored.
@@ -56,6 +57,45 @@ pub struct Iperf3Stream {
     /// `bytes` × 8 over `end_s - start_s`: the server's own rate of the stream, bits/s of
     /// payload (0 when the span is empty).
     pub throughput_bps: f64,
+    /// A UDP test's datagram figures of the stream, as the server reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<Iperf3UdpStream>,
+}
+
+/// One UDP stream's datagram figures as an iperf3 server reports them.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct Iperf3UdpStream {
+    /// iperf3's `packets`: a sending server, the datagrams it sent (its sequence numbers
+    /// used); a receiving server, the highest sequence number it saw.
+    pub packets: u64,
+    /// iperf3's `errors`, a receiving server only: datagrams missing below the highest
+    /// sequence number it saw (each gap, less one per datagram that arrived out of order);
+    /// datagrams sent after the last one it saw are not in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
+    /// A receiving server's RFC 3550 interarrival jitter at the end of the test,
+    /// milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
+}
+
+/// One UDP flow's datagrams as the sender sent them and the receiver accounted for them:
+/// `sent = received + lost + difference`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct Iperf3UdpReconciled {
+    /// Datagrams the sender sent: sequence numbers used (wirebench: accepted by its kernel,
+    /// plus sends the kernel refused or that failed, which used a number; iperf3: its
+    /// `packets`).
+    pub sent_datagrams: u64,
+    /// Distinct datagrams the receiver received (wirebench: its count; iperf3: `packets`
+    /// less `errors`).
+    pub received_datagrams: u64,
+    /// Datagrams the receiver counted lost: missing below the highest sequence number it saw.
+    pub lost_datagrams: u64,
+    /// `sent - received - lost`: datagrams sent after the last one the receiver saw (lost at
+    /// the end of the test, or still in flight or unread when it ended); negative only if
+    /// the receiver accounted for more than was sent.
+    pub difference_datagrams: i64,
 }
 
 /// One flow's bytes counted at both ends, by two tools.
@@ -74,8 +114,11 @@ pub struct Iperf3Reconciled {
     pub iperf3_bytes: u64,
     /// `iperf3_bytes - wirebench_bytes`.
     pub difference_bytes: i64,
-    /// Why they differ, or that they agree.
+    /// Why they differ, or that they agree (a UDP flow: its datagrams).
     pub note: ReconcileNote,
+    /// A UDP flow's datagrams, sent against received and lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<Iperf3UdpReconciled>,
 }
 
 /// Why two counts of one flow differ.
@@ -95,4 +138,9 @@ pub enum ReconcileNote {
     ReceiverAboveSender,
     /// The server's results have no stream for this flow.
     Missing,
+    /// UDP: every datagram sent is received or counted lost by the receiver.
+    DatagramsAccounted,
+    /// UDP: datagrams were sent after the last one the receiver saw: lost at the end of the
+    /// test, or still in flight or unread when it ended (no receiver counts those as lost).
+    SentAfterLastSeen,
 }

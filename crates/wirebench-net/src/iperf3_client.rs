@@ -1,5 +1,5 @@
-//! wirebench as an iperf3 client: `wirebench stream --iperf3 -H HOST` against an unmodified
-//! `iperf3 -s`.
+//! wirebench as an iperf3 client: `wirebench stream --iperf3 -H HOST` (TCP) and
+//! `wirebench udp --iperf3 -H HOST` against an unmodified `iperf3 -s`.
 //!
 //! The protocol is `wirebench-iperf3`'s sans-IO [`ClientConn`]; this module is its I/O
 //! shell. The control connection carries the cookie, the parameters (from the test's spec,
@@ -18,6 +18,14 @@
 //! receivers read their EOF and its senders their peer's close, and the engine's report
 //! gives the results this end sends.
 //!
+//! # UDP
+//! Each stream is a UDP socket of its own set up by iperf3's connect datagram and reply
+//! ([`udp`]); the data runs on wirebench's UDP engine with iperf3's datagram header
+//! ([`UdpWire::Iperf3`]). UDP has no acknowledgement: a sending end sends `TEST_END`
+//! [`UDP_TAIL_GRACE`] after its last datagram, a receiving end at its stop instant (the
+//! server stops sending when it reads it; the engine's receivers end once nothing has
+//! arrived for their quiet time).
+//!
 //! # Busy servers
 //! An iperf3 server runs one test at a time; another client gets `ACCESS_DENIED`, or (while
 //! it changes tests) a reset or a close before `PARAM_EXCHANGE`. With retries allowed, the
@@ -29,12 +37,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use wirebench_engine::udp::UdpWire;
 use wirebench_iperf3::client::{ClientConn, ClientEvent, ClientPhase, ClientTimeouts};
-use wirebench_iperf3::params::{Direction as IDirection, Params};
+use wirebench_iperf3::params::{
+    Direction as IDirection, Params, Protocol as IProtocol, UDP_BLOCK_BYTES,
+};
 use wirebench_iperf3::results::Results;
 use wirebench_iperf3::wire::{Cookie, ProtoError, COOKIE_CHARS};
 use wirebench_model::abort::AbortReason;
-use wirebench_model::iperf3::{Iperf3Server, Iperf3Stream};
+use wirebench_model::iperf3::{Iperf3Server, Iperf3Stream, Iperf3UdpStream};
 use wirebench_model::side::{HostRole, Role, SideReport, SideStatus};
 use wirebench_model::spec::{Direction, FlowDir, SendPath, TestSpec, WorkloadSpec};
 use wirebench_model::text::escape;
@@ -46,6 +57,8 @@ use crate::end::{EndParams, EngineRun, DRAIN_LIMIT};
 use crate::workload::{setup_of, EndSockets};
 use crate::{sockopt, NetError};
 
+mod udp;
+
 /// How long each read of the control connection waits before the loop looks at the engine,
 /// the senders and the interrupt flag again.
 const CONTROL_STEP: Duration = Duration::from_millis(5);
@@ -56,45 +69,76 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(4);
 
+/// How long after its stop instant a UDP sender waits before `TEST_END`, for its last
+/// datagrams to reach the server and be read (the server closes its sockets on `TEST_END`,
+/// and datagrams past the last one it saw are counted nowhere as lost). UDP has no
+/// acknowledgement to wait for; what is still missing then shows in the reconciliation.
+const UDP_TAIL_GRACE: Duration = Duration::from_millis(100);
+
 /// The parameters message of `spec`, or why it cannot be run against an iperf3 server.
 ///
 /// iperf3 counts whole seconds: `-O` must be whole seconds, and `-t` is sent rounded up
 /// (the server uses it only for its safety timer; this end ends the test at its own `-t`).
 pub fn params_of(spec: &TestSpec) -> Result<Params, String> {
-    let WorkloadSpec::Stream(s) = &spec.workload else {
-        return Err("--iperf3 runs TCP stream tests only".into());
-    };
     if !spec.common.warmup_ms.is_multiple_of(1000) {
         return Err(format!(
             "--iperf3 with --warmup {} s: iperf3 omits whole seconds only (-O)",
             spec.common.warmup_ms as f64 / 1000.0
         ));
     }
-    let direction = match s.direction {
+    let p = Params {
+        omit_s: u32::try_from(spec.common.warmup_ms / 1000).unwrap_or(u32::MAX),
+        time_s: u32::try_from(spec.common.duration_ms.div_ceil(1000).max(1)).unwrap_or(u32::MAX),
+        parallel: spec.common.flows,
+        window_bytes: spec.common.window_bytes,
+        tos: spec.common.tos,
+        client_version: Some(crate::software()),
+        ..Params::default()
+    };
+    let direction = |d: Direction| match d {
         Direction::Forward => IDirection::Forward,
         Direction::Reverse => IDirection::Reverse,
         Direction::Bidir => IDirection::Bidir,
     };
-    let len = match s.direction {
-        Direction::Reverse => s.recv_size_bytes,
-        _ => s.send_size_bytes,
-    };
-    let p = Params {
-        direction,
-        omit_s: u32::try_from(spec.common.warmup_ms / 1000).unwrap_or(u32::MAX),
-        time_s: u32::try_from(spec.common.duration_ms.div_ceil(1000).max(1)).unwrap_or(u32::MAX),
-        num_bytes: s.stop_after_bytes.unwrap_or(0),
-        parallel: spec.common.flows,
-        len_bytes: len,
-        bandwidth_bps: s.rate_bps.unwrap_or(0),
-        window_bytes: spec.common.window_bytes,
-        mss_bytes: s.tcp.mss_bytes,
-        nodelay: s.tcp.nodelay,
-        congestion: s.tcp.congestion.clone(),
-        tos: spec.common.tos,
-        zerocopy: s.send_path == SendPath::Sendfile,
-        client_version: Some(crate::software()),
-        ..Params::default()
+    let (p, len) = match &spec.workload {
+        WorkloadSpec::Stream(s) => {
+            let len = match s.direction {
+                Direction::Reverse => s.recv_size_bytes,
+                _ => s.send_size_bytes,
+            };
+            let p = Params {
+                direction: direction(s.direction),
+                num_bytes: s.stop_after_bytes.unwrap_or(0),
+                len_bytes: len,
+                bandwidth_bps: s.rate_bps.unwrap_or(0),
+                mss_bytes: s.tcp.mss_bytes,
+                nodelay: s.tcp.nodelay,
+                congestion: s.tcp.congestion.clone(),
+                zerocopy: s.send_path == SendPath::Sendfile,
+                ..p
+            };
+            (p, len)
+        }
+        WorkloadSpec::UdpStream(u) => {
+            let p = Params {
+                protocol: IProtocol::Udp,
+                direction: direction(u.direction),
+                len_bytes: u.datagram_bytes,
+                // 0: unpaced, as iperf3's -b 0.
+                bandwidth_bps: u.rate_bps.unwrap_or(0),
+                ..p
+            };
+            if !UDP_BLOCK_BYTES.contains(&u.datagram_bytes) {
+                return Err(format!(
+                    "--iperf3 with -l {}: iperf3 servers take datagrams of {} to {} bytes",
+                    u.datagram_bytes,
+                    UDP_BLOCK_BYTES.start(),
+                    UDP_BLOCK_BYTES.end()
+                ));
+            }
+            (p, u.datagram_bytes)
+        }
+        _ => return Err("--iperf3 runs TCP stream and UDP tests only".into()),
     };
     if p.block_size_problem().is_some() {
         return Err(format!(
@@ -112,16 +156,27 @@ pub fn params_of(spec: &TestSpec) -> Result<Params, String> {
     Ok(p)
 }
 
-/// Run one test against the iperf3 server at `cfg.server`, trying again `retry` times while
-/// it is busy. `interrupt` is polled; `on_interval` receives this end's live samples.
+/// How to run a test against an iperf3 server, beyond its spec.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Iperf3Options {
+    /// How many times to try again while the server is busy.
+    pub retry: u32,
+    /// A UDP test's datagrams carry 64-bit sequence numbers (iperf3's
+    /// `--udp-counters-64bit`).
+    pub udp_counters_64bit: bool,
+}
+
+/// Run one test against the iperf3 server at `cfg.server`, trying again `opts.retry` times
+/// while it is busy. `interrupt` is polled; `on_interval` receives this end's live samples.
 pub fn run(
     cfg: &ClientConfig,
-    retry: u32,
+    opts: Iperf3Options,
     interrupt: &AtomicBool,
     on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<ClientRun, NetError> {
-    let params = params_of(&cfg.spec).map_err(NetError::SocketOption)?;
-    let attempts = retry.saturating_add(1);
+    let mut params = params_of(&cfg.spec).map_err(NetError::SocketOption)?;
+    params.udp_counters_64bit = opts.udp_counters_64bit && params.protocol == IProtocol::Udp;
+    let attempts = opts.retry.saturating_add(1);
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=attempts {
         match attempt_once(cfg, &params, interrupt, on_interval) {
@@ -191,6 +246,10 @@ fn attempt_once(
         server: None,
         interrupted: false,
         stopped_by_server: None,
+        udp: (params.protocol == IProtocol::Udp).then_some(UdpWire::Iperf3 {
+            counters_64bit: params.udp_counters_64bit,
+        }),
+        finished_at: None,
     };
     let res = t.drive(interrupt, on_interval);
     match res {
@@ -236,6 +295,10 @@ struct Test<'a> {
     server: Option<Results>,
     interrupted: bool,
     stopped_by_server: Option<AbortReason>,
+    /// A UDP test: iperf3's datagram header.
+    udp: Option<UdpWire>,
+    /// When the engine's report came.
+    finished_at: Option<Instant>,
 }
 
 impl Test<'_> {
@@ -358,10 +421,12 @@ impl Test<'_> {
         }
     }
 
-    /// Open the data streams one after another, each starting with the cookie.
+    /// Open the data streams one after another: TCP, each starting with the cookie; UDP,
+    /// each with its connect datagram and the server's reply ([`udp`]).
     fn open_streams(&mut self) -> Result<(), NetError> {
         let spec = &self.cfg.spec;
         let dirs = spec.flow_dirs();
+        let deadline = Instant::now() + self.cfg.timeouts.handshake.max(Duration::from_secs(5));
         for flow in 0..spec.connection_count() {
             let from = Origin {
                 ip: self.cfg.bind,
@@ -370,6 +435,11 @@ impl Test<'_> {
                     .data_port
                     .map(|p| p.saturating_add(u16::try_from(flow).unwrap_or(u16::MAX))),
             };
+            if self.udp.is_some() {
+                let (s, peer) = udp::connect_stream(self.cfg, from, deadline)?;
+                self.sockets.udp.push((flow, s, peer));
+                continue;
+            }
             let s = connect_stream(self.cfg, from, &self.cookie)?;
             if dirs.get(flow as usize) == Some(&FlowDir::ClientToServer) {
                 if let Ok(c) = s.try_clone() {
@@ -391,8 +461,7 @@ impl Test<'_> {
             cpu: spec.common.client_cpu.map(|c| c as usize),
             policy: None,
             local,
-            // TCP only: the UDP wire is never used.
-            udp_wire: wirebench_engine::udp::UdpWire::Native,
+            udp_wire: self.udp.unwrap_or(UdpWire::Native),
         };
         self.engine = Some(
             EngineRun::start(end, spec, data, None).map_err(NetError::io("starting the engine"))?,
@@ -413,6 +482,9 @@ impl Test<'_> {
         }
         if self.report.is_none() {
             self.report = engine.try_finish();
+            if self.report.is_some() {
+                self.finished_at = Some(Instant::now());
+            }
         }
     }
 
@@ -423,11 +495,20 @@ impl Test<'_> {
         let Some(engine) = self.engine.as_ref() else {
             return false;
         };
+        let now = Instant::now();
+        let stop = engine.nominal_end();
+        if self.udp.is_some() {
+            let dirs = self.cfg.spec.flow_dirs();
+            let done = self.finished_at.map_or(stop, |f| f.min(stop));
+            return if dirs.contains(&FlowDir::ClientToServer) {
+                now >= done + UDP_TAIL_GRACE
+            } else {
+                now >= done
+            };
+        }
         if self.report.is_some() {
             return true;
         }
-        let now = Instant::now();
-        let stop = engine.nominal_end();
         if now >= stop + DRAIN_LIMIT {
             return true;
         }
@@ -518,6 +599,7 @@ fn connect_stream(
 /// test's flows, the server's role on each.
 fn server_figures(addr: SocketAddr, spec: &TestSpec, r: &Results) -> Iperf3Server {
     let dirs = spec.flow_dirs();
+    let is_udp = matches!(spec.workload, WorkloadSpec::UdpStream(_));
     let flow_of = |id: u32| {
         (0..spec.connection_count())
             .find(|&f| Params::stream_id(f) == id && (f as usize) < dirs.len())
@@ -531,15 +613,26 @@ fn server_figures(addr: SocketAddr, spec: &TestSpec, r: &Results) -> Iperf3Serve
                 Some(FlowDir::ServerToClient) => Role::Sender,
                 _ => Role::Receiver,
             };
+            let receiver = role == Role::Receiver;
+            let udp = is_udp.then(|| Iperf3UdpStream {
+                packets: u64::try_from(s.packets).unwrap_or(0),
+                lost: receiver.then(|| u64::try_from(s.errors).unwrap_or(0)),
+                jitter_ms: receiver.then_some(s.jitter_s * 1000.0),
+            });
             Iperf3Stream {
                 id: s.id,
                 flow,
                 role,
                 bytes: s.bytes,
-                retransmits: u64::try_from(s.retransmits).ok(),
+                retransmits: if is_udp {
+                    None
+                } else {
+                    u64::try_from(s.retransmits).ok()
+                },
                 start_s: s.start_time_s,
                 end_s: s.end_time_s,
                 throughput_bps: 0.0,
+                udp,
             }
         })
         .collect();
@@ -569,6 +662,38 @@ mod tests {
         assert_eq!(p.direction, IDirection::Forward);
         spec.common.warmup_ms = 500;
         assert!(params_of(&spec).unwrap_err().contains("whole seconds"));
+    }
+
+    #[test]
+    fn udp_params_from_a_spec() {
+        let mut spec = TestSpec::stream_default();
+        spec.common.flows = 3;
+        spec.workload = WorkloadSpec::UdpStream(wirebench_model::spec::UdpStreamSpec {
+            direction: Direction::Reverse,
+            datagram_bytes: 1400,
+            rate_bps: Some(50_000_000),
+        });
+        let p = params_of(&spec).unwrap();
+        assert_eq!(p.protocol, IProtocol::Udp);
+        assert_eq!(p.direction, IDirection::Reverse);
+        assert_eq!(
+            (p.len_bytes, p.bandwidth_bps, p.parallel),
+            (1400, 50_000_000, 3)
+        );
+        // On the wire: "udp", "reverse", the length and the rate per stream.
+        let sent = Params::decode(p.encode().as_bytes()).unwrap();
+        assert_eq!(sent, p);
+        if let WorkloadSpec::UdpStream(u) = &mut spec.workload {
+            u.rate_bps = None;
+            u.datagram_bytes = 65_508;
+        }
+        assert!(params_of(&spec).unwrap_err().contains("16 to 65507"));
+        if let WorkloadSpec::UdpStream(u) = &mut spec.workload {
+            u.datagram_bytes = 1400;
+        }
+        // Unpaced is iperf3's -b 0, sent as such.
+        let p = params_of(&spec).unwrap();
+        assert!(p.encode().contains("\"bandwidth\":0"));
     }
 
     #[test]

@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus, Summary, SCHEMA_VERSION};
-use wirebench_model::side::{HostRole, SideReport};
-use wirebench_model::spec::{Limits, TestSpec};
+use wirebench_model::side::{HostRole, Role, SideReport};
+use wirebench_model::spec::{FlowDir, Limits, TestSpec};
 use wirebench_model::warning::{Noted, Warning};
 use wirebench_proto::auth::Key;
 use wirebench_proto::message::IntervalMsg;
@@ -83,9 +83,8 @@ pub struct RunnerConfig {
     pub bind: Option<IpAddr>,
     /// Source port of the first data connection (`--cport`).
     pub data_port: Option<u16>,
-    /// The target is a stock iperf3 server (`--iperf3`): how many times to try again while
-    /// it is busy.
-    pub iperf3_retry: Option<u32>,
+    /// The target is a stock iperf3 server (`--iperf3`), with these options.
+    pub iperf3: Option<crate::iperf3_client::Iperf3Options>,
 }
 
 impl RunnerConfig {
@@ -100,7 +99,7 @@ impl RunnerConfig {
             embedded_limits: Limits::default(),
             bind: None,
             data_port: None,
-            iperf3_retry: None,
+            iperf3: None,
         }
     }
 }
@@ -342,9 +341,9 @@ impl Runner {
             obs.run_started(index, rep.max_runs.max(1));
             tracing::debug!(run = index, "runner: connecting");
             let mut on_interval = |m: &IntervalMsg| obs.interval(spec, m);
-            let outcome = match self.cfg.iperf3_retry {
-                Some(retry) => {
-                    crate::iperf3_client::run(&ccfg, retry, &self.interrupt, &mut on_interval)
+            let outcome = match self.cfg.iperf3 {
+                Some(opts) => {
+                    crate::iperf3_client::run(&ccfg, opts, &self.interrupt, &mut on_interval)
                 }
                 None => client::run(&ccfg, &self.interrupt, &mut on_interval),
             };
@@ -382,10 +381,20 @@ impl Runner {
                         let omit = spec.common.warmup_ms > 0;
                         analyze::iperf3::complete(&mut s, run.client.as_ref(), omit);
                         // The server's own figures are the iperf3 section, not a missing
-                        // report.
+                        // report (nor, UDP, a missing sender's or receiver's report).
                         if let Some(sum) = summary.as_mut() {
-                            sum.warnings
-                                .retain(|n| n.warning != Warning::NoServerReport);
+                            let dirs = spec.flow_dirs();
+                            sum.warnings.retain(|n| match &n.warning {
+                                Warning::NoServerReport => false,
+                                Warning::UdpMissingReport { flow, role } => {
+                                    let servers = match dirs.get(*flow as usize) {
+                                        Some(FlowDir::ClientToServer) => Role::Receiver,
+                                        _ => Role::Sender,
+                                    };
+                                    *role != servers
+                                }
+                                _ => true,
+                            });
                         }
                         s
                     });

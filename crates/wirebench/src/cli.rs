@@ -418,10 +418,20 @@ pub struct UdpArgs {
     /// Both directions at once.
     #[arg(long)]
     pub bidir: bool,
-    /// Not available yet: a UDP test against a stock iperf3 server (refused with the
-    /// reason; `stream --iperf3` runs TCP tests against one).
+    /// The server is a stock `iperf3 -s` (port 5201 unless -p): wirebench runs the test as
+    /// an iperf3 UDP client (iperf3's connect datagram per stream and its datagram header),
+    /// and shows the server's figures (received, lost, jitter; or what it sent, -R) beside
+    /// its own, with each flow's datagrams reconciled.
     #[arg(long)]
     pub iperf3: bool,
+    /// With --iperf3: while the server is busy with another test, try again up to N times,
+    /// waiting 0.25 s, then twice as long each time (at most 4 s).
+    #[arg(long, value_name = "N", requires = "iperf3")]
+    pub retry: Option<u32>,
+    /// With --iperf3: 64-bit sequence numbers in the datagrams (iperf3's
+    /// --udp-counters-64bit; the header is 16 bytes instead of 12).
+    #[arg(long, requires = "iperf3")]
+    pub udp_counters_64bit: bool,
 }
 
 /// Options shared by every client command.

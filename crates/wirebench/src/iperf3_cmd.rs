@@ -1,18 +1,20 @@
-//! `wirebench stream --iperf3 -H HOST`: a test against a stock iperf3 server. The spec is
-//! built as for any stream test; the flags that set something at the server's end (which a
-//! stock iperf3 server does not take from a client) or that only make sense against
-//! wirebench's own daemon are refused before anything runs.
+//! `wirebench stream --iperf3 -H HOST` and `wirebench udp --iperf3 -H HOST`: a test against
+//! a stock iperf3 server. The spec is built as for any stream or UDP test; the flags that
+//! set something at the server's end (which a stock iperf3 server does not take from a
+//! client) or that only make sense against wirebench's own daemon are refused before
+//! anything runs.
 
-use crate::cli::{StreamArgs, UdpArgs};
-use crate::specs::{stream_spec, SpecResult};
+use wirebench_model::validate::SpecField;
+use wirebench_net::iperf3_client::Iperf3Options;
+
+use crate::cli::{ClientArgs, StreamArgs, UdpArgs};
+use crate::specs::{stream_spec, udp_spec, SpecResult};
 use crate::test_cmd::run_client_with;
 
-/// The flags `--iperf3` refuses, with why, as they apply to `a`.
-pub fn refused_flags(a: &StreamArgs) -> Vec<(&'static str, &'static str)> {
-    let c = &a.c;
-    let mut out = Vec::new();
+/// The flags of every client command that `--iperf3` refuses, with why, as they apply to `c`.
+fn refused_common(c: &ClientArgs) -> Vec<(&'static str, &'static str)> {
     let both_ends = "it sets both ends, and an iperf3 server takes no such setting";
-    for (set, flag, why) in [
+    [
         (
             c.auth.is_some(),
             "--auth",
@@ -28,6 +30,22 @@ pub fn refused_flags(a: &StreamArgs) -> Vec<(&'static str, &'static str)> {
             "-A with a remote CPU",
             "iperf3's server affinity is not sent; give only the local CPU (-A 2,)",
         ),
+        (c.notsent_lowat.is_some(), "--notsent-lowat", both_ends),
+        (c.buffer_offset.is_some(), "--buffer-offset", both_ends),
+        (c.fq_rate.is_some(), "--fq-rate", both_ends),
+        (c.dont_fragment, "--dont-fragment", both_ends),
+    ]
+    .into_iter()
+    .filter(|(set, _, _)| *set)
+    .map(|(_, flag, why)| (flag, why))
+    .collect()
+}
+
+/// The flags `--iperf3` refuses, with why, as they apply to `a`.
+pub fn refused_flags(a: &StreamArgs) -> Vec<(&'static str, &'static str)> {
+    let both_ends = "it sets both ends, and an iperf3 server takes no such setting";
+    let mut out = refused_common(&a.c);
+    for (set, flag, why) in [
         (a.threads.is_some(), "--threads", both_ends),
         (a.pin_threads, "--pin-threads", both_ends),
         (
@@ -35,10 +53,6 @@ pub fn refused_flags(a: &StreamArgs) -> Vec<(&'static str, &'static str)> {
             "--verify",
             "iperf3 sends random bytes, not wirebench's payload",
         ),
-        (c.notsent_lowat.is_some(), "--notsent-lowat", both_ends),
-        (c.buffer_offset.is_some(), "--buffer-offset", both_ends),
-        (c.fq_rate.is_some(), "--fq-rate", both_ends),
-        (c.dont_fragment, "--dont-fragment", both_ends),
     ] {
         if set {
             out.push((flag, why));
@@ -47,22 +61,27 @@ pub fn refused_flags(a: &StreamArgs) -> Vec<(&'static str, &'static str)> {
     out
 }
 
+/// The usage error naming every refused flag, if any.
+fn refusal(refused: &[(&'static str, &'static str)]) -> Result<(), (String, Option<SpecField>)> {
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = refused
+        .iter()
+        .map(|(flag, why)| format!("{flag} ({why})"))
+        .collect();
+    Err((
+        format!(
+            "--iperf3: these flags have no meaning against an iperf3 server: {}",
+            list.join("; ")
+        ),
+        None,
+    ))
+}
+
 /// The spec of `stream --iperf3`, or the usage error naming every refused flag.
 fn spec(a: &StreamArgs) -> SpecResult {
-    let refused = refused_flags(a);
-    if !refused.is_empty() {
-        let list: Vec<String> = refused
-            .iter()
-            .map(|(flag, why)| format!("{flag} ({why})"))
-            .collect();
-        return Err((
-            format!(
-                "--iperf3: these flags have no meaning against an iperf3 server: {}",
-                list.join("; ")
-            ),
-            None,
-        ));
-    }
+    refusal(&refused_flags(a))?;
     let spec = stream_spec(a)?;
     wirebench_net::iperf3_client::params_of(&spec).map_err(|m| (m, None))?;
     Ok(spec)
@@ -70,21 +89,26 @@ fn spec(a: &StreamArgs) -> SpecResult {
 
 /// Run `stream --iperf3`.
 pub fn run_stream(a: &StreamArgs) -> i32 {
-    run_client_with(&a.c, spec(a), None, Some(a.retry.unwrap_or(0)))
+    let opts = Iperf3Options {
+        retry: a.retry.unwrap_or(0),
+        udp_counters_64bit: false,
+    };
+    run_client_with(&a.c, spec(a), None, Some(opts))
 }
 
-/// `udp --iperf3`: refused with the reason.
+/// The spec of `udp --iperf3`, or the usage error naming every refused flag.
+fn udp_iperf3_spec(a: &UdpArgs) -> SpecResult {
+    refusal(&refused_common(&a.c))?;
+    let spec = udp_spec(a)?;
+    wirebench_net::iperf3_client::params_of(&spec).map_err(|m| (m, None))?;
+    Ok(spec)
+}
+
+/// Run `udp --iperf3`.
 pub fn run_udp(a: &UdpArgs) -> i32 {
-    run_client_with(
-        &a.c,
-        Err((
-            "udp --iperf3 is not available yet: iperf3's UDP data streams (its connect \
-             datagram and 12/16-byte datagram header) are not implemented on the client side; \
-             `stream --iperf3` runs TCP tests against an iperf3 server"
-                .into(),
-            None,
-        )),
-        None,
-        None,
-    )
+    let opts = Iperf3Options {
+        retry: a.retry.unwrap_or(0),
+        udp_counters_64bit: a.udp_counters_64bit,
+    };
+    run_client_with(&a.c, udp_iperf3_spec(a), None, Some(opts))
 }

@@ -351,13 +351,13 @@ pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i
     run_client_with(a, spec, load, None)
 }
 
-/// [`run_client`], against a stock iperf3 server when `iperf3_retry` is set (the retries
-/// allowed while it is busy); its port is then 5201 unless -p says otherwise.
+/// [`run_client`], against a stock iperf3 server when `iperf3` is set (the retries allowed
+/// while it is busy, ...); its port is then 5201 unless -p says otherwise.
 pub fn run_client_with(
     a: &ClientArgs,
     spec: SpecResult,
     load: Option<LoadPlan>,
-    iperf3_retry: Option<u32>,
+    iperf3: Option<wirebench_net::iperf3_client::Iperf3Options>,
 ) -> i32 {
     let format = Format::of(a);
     let out = Out::of(a);
@@ -374,8 +374,8 @@ pub fn run_client_with(
     }
     let print_intervals = live_interval(a, format, &mut spec);
     let cfg = match runner_config(a) {
-        Ok(mut c) if iperf3_retry.is_some() => {
-            c.iperf3_retry = iperf3_retry;
+        Ok(mut c) if iperf3.is_some() => {
+            c.iperf3 = iperf3;
             if let (Target::Remote(addr), None) = (&mut c.target, a.port) {
                 addr.set_port(wirebench_iperf3::wire::DEFAULT_PORT);
             }

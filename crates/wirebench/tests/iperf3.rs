@@ -412,7 +412,7 @@ fn hostile_iperf3_clients_leave_the_daemon_serving() {
 }
 
 /// The packet counts of an nftables listing's counters, in order.
-fn nft_counts(listing: &str) -> Vec<u64> {
+pub(crate) fn nft_counts(listing: &str) -> Vec<u64> {
     listing
         .split("counter packets ")
         .skip(1)

@@ -1,7 +1,8 @@
-//! `wirebench stream --iperf3` against Debian's stock `iperf3 -s` (installed by .ci/run) in a
-//! namespace pair: wirebench's own counts against the iperf3 server's (from the results
-//! exchange, and from the server's own `-J` output), and both against the receiving veth
-//! interface's counters; a busy server, and `--retry`; the flags refused against iperf3.
+//! `wirebench stream --iperf3` and `udp --iperf3` against Debian's stock `iperf3 -s`
+//! (installed by .ci/run) in a namespace pair: wirebench's own counts against the iperf3
+//! server's (from the results exchange, and from the server's own `-J` output), and both
+//! against the receiving veth interface's counters (TCP) or nftables counters on the UDP
+//! datagrams (UDP); a busy server, and `--retry`; the flags refused against iperf3.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -290,15 +291,16 @@ fn a_busy_iperf3_server_and_retry() {
     let port = 5313u16;
     let mut server = iperf3_server(&tb, port, &[]);
     let p = port.to_string();
-    let args = |extra: &[&str]| {
+    let cmd = |kind: &str, extra: &[&str]| {
         let mut c = tb.command(Side::A, BIN);
-        c.args(["stream", "--iperf3", "-H", ADDR_B, "-p", &p, "-q"])
+        c.args([kind, "--iperf3", "-H", ADDR_B, "-p", &p, "-q"])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         c
     };
+    let args = |extra: &[&str]| cmd("stream", extra);
     let first = Guarded::spawn(&mut args(&["-t", "2", "-b", "100M"]));
     let until = Instant::now() + Duration::from_secs(10);
     while established(&tb, port) < 2 && Instant::now() < until {
@@ -309,7 +311,12 @@ fn a_busy_iperf3_server_and_retry() {
     assert_ne!(busy.code, 0);
     let want = format!("iperf3 server {ADDR_B}:{port} is busy with another test (attempt 1 of 1)");
     assert!(busy.stderr.contains(&want), "{}", busy.stderr);
+    // The same for a UDP test.
+    let busy = finish(cmd("udp", &["-t", "0.5"]));
+    assert_ne!(busy.code, 0);
+    assert!(busy.stderr.contains(&want), "udp: {}", busy.stderr);
     let retried = finish(args(&["-t", "0.5", "--retry", "10"]));
+    let udp_retried = finish(cmd("udp", &["-t", "0.5", "-b", "10M", "--retry", "10"]));
     let first = first.wait_with_output();
     assert!(
         first.status.success(),
@@ -317,6 +324,11 @@ fn a_busy_iperf3_server_and_retry() {
         String::from_utf8_lossy(&first.stderr)
     );
     assert_eq!(retried.code, 0, "{}\n{}", retried.stdout, retried.stderr);
+    assert_eq!(
+        udp_retried.code, 0,
+        "{}\n{}",
+        udp_retried.stdout, udp_retried.stderr
+    );
     assert!(
         retried
             .stderr
@@ -328,7 +340,7 @@ fn a_busy_iperf3_server_and_retry() {
 }
 
 /// Flags that set the server's end, or speak wirebench's own protocol, are refused before
-/// anything runs, naming each; so is `udp --iperf3`.
+/// anything runs, naming each, by `stream --iperf3` and `udp --iperf3`.
 #[test]
 fn flags_without_meaning_against_iperf3_are_refused() {
     let _g = shared();
@@ -352,11 +364,191 @@ fn flags_without_meaning_against_iperf3_are_refused() {
     let ran = wb(&["stream", "--iperf3", "-H", "127.0.0.1", "--warmup", "0.5"]);
     assert_eq!(ran.code, 2, "{}", ran.stderr);
     assert!(ran.stderr.contains("whole seconds"), "{}", ran.stderr);
-    let ran = wb(&["udp", "--iperf3", "-H", "127.0.0.1"]);
+    let ran = wb(&[
+        "udp",
+        "--iperf3",
+        "-H",
+        "127.0.0.1",
+        "--dont-fragment",
+        "--fq-rate",
+        "1G",
+        "--profile",
+    ]);
     assert_eq!(ran.code, 2, "{}", ran.stderr);
-    assert!(
-        ran.stderr.contains("udp --iperf3 is not available yet"),
-        "{}",
-        ran.stderr
-    );
+    for flag in ["--dont-fragment", "--fq-rate", "--profile"] {
+        assert!(ran.stderr.contains(flag), "udp {flag}: {}", ran.stderr);
+    }
+    let ran = wb(&["udp", "--iperf3", "-H", "127.0.0.1", "--warmup", "0.5"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("whole seconds"), "{}", ran.stderr);
+}
+
+/// `InErrors` and `RcvbufErrors` of `side`'s namespace (/proc/net/snmp's Udp line).
+fn udp_snmp(tb: &Testbed, side: Side) -> (u64, u64) {
+    let snmp = tb.exec(side, &["cat", "/proc/net/snmp"]).unwrap();
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+    let get = |name: &str| -> u64 {
+        let at = names.split_whitespace().position(|n| n == name).unwrap();
+        values.split_whitespace().nth(at).unwrap().parse().unwrap()
+    };
+    (get("InErrors"), get("RcvbufErrors"))
+}
+
+/// `udp --iperf3 -b 50M -l 1400 -t 1` against a one-off `iperf3 -s -1`, forward and `-R`,
+/// each without and with an nftables rule on the receiving namespace's input hook that
+/// drops 2 % of the test's datagrams (UDP length 1408: not the 4-byte connect datagram or
+/// its reply) at random and counts them. Every datagram the sender sent is accounted for:
+/// - all of them reach the receiving input hook (its counter = the sender's count; nothing
+///   was refused at the sender);
+/// - there it is dropped by the rule, or dropped by the receiving host's UDP layer (its
+///   namespace's `InErrors`, which include `RcvbufErrors`), or received: the receiver's
+///   count (iperf3's, forward, from the results exchange; wirebench's, reverse) is exactly
+///   the rest (so none was left unread when the test ended);
+/// - the receiver's lost count plus the datagrams sent after the last one it saw (the
+///   reconciliation's difference) is exactly the rule's drops plus the host's, and
+///   sent = received + lost + difference.
+#[test]
+fn udp_iperf3_against_a_stock_server_accounts_for_every_datagram() {
+    if !have_iperf3() {
+        return;
+    }
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let cases: &[(bool, u32, u16)] = &[
+        (false, 0, 5321),
+        (true, 0, 5322),
+        (false, 20, 5323),
+        (true, 20, 5324),
+    ];
+    for &(reverse, per_mille, port) in cases {
+        let rx_side = if reverse { Side::A } else { Side::B };
+        crate::rr_udp::nft(
+            &tb,
+            rx_side,
+            &format!(
+                "table inet wbic\ndelete table inet wbic\ntable inet wbic {{\n chain input {{\n  \
+                 type filter hook input priority 0;\n  udp length 1408 counter\n  \
+                 udp length 1408 numgen random mod 1000 < {per_mille} counter drop\n }}\n}}\n"
+            ),
+        );
+        let server = iperf3_server(&tb, port, &["-1"]);
+        let snmp_before = udp_snmp(&tb, rx_side);
+        let mut c = tb.command(Side::A, BIN);
+        let p = port.to_string();
+        c.args(["udp", "--iperf3", "-H", ADDR_B, "-p", &p, "-J"])
+            .args(["-b", "50M", "-l", "1400", "-t", "1"]);
+        if reverse {
+            c.arg("-R");
+        }
+        let ran = finish(c);
+        let snmp_after = udp_snmp(&tb, rx_side);
+        let _ = server.wait_with_output();
+        let case = format!("reverse {reverse}, drop {per_mille}/1000");
+        assert_eq!(ran.code, 0, "{case}: {}\n{}", ran.stdout, ran.stderr);
+        let counts =
+            crate::iperf3::nft_counts(&crate::rr_udp::nft(&tb, rx_side, "list table inet wbic\n"));
+        let [arrived, dropped] = counts[..] else {
+            panic!("nft counters: {counts:?}")
+        };
+        let host_drops = snmp_after.0 - snmp_before.0;
+        let r: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        assert_eq!(r["status"], "completed", "{case}: {r}");
+        let run = &r["runs"][0];
+        let mine = &run["client"]["data"]["udp_stream"];
+        let i3 = &run["iperf3"];
+        let rec = &i3["reconciliation"][0]["udp"];
+        let stream = &i3["streams"][0];
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("{case}: {v}"));
+        eprintln!(
+            "{case}: nft arrived {arrived} dropped {dropped}; host drops {host_drops}; \
+             reconciliation {rec}; server stream {stream}"
+        );
+        let (sent, received, lost) = (
+            n(&rec["sent_datagrams"]),
+            n(&rec["received_datagrams"]),
+            n(&rec["lost_datagrams"]),
+        );
+        let difference = rec["difference_datagrams"].as_i64().unwrap();
+        assert!(sent > 4000, "{case}: 50 Mbit/s for 1 s: {sent}");
+        assert_eq!(dropped > 0, per_mille > 0, "{case}: dropped {dropped}");
+        if reverse {
+            let rx = &mine["receivers"][0];
+            assert_eq!(n(&rx["datagrams_received"]), received, "{case}");
+            assert_eq!(n(&rx["bytes_received"]), received * 1400, "{case}");
+            assert_eq!(n(&stream["udp"]["packets"]), sent, "{case}: iperf3's count");
+            assert_eq!(stream["role"], "sender", "{case}");
+        } else {
+            let tx = &mine["senders"][0];
+            assert_eq!(n(&tx["send_refused"]), 0, "{case}");
+            assert_eq!(n(&tx["datagrams_sent"]), sent, "{case}");
+            assert_eq!(stream["role"], "receiver", "{case}");
+            let u = &stream["udp"];
+            assert_eq!(n(&u["lost"]), lost, "{case}: iperf3's lost");
+            assert_eq!(n(&u["packets"]) - lost, received, "{case}");
+            assert_eq!(n(&stream["bytes"]), received * 1400, "{case}");
+            assert!(u["jitter_ms"].as_f64().unwrap() >= 0.0, "{case}");
+        }
+        assert_eq!(
+            arrived, sent,
+            "{case}: every datagram reached the input hook"
+        );
+        assert_eq!(
+            received,
+            arrived - dropped - host_drops,
+            "{case}: received = arrived - dropped by the rule - dropped by the host"
+        );
+        assert_eq!(
+            i64::try_from(lost).unwrap() + difference,
+            i64::try_from(dropped + host_drops).unwrap(),
+            "{case}: lost + sent after the last seen = dropped"
+        );
+        assert_eq!(
+            i64::try_from(sent).unwrap(),
+            i64::try_from(received + lost).unwrap() + difference,
+            "{case}"
+        );
+        let note = &i3["reconciliation"][0]["note"];
+        let want = if difference == 0 {
+            "datagrams_accounted"
+        } else {
+            "sent_after_last_seen"
+        };
+        assert_eq!(note, want, "{case}");
+    }
+}
+
+/// The human output of `udp --iperf3` (with 64-bit sequence numbers, which the server must
+/// read to see every datagram): this end's figures as the sender, the server's as the
+/// receiver, and the reconciliation line, every datagram accounted for.
+#[test]
+fn udp_iperf3_human_output_shows_both_ends() {
+    if !have_iperf3() {
+        return;
+    }
+    require_netns();
+    let _g = serial();
+    let tb = Testbed::pair(1500).expect("testbed");
+    let server = iperf3_server(&tb, 5325, &["-1"]);
+    let mut c = tb.command(Side::A, BIN);
+    c.args(["udp", "--iperf3", "-H", ADDR_B, "-p", "5325"])
+        .args(["-t", "0.5", "-b", "20M", "--udp-counters-64bit"]);
+    let ran = finish(c);
+    let _ = server.wait_with_output();
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let head = format!("iperf3 server {ADDR_B}:5325 (its own figures");
+    for want in [
+        "UDP forward (wirebench's figures as the sender):",
+        &head,
+        "server received",
+        "highest sequence",
+        "reconciliation (datagrams, whole test: sent; received + lost at the receiver):",
+        "flow 0 forward: wirebench sent ",
+        "difference +0:",
+    ] {
+        assert!(ran.stdout.contains(want), "{want}: {}", ran.stdout);
+    }
+    assert!(!ran.stdout.contains("report is missing"), "{}", ran.stdout);
+    assert!(!ran.stdout.contains("receiver 0.000"), "{}", ran.stdout);
 }

@@ -353,6 +353,9 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
             stream::block(out, st, run, o);
         }
         wirebench_model::result::WorkloadSummary::Rr(rr) => rr::block(out, rr, o.verbose()),
+        wirebench_model::result::WorkloadSummary::UdpStream(u) if run.iperf3.is_some() => {
+            iperf3::udp_own_end(out, u, o);
+        }
         wirebench_model::result::WorkloadSummary::UdpStream(u) => udp::block(out, u, o),
     }
     for c in &s.cpu {

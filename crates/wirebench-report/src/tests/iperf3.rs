@@ -1,9 +1,10 @@
 //! A `--iperf3` run's reconciliation: each flow's bytes as wirebench and the iperf3 server
 //! counted them, and why they differ.
 
-use wirebench_model::iperf3::{Iperf3Server, Iperf3Stream, ReconcileNote};
+use wirebench_model::iperf3::{Iperf3Server, Iperf3Stream, Iperf3UdpStream, ReconcileNote};
 use wirebench_model::side::{HostRole, Role};
 use wirebench_model::spec::FlowDir;
+use wirebench_model::udp::UdpSide;
 
 use super::*;
 use crate::analyze::iperf3::complete;
@@ -18,6 +19,7 @@ fn stream(id: u32, flow: Option<u32>, role: Role, bytes: u64) -> Iperf3Stream {
         start_s: 0.0,
         end_s: 2.0,
         throughput_bps: 0.0,
+        udp: None,
     }
 }
 
@@ -73,4 +75,68 @@ fn each_flow_is_reconciled_with_its_reason() {
     // No report from this end: nothing to reconcile.
     complete(&mut s, None, false);
     assert!(s.reconciliation.is_empty());
+}
+
+/// A UDP run: forward, iperf3's received + lost against wirebench's sent (sequence numbers
+/// used, refused sends included); reverse, wirebench's received + lost (below its highest
+/// sequence number) against iperf3's sent. What is left is the datagrams sent after the
+/// last one the receiver saw.
+#[test]
+fn udp_flows_reconcile_datagrams() {
+    let mut tx = udp_sender(0, 1000, (S, 3 * S), 100, 100);
+    tx.send_refused = 2;
+    // Received 90 distinct datagrams, the highest number 97 (0-based 96): 7 lost below it.
+    let mut rx = udp_receiver(1, 1000, 90, 90);
+    rx.highest_seq = Some(96);
+    let side = UdpSide {
+        senders: vec![tx],
+        receivers: vec![rx],
+        sockets: Vec::new(),
+        intervals: Vec::new(),
+        host_drops: None,
+    };
+    let client = udp_report(HostRole::Client, side, None);
+    let udp = |packets, lost: Option<u64>| {
+        Some(Iperf3UdpStream {
+            packets,
+            lost,
+            jitter_ms: lost.map(|_| 0.01),
+        })
+    };
+    let mut s = server(vec![
+        Iperf3Stream {
+            udp: udp(101, Some(4)),
+            ..stream(1, Some(0), Role::Receiver, 97_000)
+        },
+        Iperf3Stream {
+            udp: udp(97, None),
+            ..stream(3, Some(1), Role::Sender, 97_000)
+        },
+    ]);
+    complete(&mut s, Some(&client), false);
+    let r: Vec<_> = s
+        .reconciliation
+        .iter()
+        .map(|r| {
+            let u = r.udp.as_ref().unwrap();
+            (
+                u.sent_datagrams,
+                u.received_datagrams,
+                u.lost_datagrams,
+                u.difference_datagrams,
+                r.note,
+            )
+        })
+        .collect();
+    assert_eq!(
+        r,
+        [
+            // 102 numbers used; iperf3 saw up to 101, 4 of them lost: 1 after the last seen.
+            (102, 97, 4, 1, ReconcileNote::SentAfterLastSeen),
+            // iperf3 sent 97; wirebench received 90 and counts 7 lost below 97.
+            (97, 90, 7, 0, ReconcileNote::DatagramsAccounted),
+        ]
+    );
+    assert_eq!(s.reconciliation[0].wirebench_bytes, 100_000);
+    assert_eq!(s.reconciliation[1].wirebench_bytes, 90_000);
 }
