@@ -99,40 +99,16 @@ impl ProfileCategory {
         ProfileCategory::Idle,
     ];
 
-    /// The categories of results recorded before `sampler` existed, in their order.
-    const ALL_BEFORE_SAMPLER: [ProfileCategory; 14] = [
-        ProfileCategory::Copy,
-        ProfileCategory::Checksum,
-        ProfileCategory::MemoryManagement,
-        ProfileCategory::Interrupts,
-        ProfileCategory::Driver,
-        ProfileCategory::Tcp,
-        ProfileCategory::IpAndBelow,
-        ProfileCategory::SocketSyscall,
-        ProfileCategory::Scheduler,
-        ProfileCategory::Locks,
-        ProfileCategory::Wirebench,
-        ProfileCategory::Other,
-        ProfileCategory::Unsampled,
-        ProfileCategory::Idle,
-    ];
-
-    /// The categories of results recorded before `unsampled` existed, in their order.
-    const ALL_BEFORE_UNSAMPLED: [ProfileCategory; 13] = [
-        ProfileCategory::Copy,
-        ProfileCategory::Checksum,
-        ProfileCategory::MemoryManagement,
-        ProfileCategory::Interrupts,
-        ProfileCategory::Driver,
-        ProfileCategory::Tcp,
-        ProfileCategory::IpAndBelow,
-        ProfileCategory::SocketSyscall,
-        ProfileCategory::Scheduler,
-        ProfileCategory::Locks,
-        ProfileCategory::Wirebench,
-        ProfileCategory::Other,
-        ProfileCategory::Idle,
-    ];
+    /// The categories older results lack, by the length of their per-category lists: 14
+    /// entries were recorded before `sampler` existed, 13 before `unsampled` either. Their
+    /// order is [`ProfileCategory::ALL`]'s without these.
+    fn missing_in_layout(len: usize) -> &'static [ProfileCategory] {
+        match len {
+            13 => &[ProfileCategory::Sampler, ProfileCategory::Unsampled],
+            14 => &[ProfileCategory::Sampler],
+            _ => &[],
+        }
+    }
 
     /// The category's position in [`ProfileCategory::ALL`].
     pub fn index(self) -> usize {
@@ -242,15 +218,11 @@ impl CpuProfile {
     /// The CPU ns of `category`, whichever layout `cpu_ns` was recorded in (0 for a category
     /// the layout did not have).
     pub fn category_ns(&self, category: ProfileCategory) -> u64 {
-        let position = match self.cpu_ns.len() {
-            13 => ProfileCategory::ALL_BEFORE_UNSAMPLED
-                .iter()
-                .position(|&c| c == category),
-            14 => ProfileCategory::ALL_BEFORE_SAMPLER
-                .iter()
-                .position(|&c| c == category),
-            _ => Some(category.index()),
-        };
+        let missing = ProfileCategory::missing_in_layout(self.cpu_ns.len());
+        let position = ProfileCategory::ALL
+            .iter()
+            .filter(|c| !missing.contains(c))
+            .position(|&c| c == category);
         position
             .and_then(|i| self.cpu_ns.get(i).copied())
             .unwrap_or(0)

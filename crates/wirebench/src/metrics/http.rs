@@ -1,7 +1,8 @@
 //! The HTTP side of the metrics endpoint: `GET /metrics` (and `HEAD`) answered with the
 //! exposition, anything else with 404 or 405. One connection at a time: a scrape is small
 //! and rare, and a client that sends nothing holds the endpoint for at most
-//! [`REQUEST_DEADLINE`], reading at most [`MAX_REQUEST_BYTES`].
+//! [`REQUEST_DEADLINE`], reading at most [`MAX_REQUEST_BYTES`]; one that reads slowly holds it
+//! for at most [`REQUEST_DEADLINE`] again while the answer is written.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -106,7 +107,6 @@ fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
 
 fn answer(mut stream: TcpStream, shared: &Shared) {
     let _ = stream.set_nonblocking(false);
-    let _ = stream.set_write_timeout(Some(REQUEST_DEADLINE));
     let req = read_head(&mut stream).map_or(Request::Malformed, |h| parse(&h));
     let plain = "text/plain; charset=utf-8";
     let (status, ctype, body, head) = match req {
@@ -150,7 +150,27 @@ fn answer(mut stream: TcpStream, shared: &Shared) {
     if !head {
         out.extend_from_slice(body.as_bytes());
     }
-    let _ = stream.write_all(&out);
+    write_by(&mut stream, &out, Instant::now() + REQUEST_DEADLINE);
+}
+
+/// Writes `out` unless `deadline` passes first: each write waits at most the time left, so a
+/// scraper that reads a byte now and then cannot hold the one-at-a-time endpoint longer.
+fn write_by(stream: &mut TcpStream, mut out: &[u8], deadline: Instant) {
+    while !out.is_empty() {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return;
+        };
+        if stream
+            .set_write_timeout(Some(left.max(Duration::from_millis(1))))
+            .is_err()
+        {
+            return;
+        }
+        match stream.write(out) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => out = &out[n..],
+        }
+    }
 }
 
 fn scrape(shared: &Shared) -> String {
