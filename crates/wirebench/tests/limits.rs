@@ -39,22 +39,44 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// `n` bytes of `v` (which holds `n + PAGE` bytes) that start on a page boundary.
+fn page_aligned(v: &mut [u8], n: usize) -> &mut [u8] {
+    const PAGE: usize = 4096;
+    let off = v.as_ptr().align_offset(PAGE);
+    assert!(
+        off < PAGE && off + n <= v.len(),
+        "no page boundary in the vector"
+    );
+    &mut v[off..off + n]
+}
+
 /// The independent probe: on a thread pinned to `cpu`, copy 1 MiB in 5 batches of about
 /// 4 ms; the median bytes per second. It shares the C library's `memcpy` with the tool (both
 /// copy slices), not its loop, buffers, calibration, timing or arithmetic; `black_box` keeps
 /// the compiler from merging the repeated copies of the same bytes.
+///
+/// Source and destination start on page boundaries, the placement the tool's one-thread
+/// figure names (docs/LIMITS.md), carved out of plain vectors here rather than taken from the
+/// tool's allocator. Where `malloc` puts a large block (16 bytes past a page) the copy is a
+/// different quantity: 1.2-1.4x slower on one CI machine, 20x on Zen 3 at some distances.
 fn probe_copy_1mib(cpu: usize) -> f64 {
     std::thread::spawn(move || {
         wirebench_sys::thread::pin_current_thread(cpu).unwrap();
         const N: usize = 1 << 20;
-        let src: Vec<u8> = (0..N).map(|i| (i % 251) as u8).collect();
-        let mut dst = vec![0u8; N];
+        let mut src_v = vec![0u8; N + 4096];
+        let mut dst_v = vec![0u8; N + 4096];
+        let src = page_aligned(&mut src_v, N);
+        for (i, b) in src.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        let src: &[u8] = src;
+        let dst = page_aligned(&mut dst_v, N);
         let mut copy = |reps: u32| {
             let t = Instant::now();
             for _ in 0..reps {
-                black_box(&mut dst[..]).copy_from_slice(black_box(&src[..]));
+                black_box(&mut *dst).copy_from_slice(black_box(src));
             }
-            black_box(&dst);
+            black_box(&mut *dst);
             t.elapsed()
         };
         let one = copy(3) / 3;
@@ -76,38 +98,78 @@ fn row_1mib(l: &LimitsResult) -> &MemoryRow {
         .expect("a 1 MiB row")
 }
 
+/// The tool's one-thread copy figure for 1 MiB on `cpu`, measured in this process by the
+/// engine and computed by the analysis the binary uses (5 batches of 4 ms, as a full
+/// `wirebench limits` run).
+fn tool_copy_1mib(cpu: usize) -> f64 {
+    let plan = wirebench_engine::limits::memory::MemoryPlan {
+        sizes: vec![1 << 20],
+        batches: 5,
+        batch_time: Duration::from_millis(4),
+        cpus: vec![cpu],
+        available_bytes: None,
+    };
+    let (samples, notes) = wirebench_engine::limits::memory::measure(&plan);
+    assert!(notes.is_empty(), "{notes:?}");
+    let row = wirebench_report::analyze::limits::memory_row(&samples[0]);
+    row.copy_one_thread_bytes_per_s
+        .expect("a copy figure")
+        .median
+}
+
 /// (a) The tool's one-thread copy bandwidth at 1 MiB agrees with an independent probe
-/// within 20 %: three tool runs and three probe runs interleaved, medians compared; the
-/// machine is shared, so the comparison is retried up to 3 times before failing.
+/// within 20 %. Memory bandwidth on a shared host moves by up to 2x between seconds (other
+/// guests share the last-level cache), so the two are compared in pairs run back to back,
+/// in alternating order: the median of 9 paired ratios; the machine is shared, so the
+/// comparison is retried up to 3 times before failing. Then the real binary: its figure
+/// is the same quantity (within 3x of the probe beside it: a wrong unit or a cache-resident
+/// copy would be 8x or more off).
 #[test]
 fn copy_bandwidth_agrees_with_an_independent_probe() {
     let _g = serial();
-    let dir = StateDir::new("agree");
+    let cpu = 0;
     let mut seen = Vec::new();
+    let mut agreed = false;
     for attempt in 1..=3 {
-        let (mut tool, mut probe) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
-            let l = limits_json(&dir.0, &["--quick", "--refresh"]);
-            let cpu = l.cpus_used[0] as usize;
-            tool.push(row_1mib(&l).copy_one_thread_bytes_per_s.unwrap().median);
-            probe.push(probe_copy_1mib(cpu));
-        }
-        let (t, p) = (median(&mut tool), median(&mut probe));
-        let ratio = t / p;
+        let mut ratios: Vec<f64> = (0..9)
+            .map(|i| {
+                if i % 2 == 0 {
+                    let t = tool_copy_1mib(cpu);
+                    t / probe_copy_1mib(cpu)
+                } else {
+                    let p = probe_copy_1mib(cpu);
+                    tool_copy_1mib(cpu) / p
+                }
+            })
+            .collect();
+        let ratio = median(&mut ratios);
         seen.push(format!(
-            "attempt {attempt}: tool {:.2} GB/s, probe {:.2} GB/s, ratio {ratio:.3}",
-            t / 1e9,
-            p / 1e9
+            "attempt {attempt}: median paired ratio tool/probe {ratio:.3} (from {:.3} to {:.3})",
+            ratios[0],
+            ratios[ratios.len() - 1]
         ));
         eprintln!("{}", seen.last().map_or("", String::as_str));
         if (0.8..=1.2).contains(&ratio) {
             wirebench_sys::require::note_retry("limits copy_bandwidth_agrees", attempt);
-            return;
+            agreed = true;
+            break;
         }
     }
-    panic!(
+    assert!(
+        agreed,
         "copy bandwidth disagrees by more than 20 %:\n{}",
         seen.join("\n")
+    );
+    let dir = StateDir::new("agree");
+    let l = limits_json(&dir.0, &["--quick", "--refresh"]);
+    let tool = row_1mib(&l).copy_one_thread_bytes_per_s.unwrap().median;
+    let probe = probe_copy_1mib(l.cpus_used[0] as usize);
+    let ratio = tool / probe;
+    assert!(
+        (1.0 / 3.0..=3.0).contains(&ratio),
+        "the binary's 1 MiB copy figure {:.2} GB/s is not the probe's {:.2} GB/s within 3x",
+        tool / 1e9,
+        probe / 1e9
     );
 }
 
