@@ -20,7 +20,7 @@ use wirebench_stats::summary::Spread;
 use crate::error::ErrorInfo;
 use crate::limits::PhysicalContext;
 use crate::rr::RrCounts;
-use crate::side::{HostRole, RecvWaitStats, SideReport, ZeroCopyStats};
+use crate::side::{HostRole, RecvWaitStats, Role, SideReport, ZeroCopyStats};
 use crate::spec::{CloseMode, FlowDir, RecvPath, SendPath, TestSpec, WorkloadKind};
 use crate::warning::{FallbackReason, FlowError, Noted};
 
@@ -312,12 +312,16 @@ pub struct DirectionSummary {
     pub sender_window_ns: u64,
     /// `sender_bytes × 8 / sender_window`, bits per second (0 for an empty window).
     pub sender_throughput_bps: f64,
-    /// Bytes written over the whole test (warm-up included) by the senders.
-    pub sender_total_bytes: u64,
-    /// Bytes read over the whole test (warm-up included) by the receivers.
-    pub receiver_total_bytes: u64,
-    /// `sender_total_bytes − receiver_total_bytes`: 0 when every byte sent was read.
-    pub unaccounted_bytes: i64,
+    /// Bytes written over the whole test (warm-up included) by the senders; `None` when
+    /// the senders are a stock iperf3 server that omitted seconds (`-O`): its counts start
+    /// after them.
+    pub sender_total_bytes: Option<u64>,
+    /// Bytes read over the whole test (warm-up included) by the receivers; `None` as for
+    /// `sender_total_bytes`.
+    pub receiver_total_bytes: Option<u64>,
+    /// `sender_total_bytes − receiver_total_bytes`: 0 when every byte sent was read; `None`
+    /// when either is.
+    pub unaccounted_bytes: Option<i64>,
     /// Segments retransmitted by the senders (TCP_INFO, whole connections).
     pub retransmits: u64,
     /// Of those, the segments the receivers reported back as received twice (D-SACK,
@@ -346,6 +350,12 @@ pub struct DirectionSummary {
     pub verified_bytes: Option<u64>,
     /// With verification: bytes that differed from the expected payload, summed.
     pub verify_errors: Option<u64>,
+    /// The end of this direction whose figures come from a stock iperf3 server's results
+    /// exchange (`--iperf3`) rather than a wirebench report: that end's role. Its figures
+    /// are then iperf3's own counts over its own span (after its omitted seconds, `-O`):
+    /// bytes, window and throughput (and, as the sender, retransmits). Absent when both ends are wirebench's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3_end: Option<Role>,
 }
 
 /// One TCP stream flow, both ends joined.
@@ -365,10 +375,11 @@ pub struct FlowSummary {
     pub sender_bytes: u64,
     /// Sender bytes × 8 over the sender's own window, bits per second.
     pub sender_throughput_bps: f64,
-    /// Bytes written over the whole test by the sender.
-    pub sender_total_bytes: u64,
-    /// Bytes read over the whole test by the receiver.
-    pub receiver_total_bytes: u64,
+    /// Bytes written over the whole test by the sender; `None` when the sender is a stock
+    /// iperf3 server that omitted seconds (`-O`).
+    pub sender_total_bytes: Option<u64>,
+    /// Bytes read over the whole test by the receiver; `None` as for `sender_total_bytes`.
+    pub receiver_total_bytes: Option<u64>,
     /// Segments retransmitted by the sender (TCP_INFO `tcpi_total_retrans`).
     pub retransmits: u32,
     /// Segments the receiver reported back as received twice (D-SACK, TCP_INFO
@@ -407,6 +418,12 @@ pub struct FlowSummary {
     pub verified_bytes: Option<u64>,
     /// With verification: bytes that differed from the expected payload.
     pub verify_errors: Option<u64>,
+    /// The end of this flow whose figures come from a stock iperf3 server's results
+    /// exchange (`--iperf3`) rather than a wirebench report: that end's role. Its figures
+    /// are then iperf3's own counts over its own span (after its omitted seconds, `-O`):
+    /// bytes and throughput (and, as the sender, retransmits). Absent when both ends are wirebench's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3_end: Option<Role>,
 }
 
 /// Bytes one end received for one direction in one interval.

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::result::{EndFlowError, IntervalRow};
+use crate::side::Role;
 use crate::spec::FlowDir;
 
 /// A UDP stream run.
@@ -138,6 +139,14 @@ pub struct UdpDirectionSummary {
     /// Datagrams the receiving end's sockets could not attribute to a flow (garbage: too
     /// short, bad magic, unknown flow, foreign source).
     pub invalid_datagrams: u64,
+    /// The end of this direction whose figures come from a stock iperf3 server's results
+    /// exchange (`--iperf3`) rather than a wirebench report: that end's role. Its figures
+    /// are then iperf3's own counts over its own span (after its omitted seconds, `-O`):
+    /// datagrams sent, or received and lost, bytes, rate and jitter; iperf3 counts no late
+    /// or duplicate datagrams (0 here) nor the receiving host's drops (`None` in `loss`).
+    /// Absent when both ends are wirebench's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3_end: Option<Role>,
 }
 
 /// One UDP flow, both ends joined.
@@ -157,4 +166,10 @@ pub struct UdpFlowSummary {
     pub jitter_ns: f64,
     /// Why the flow ended early, at either end.
     pub errors: Vec<EndFlowError>,
+    /// The end of this flow whose figures come from a stock iperf3 server's results
+    /// exchange (`--iperf3`) rather than a wirebench report: that end's role. Its figures
+    /// are then iperf3's own counts over its own span (after its omitted seconds, `-O`):
+    /// datagrams, rate and jitter. Absent when both ends are wirebench's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3_end: Option<Role>,
 }

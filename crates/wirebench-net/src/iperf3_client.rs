@@ -120,6 +120,14 @@ pub fn params_of(spec: &TestSpec) -> Result<Params, String> {
             (p, len)
         }
         WorkloadSpec::UdpStream(u) => {
+            if spec.common.warmup_ms > 0 {
+                return Err(format!(
+                    "udp --iperf3 with --warmup {} s: an iperf3 server restarts its datagram \
+                     counts after the omitted seconds (-O) on its own clock, so no datagram \
+                     could be accounted for exactly; run without --warmup",
+                    spec.common.warmup_ms as f64 / 1000.0
+                ));
+            }
             let p = Params {
                 protocol: IProtocol::Udp,
                 direction: direction(u.direction),

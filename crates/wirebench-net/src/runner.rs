@@ -363,11 +363,21 @@ impl Runner {
                             .warnings
                             .push(Noted::run(Warning::EndedBeforeWindow { run: index + 1 }));
                     }
-                    let mut summary = run
-                        .client
-                        .as_ref()
-                        .filter(|_| !never_opened)
-                        .map(|c| analyze::summarize(spec, c, run.server.as_ref(), same));
+                    // The iperf3 server's figures first: they fill its end of the summary.
+                    let iperf3 = run.iperf3.map(|mut s| {
+                        let omit = spec.common.warmup_ms > 0;
+                        analyze::iperf3::complete(&mut s, run.client.as_ref(), omit);
+                        s
+                    });
+                    let mut summary = run.client.as_ref().filter(|_| !never_opened).map(|c| {
+                        analyze::summarize_with_iperf3(
+                            spec,
+                            c,
+                            run.server.as_ref(),
+                            iperf3.as_ref(),
+                            same,
+                        )
+                    });
                     if let Some(sum) = summary.as_mut() {
                         let tick_hz = wirebench_profile::tick::kernel_tick_hz();
                         sum.warnings.extend(step_warnings(
@@ -377,9 +387,7 @@ impl Runner {
                             same,
                         ));
                     }
-                    let iperf3 = run.iperf3.map(|mut s| {
-                        let omit = spec.common.warmup_ms > 0;
-                        analyze::iperf3::complete(&mut s, run.client.as_ref(), omit);
+                    if iperf3.is_some() {
                         // The server's own figures are the iperf3 section, not a missing
                         // report (nor, UDP, a missing sender's or receiver's report).
                         if let Some(sum) = summary.as_mut() {
@@ -396,8 +404,7 @@ impl Runner {
                                 _ => true,
                             });
                         }
-                        s
-                    });
+                    }
                     let status = run_status(&run.outcome, run.server.as_ref(), summary.as_ref());
                     if let Outcome::Aborted(reason) = &run.outcome {
                         result.warnings.push(Noted::run(Warning::RunAborted {

@@ -90,7 +90,7 @@ fn reconciled(r: &RunResult) -> Vec<(FlowSide, FlowSide)> {
     }
     let sum = r.runs[0].summary.as_ref().expect("summary");
     for d in &sum.stream().expect("stream summary").directions {
-        assert_eq!(d.unaccounted_bytes, 0);
+        assert_eq!(d.unaccounted_bytes, Some(0));
     }
     out
 }

@@ -28,6 +28,7 @@ pub mod addresses;
 pub mod compare;
 pub mod cpu;
 pub mod iperf3;
+pub mod iperf3_end;
 pub mod limits;
 pub mod live;
 pub mod profile;
@@ -215,6 +216,20 @@ pub fn summarize(
     server: Option<&SideReport>,
     same_host: bool,
 ) -> Summary {
+    summarize_with_iperf3(spec, client, server, None, same_host)
+}
+
+/// [`summarize`] for a run whose server end may be a stock iperf3 server (`--iperf3`): its
+/// figures, from the results exchange (completed by [`iperf3::complete`]), fill that end of
+/// the workload summary before the CPU, sanity and verdict analyses read it
+/// ([`iperf3_end`]).
+pub fn summarize_with_iperf3(
+    spec: &TestSpec,
+    client: &SideReport,
+    server: Option<&SideReport>,
+    iperf3_server: Option<&wirebench_model::iperf3::Iperf3Server>,
+    same_host: bool,
+) -> Summary {
     let reports = present(client, server);
     let mut warnings = Warnings::default();
     if server.is_none() {
@@ -254,6 +269,15 @@ pub fn summarize(
                 None,
             ),
         },
+    };
+    let mut workload = workload;
+    if let Some(i3) = iperf3_server {
+        iperf3_end::fill(&mut workload, i3, spec.common.warmup_ms > 0);
+    }
+    let delivered = match &workload {
+        WorkloadSummary::Stream(s) => stream::delivered(s),
+        WorkloadSummary::UdpStream(u) => udp::delivered(u),
+        WorkloadSummary::Rr(_) => delivered,
     };
     for what in sanity::check(&workload, &reports) {
         warnings.run(Warning::Impossible { what });

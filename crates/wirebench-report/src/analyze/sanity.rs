@@ -30,12 +30,16 @@ pub const MAX_PLAUSIBLE_TRANSACTIONS_PER_S: f64 = 1e9;
 
 fn stream(s: &StreamSummary, both: bool, out: &mut Vec<Impossibility>) {
     for d in &s.directions {
-        if both && d.receiver_total_bytes > d.sender_total_bytes {
-            out.push(Impossibility::ReadMoreThanWritten {
-                dir: d.dir,
-                sender_total_bytes: d.sender_total_bytes,
-                receiver_total_bytes: d.receiver_total_bytes,
-            });
+        if let (true, Some(sender_total_bytes), Some(receiver_total_bytes)) =
+            (both, d.sender_total_bytes, d.receiver_total_bytes)
+        {
+            if receiver_total_bytes > sender_total_bytes {
+                out.push(Impossibility::ReadMoreThanWritten {
+                    dir: d.dir,
+                    sender_total_bytes,
+                    receiver_total_bytes,
+                });
+            }
         }
         rate(
             d.dir,

@@ -307,8 +307,8 @@ fn flow_summary(
         receiver_throughput_bps,
         sender_bytes,
         sender_throughput_bps,
-        sender_total_bytes: snd.map_or(0, |f| f.total_bytes),
-        receiver_total_bytes: rcv.map_or(0, |f| f.total_bytes),
+        sender_total_bytes: Some(snd.map_or(0, |f| f.total_bytes)),
+        receiver_total_bytes: Some(rcv.map_or(0, |f| f.total_bytes)),
         retransmits: ti.map_or(0, |t| t.retransmits_total),
         dsack_segments: ti.and_then(|t| t.dsack_dups),
         rtt_us: ti.map(|t| t.rtt_us),
@@ -337,6 +337,7 @@ fn flow_summary(
         zerocopy: joined_zerocopy(snd, rcv),
         verified_bytes: rcv.and_then(|f| f.verify.map(|v| v.verified_bytes)),
         verify_errors: rcv.and_then(|f| f.verify.map(|v| v.mismatched_bytes)),
+        iperf3_end: None,
     }
 }
 
@@ -473,9 +474,9 @@ fn direction_summary(
         sender_bytes,
         sender_window_ns,
         sender_throughput_bps,
-        sender_total_bytes,
-        receiver_total_bytes,
-        unaccounted_bytes,
+        sender_total_bytes: Some(sender_total_bytes),
+        receiver_total_bytes: Some(receiver_total_bytes),
+        unaccounted_bytes: Some(unaccounted_bytes),
         retransmits: per_flow
             .iter()
             .fold(0u64, |a, f| a.saturating_add(u64::from(f.retransmits))),
@@ -517,6 +518,7 @@ fn direction_summary(
             }),
         verified_bytes: sum_present(per_flow.iter().map(|f| f.verified_bytes)),
         verify_errors: sum_present(per_flow.iter().map(|f| f.verify_errors)),
+        iperf3_end: None,
     }
 }
 

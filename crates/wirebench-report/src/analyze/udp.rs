@@ -247,6 +247,7 @@ fn join_flow(
             receiver_rate_bps: bps(recv_bytes, window_ns),
             jitter_ns: rcv.map_or(0.0, |r| r.jitter_ns),
             errors,
+            iperf3_end: None,
         },
     }
 }
@@ -292,6 +293,7 @@ fn direction(
             .fold(0.0, f64::max),
         invalid_datagrams: receiving
             .map_or(0, |u| u.sockets.iter().map(|s| s.invalid.total()).sum()),
+        iperf3_end: None,
     }
 }
 

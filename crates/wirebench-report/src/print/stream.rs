@@ -294,6 +294,11 @@ fn spread_line(out: &mut String, d: &DirectionSummary, u: RateUnit) {
     }
 }
 
+/// A count, or "-" where it is not known.
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
 fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary], u: RateUnit) {
     let name = label::dir(d.dir);
     wrap(
@@ -302,7 +307,9 @@ fn direction_notes(out: &mut String, d: &DirectionSummary, flows: &[&FlowSummary
         "  ",
         &format!(
             "{name}: whole test: senders wrote {} bytes, receivers read {}, unaccounted {}",
-            d.sender_total_bytes, d.receiver_total_bytes, d.unaccounted_bytes
+            opt(d.sender_total_bytes),
+            opt(d.receiver_total_bytes),
+            opt(d.unaccounted_bytes)
         ),
     );
     spread_line(out, d, u);

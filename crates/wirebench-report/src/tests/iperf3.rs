@@ -140,3 +140,140 @@ fn udp_flows_reconcile_datagrams() {
     assert_eq!(s.reconciliation[0].wirebench_bytes, 100_000);
     assert_eq!(s.reconciliation[1].wirebench_bytes, 90_000);
 }
+
+/// The summary of a `--bidir` stream run against iperf3: the server's end of each flow is
+/// its own count (receiver of flow 0, sender of flow 1) over its span, marked `iperf3_end`,
+/// so nothing is "unaccounted" beyond what the server left unread; with omitted seconds its
+/// whole-test totals are unknown, not 0.
+#[test]
+fn the_servers_end_of_a_stream_summary_is_its_own_count() {
+    use crate::analyze::summarize_with_iperf3;
+    let (s2c, c2s) = (FlowDir::ServerToClient, FlowDir::ClientToServer);
+    let spec = stream_spec(wirebench_model::spec::Direction::Bidir, 1);
+    let client = stream_report(
+        HostRole::Client,
+        vec![
+            flow_side(0, c2s, Role::Sender, 1000, 900, 0, 2 * S),
+            flow_side(1, s2c, Role::Receiver, 800, 700, 0, 2 * S),
+        ],
+        None,
+    );
+    let mut s = server(vec![
+        Iperf3Stream {
+            retransmits: None,
+            ..stream(1, Some(0), Role::Receiver, 990)
+        },
+        Iperf3Stream {
+            retransmits: Some(7),
+            ..stream(2, Some(1), Role::Sender, 800)
+        },
+    ]);
+    complete(&mut s, Some(&client), false);
+    let sum = summarize_with_iperf3(&spec, &client, None, Some(&s), false);
+    let st = stream_of(&sum);
+    let fwd = st.directions.iter().find(|d| d.dir == c2s).unwrap();
+    assert_eq!(fwd.iperf3_end, Some(Role::Receiver));
+    assert_eq!(
+        (fwd.receiver_bytes, fwd.receiver_total_bytes),
+        (990, Some(990))
+    );
+    // 990 B × 8 over the server's 2 s span.
+    assert!(close(fwd.receiver_throughput_bps, 3960.0));
+    assert_eq!(fwd.receiver_window_ns, 2 * S);
+    assert_eq!(fwd.unaccounted_bytes, Some(10));
+    let rev = st.directions.iter().find(|d| d.dir == s2c).unwrap();
+    assert_eq!(rev.iperf3_end, Some(Role::Sender));
+    assert_eq!((rev.sender_bytes, rev.sender_total_bytes), (800, Some(800)));
+    assert_eq!((rev.retransmits, rev.unaccounted_bytes), (7, Some(0)));
+    let f0 = st.flows.iter().find(|f| f.flow == 0).unwrap();
+    assert_eq!(
+        (f0.iperf3_end, f0.receiver_bytes),
+        (Some(Role::Receiver), 990)
+    );
+    // This end's figures are its own.
+    assert_eq!((f0.sender_bytes, f0.sender_total_bytes), (900, Some(1000)));
+
+    // Omitted seconds: the server counted after them; its totals are unknown.
+    let mut omit = spec.clone();
+    omit.common.warmup_ms = 1000;
+    complete(&mut s, Some(&client), true);
+    let sum = summarize_with_iperf3(&omit, &client, None, Some(&s), false);
+    let fwd = stream_of(&sum).directions[0].clone();
+    assert_eq!(fwd.receiver_bytes, 990);
+    assert_eq!(
+        (fwd.receiver_total_bytes, fwd.unaccounted_bytes),
+        (None, None)
+    );
+    // Without the server's figures the summary is what it was: that end moved nothing.
+    let bare = crate::analyze::summarize(&spec, &client, None, false);
+    assert_eq!(stream_of(&bare).directions[0].iperf3_end, None);
+}
+
+/// The summary of a UDP run against iperf3: forward, the server's received (its highest
+/// sequence number less its lost) and jitter fill the receiving end, so the loss is the
+/// datagrams it never got, not every datagram sent; reverse, its sent count fills the
+/// sending end, this end's received and socket drops stay.
+#[test]
+fn the_servers_end_of_a_udp_summary_is_its_own_count() {
+    use crate::analyze::summarize_with_iperf3;
+    let spec = {
+        let mut s = udp_spec(wirebench_model::spec::Direction::Bidir, 1);
+        s.common.warmup_ms = 0;
+        s
+    };
+    let tx = udp_sender(0, 1000, (0, 2 * S), 100, 100);
+    let mut rx = udp_receiver(1, 1000, 90, 90);
+    rx.highest_seq = Some(96);
+    let side = UdpSide {
+        senders: vec![tx],
+        receivers: vec![rx],
+        sockets: Vec::new(),
+        intervals: Vec::new(),
+        host_drops: None,
+    };
+    let client = udp_report(HostRole::Client, side, None);
+    let udp = |packets, lost: Option<u64>| {
+        Some(Iperf3UdpStream {
+            packets,
+            lost,
+            jitter_ms: lost.map(|_| 0.01),
+        })
+    };
+    let mut s = server(vec![
+        Iperf3Stream {
+            udp: udp(99, Some(4)),
+            ..stream(1, Some(0), Role::Receiver, 95_000)
+        },
+        Iperf3Stream {
+            udp: udp(97, None),
+            ..stream(3, Some(1), Role::Sender, 97_000)
+        },
+    ]);
+    complete(&mut s, Some(&client), false);
+    let sum = summarize_with_iperf3(&spec, &client, None, Some(&s), false);
+    let u = udp_of(&sum);
+    let fwd = u
+        .directions
+        .iter()
+        .find(|d| d.dir == FlowDir::ClientToServer)
+        .unwrap();
+    assert_eq!(fwd.iperf3_end, Some(Role::Receiver));
+    // 99 seen, 4 lost below: 95 received of the 100 sent; 5 lost.
+    assert_eq!((fwd.counts.total_received, fwd.counts.total_lost), (95, 5));
+    assert_eq!((fwd.loss.total_lost, fwd.loss.lost_in_path), (5, 5));
+    assert_eq!(fwd.loss.dropped_at_receiving_sockets, None);
+    assert!(close(fwd.counts.window_loss_pct, 5.0));
+    assert!(close(fwd.jitter_max_ns, 10_000.0));
+    assert_eq!(fwd.receiver_bytes, 95_000);
+    let rev = u
+        .directions
+        .iter()
+        .find(|d| d.dir == FlowDir::ServerToClient)
+        .unwrap();
+    assert_eq!(rev.iperf3_end, Some(Role::Sender));
+    // iperf3 sent 97; this end received 90: 7 lost.
+    assert_eq!((rev.counts.total_sent, rev.counts.total_received), (97, 90));
+    assert_eq!(rev.loss.total_lost, 7);
+    // 90 000 B × 8 over iperf3's 2 s span.
+    assert!(close(rev.receiver_rate_bps, 360_000.0));
+}
