@@ -563,36 +563,6 @@ mod tests {
     }
 
     #[test]
-    fn every_field_has_a_flag() {
-        use SpecField::*;
-        for f in [
-            Flows,
-            DurationMs,
-            WarmupMs,
-            IntervalMs,
-            WindowBytes,
-            ServerCpu,
-            ClientCpu,
-            SendSizeBytes,
-            RecvSizeBytes,
-            DatagramBytes,
-            RateBps,
-            Verify,
-            Threads,
-            Congestion,
-            RequestSizeBytes,
-            ResponseSizeBytes,
-            Burst,
-            TransactionsPerS,
-            MaxOutstanding,
-            TimeoutMs,
-            NotsentLowatBytes,
-        ] {
-            assert!(flag_of(f).starts_with('-'), "{f}");
-        }
-    }
-
-    #[test]
     fn refusals_name_the_flag_and_the_unit() {
         use wirebench_model::validate::LimitName;
         let out = |field, value, min, max, limit| {
