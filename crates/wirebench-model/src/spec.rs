@@ -10,6 +10,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod defaults;
+pub use defaults::{
+    CallSizes, StreamShape, DEFAULT_NONCOPY_RECV_BYTES, DEFAULT_STREAM_MSG_BYTES,
+    EPOLL_CALLS_BUDGET_BYTES,
+};
+
 /// Which family of test to run (the tag of [`WorkloadSpec`], for labels, records and CSV).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -316,7 +322,9 @@ pub struct StreamSpec {
 }
 
 impl Default for StreamSpec {
-    /// Forward, 128 KiB calls, unpaced, copy paths.
+    /// Forward, 128 KiB calls, unpaced, copy paths: a fixed spec for tests and peers. The
+    /// defaults of `wirebench stream` (1 MiB calls, fewer for many flows or a sender that
+    /// does not copy) are [`StreamSpec::new`]'s.
     fn default() -> Self {
         StreamSpec {
             direction: Direction::Forward,
@@ -541,7 +549,8 @@ impl TestSpec {
         }
     }
 
-    /// A forward stream test with the defaults of [`StreamSpec`].
+    /// A forward stream test with the fixed defaults of [`StreamSpec`]'s `Default` (128 KiB
+    /// calls; `wirebench stream`'s own are [`StreamSpec::new`]'s).
     pub fn stream_default() -> Self {
         TestSpec::new(WorkloadSpec::Stream(StreamSpec::default()))
     }
@@ -618,23 +627,11 @@ impl TestSpec {
     }
 
     /// Epoll worker threads each end runs this test's flows on, or `None` for a thread per
-    /// flow. Stream tests only: unpaced, copy paths at both ends, and either `threads` set
-    /// (clamped to the connections) or more than [`MANY_FLOW_THRESHOLD`] connections, which
-    /// take one worker per online CPU; this bound counts [`MAX_THREADS`] for those, the most
-    /// the engine starts.
+    /// flow: stream tests only, [`StreamShape::epoll_workers_bound`].
     pub fn epoll_workers_bound(&self) -> Option<u32> {
-        let WorkloadSpec::Stream(s) = &self.workload else {
-            return None;
-        };
-        let copy = s.send_path == SendPath::Copy && s.recv_path == RecvPath::Copy;
-        if s.rate_bps.is_some() || !copy {
-            return None;
-        }
-        let conns = self.connection_count().max(1);
-        match s.threads {
-            Some(t) => Some(t.clamp(1, conns)),
-            None if conns > MANY_FLOW_THRESHOLD => Some(MAX_THREADS.min(conns)),
-            None => None,
+        match &self.workload {
+            WorkloadSpec::Stream(s) => s.shape(self.common.flows).epoll_workers_bound(),
+            _ => None,
         }
     }
 

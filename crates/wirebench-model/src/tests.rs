@@ -372,3 +372,57 @@ fn summed_peer_counts_saturate_instead_of_wrapping() {
     zs.add(&z);
     assert_eq!(zs.bytes_copied, u64::MAX);
 }
+
+/// The names an enum's JSON Schema allows: every variant, as serde writes it (the strings
+/// under `enum` and `const`, wherever they are in the schema).
+fn schema_names(schema: schemars::Schema) -> std::collections::BTreeSet<String> {
+    fn walk(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("const", serde_json::Value::String(s)) => {
+                            out.insert(s.clone());
+                        }
+                        ("enum", serde_json::Value::Array(a)) => {
+                            out.extend(a.iter().filter_map(|e| e.as_str().map(String::from)));
+                        }
+                        _ => walk(x, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(schema.as_value(), &mut out);
+    out
+}
+
+/// The names serde writes for `items`.
+fn serde_names<T: serde::Serialize>(items: &[T]) -> std::collections::BTreeSet<String> {
+    items
+        .iter()
+        .map(|x| match serde_json::to_value(x).unwrap() {
+            serde_json::Value::String(s) => s,
+            other => panic!("not a unit variant: {other}"),
+        })
+        .collect()
+}
+
+#[test]
+fn the_lists_of_factors_limits_and_fields_are_complete() {
+    // Every variant is in the derived schema; `ALL` must name each once.
+    use crate::sweep::FactorName;
+    let factors = schema_names(schemars::schema_for!(FactorName));
+    assert_eq!(factors.len(), FactorName::ALL.len());
+    assert_eq!(serde_names(&FactorName::ALL), factors);
+    let limits = schema_names(schemars::schema_for!(LimitName));
+    assert_eq!(limits.len(), LimitName::ALL.len());
+    assert_eq!(serde_names(&LimitName::ALL), limits);
+    let fields = schema_names(schemars::schema_for!(SpecField));
+    assert_eq!(fields.len(), SpecField::ALL.len());
+    assert_eq!(serde_names(SpecField::ALL), fields);
+    assert!(fields.contains("workload.recv_wait"), "{fields:?}");
+}

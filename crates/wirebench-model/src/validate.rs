@@ -34,6 +34,9 @@ macro_rules! spec_fields {
         }
 
         impl SpecField {
+            /// Every field, in declaration order.
+            pub const ALL: &'static [SpecField] = &[ $( SpecField::$variant, )* ];
+
             /// The field's name (`"common.flows"`, ...).
             pub fn as_str(self) -> &'static str {
                 match self { $( SpecField::$variant => $name, )* }
@@ -136,6 +139,21 @@ pub enum LimitName {
 }
 
 impl LimitName {
+    /// Every limit.
+    pub const ALL: [LimitName; 11] = [
+        LimitName::MaxFlows,
+        LimitName::MaxDuration,
+        LimitName::MaxWarmup,
+        LimitName::MaxMsgSize,
+        LimitName::MaxWindow,
+        LimitName::MaxRate,
+        LimitName::MaxTests,
+        LimitName::MaxConnections,
+        LimitName::MaxConnsPerSource,
+        LimitName::MaxTestsPerPeer,
+        LimitName::ServerCpus,
+    ];
+
     /// The daemon flag that sets the limit, when there is one.
     pub fn flag(self) -> Option<&'static str> {
         match self {

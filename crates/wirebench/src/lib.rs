@@ -33,6 +33,9 @@ pub mod sweep;
 pub mod test_cmd;
 pub mod under_load;
 
+#[cfg(test)]
+mod flag_registry;
+
 /// Milliseconds of `s` seconds, if `s` is a usable positive number.
 pub fn secs_to_ms(s: f64) -> Option<u64> {
     (s.is_finite() && s > 0.0 && s < 1e9).then(|| (s * 1000.0).round() as u64)

@@ -26,7 +26,9 @@ use wirebench_model::limits::{
     Implausible, ImplausibleCause, LimitsLoad, LimitsResult, LimitsSamples, LoopbackCeiling,
     BUSY_OTHER_PCT,
 };
-use wirebench_model::spec::{TestSpec, WorkloadSpec};
+use wirebench_model::spec::{
+    CallSizes, CommonSpec, StreamShape, StreamSpec, TestSpec, WorkloadSpec,
+};
 use wirebench_net::runner::{unix_ms, Quiet, Runner, RunnerConfig, Target};
 use wirebench_report::analyze::limits::{
     implausible_figures, limits_result, loopback_ceiling, memory_row, LimitsRun,
@@ -84,17 +86,26 @@ pub fn cached_for_this_boot() -> Option<(PathBuf, LimitsResult)> {
 /// server, with `wirebench stream`'s defaults otherwise (one flow, 1 MiB calls, copy paths,
 /// the host's congestion control).
 fn loopback(duration: Duration, warmup: Duration) -> Result<LoopbackCeiling, String> {
-    let mut spec = TestSpec::stream_default();
-    spec.common.duration_ms = duration.as_millis() as u64;
-    spec.common.warmup_ms = warmup.as_millis() as u64;
-    if let WorkloadSpec::Stream(st) = &mut spec.workload {
-        let msg = crate::specs::default_stream_msg_size(&TestSpec::stream_default()) as u32;
-        (st.send_size_bytes, st.recv_size_bytes) = (msg, msg);
-    }
+    let spec = loopback_spec(duration, warmup);
     let mut cfg = RunnerConfig::new(Target::Embedded(std::net::Ipv4Addr::LOCALHOST.into()));
     cfg.embedded_limits = crate::specs::client_limits();
     let mut runner = Runner::new(cfg, Arc::new(AtomicBool::new(false)));
     loopback_ceiling(&runner.run(&spec, &mut Quiet))
+}
+
+/// The loopback ceiling's test: one forward flow of `wirebench stream`'s default calls.
+fn loopback_spec(duration: Duration, warmup: Duration) -> TestSpec {
+    TestSpec {
+        common: CommonSpec {
+            duration_ms: duration.as_millis() as u64,
+            warmup_ms: warmup.as_millis() as u64,
+            ..CommonSpec::default()
+        },
+        workload: WorkloadSpec::Stream(StreamSpec::new(
+            StreamShape::default(),
+            CallSizes::default(),
+        )),
+    }
 }
 
 /// The machine's CPU counters and this process's CPU time at one instant, to tell other

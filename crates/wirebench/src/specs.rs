@@ -2,9 +2,9 @@
 //! user typed rather than the spec's field.
 
 use wirebench_model::spec::{
-    BusyPoll, CommonSpec, CrrSpec, Direction, Limits, RecvPath, RecvWait, RrLoop, RrSpec, SendPath,
-    StreamSpec, TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec,
-    DEFAULT_MAX_OUTSTANDING, MAX_TOTAL_MSG_BUFFER_BYTES, MIN_UDP_RR_BYTES,
+    BusyPoll, CallSizes, CommonSpec, CrrSpec, Direction, Limits, RecvPath, RecvWait, RrLoop,
+    RrSpec, SendPath, StreamShape, StreamSpec, TcpOptions, TestSpec, UdpRrSpec, UdpStreamSpec,
+    WorkloadSpec, DEFAULT_MAX_OUTSTANDING, MIN_UDP_RR_BYTES,
 };
 use wirebench_model::validate::{SpecError, SpecField, SpecProblem};
 
@@ -18,28 +18,6 @@ pub type SpecResult = Result<TestSpec, (String, Option<SpecField>)>;
 /// Flows per direction the client itself accepts (and its embedded server allows); a remote
 /// server applies its own `--max-flows`, which the client learns from its welcome.
 pub const CLIENT_MAX_FLOWS: u32 = 10_000;
-
-/// `wirebench stream`'s message size for few flows: 1 MiB. Larger calls cost less CPU per
-/// byte (on loopback under cubic, 1 MiB moves about 1.3x what 128 KiB does), so the default
-/// measures the path rather than the per-call overhead.
-const DEFAULT_STREAM_MSG_BYTES: u64 = 1 << 20;
-
-/// On the epoll engine (many flows), the most one default-sized call per connection may sum
-/// to: 4 GiB. Its workers give each flow a turn of a few calls; past a few hundred flows,
-/// calls so large that their sum runs to gigabytes starve flows and cost more than they save.
-/// Measured on an Intel Xeon VM (loopback, cubic, split CPUs, 2 runs each, Gbit/s):
-/// 10,000 flows: 32 KiB 34.7, 64 KiB 36.8, 128 KiB 40.6, 256 KiB 41.3, 1 MiB 36.9 (Jain
-/// fairness 0.12); 1,000 flows: 128 KiB 47.1, 256 KiB 44.5, 1 MiB 50.8; 64 flows: 128 KiB
-/// 47.8, 1 MiB 53.9. So 1 MiB up to 4,096 connections, 256 KiB at 10,000.
-const EPOLL_CALLS_BUDGET_BYTES: u64 = 4 << 30;
-
-/// The receive call size without `-l` or `--recv-size` when the sender does not copy the
-/// payload (sendfile, splice, MSG_ZEROCOPY, io_uring SEND_ZC): 256 KiB. With the sender's
-/// copy gone the receiver's copy is the bottleneck, and a buffer that stays in its CPU's
-/// cache moves more than a 1 MiB one: on an Intel Xeon VM (loopback and veth, cubic, split
-/// CPUs) sendfile went from ~62 to ~85 Gbit/s and splice from ~60 to ~97, while a copying
-/// sender, which is the bottleneck itself, does best with 1 MiB receives (~66 vs ~55).
-const DEFAULT_NONCOPY_RECV_BYTES: u64 = 256 << 10;
 
 /// `-t` when not given, seconds.
 const DEFAULT_DURATION_S: f64 = 10.0;
@@ -330,52 +308,41 @@ fn recv_path(a: &StreamArgs) -> RecvPath {
     }
 }
 
-/// `wirebench stream`'s message size without `-l` for `spec` (its sizes are ignored):
-/// [`DEFAULT_STREAM_MSG_BYTES`], halved (down to 1 KiB) until it fits the spec's buffer bound
-/// (size × [`TestSpec::message_buffers`] ≤ [`MAX_TOTAL_MSG_BUFFER_BYTES`]) and, on the epoll
-/// engine, until one call per connection sums to at most [`EPOLL_CALLS_BUDGET_BYTES`].
-pub fn default_stream_msg_size(spec: &TestSpec) -> u64 {
-    let buffers = spec.message_buffers().max(1);
-    let budget = match spec.epoll_workers_bound() {
-        Some(_) => EPOLL_CALLS_BUDGET_BYTES,
-        None => u64::MAX,
-    };
-    let conns = u64::from(spec.connection_count().max(1));
-    let mut size = DEFAULT_STREAM_MSG_BYTES;
-    while size > 1024 && (size * buffers > MAX_TOTAL_MSG_BUFFER_BYTES || size * conns > budget) {
-        size /= 2;
-    }
-    size
-}
-
-/// The spec of `wirebench stream`.
+/// The spec of `wirebench stream`: the call sizes not given are [`StreamSpec::new`]'s
+/// defaults (1 MiB, fewer for many flows; smaller receives for a sender that does not copy).
 pub fn stream_spec(a: &StreamArgs) -> SpecResult {
-    let send_path = send_path(a);
-    let mut spec = TestSpec {
-        common: common_with(&a.c, DEFAULT_DURATION_S)?,
-        workload: WorkloadSpec::Stream(StreamSpec {
-            direction: direction(a.reverse, a.bidir),
-            rate_bps: a.rate,
-            send_path,
-            recv_path: recv_path(a),
-            recv_wait: recv_wait(a),
-            verify: a.verify,
-            threads: a.threads,
-            pin_threads: a.pin_threads,
-            tcp: tcp(&a.c, a.nodelay),
-            ..StreamSpec::default()
-        }),
-    };
-    let msg = a.msg_size.unwrap_or_else(|| default_stream_msg_size(&spec));
-    let default_recv = match (a.msg_size, send_path) {
-        (None, SendPath::Copy | SendPath::Uring) | (Some(_), _) => msg,
-        (None, _) => msg.min(DEFAULT_NONCOPY_RECV_BYTES),
-    };
-    let send = to_u32(a.send_size.unwrap_or(msg), SpecField::SendSizeBytes)?;
-    let recv = to_u32(
-        a.recv_size.unwrap_or(default_recv),
-        SpecField::RecvSizeBytes,
+    let counted = a.bytes.is_some() || a.blocks.is_some();
+    let common = common_with(
+        &a.c,
+        if counted {
+            DEFAULT_COUNT_BOUND_S
+        } else {
+            DEFAULT_DURATION_S
+        },
     )?;
+    // -l names both calls; --send-size and --recv-size one each.
+    let sizes = CallSizes {
+        send_bytes: a
+            .send_size
+            .or(a.msg_size)
+            .map(|v| to_u32(v, SpecField::SendSizeBytes))
+            .transpose()?,
+        recv_bytes: a
+            .recv_size
+            .or(a.msg_size)
+            .map(|v| to_u32(v, SpecField::RecvSizeBytes))
+            .transpose()?,
+    };
+    let shape = StreamShape {
+        flows: common.flows,
+        direction: direction(a.reverse, a.bidir),
+        rate_bps: a.rate,
+        send_path: send_path(a),
+        recv_path: recv_path(a),
+        threads: a.threads,
+    };
+    let stream = StreamSpec::new(shape, sizes);
+    let send = stream.send_size_bytes;
     let stop_after_bytes = match (a.bytes, a.blocks) {
         (Some(n), _) => Some(n),
         (None, Some(k)) => Some(k.checked_mul(send.into()).ok_or_else(|| {
@@ -386,15 +353,17 @@ pub fn stream_spec(a: &StreamArgs) -> SpecResult {
         })?),
         (None, None) => None,
     };
-    if stop_after_bytes.is_some() {
-        spec.common = common_with(&a.c, DEFAULT_COUNT_BOUND_S)?;
-    }
-    if let WorkloadSpec::Stream(st) = &mut spec.workload {
-        st.send_size_bytes = send;
-        st.recv_size_bytes = recv;
-        st.stop_after_bytes = stop_after_bytes;
-    }
-    checked(spec)
+    checked(TestSpec {
+        common,
+        workload: WorkloadSpec::Stream(StreamSpec {
+            recv_wait: recv_wait(a),
+            verify: a.verify,
+            pin_threads: a.pin_threads,
+            tcp: tcp(&a.c, a.nodelay),
+            stop_after_bytes,
+            ..stream
+        }),
+    })
 }
 
 /// The spec of `wirebench rr` (TCP RR, or UDP RR with `--udp`).
@@ -498,6 +467,7 @@ pub fn udp_spec(a: &UdpArgs) -> SpecResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirebench_model::spec::MAX_TOTAL_MSG_BUFFER_BYTES;
 
     #[test]
     fn default_stream_message_size_fits_the_buffer_bound() {
@@ -590,36 +560,6 @@ mod tests {
         let (msg, field) = refused(&["udp", "--notsent-lowat", "16K"]);
         assert_eq!(field, Some(SpecField::NotsentLowatBytes));
         assert!(msg.contains("UDP has no send queue"), "{msg}");
-    }
-
-    #[test]
-    fn every_field_has_a_flag() {
-        use SpecField::*;
-        for f in [
-            Flows,
-            DurationMs,
-            WarmupMs,
-            IntervalMs,
-            WindowBytes,
-            ServerCpu,
-            ClientCpu,
-            SendSizeBytes,
-            RecvSizeBytes,
-            DatagramBytes,
-            RateBps,
-            Verify,
-            Threads,
-            Congestion,
-            RequestSizeBytes,
-            ResponseSizeBytes,
-            Burst,
-            TransactionsPerS,
-            MaxOutstanding,
-            TimeoutMs,
-            NotsentLowatBytes,
-        ] {
-            assert!(flag_of(f).starts_with('-'), "{f}");
-        }
     }
 
     #[test]

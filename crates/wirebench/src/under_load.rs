@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunResult, RunStatus, UnderLoad};
 use wirebench_model::spec::{
-    CommonSpec, Direction, StreamSpec, TcpOptions, TestSpec, WorkloadSpec,
+    CallSizes, CommonSpec, Direction, StreamShape, StreamSpec, TcpOptions, TestSpec, WorkloadSpec,
 };
 use wirebench_net::runner::{failed_result, Observer, Quiet, Runner, RunnerConfig};
 
 use crate::cli::{LoadDirArg, RrArgs};
-use crate::specs::{client_limits, default_stream_msg_size};
+use crate::specs::client_limits;
 
 /// How long the load runs before the loaded test starts.
 pub const LEAD: Duration = Duration::from_secs(1);
@@ -67,7 +67,13 @@ impl LoadPlan {
             WorkloadSpec::Crr(r) => r.tcp.clone(),
             _ => TcpOptions::default(),
         };
-        let mut spec = TestSpec {
+        let shape = StreamShape {
+            flows: self.flows,
+            direction: self.direction,
+            rate_bps: self.rate_bps,
+            ..StreamShape::default()
+        };
+        let spec = TestSpec {
             common: CommonSpec {
                 flows: self.flows,
                 duration_ms: c.warmup_ms + c.duration_ms + (LEAD + TAIL).as_millis() as u64,
@@ -75,20 +81,15 @@ impl LoadPlan {
                 tos: c.tos,
                 ..CommonSpec::default()
             },
+            // A copying sender: the receive call is the message too.
             workload: WorkloadSpec::Stream(StreamSpec {
-                direction: self.direction,
-                rate_bps: self.rate_bps,
                 tcp: TcpOptions {
                     nodelay: false,
                     ..tcp
                 },
-                ..StreamSpec::default()
+                ..StreamSpec::new(shape, CallSizes::default())
             }),
         };
-        let msg = default_stream_msg_size(&spec) as u32;
-        if let WorkloadSpec::Stream(st) = &mut spec.workload {
-            (st.send_size_bytes, st.recv_size_bytes) = (msg, msg);
-        }
         spec.validate(&client_limits()).map_err(|e| {
             let mut info = ErrorInfo::new(ErrorKind::Usage, format!("--under-load: the load: {e}"));
             info.field = Some(e.field);

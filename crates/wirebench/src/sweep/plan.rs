@@ -108,27 +108,42 @@ pub struct Plan {
     pub test_args: Vec<String>,
 }
 
-/// The factor a flag names (long or short form), if it is one.
-fn factor_of(flag: &str) -> Option<FactorName> {
-    Some(match flag {
-        "--msg-size" | "-l" => FactorName::MsgSize,
-        "--request-size" => FactorName::RequestSize,
-        "--response-size" => FactorName::ResponseSize,
-        "--window" | "-w" => FactorName::Window,
-        "--flows" | "-P" => FactorName::Flows,
-        "--send-path" => FactorName::SendPath,
-        "--recv-path" => FactorName::RecvPath,
-        "--rate" | "-b" => FactorName::Rate,
-        "--congestion" | "-C" => FactorName::Congestion,
-        "--burst" => FactorName::Burst,
-        "--under-load" => FactorName::UnderLoad,
-        "--busy-poll" => FactorName::BusyPoll,
-        "--recv-wait" => FactorName::RecvWait,
-        "--notsent-lowat" => FactorName::NotsentLowat,
-        "--buffer-offset" => FactorName::BufferOffset,
-        _ => return None,
-    })
+/// The factor a flag names (long or short form), if it is one: a long flag is the factor's
+/// own ([`FactorName::flag`]), a short one stands for its long form on a test command
+/// (`-l` for `--msg-size`, as clap defines it).
+pub(crate) fn factor_of(flag: &str) -> Option<FactorName> {
+    match flag.strip_prefix('-') {
+        Some(short) if !short.starts_with('-') => longs_of_short(short)
+            .iter()
+            .find_map(|long| factor_of_long(long)),
+        _ => factor_of_long(flag),
+    }
 }
+
+/// The factor whose flag is `long` (`--msg-size`).
+fn factor_of_long(long: &str) -> Option<FactorName> {
+    FactorName::ALL.into_iter().find(|f| f.flag() == long)
+}
+
+/// The test commands' options whose short form is `short` (one character, without the
+/// dash), as `--long`.
+fn longs_of_short(short: &str) -> Vec<String> {
+    let mut chars = short.chars();
+    let (Some(c), None) = (chars.next(), chars.next()) else {
+        return Vec::new();
+    };
+    let cli = <Cli as clap::CommandFactory>::command();
+    TEST_COMMANDS
+        .iter()
+        .filter_map(|name| cli.find_subcommand(name))
+        .flat_map(|cmd| cmd.get_arguments())
+        .filter(|arg| arg.get_short() == Some(c))
+        .filter_map(|arg| arg.get_long().map(|l| format!("--{l}")))
+        .collect()
+}
+
+/// The test commands a sweep runs.
+pub(crate) const TEST_COMMANDS: [&str; 4] = ["stream", "rr", "crr", "udp"];
 
 /// The workload a test command runs, as far as the command alone says (`rr --udp` is
 /// settled by the spec).
