@@ -11,6 +11,7 @@ use crate::common::*;
 use wirebench_model::limits::LimitsResult;
 use wirebench_model::result::RunResult;
 use wirebench_model::verdict::{CeilingReading, Evidence, Limiter, Missing, Suggestion, Verdict};
+use wirebench_report::analyze::verdict::RECEIVER_BUSY_PCT;
 
 fn verdict(r: &RunResult) -> &wirebench_model::verdict::Verdict {
     r.runs[0]
@@ -106,44 +107,62 @@ fn a_receiver_that_falls_behind_is_named() {
     let _g = serial();
     let d = common::daemon::LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
-    let before = process_cpu_s(d.pid());
-    let cpu1_before = proc_stat_cpu_busy_total(1);
-    let t0 = std::time::Instant::now();
-    let r = wb(&[
-        "stream",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "2",
-        "-C",
-        "cubic",
-        "-A",
-        "0,1",
-        "-Z",
-        "--recv-size",
-        "4K",
-        "--json",
-    ]);
-    let wall = t0.elapsed().as_secs_f64();
-    let server_cpu = process_cpu_s(d.pid()) - before;
-    let cpu1 = proc_stat_cpu_busy_total(1);
-    let cpu1_busy_pct =
-        100.0 * (cpu1.0 - cpu1_before.0) as f64 / (cpu1.1 - cpu1_before.1).max(1) as f64;
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The verdict counts a shared CPU's busy time as the receiver's only when the
+    // receiver's own threads used at least half the busy threshold (so that a CPU busy with
+    // other work is not blamed on a light receiver). A run in which other processes starved
+    // the daemon below that cannot test this verdict: it is run again, up to 3 times.
+    let mut seen = Vec::new();
+    let (r, wall, server_cpu, busy_s) = loop {
+        let before = process_cpu_s(d.pid());
+        let cpu1_before = proc_stat_cpu_busy_total(1);
+        let t0 = std::time::Instant::now();
+        let r = wb(&[
+            "stream",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "2",
+            "-C",
+            "cubic",
+            "-A",
+            "0,1",
+            "-Z",
+            "--recv-size",
+            "4K",
+            "--json",
+        ]);
+        let wall = t0.elapsed().as_secs_f64();
+        let server_cpu = process_cpu_s(d.pid()) - before;
+        let cpu1 = proc_stat_cpu_busy_total(1);
+        let cpu1_busy_pct =
+            100.0 * (cpu1.0 - cpu1_before.0) as f64 / (cpu1.1 - cpu1_before.1).max(1) as f64;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        // Ground truth for the receiver's busy time, seconds: the daemon process's own CPU
+        // time (/proc/PID/stat) or, where other processes share its CPU 1, that CPU's busy
+        // time (/proc/stat), whichever is larger (the verdict's figure is the larger of the
+        // same two). Both are read over the whole client run, which holds the 2 s window.
+        let busy_s = server_cpu.max(cpu1_busy_pct / 100.0 * wall);
+        let own_enough = server_cpu >= RECEIVER_BUSY_PCT / 2.0 / 100.0 * 2.0;
+        if busy_s >= 0.6 * 2.0 && own_enough {
+            wirebench_sys::require::note_retry(
+                "verdict receiver falls behind",
+                seen.len() as u32 + 1,
+            );
+            break (r, wall, server_cpu, busy_s);
+        }
+        seen.push(format!(
+            "server CPU {server_cpu:.2} s, CPU 1 {cpu1_busy_pct:.0} % busy in {wall:.2} s"
+        ));
+        assert!(
+            seen.len() < 3,
+            "the receiver was not busy on its own in any of 3 runs, so they cannot test the \
+             verdict: {seen:?}"
+        );
+    };
     let r = r.json();
     let v = verdict(&r);
-    // Ground truth for the receiver's busy time, seconds: the daemon process's own CPU time
-    // (/proc/PID/stat) or, where other processes share its CPU 1, that CPU's busy time
-    // (/proc/stat), whichever is larger (the verdict's figure is the larger of the same
-    // two). Both are read over the whole client run, which holds the 2 s window.
-    let busy_s = server_cpu.max(cpu1_busy_pct / 100.0 * wall);
-    assert!(
-        busy_s >= 0.6 * 2.0,
-        "server CPU {server_cpu:.2} s, CPU 1 {cpu1_busy_pct:.0} % busy in {wall:.2} s: the \
-         receiver was not busy, so this run cannot test the verdict"
-    );
     match v.limiter {
         Limiter::ReceiveWindow {
             limited_pct,
