@@ -22,15 +22,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wirebench_analysis::limits::{
+    implausible_figures, limits_result, loopback_ceiling, memory_row, LimitsRun,
+};
 use wirebench_model::limits::{
     Implausible, ImplausibleCause, LimitsLoad, LimitsResult, LimitsSamples, LoopbackCeiling,
     BUSY_OTHER_PCT,
 };
 use wirebench_model::spec::{TestSpec, WorkloadSpec};
 use wirebench_net::runner::{unix_ms, Quiet, Runner, RunnerConfig, Target};
-use wirebench_report::analyze::limits::{
-    implausible_figures, limits_result, loopback_ceiling, memory_row, LimitsRun,
-};
 use wirebench_report::print::limits::{human, Provenance};
 
 use crate::cli::LimitsArgs;
@@ -214,8 +214,7 @@ fn sampler_cost(
                 CostProbeError::Panicked => "the probe's thread panicked".into(),
             })?;
         s.attempt = attempt;
-        let resolved =
-            wirebench_report::analyze::limits::sampler_cost(&s).is_some_and(|c| c.resolved);
+        let resolved = wirebench_analysis::limits::sampler_cost(&s).is_some_and(|c| c.resolved);
         if resolved || attempt >= SAMPLER_PROBE_ATTEMPTS {
             return Ok(s);
         }

@@ -9,6 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use wirebench_analysis::limits::{physical_context, profile_cost};
+use wirebench_analysis::live::{Joined, LiveJoin};
+use wirebench_analysis::verdict::machine_limits;
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus};
 use wirebench_model::spec::TestSpec;
@@ -16,9 +19,6 @@ use wirebench_model::spec::MAX_INTERVAL_SAMPLES;
 use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerConfig, Target};
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
-use wirebench_report::analyze::limits::{physical_context, profile_cost};
-use wirebench_report::analyze::live::{Joined, LiveJoin};
-use wirebench_report::analyze::verdict::machine_limits;
 use wirebench_report::print::{self, units::RateUnit, HumanOptions, Verbosity};
 use wirebench_stats::ci::ConfidenceLevel;
 

@@ -111,7 +111,7 @@ fn tool_copy_1mib(cpu: usize) -> f64 {
     };
     let (samples, notes) = wirebench_engine::limits::memory::measure(&plan);
     assert!(notes.is_empty(), "{notes:?}");
-    let row = wirebench_report::analyze::limits::memory_row(&samples[0]);
+    let row = wirebench_analysis::limits::memory_row(&samples[0]);
     row.copy_one_thread_bytes_per_s
         .expect("a copy figure")
         .median

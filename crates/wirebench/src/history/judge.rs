@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use wirebench_analysis::compare::{compare, regressions};
 use wirebench_model::compare::{CompareSide, Comparison};
 use wirebench_model::result::RunResult;
-use wirebench_report::analyze::compare::{compare, regressions};
 use wirebench_report::print::compare as words;
 use wirebench_stats::ci::ConfidenceLevel;
 use wirebench_store::{Filter, Store};

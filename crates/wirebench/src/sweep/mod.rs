@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use wirebench_analysis::sweep::{analyze, point_count, point_figure};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{iso8601_utc, RunStatus};
 use wirebench_model::study::Testbed;
@@ -37,7 +38,6 @@ use wirebench_model::sweep::{
     FactorName, PointRole, Setting, SweepPoint, SweepResult, SweepStatus, SWEEP_SCHEMA_VERSION,
 };
 use wirebench_net::runner::{failed_result, unix_ms, Quiet, Runner, RunnerConfig};
-use wirebench_report::analyze::sweep::{analyze, point_count, point_figure};
 use wirebench_report::print::sweep as show;
 
 use crate::test_cmd::{runner_config, write_atomically, write_derived};
@@ -172,10 +172,9 @@ impl Sweeper<'_> {
             if stream || profile_hz.is_some() {
                 let limits = crate::limits_cmd::cached_for_this_boot().map(|(_, l)| l);
                 result.profile_cost = profile_hz
-                    .map(|hz| wirebench_report::analyze::limits::profile_cost(hz, limits.as_ref()));
+                    .map(|hz| wirebench_analysis::limits::profile_cost(hz, limits.as_ref()));
                 if let Some(limits) = limits.as_ref().filter(|_| stream) {
-                    result.physical =
-                        wirebench_report::analyze::limits::physical_context(&result, limits);
+                    result.physical = wirebench_analysis::limits::physical_context(&result, limits);
                 }
             }
             if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {

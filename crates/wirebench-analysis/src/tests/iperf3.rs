@@ -7,7 +7,7 @@ use wirebench_model::spec::FlowDir;
 use wirebench_model::udp::UdpSide;
 
 use super::*;
-use crate::analyze::iperf3::complete;
+use crate::iperf3::complete;
 
 fn stream(id: u32, flow: Option<u32>, role: Role, bytes: u64) -> Iperf3Stream {
     Iperf3Stream {
