@@ -1,6 +1,6 @@
 //! wirebench's analysis: pure functions that turn both ends' [`SideReport`]s into the
 //! derived figures of a [`Summary`], repeated runs into an [`Aggregate`], a finished result
-//! into its verdict ([`verdict`]), and sweeps, studies and comparisons into their
+//! into its verdict ([`verdict`], [`finish`]), and sweeps, studies and comparisons into their
 //! findings. These definitions are the tool's contract; the printers (wirebench-report) only
 //! format what is computed here. Nothing here does I/O or draws: the daemon links this crate
 //! without any plotting code.
@@ -30,6 +30,7 @@
 pub mod addresses;
 pub mod compare;
 pub mod cpu;
+pub mod finish;
 pub mod iperf3;
 pub mod limits;
 pub mod live;

@@ -29,6 +29,7 @@ use wirebench_model::limits::{
     Implausible, ImplausibleCause, LimitsLoad, LimitsResult, LimitsSamples, LoopbackCeiling,
     BUSY_OTHER_PCT,
 };
+use wirebench_model::result::RunResult;
 use wirebench_model::spec::{TestSpec, WorkloadSpec};
 use wirebench_net::runner::{unix_ms, Quiet, Runner, RunnerConfig, Target};
 use wirebench_report::print::limits::{human, Provenance};
@@ -62,6 +63,16 @@ pub fn this_boot_id() -> Option<String> {
 /// The cache file of boot `boot_id` in `dir`.
 pub fn cache_path(dir: &Path, boot_id: &str) -> PathBuf {
     dir.join(format!("limits-{boot_id}.json"))
+}
+
+/// Finishes a measured result against this machine's limits when they are cached for this
+/// boot ([`wirebench_analysis::finish`]; the cache is read only for a result that needs it).
+/// Single tests, tests under load, sweep points and study points all go through it.
+pub fn finish(result: &mut RunResult) {
+    if wirebench_analysis::finish::needs_limits(result) {
+        let limits = cached_for_this_boot().map(|(_, l)| l);
+        wirebench_analysis::finish::finish(result, limits.as_ref());
+    }
 }
 
 /// The limits cached for this boot, with their file: `None` when there is no such file, or

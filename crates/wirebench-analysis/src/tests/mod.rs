@@ -8,6 +8,8 @@
 //! - [`aggregate`]: confidence intervals over runs;
 //! - [`iperf3`]: completing an iperf3 result's figures;
 //! - [`limits`]: `wirebench limits` figures and a stream result's physical context;
+//! - [`finish`]: the step every result goes through after its runs (physical context,
+//!   machine limits, profiler cost).
 //!
 //! The shared builders are in [`fixtures`], which wirebench-report's tests include too.
 
@@ -15,6 +17,7 @@
 mod fixtures;
 
 mod aggregate;
+mod finish;
 mod iperf3;
 mod limits;
 mod rr;

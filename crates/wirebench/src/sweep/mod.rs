@@ -163,20 +163,9 @@ impl Sweeper<'_> {
                 Err(msg) => failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, msg)),
             };
             result.testbed = self.testbed.clone().map(Box::new);
-            // A stream point against this machine's limits, when they are cached for this
-            // boot (the single test's own physical context; drawn along the curve).
-            // A profiled point states its sampling rate and expected cost.
-            let stream = result.spec.as_ref().map(|s| s.kind())
-                == Some(wirebench_model::spec::WorkloadKind::Stream);
-            let profile_hz = result.spec.as_ref().and_then(|s| s.common.profile_hz);
-            if stream || profile_hz.is_some() {
-                let limits = crate::limits_cmd::cached_for_this_boot().map(|(_, l)| l);
-                result.profile_cost = profile_hz
-                    .map(|hz| wirebench_analysis::limits::profile_cost(hz, limits.as_ref()));
-                if let Some(limits) = limits.as_ref().filter(|_| stream) {
-                    result.physical = wirebench_analysis::limits::physical_context(&result, limits);
-                }
-            }
+            // Against this machine's limits when they are cached for this boot, as the
+            // single test is (its physical context is drawn along the curve).
+            crate::limits_cmd::finish(&mut result);
             if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {
                 return None;
             }
