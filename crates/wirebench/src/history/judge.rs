@@ -1,5 +1,5 @@
 //! `history compare`, `history regress` and `wirebench compare FILES`: two sets of results
-//! judged figure by figure (`wirebench-report::analyze::compare`), printed in words or as
+//! judged figure by figure (`wirebench-analysis::compare`), printed in words or as
 //! the Comparison JSON document.
 
 use std::path::{Path, PathBuf};
