@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use wirebench_analysis as analyze;
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus, Summary, SCHEMA_VERSION};
 use wirebench_model::side::{HostRole, Role, SideReport};
@@ -22,7 +23,6 @@ use wirebench_model::warning::{Noted, Warning};
 use wirebench_proto::auth::Key;
 use wirebench_proto::message::IntervalMsg;
 use wirebench_proto::session::Timeouts;
-use wirebench_report::analyze;
 use wirebench_stats::ci::ConfidenceLevel;
 
 use crate::client::{self, ClientConfig, Outcome};

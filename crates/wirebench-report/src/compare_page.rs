@@ -3,7 +3,7 @@
 //! sides drawn together: each figure's interval samples against time, A's runs and B's
 //! overlaid, and the distribution of each side's values as boxes side by side.
 //!
-//! Nothing here computes a figure: the values are [`crate::analyze::compare`]'s (run values
+//! Nothing here computes a figure: the values are [`wirebench_analysis::compare`]'s (run values
 //! and interval samples outside the warm-up), the boxes Tukey's five numbers of them.
 
 use wirebench_model::compare::{Comparison, Figure, FigureComparison, FigureUnit, Outcome};
@@ -17,8 +17,8 @@ use wirebench_plot::{
     Svg, Unit,
 };
 
-use crate::analyze::compare::{interval_series, values, Values};
 use crate::print::compare::{label, value, verdict};
+use wirebench_analysis::compare::{interval_series, values, Values};
 
 /// Most runs drawn as lines per side in one time series; the rest are counted in the
 /// caption.

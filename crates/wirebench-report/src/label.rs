@@ -27,4 +27,4 @@ pub fn role(r: Role) -> &'static str {
     }
 }
 
-pub use crate::analyze::{receiver_of, sender_of};
+pub use wirebench_analysis::{receiver_of, sender_of};

@@ -2,7 +2,7 @@
 //! seeds drew it (a line per variant against a numeric factor such as the MTU or the
 //! message size; grouped bars against a named one), a ladder of explicit cells as
 //! horizontal bars, the expectations with their measured figures, the cells and the file.
-//! Every value drawn is a median of the study's points ([`crate::analyze::study`]); a line's
+//! Every value drawn is a median of the study's points ([`wirebench_analysis::study`]); a line's
 //! point measured more than once (`repeat = N`) carries an error bar from the smallest to the
 //! largest.
 
@@ -17,8 +17,8 @@ use wirebench_plot::{
     Svg, Unit,
 };
 
-use crate::analyze::study::{cell_figure, evaluate, pivot};
 use crate::print::study::{expectation_text, factor_key, levels_text, status_text, value_text};
+use wirebench_analysis::study::{cell_figure, evaluate, pivot};
 
 /// A table of a study: the figure `y` against factor `x` among test `test`'s points.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,17 +22,18 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wirebench_analysis::limits::{
+    implausible_figures, limits_result, loopback_ceiling, memory_row, LimitsRun,
+};
 use wirebench_model::limits::{
     Implausible, ImplausibleCause, LimitsLoad, LimitsResult, LimitsSamples, LoopbackCeiling,
     BUSY_OTHER_PCT,
 };
+use wirebench_model::result::RunResult;
 use wirebench_model::spec::{
     CallSizes, CommonSpec, StreamShape, StreamSpec, TestSpec, WorkloadSpec,
 };
 use wirebench_net::runner::{unix_ms, Quiet, Runner, RunnerConfig, Target};
-use wirebench_report::analyze::limits::{
-    implausible_figures, limits_result, loopback_ceiling, memory_row, LimitsRun,
-};
 use wirebench_report::print::limits::{human, Provenance};
 
 use crate::cli::LimitsArgs;
@@ -64,6 +65,16 @@ pub fn this_boot_id() -> Option<String> {
 /// The cache file of boot `boot_id` in `dir`.
 pub fn cache_path(dir: &Path, boot_id: &str) -> PathBuf {
     dir.join(format!("limits-{boot_id}.json"))
+}
+
+/// Finishes a measured result against this machine's limits when they are cached for this
+/// boot ([`wirebench_analysis::finish`]; the cache is read only for a result that needs it).
+/// Single tests, tests under load, sweep points and study points all go through it.
+pub fn finish(result: &mut RunResult) {
+    if wirebench_analysis::finish::needs_limits(result) {
+        let limits = cached_for_this_boot().map(|(_, l)| l);
+        wirebench_analysis::finish::finish(result, limits.as_ref());
+    }
 }
 
 /// The limits cached for this boot, with their file: `None` when there is no such file, or
@@ -225,8 +236,7 @@ fn sampler_cost(
                 CostProbeError::Panicked => "the probe's thread panicked".into(),
             })?;
         s.attempt = attempt;
-        let resolved =
-            wirebench_report::analyze::limits::sampler_cost(&s).is_some_and(|c| c.resolved);
+        let resolved = wirebench_analysis::limits::sampler_cost(&s).is_some_and(|c| c.resolved);
         if resolved || attempt >= SAMPLER_PROBE_ATTEMPTS {
             return Ok(s);
         }

@@ -302,7 +302,7 @@ fn report_compare(a: &ReportArgs, files: &[std::path::PathBuf]) -> i32 {
     };
     let level = wirebench_stats::ci::ConfidenceLevel::from_pct(a.level)
         .unwrap_or(wirebench_stats::ci::ConfidenceLevel::P99);
-    let c = wirebench_report::analyze::compare::compare(&s.a, &s.b, (s.side_a, s.side_b), level);
+    let c = wirebench_analysis::compare::compare(&s.a, &s.b, (s.side_a, s.side_b), level);
     let page = wirebench_report::compare_page::compare_page(&c, &s.a, &s.b).to_html();
     write_page(&a.output, &page)
 }

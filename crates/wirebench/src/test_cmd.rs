@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use wirebench_analysis::live::{Joined, LiveJoin};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus};
 use wirebench_model::spec::TestSpec;
@@ -16,9 +17,6 @@ use wirebench_model::spec::MAX_INTERVAL_SAMPLES;
 use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerConfig, Target};
 use wirebench_proto::auth::{valid_identity, Key, KeyTable};
 use wirebench_proto::message::IntervalMsg;
-use wirebench_report::analyze::limits::{physical_context, profile_cost};
-use wirebench_report::analyze::live::{Joined, LiveJoin};
-use wirebench_report::analyze::verdict::machine_limits;
 use wirebench_report::print::{self, units::RateUnit, HumanOptions, Verbosity};
 use wirebench_stats::ci::ConfidenceLevel;
 
@@ -404,22 +402,9 @@ pub fn run_client_with(
         None => Runner::new(cfg, interrupt).run(&spec, &mut live),
     };
     drop(bar);
-    // A stream result against this machine's limits, when they are cached for this boot
-    // (never measured here).
-    // The verdicts then weigh those limits, or say they are missing.
-    let stream = spec.kind() == wirebench_model::spec::WorkloadKind::Stream;
-    let profile_hz = spec.common.profile_hz;
-    if stream || profile_hz.is_some() {
-        let limits = crate::limits_cmd::cached_for_this_boot().map(|(_, l)| l);
-        // A profiled result states its sampling rate and what it is expected to cost.
-        result.profile_cost = profile_hz.map(|hz| profile_cost(hz, limits.as_ref()));
-        if stream {
-            if let Some(limits) = &limits {
-                result.physical = physical_context(&result, limits);
-            }
-            machine_limits(&mut result, limits.as_ref());
-        }
-    }
+    // Against this machine's limits when they are cached for this boot (never measured
+    // here): the same step every sweep and study point goes through.
+    crate::limits_cmd::finish(&mut result);
     out.finish(result)
 }
 

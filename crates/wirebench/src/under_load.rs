@@ -160,7 +160,7 @@ pub fn measure(
         (loaded, load_result)
     });
     let mut out = loaded;
-    let summary = wirebench_report::analyze::under_load::summary(&idle, &out, &load_result);
+    let summary = wirebench_analysis::under_load::summary(&idle, &out, &load_result);
     if load_result.status != RunStatus::Completed && out.status == RunStatus::Completed {
         // Latency "under load" without the load is not that: say so.
         let why = load_result.error.as_ref().map_or_else(

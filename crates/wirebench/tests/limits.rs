@@ -111,7 +111,7 @@ fn tool_copy_1mib(cpu: usize) -> f64 {
     };
     let (samples, notes) = wirebench_engine::limits::memory::measure(&plan);
     assert!(notes.is_empty(), "{notes:?}");
-    let row = wirebench_report::analyze::limits::memory_row(&samples[0]);
+    let row = wirebench_analysis::limits::memory_row(&samples[0]);
     row.copy_one_thread_bytes_per_s
         .expect("a copy figure")
         .median
@@ -304,27 +304,9 @@ fn flat(x: f64) -> Option<Spread> {
     })
 }
 
-/// (d) A stream result carries the physical context and its line when this boot's limits
-/// are cached, and neither without them.
-#[test]
-fn stream_results_are_put_against_the_cached_limits() {
-    let _g = serial();
-    let dir = StateDir::new("stream");
-    let stream = |d: &Path, json: bool| {
-        let mut a = vec!["stream", "-t", "0.5", "-l", "1M"];
-        // The limits line is part of the whole (-v) human output.
-        a.push(if json { "--json" } else { "-v" });
-        let r = wb_state(d, &a);
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        r
-    };
-    // No cache: nothing.
-    let none = stream(&dir.0, true).json();
-    assert_eq!(none.physical, None);
-    assert!(!stream(&dir.0, false).stdout.contains("copy bandwidth"));
-
-    // A cache for this boot, with a copy bandwidth of 100 GB/s at 1 MiB (and 10 GB/s at
-    // 32 KiB, which is farther from 1 MiB).
+/// Limits of this boot with a copy bandwidth of 100 GB/s at 1 MiB (and 10 GB/s at 32 KiB,
+/// which is farther from 1 MiB), one thread; twice that on all threads.
+fn copy_limits() -> LimitsResult {
     let row = |bytes: u64, bw: f64| MemoryRow {
         buffer_bytes: bytes,
         copy_one_thread_bytes_per_s: flat(bw),
@@ -332,7 +314,7 @@ fn stream_results_are_put_against_the_cached_limits() {
         checksum_bytes_per_s: flat(bw / 2.0),
         copy_unlucky_bytes_per_s: None,
     };
-    let limits = LimitsResult {
+    LimitsResult {
         schema_version: LIMITS_SCHEMA_VERSION,
         kind: "limits".into(),
         tool: "wirebench test".into(),
@@ -356,7 +338,30 @@ fn stream_results_are_put_against_the_cached_limits() {
         notes: vec![],
         implausible: vec![],
         sampler: None,
+    }
+}
+
+/// (d) A stream result carries the physical context and its line when this boot's limits
+/// are cached, and neither without them.
+#[test]
+fn stream_results_are_put_against_the_cached_limits() {
+    let _g = serial();
+    let dir = StateDir::new("stream");
+    let stream = |d: &Path, json: bool| {
+        let mut a = vec!["stream", "-t", "0.5", "-l", "1M"];
+        // The limits line is part of the whole (-v) human output.
+        a.push(if json { "--json" } else { "-v" });
+        let r = wb_state(d, &a);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r
     };
+    // No cache: nothing.
+    let none = stream(&dir.0, true).json();
+    assert_eq!(none.physical, None);
+    assert!(!stream(&dir.0, false).stdout.contains("copy bandwidth"));
+
+    // A cache for this boot, with a copy bandwidth of 100 GB/s at 1 MiB.
+    let limits = copy_limits();
     let file = dir.0.join(format!("limits-{}.json", boot_id()));
     std::fs::write(&file, serde_json::to_string(&limits).unwrap()).unwrap();
     let r: RunResult = stream(&dir.0, true).json();
@@ -390,6 +395,66 @@ fn stream_results_are_put_against_the_cached_limits() {
     other.boot_id = Some("00000000-0000-0000-0000-000000000000".into());
     std::fs::write(&file, serde_json::to_string(&other).unwrap()).unwrap();
     assert_eq!(stream(&dir.0, true).json().physical, None);
+}
+
+/// A sweep point is finished as the single test is: with this boot's limits cached, the
+/// point of a one-point stream sweep and the same `wirebench stream` both carry the physical
+/// context and a verdict weighed against the limits (when they were measured, the copy
+/// bandwidth), neither listing the limits missing.
+#[test]
+fn a_sweep_point_is_put_against_the_cached_limits_as_the_single_test_is() {
+    use wirebench_model::sweep::SweepResult;
+    use wirebench_model::verdict::{Evidence, Missing};
+    let _g = serial();
+    let dir = StateDir::new("sweep-point");
+    let file = dir.0.join(format!("limits-{}.json", boot_id()));
+    std::fs::write(&file, serde_json::to_string(&copy_limits()).unwrap()).unwrap();
+    let r = wb_state(&dir.0, &["stream", "-t", "0.5", "-l", "1M", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let single: RunResult = r.json();
+    let args = [
+        "sweep",
+        "stream",
+        "-t",
+        "0.5",
+        "-l",
+        "1M",
+        "--perturb",
+        "0",
+        "--no-remeasure",
+        "--json",
+    ];
+    let r = wb_state(&dir.0, &args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let sweep: SweepResult = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not a SweepResult ({e}):\n{}", r.stdout));
+    assert_eq!(sweep.points.len(), 1);
+    for (what, res) in [
+        ("single test", &single),
+        ("sweep point", &sweep.points[0].result),
+    ] {
+        let p = res.physical.as_ref().expect(what);
+        assert_eq!(
+            (p.buffer_bytes, p.copies_per_byte),
+            (1 << 20, 2.0),
+            "{what}"
+        );
+        let v = res.runs[0]
+            .summary
+            .as_ref()
+            .and_then(|s| s.verdict.as_ref());
+        let v = v.unwrap_or_else(|| panic!("{what}: no verdict"));
+        assert!(!v.missing.contains(&Missing::Limits), "{what}: {v:?}");
+        let has = |f: fn(&Evidence) -> bool| v.evidence.iter().any(f);
+        assert!(
+            has(|e| matches!(e, Evidence::LimitsMeasured { .. })),
+            "{what}: {v:?}"
+        );
+        assert!(
+            has(|e| matches!(e, Evidence::CopyBandwidth { .. })),
+            "{what}: {v:?}"
+        );
+    }
 }
 
 /// On a terminal (a pseudo-terminal from util-linux's `script`) a measurement shows a

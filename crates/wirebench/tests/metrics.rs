@@ -101,7 +101,7 @@ fn the_last_result_and_refusals_are_exported_and_prometheus_scrapes_them() {
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
-    let want = wirebench_report::analyze::compare::values(std::slice::from_ref(&res))
+    let want = wirebench_analysis::compare::values(std::slice::from_ref(&res))
         .into_iter()
         .find(|(f, _)| *f == Figure::Throughput)
         .map(|(_, v)| v.runs[0])

@@ -445,8 +445,8 @@ fn induced_latency_is_the_queue_drain_time() {
     // The boxes of the under-load figure, read from each run's histogram: the loaded
     // median agrees with the reported one within the bucket width, and the queue lifts the
     // loaded distribution's lower quartile above the idle median.
-    let idle_box = wirebench_report::analyze::under_load::latency_box(&u.idle).expect("idle box");
-    let loaded_box = wirebench_report::analyze::under_load::latency_box(&res).expect("loaded box");
+    let idle_box = wirebench_analysis::under_load::latency_box(&u.idle).expect("idle box");
+    let loaded_box = wirebench_analysis::under_load::latency_box(&res).expect("loaded box");
     assert!(
         (loaded_box.p50_ns / s.loaded_rtt_p50_ns as f64 - 1.0).abs() < 0.1,
         "box median {} vs p50 {}",

@@ -8,10 +8,10 @@
 
 use crate::common;
 use crate::common::*;
+use wirebench_analysis::verdict::RECEIVER_BUSY_PCT;
 use wirebench_model::limits::LimitsResult;
 use wirebench_model::result::RunResult;
 use wirebench_model::verdict::{CeilingReading, Evidence, Limiter, Missing, Suggestion, Verdict};
-use wirebench_report::analyze::verdict::RECEIVER_BUSY_PCT;
 
 fn verdict(r: &RunResult) -> &wirebench_model::verdict::Verdict {
     r.runs[0]

@@ -185,7 +185,7 @@ fn histogram_figure(s: &RrSummary, sub: &str) -> Option<Named> {
 
 /// The box of a request/response result's round trips.
 pub(super) fn latency_box(r: &RunResult) -> Option<BoxStats> {
-    let b = crate::analyze::under_load::latency_box(r)?;
+    let b = wirebench_analysis::under_load::latency_box(r)?;
     Some(BoxStats {
         whisker_lo: b.p1_ns,
         q1: b.p25_ns,

@@ -35,7 +35,7 @@ fn throughput_series(run: &RunRecord, s: &StreamSummary) -> Vec<Series> {
         let Some(SideData::Stream(st)) = side.data.as_ref() else {
             continue;
         };
-        let flows = crate::analyze::stream::receiver_flow_intervals(st);
+        let flows = wirebench_analysis::stream::receiver_flow_intervals(st);
         if flows.len() > MAX_FLOW_SERIES {
             continue;
         }

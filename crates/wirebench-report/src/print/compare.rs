@@ -9,7 +9,7 @@ use wirebench_model::compare::{
 };
 
 use super::units::{duration_ns, number, RateUnit};
-use crate::analyze::compare::regressions;
+use wirebench_analysis::compare::regressions;
 
 /// A figure's label for people.
 pub fn label(f: Figure) -> &'static str {

@@ -10,8 +10,8 @@ use wirebench_model::side::HostRole;
 use wirebench_model::spec::{TestSpec, WorkloadKind, WorkloadSpec};
 
 use super::{end_cpu, status_name, text};
-use crate::analyze::addresses;
 use crate::label;
+use wirebench_analysis::addresses;
 
 /// The columns every family starts with.
 const LEAD: &str = "started_utc,run,status,workload,direction";

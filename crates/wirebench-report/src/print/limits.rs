@@ -383,8 +383,10 @@ fn probes(out: &mut String, l: &LimitsResult) {
         ),
         None => out.push_str("loopback TCP ceiling: not measured\n"),
     }
-    let default =
-        crate::analyze::limits::profile_cost(wirebench_model::profile::DEFAULT_PROFILE_HZ, Some(l));
+    let default = wirebench_analysis::limits::profile_cost(
+        wirebench_model::profile::DEFAULT_PROFILE_HZ,
+        Some(l),
+    );
     match (&l.sampler, default.expected) {
         (Some(c), Some(e)) => wrap(
             out,

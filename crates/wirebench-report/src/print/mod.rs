@@ -1,6 +1,6 @@
 //! Printers: JSON, CSV and human text of a [`RunResult`], and live interval lines.
 //!
-//! Printers only format fields already computed by [`crate::analyze`]; they compute no
+//! Printers only format fields already computed by [`wirebench_analysis`]; they compute no
 //! figure. Human output names the unit of every figure (rates in decimal bits per second,
 //! `Gbit/s` = 10^9 bit/s; byte counts in binary multiples, `GiB` = 2^30 bytes) and ends with a
 //! footer saying what the figures count. Human lines are at most [`MAX_COLUMNS`] wide. Every
@@ -41,8 +41,8 @@ pub use self::csv::{csv, csv_cell, csv_flows, csv_header, csv_header_for, csv_in
 pub use self::profile::unavailable as profile_unavailable;
 pub use self::text::error_text;
 use self::units::RateUnit;
-use crate::analyze::live::{self, LiveRows};
 use crate::label;
+use wirebench_analysis::live::{self, LiveRows};
 
 /// Widest line of human output, in characters.
 pub const MAX_COLUMNS: usize = 100;
@@ -613,7 +613,7 @@ pub fn interval_lines_with(
     }
 }
 
-/// The human lines of a joined live sample ([`crate::analyze::live::LiveJoin`]): a stream
+/// The human lines of a joined live sample ([`wirebench_analysis::live::LiveJoin`]): a stream
 /// direction's line with its sender's retransmits and congestion window (and a line per flow
 /// with `--per-flow`), or a request/response or UDP sample's lines.
 pub fn joined_lines(j: &live::Joined, o: HumanOptions) -> Vec<String> {

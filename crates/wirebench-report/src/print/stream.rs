@@ -13,8 +13,8 @@ use wirebench_model::spec::{
 
 use super::units::{self, RateUnit};
 use super::{direction_name, text, wrap, HumanOptions, FLOW_ROWS_MAX};
-use crate::analyze::live::{LiveStreamRow, LiveTcp};
 use crate::label;
+use wirebench_analysis::live::{LiveStreamRow, LiveTcp};
 
 /// What the stream figures count (human footer).
 pub const FOOTER: &str = "rates: bit/s of TCP payload, decimal (Gbit/s = 10^9 bit/s); \

@@ -11,7 +11,7 @@ use wirebench_model::sweep::FactorValue;
 use wirebench_model::text::escape;
 
 use super::units::{self, RateUnit};
-use crate::analyze::study::{evaluate, figure_of, Pivot};
+use wirebench_analysis::study::{evaluate, figure_of, Pivot};
 
 /// A factor's name as the study file writes it.
 pub fn factor_key(f: StudyFactor) -> String {
@@ -330,7 +330,7 @@ pub fn ladder_text(
                 .map(escape)
                 .unwrap_or_else(|| varying_text(&c.levels, &constant))];
             row.extend(columns.iter().map(|(t, f)| {
-                crate::analyze::study::cell_spread(points, c.index, t, *f)
+                wirebench_analysis::study::cell_spread(points, c.index, t, *f)
                     .map_or("-".to_string(), |s| spread_text(*f, &s))
             }));
             row
@@ -389,7 +389,7 @@ pub fn breakdown_rows(
         .iter()
         .filter(|p| p.test == test)
         .filter_map(|p| {
-            crate::analyze::study::breakdown(p, host)
+            wirebench_analysis::study::breakdown(p, host)
                 .map(|b| (varying_text(&p.levels, &constant), b))
         })
         .collect()
@@ -543,7 +543,7 @@ pub fn csv(points: &[StudyPoint]) -> String {
     for p in points {
         let _ = write!(out, "{},{},{}", p.cell, p.round, field(&escape(&p.test)));
         for f in &factors {
-            let v = crate::analyze::study::level_of(&p.levels, *f)
+            let v = wirebench_analysis::study::level_of(&p.levels, *f)
                 .map(|v| field(&escape(&v.arg())))
                 .unwrap_or_default();
             let _ = write!(out, ",{v}");

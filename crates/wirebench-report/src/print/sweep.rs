@@ -384,8 +384,8 @@ pub fn csv(s: &SweepResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::sweep::analyze;
-    use crate::analyze::sweep::tests::{stream_point, sweep};
+    use crate::tests::{stream_point, sweep};
+    use wirebench_analysis::sweep::analyze;
 
     /// An interrupted sweep's summary says its analysis is partial, withholds the
     /// saturation and marks a peak that nothing corroborates.

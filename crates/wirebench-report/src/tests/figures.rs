@@ -9,8 +9,8 @@ use wirebench_model::sweep::{
 use wirebench_plot::Annotation;
 
 use super::result_for;
-use crate::analyze::sweep::analyze;
 use crate::figures::{sweep_figures, FigureKind};
+use wirebench_analysis::sweep::analyze;
 
 fn point(index: u32, size: u64, flows: u64, bps: f64) -> SweepPoint {
     SweepPoint {

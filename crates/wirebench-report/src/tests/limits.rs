@@ -1,142 +1,15 @@
-//! `wirebench limits`: the batches' figures, the loopback ceiling, a stream result's physical
-//! context and their text.
+//! `wirebench limits` in words: the table, the probes, sizes and times, a stream result's
+//! physical context line, the limits schema file and the verdict against the limits.
 
 use wirebench_model::limits::{
-    Batch, LimitsNote, LimitsResult, LimitsSamples, MemoryRow, MemorySamples, PhysicalContext,
+    LimitsNote, LimitsResult, LimitsSamples, MemoryRow, MemorySamples, PhysicalContext,
     SamplerCostPair, SamplerCostSamples, LIMITS_SCHEMA_VERSION,
 };
-use wirebench_model::result::{RunResult, WorkloadSummary};
-use wirebench_model::side::{Environment, ZeroCopyStats};
-use wirebench_model::spec::{Direction, RecvPath, SendPath, TestSpec, WorkloadSpec};
-use wirebench_stats::summary::Spread;
+use wirebench_model::side::Environment;
 
 use super::*;
-use crate::analyze::limits::{
-    limits_result, loopback_ceiling, memory_row, ns_per, per_second, physical_context, LimitsRun,
-};
 use crate::print::limits::{binary_size, human, minute_utc, physical_line, Provenance};
-
-/// A batch of `count` units in `ms` milliseconds.
-fn b(count: u64, ms: u64) -> Batch {
-    Batch {
-        count,
-        elapsed_ns: ms * 1_000_000,
-    }
-}
-
-/// A spread whose every statistic is `x`.
-fn flat(x: f64) -> Spread {
-    Spread {
-        n: 5,
-        min: x,
-        median: x,
-        mean: x,
-        max: x,
-    }
-}
-
-/// Limits of boot "b00t" on 2 CPUs: copy 40 GB/s (1 thread) and 60 GB/s (2 threads) at
-/// 128 KiB, 32 and 50 at 1 MiB; 256 MiB measured on one thread only.
-fn limits() -> LimitsResult {
-    let row = |bytes: u64, one: f64, all: Option<f64>| MemoryRow {
-        buffer_bytes: bytes,
-        copy_one_thread_bytes_per_s: Some(flat(one)),
-        copy_all_threads_bytes_per_s: all.map(flat),
-        checksum_bytes_per_s: Some(flat(20e9)),
-        copy_unlucky_bytes_per_s: None,
-    };
-    LimitsResult {
-        schema_version: LIMITS_SCHEMA_VERSION,
-        kind: "limits".into(),
-        tool: "wirebench 0.1.0".into(),
-        started_unix_ms: STARTED_UNIX_MS,
-        started_utc: iso8601_utc(STARTED_UNIX_MS),
-        duration_ms: 7_000,
-        boot_id: Some("b00t".into()),
-        hostname: Some("h".into()),
-        cpu_model: Some("Some CPU".into()),
-        cpus: 2,
-        cpus_used: vec![0, 1],
-        kernel: Some("6.1.0".into()),
-        load_average_1m: Some(0.2),
-        load: None,
-        quick: false,
-        memory: vec![
-            row(128 << 10, 40e9, Some(60e9)),
-            row(1 << 20, 32e9, Some(50e9)),
-            row(256 << 20, 8e9, None),
-        ],
-        syscall: None,
-        wakeup: None,
-        loopback: None,
-        transfer: None,
-        notes: vec![],
-        implausible: vec![],
-        sampler: None,
-    }
-}
-
-/// A completed result of `spec` whose one direction received `bps`, from [`runs_with`].
-fn stream_result(spec: TestSpec, bps: f64) -> RunResult {
-    let mut r = result_for(spec, runs_with(&[bps]));
-    let WorkloadSummary::Stream(s) = &mut r.runs[0].summary.as_mut().unwrap().workload else {
-        unreachable!()
-    };
-    s.directions[0].send_paths = vec![SendPath::Copy];
-    s.directions[0].recv_paths = vec![RecvPath::Copy];
-    r
-}
-
-fn one_flow() -> TestSpec {
-    stream_spec(Direction::Forward, 1)
-}
-
-#[test]
-fn batches_become_rates_and_times() {
-    // 2 GB in 100 ms = 20 GB/s; 3 GB in 100 ms = 30 GB/s; 1 GB in 100 ms = 10 GB/s.
-    let s = per_second(&[
-        b(2_000_000_000, 100),
-        b(3_000_000_000, 100),
-        b(1_000_000_000, 100),
-    ])
-    .unwrap();
-    assert!(close(s.median, 20e9) && close(s.min, 10e9) && close(s.max, 30e9));
-    assert_eq!(s.n, 3);
-    // 100 000 calls in 10 ms: 100 ns each; 1000 round trips in 10 ms: 5 µs one way.
-    assert!(close(ns_per(&[b(100_000, 10)], 1).unwrap().median, 100.0));
-    assert!(close(ns_per(&[b(1000, 10)], 2).unwrap().median, 5000.0));
-    // Empty batches are left out; none at all is no figure.
-    assert_eq!(per_second(&[b(0, 10), b(5, 0)]), None);
-    assert_eq!(per_second(&[]), None);
-}
-
-#[test]
-fn a_size_measured_on_one_thread_has_no_all_threads_figure() {
-    let m = MemorySamples {
-        buffer_bytes: 1 << 20,
-        copy_one: vec![b(1 << 30, 50)],
-        copy_all: vec![],
-        checksum: vec![b(1 << 30, 25)],
-        copy_unlucky: vec![b(1 << 26, 50)],
-    };
-    let r = memory_row(&m);
-    assert_eq!(r.buffer_bytes, 1 << 20);
-    // 2^30 bytes in 50 ms.
-    assert!(close(
-        r.copy_one_thread_bytes_per_s.unwrap().median,
-        1073741824.0 / 0.05
-    ));
-    assert!(close(
-        r.checksum_bytes_per_s.unwrap().median,
-        1073741824.0 / 0.025
-    ));
-    // 2^26 bytes in 50 ms: the unlucky placement's own rate, 16x below the placed copy.
-    assert!(close(
-        r.copy_unlucky_bytes_per_s.unwrap().median,
-        67108864.0 / 0.05
-    ));
-    assert_eq!(r.copy_all_threads_bytes_per_s, None);
-}
+use wirebench_analysis::limits::{limits_result, LimitsRun};
 
 #[test]
 fn the_document_carries_the_host_the_figures_and_the_notes() {
@@ -249,7 +122,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
            +16.0]; unresolved: some pair ran faster sampled than alone",
         ],
     );
-    let unresolved = crate::analyze::limits::profile_cost(250, Some(&l));
+    let unresolved = wirebench_analysis::limits::profile_cost(250, Some(&l));
     assert!(unresolved.expected.as_ref().unwrap().unresolved);
     assert_eq!(
         crate::print::profile::cost_line(&unresolved),
@@ -275,7 +148,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         ],
     );
     // A result profiled at 250 Hz expects 30 µs × 250 = 0.75 % of a CPU; at 4 kHz, 12 %.
-    let c = crate::analyze::limits::profile_cost(250, Some(&l));
+    let c = wirebench_analysis::limits::profile_cost(250, Some(&l));
     let e = c.expected.as_ref().unwrap();
     assert!(close(e.cpu_pct, 0.75) && close(e.ns_per_sample, 30_000.0));
     assert_eq!(
@@ -283,7 +156,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         (4000, "2023-11-14T22:13:20.000Z")
     );
     assert!(close(
-        crate::analyze::limits::profile_cost(4000, Some(&l))
+        wirebench_analysis::limits::profile_cost(4000, Some(&l))
             .expected
             .unwrap()
             .cpu_pct,
@@ -295,7 +168,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
          per sample × 250 Hz; `wirebench limits` probe of 2023-11-14 22:13 UTC, which measured \
          +12.0 % at 4000 Hz)"
     );
-    let none = crate::analyze::limits::profile_cost(250, None);
+    let none = wirebench_analysis::limits::profile_cost(250, None);
     assert_eq!(none.expected, None);
     assert_eq!(
         crate::print::profile::cost_line(&none),
@@ -317,131 +190,6 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
     let text = serde_json::to_string(&l).unwrap();
     assert_eq!(LimitsResult::from_json(&text).unwrap(), l);
     assert!(LimitsResult::from_json(&text.replace("\"limits\"", "\"sweep\"")).is_err());
-}
-
-#[test]
-fn the_loopback_ceiling_is_the_receivers_rate_and_congestion_control() {
-    let mut r = stream_result(one_flow(), 25e9);
-    r.runs[0].summary.as_mut().unwrap().congestion = vec!["cubic".into()];
-    let c = loopback_ceiling(&r).unwrap();
-    assert!(close(c.throughput_bps, 25e9));
-    assert_eq!(c.congestion.as_deref(), Some("cubic"));
-    assert_eq!(
-        (c.flows, c.msg_bytes, c.duration_ms),
-        (1, 128 * 1024, 10_000)
-    );
-    r.status = wirebench_model::result::RunStatus::Aborted;
-    assert!(loopback_ceiling(&r).is_err());
-}
-
-#[test]
-fn a_loopback_copy_stream_makes_two_copies_at_the_nearest_size() {
-    // 16 Gbit/s = 2 GB/s of payload, copied twice on this machine = 4 GB/s, against 40 GB/s
-    // at 128 KiB (the message size) on one thread: 10 %.
-    let r = stream_result(one_flow(), 16e9);
-    let p = physical_context(&r, &limits()).unwrap();
-    assert_eq!(
-        (p.msg_bytes, p.buffer_bytes, p.copy_threads),
-        (128 << 10, 128 << 10, 1)
-    );
-    assert!(close(p.payload_bytes_per_s, 2e9));
-    assert!(close(p.copies_per_byte, 2.0));
-    assert!(close(p.copied_bytes_per_s, 4e9));
-    assert!(close(p.copy_bandwidth_pct, 10.0));
-    assert_eq!(p.boot_id, "b00t");
-    assert_eq!(p.limits_started_utc, "2023-11-14T22:13:20.000Z");
-}
-
-#[test]
-fn only_copying_ends_on_this_machine_count() {
-    let copies = |send: SendPath, recv: RecvPath, embedded: bool, zc: Option<ZeroCopyStats>| {
-        let mut r = stream_result(one_flow(), 16e9);
-        r.embedded_server = embedded;
-        let s = r.runs[0].summary.as_mut().unwrap();
-        s.same_host = embedded;
-        let WorkloadSummary::Stream(st) = &mut s.workload else {
-            unreachable!()
-        };
-        st.directions[0].send_paths = vec![send];
-        st.directions[0].recv_paths = vec![recv];
-        st.directions[0].zerocopy = zc;
-        physical_context(&r, &limits()).unwrap().copies_per_byte
-    };
-    assert_eq!(copies(SendPath::Copy, RecvPath::Copy, true, None), 2.0);
-    assert_eq!(copies(SendPath::Sendfile, RecvPath::Copy, true, None), 1.0);
-    assert_eq!(copies(SendPath::Copy, RecvPath::Discard, true, None), 1.0);
-    assert_eq!(
-        copies(SendPath::Sendfile, RecvPath::Discard, true, None),
-        0.0
-    );
-    assert_eq!(copies(SendPath::Uring, RecvPath::Uring, true, None), 2.0);
-    // A remote server: only the client's (sending) end is here.
-    assert_eq!(copies(SendPath::Copy, RecvPath::Copy, false, None), 1.0);
-    assert_eq!(copies(SendPath::Sendfile, RecvPath::Copy, false, None), 0.0);
-    // MSG_ZEROCOPY over loopback: the kernel copied every send after all.
-    let copied = ZeroCopyStats {
-        sends: 10,
-        sends_completed_copied: 10,
-        ..ZeroCopyStats::default()
-    };
-    assert_eq!(
-        copies(SendPath::Zerocopy, RecvPath::Copy, true, Some(copied)),
-        2.0
-    );
-    let mapped = ZeroCopyStats {
-        sends: 10,
-        sends_completed_zerocopy: 10,
-        bytes_mapped: 1000,
-        bytes_copied: 10,
-        ..ZeroCopyStats::default()
-    };
-    assert_eq!(
-        copies(SendPath::Zerocopy, RecvPath::Zerocopy, true, Some(mapped)),
-        0.0
-    );
-}
-
-#[test]
-fn several_flows_use_the_all_threads_figure_where_there_is_one() {
-    // Two flows (forward_two's spec) at 128 KiB: 60 GB/s on 2 threads.
-    let p = physical_context(
-        &stream_result(stream_spec(Direction::Forward, 2), 16e9),
-        &limits(),
-    )
-    .unwrap();
-    assert_eq!(p.copy_threads, 2);
-    assert!(close(p.copy_bytes_per_s, 60e9));
-    // 256 MiB messages: the nearest size has no all-threads figure, so one thread's.
-    let mut spec = stream_spec(Direction::Forward, 2);
-    stream_spec_mut(&mut spec).send_size_bytes = 200 << 20;
-    let p = physical_context(&stream_result(spec, 16e9), &limits()).unwrap();
-    assert_eq!((p.buffer_bytes, p.copy_threads), (256 << 20, 1));
-    assert!(close(p.copy_bytes_per_s, 8e9));
-}
-
-#[test]
-fn the_nearest_size_is_nearest_on_a_log_scale() {
-    let l = limits();
-    let near = |n: u64| l.nearest_row(n).unwrap().buffer_bytes;
-    assert_eq!(near(1), 128 << 10);
-    assert_eq!(near(300 << 10), 128 << 10);
-    // 362 KiB is about the geometric mean of 128 KiB and 1 MiB; 400 KiB is nearer 1 MiB.
-    assert_eq!(near(400 << 10), 1 << 20);
-    assert_eq!(near(8 << 20), 1 << 20);
-    assert_eq!(near(32 << 20), 256 << 20);
-}
-
-#[test]
-fn no_context_without_a_stream_a_boot_or_a_completed_run() {
-    let mut l = limits();
-    let r = stream_result(one_flow(), 16e9);
-    let rr = result_for(TestSpec::new(WorkloadSpec::Rr(Default::default())), vec![]);
-    assert_eq!(physical_context(&rr, &l), None);
-    let mut failed = r.clone();
-    failed.runs[0].status = wirebench_model::result::RunStatus::Failed;
-    assert_eq!(physical_context(&failed, &l), None);
-    l.boot_id = None;
-    assert_eq!(physical_context(&r, &l), None);
 }
 
 #[test]
@@ -558,8 +306,6 @@ fn the_human_text_has_the_table_the_probes_and_where_it_came_from() {
     );
 }
 
-// ───── the schema ─────
-
 /// `docs/limits.schema.json` must be what the limits types generate.
 /// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
 #[test]
@@ -595,7 +341,7 @@ fn limits_schema_file_is_current() {
 /// (under load, say), and a run under another congestion control is not comparable with it.
 #[test]
 fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
-    use crate::analyze::verdict::machine_limits;
+    use wirebench_analysis::verdict::machine_limits;
     use wirebench_model::limits::LoopbackCeiling;
     use wirebench_model::verdict::{CeilingReading, Evidence, Limiter, Verdict};
     let run = |ceiling_bps: f64, cc: &str| -> Verdict {
@@ -709,7 +455,7 @@ fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
 /// (beyond the caches) are not.
 #[test]
 fn a_copy_bandwidth_far_below_a_larger_buffers_is_implausible() {
-    use crate::analyze::limits::implausible_figures;
+    use wirebench_analysis::limits::implausible_figures;
     use wirebench_model::limits::MemoryFigure;
     let row = |kib: u64, gb: f64| MemoryRow {
         buffer_bytes: kib << 10,

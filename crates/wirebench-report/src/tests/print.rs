@@ -13,8 +13,8 @@ use wirebench_model::warning::{CpuUnmeasured, Noted, Warning};
 use wirebench_stats::ci::ConfidenceLevel;
 
 use super::*;
-use crate::analyze::{aggregate, summarize};
 use crate::print;
+use wirebench_analysis::{aggregate, summarize};
 
 // ───── CSV ─────
 

@@ -5,8 +5,8 @@ use wirebench_model::side::{FlowTcpSample, Role};
 use wirebench_model::spec::FlowDir;
 
 use super::*;
-use crate::analyze::summarize;
 use crate::figures::{run_figures, Drawing, FigureKind};
+use wirebench_analysis::summarize;
 
 fn sample(flow: u32, cwnd: u32, srtt_us: u32, retrans: u32, at_close: bool) -> FlowTcpSample {
     FlowTcpSample {
@@ -75,7 +75,7 @@ fn rows_sum_windows_and_retransmit_differences_and_average_the_round_trip() {
 #[test]
 fn above_the_bound_only_the_direction_has_rows() {
     let (mut spec, mut client, server) = with_samples();
-    spec.common.flows = crate::analyze::tcp_series::MAX_FLOW_ROWS as u32 + 1;
+    spec.common.flows = wirebench_analysis::tcp_series::MAX_FLOW_ROWS as u32 + 1;
     let n = spec.common.flows;
     let flows: Vec<FlowSide> = (0..n)
         .map(|f| flow_side(f, FlowDir::ClientToServer, Role::Sender, 1, 1, S, 2 * S))

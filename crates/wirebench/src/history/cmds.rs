@@ -440,7 +440,7 @@ pub fn from_record(line: &str) -> Result<RunResult, String> {
     let same = boot(&client).is_some() && boot(&client) == boot(&server);
     let summary = client
         .as_ref()
-        .map(|c| wirebench_report::analyze::summarize(&spec, c, server.as_ref(), same));
+        .map(|c| wirebench_analysis::summarize(&spec, c, server.as_ref(), same));
     let status = if completed && summary.is_some() {
         RunStatus::Completed
     } else {

@@ -1,13 +1,13 @@
 //! `history compare`, `history regress` and `wirebench compare FILES`: two sets of results
-//! judged figure by figure (`wirebench-report::analyze::compare`), printed in words or as
+//! judged figure by figure (`wirebench-analysis::compare`), printed in words or as
 //! the Comparison JSON document.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use wirebench_analysis::compare::{compare, regressions};
 use wirebench_model::compare::{CompareSide, Comparison};
 use wirebench_model::result::RunResult;
-use wirebench_report::analyze::compare::{compare, regressions};
 use wirebench_report::print::compare as words;
 use wirebench_stats::ci::ConfidenceLevel;
 use wirebench_store::{Filter, Store};

@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::time::Instant;
 
+use wirebench_analysis::compare::values;
 use wirebench_model::compare::Figure;
 use wirebench_model::result::RunResult;
 use wirebench_model::side::HostRole;
 use wirebench_model::study::{StudyManifest, StudyPoint};
 use wirebench_model::sweep::SweepResult;
-use wirebench_report::analyze::compare::values;
 use wirebench_stats::hypothesis::median;
 use wirebench_store::{Headline, NewResult, ResultKind, Source, Store};
 

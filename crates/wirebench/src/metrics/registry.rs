@@ -9,11 +9,11 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use wirebench_analysis::compare::values;
 use wirebench_model::compare::Figure;
 use wirebench_model::result::RunStatus;
 use wirebench_model::side::HostRole;
 use wirebench_net::daemon::{DaemonStats, RefusalReason};
-use wirebench_report::analyze::compare::values;
 use wirebench_stats::hypothesis::median;
 
 use super::StatusCounts;

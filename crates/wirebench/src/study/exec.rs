@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use wirebench_analysis::study::figures;
 use wirebench_lab::named::{Endpoint, LabManager, LabReport};
 use wirebench_model::study::{
     CellRecord, CellTest, EmulatorSettings, Level, OffloadState, Placement, QdiscState,
@@ -21,7 +22,6 @@ use wirebench_model::study::{
     STUDY_SCHEMA_VERSION,
 };
 use wirebench_model::sweep::{FactorName, SweepPoint, SweepResult, SweepStatus};
-use wirebench_report::analyze::study::figures;
 use wirebench_report::print::study as show;
 
 use super::plan::{run_order, PlannedCell, StudyPlan, TestRun};

@@ -20,11 +20,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
+use wirebench_analysis::study::{evaluate, pivot};
 use wirebench_lab::named::LabManager;
 use wirebench_model::study::{
     FigureName, StudyFactor, StudyManifest, StudyPoint, StudyStatus, Verdict,
 };
-use wirebench_report::analyze::study::{evaluate, pivot};
 use wirebench_report::print::study as show;
 use wirebench_report::study_page::StudyTable;
 

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use wirebench_analysis::study::{level_of, meets};
 use wirebench_lab::named::{parse_offloads, parse_sysctl, Endpoint, LabSpec, NamedError};
 use wirebench_model::study::{Level, Placement, StudyFactor, TestbedFactor};
 use wirebench_model::sweep::FactorValue;
-use wirebench_report::analyze::study::{level_of, meets};
 use wirebench_report::print::study::levels_text;
 
 use super::file::{CellSpec, FileError, StudyFile, TestEntry};

@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use wirebench_analysis::sweep::{analyze, point_count, point_figure};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{iso8601_utc, RunStatus};
 use wirebench_model::study::Testbed;
@@ -37,7 +38,6 @@ use wirebench_model::sweep::{
     FactorName, PointRole, Setting, SweepPoint, SweepResult, SweepStatus, SWEEP_SCHEMA_VERSION,
 };
 use wirebench_net::runner::{failed_result, unix_ms, Quiet, Runner, RunnerConfig};
-use wirebench_report::analyze::sweep::{analyze, point_count, point_figure};
 use wirebench_report::print::sweep as show;
 
 use crate::test_cmd::{runner_config, write_atomically, write_derived};
@@ -163,21 +163,9 @@ impl Sweeper<'_> {
                 Err(msg) => failed_result(None, None, false, ErrorInfo::new(ErrorKind::Usage, msg)),
             };
             result.testbed = self.testbed.clone().map(Box::new);
-            // A stream point against this machine's limits, when they are cached for this
-            // boot (the single test's own physical context; drawn along the curve).
-            // A profiled point states its sampling rate and expected cost.
-            let stream = result.spec.as_ref().map(|s| s.kind())
-                == Some(wirebench_model::spec::WorkloadKind::Stream);
-            let profile_hz = result.spec.as_ref().and_then(|s| s.common.profile_hz);
-            if stream || profile_hz.is_some() {
-                let limits = crate::limits_cmd::cached_for_this_boot().map(|(_, l)| l);
-                result.profile_cost = profile_hz
-                    .map(|hz| wirebench_report::analyze::limits::profile_cost(hz, limits.as_ref()));
-                if let Some(limits) = limits.as_ref().filter(|_| stream) {
-                    result.physical =
-                        wirebench_report::analyze::limits::physical_context(&result, limits);
-                }
-            }
+            // Against this machine's limits when they are cached for this boot, as the
+            // single test is (its physical context is drawn along the curve).
+            crate::limits_cmd::finish(&mut result);
             if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {
                 return None;
             }

@@ -4,7 +4,7 @@ use wirebench_model::result::{RunStatus, WorkloadSummary};
 use wirebench_stats::ci::ConfidenceLevel;
 
 use super::*;
-use crate::analyze::{aggregate, summarize};
+use crate::{aggregate, summarize};
 
 #[test]
 fn aggregate_target_met() {

@@ -362,71 +362,10 @@ fn analyze_curve(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use wirebench_model::sweep::{Factor, SweepPoint, SweepStatus};
-
-    fn empty_result() -> RunResult {
-        RunResult {
-            schema_version: 3,
-            tool: "t".into(),
-            title: None,
-            command: Vec::new(),
-            started_unix_ms: 0,
-            started_utc: String::new(),
-            status: wirebench_model::result::RunStatus::Completed,
-            spec: None,
-            server_address: None,
-            embedded_server: true,
-            runs: vec![],
-            aggregate: None,
-            warnings: vec![],
-            error: None,
-            under_load: None,
-            testbed: None,
-            physical: None,
-            profile_cost: None,
-        }
-    }
-
-    pub(crate) fn stream_point(index: u32, size: u64, bps: f64, role: PointRole) -> SweepPoint {
-        SweepPoint {
-            index,
-            role,
-            settings: vec![Setting {
-                factor: FactorName::MsgSize,
-                value: FactorValue::Number(size),
-            }],
-            duration_ms: 500,
-            figure: Some(PointFigure::Throughput {
-                throughput_bps: bps,
-                stddev_bps: None,
-            }),
-            result: empty_result(),
-        }
-    }
-
-    pub(crate) fn sweep(points: Vec<SweepPoint>, test: WorkloadKind) -> SweepResult {
-        SweepResult {
-            schema_version: 1,
-            kind: "sweep".into(),
-            software: "t".into(),
-            test,
-            command: vec![],
-            factors: vec![Factor {
-                name: FactorName::MsgSize,
-                values: vec![FactorValue::Number(1), FactorValue::Number(2)],
-                given: "1..2".into(),
-            }],
-            started_unix_ms: 0,
-            started_utc: String::new(),
-            ended_unix_ms: 0,
-            status: SweepStatus::Completed,
-            error: None,
-            points,
-            analysis: vec![],
-        }
-    }
+    use crate::tests::{stream_point, sweep};
+    use wirebench_model::sweep::{SweepPoint, SweepStatus};
 
     /// A Hockney-shaped stream curve with one deep dip that the re-measurement confirms,
     /// and one that it does not.

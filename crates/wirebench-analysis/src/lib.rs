@@ -1,6 +1,9 @@
-//! The analysis: pure functions that turn both ends' [`SideReport`]s into the derived figures
-//! of a [`Summary`], and repeated runs into an [`Aggregate`]. These definitions are the tool's
-//! contract; the printers only format what is computed here.
+//! wirebench's analysis: pure functions that turn both ends' [`SideReport`]s into the
+//! derived figures of a [`Summary`], repeated runs into an [`Aggregate`], a finished result
+//! into its verdict ([`verdict`], [`finish`]), and sweeps, studies and comparisons into their
+//! findings. These definitions are the tool's contract; the printers (wirebench-report) only
+//! format what is computed here. Nothing here does I/O or draws: the daemon links this crate
+//! without any plotting code.
 //!
 //! [`summarize`] collects what every workload shares — both ends' warnings (as [`Noted`]
 //! with the end that raised them), an aborted end, the congestion control in use against the
@@ -27,6 +30,7 @@
 pub mod addresses;
 pub mod compare;
 pub mod cpu;
+pub mod finish;
 pub mod iperf3;
 pub mod iperf3_end;
 pub mod limits;
@@ -42,6 +46,11 @@ pub mod tcp_series;
 pub mod udp;
 pub mod under_load;
 pub mod verdict;
+
+#[cfg(test)]
+extern crate self as wirebench_analysis; // the shared test fixtures name this crate
+#[cfg(test)]
+mod tests;
 
 use wirebench_model::result::{Aggregate, RunRecord, RunStatus, Summary, WorkloadSummary};
 use wirebench_model::side::{HostRole, SideReport, SideStatus};

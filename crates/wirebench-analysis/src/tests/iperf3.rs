@@ -7,7 +7,7 @@ use wirebench_model::spec::FlowDir;
 use wirebench_model::udp::UdpSide;
 
 use super::*;
-use crate::analyze::iperf3::complete;
+use crate::iperf3::complete;
 
 fn stream(id: u32, flow: Option<u32>, role: Role, bytes: u64) -> Iperf3Stream {
     Iperf3Stream {
@@ -147,7 +147,7 @@ fn udp_flows_reconcile_datagrams() {
 /// whole-test totals are unknown, not 0.
 #[test]
 fn the_servers_end_of_a_stream_summary_is_its_own_count() {
-    use crate::analyze::summarize_with_iperf3;
+    use crate::summarize_with_iperf3;
     let (s2c, c2s) = (FlowDir::ServerToClient, FlowDir::ClientToServer);
     let spec = stream_spec(wirebench_model::spec::Direction::Bidir, 1);
     let client = stream_report(
@@ -205,7 +205,7 @@ fn the_servers_end_of_a_stream_summary_is_its_own_count() {
         (None, None)
     );
     // Without the server's figures the summary is what it was: that end moved nothing.
-    let bare = crate::analyze::summarize(&spec, &client, None, false);
+    let bare = crate::summarize(&spec, &client, None, false);
     assert_eq!(stream_of(&bare).directions[0].iperf3_end, None);
 }
 
@@ -215,7 +215,7 @@ fn the_servers_end_of_a_stream_summary_is_its_own_count() {
 /// sending end, this end's received and socket drops stay.
 #[test]
 fn the_servers_end_of_a_udp_summary_is_its_own_count() {
-    use crate::analyze::summarize_with_iperf3;
+    use crate::summarize_with_iperf3;
     let spec = {
         let mut s = udp_spec(wirebench_model::spec::Direction::Bidir, 1);
         s.common.warmup_ms = 0;

@@ -3,7 +3,7 @@
 //!
 //! Definitions: a category's `cpu_ns` (see [`ProfileReport`]) divided by what the test
 //! delivered over the window, the same denominators as the CPU service demand
-//! ([`crate::analyze::cpu`]): the receivers' window bytes over all directions in KB
+//! ([`crate::cpu`]): the receivers' window bytes over all directions in KB
 //! (1024 bytes, netperf's unit), or the client's window transactions. The idle category is
 //! reported like the others (its "cost" is the headroom left per unit of work). With no
 //! payload or no transaction, the figure is `None`.
