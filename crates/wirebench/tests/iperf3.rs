@@ -667,3 +667,109 @@ fn hostile_iperf3_udp_clients_leave_the_daemon_serving() {
     assert!(got["packets"].as_u64().unwrap() > 800, "{got}");
     assert_eq!(got["lost_packets"].as_u64(), Some(0), "{got}");
 }
+
+/// IPv6, both ways, on loopback (`::1`): a stock iperf3 client against `serve --iperf3
+/// --bind ::1` (TCP and UDP: what the client says it sent is what the daemon's record says
+/// it received), and `stream --iperf3` / `udp --iperf3` against `iperf3 -s -B ::1` (the
+/// server's counts, from its own `-J` output, are this end's: every byte, every datagram
+/// received or counted lost).
+#[test]
+fn iperf3_over_ipv6_both_ways() {
+    if !have_iperf3() {
+        return;
+    }
+    let _g = serial();
+    // A stock client against the daemon.
+    let d = LocalDaemon::start(&["--bind", "::1", "--iperf3", "--iperf3-port", "0"]);
+    let addr = iperf3_addr(&d);
+    assert!(addr.is_ipv6(), "{addr}");
+    let tcp = iperf3_json(Command::new("iperf3"), addr, &["-t", "1"]);
+    let udp = iperf3_json(
+        Command::new("iperf3"),
+        addr,
+        &["-t", "1", "-u", "-b", "50M", "-l", "1400"],
+    );
+    let recs = d.wait_records(2, Duration::from_secs(10));
+    assert!(recs.iter().all(|r| r["status"] == "completed"), "{recs:?}");
+    for r in &recs {
+        let peer = r["peer"].as_str().unwrap_or_default();
+        assert!(peer.starts_with("[::1]:"), "the peer over IPv6: {r}");
+    }
+    let sent = tcp["end"]["sum_sent"]["bytes"].as_u64().unwrap();
+    let received: u64 = server_flows(&recs[0]).iter().map(|f| f.1).sum();
+    assert_eq!(
+        received, sent,
+        "TCP: iperf3 sent {sent}, the daemon received {received}"
+    );
+    // UDP: the daemon's received datagrams and the loss it told the client (which the
+    // client prints) cover no more than the client sent (datagrams after the last one the
+    // daemon saw are in neither).
+    let udp_sent = udp["end"]["sum"]["packets"].as_u64().unwrap();
+    let udp_lost = udp["end"]["sum"]["lost_packets"].as_u64().unwrap();
+    let got = sum_u64(&server_udp(&recs[1])["receivers"], "datagrams_received");
+    assert!(
+        got > 0 && got + udp_lost <= udp_sent,
+        "UDP: sent {udp_sent}, received {got}, lost {udp_lost}"
+    );
+    drop(d);
+
+    // wirebench's client against a stock server, TCP then UDP.
+    let server = |port: &str| {
+        let mut c = Command::new("iperf3");
+        c.args(["-s", "-B", "::1", "-p", port, "-1", "-J"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let g = Guarded::spawn(&mut c);
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !std::process::Command::new("ss")
+            .args(["-Hltn", "sport", "=", &format!(":{port}")])
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false)
+        {
+            assert!(
+                std::time::Instant::now() < until,
+                "iperf3 -s did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        g
+    };
+    let s = server("5331");
+    let ran = wb(&[
+        "stream", "--iperf3", "-H", "::1", "-p", "5331", "-t", "1", "-J",
+    ]);
+    let out = s.wait_with_output();
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let r: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(r["runs"][0]["iperf3"]["address"], "[::1]:5331");
+    let srv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let theirs = srv["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    let d0 = &r["runs"][0]["summary"]["workload"]["stream"]["directions"][0];
+    assert_eq!(d0["receiver_total_bytes"].as_u64(), Some(theirs), "{d0}");
+    let ours = d0["sender_total_bytes"].as_u64().unwrap();
+    assert!(
+        theirs > 0 && theirs <= ours,
+        "sent {ours}, iperf3 read {theirs}"
+    );
+
+    let s = server("5332");
+    let ran = wb(&[
+        "udp", "--iperf3", "-H", "::1", "-p", "5332", "-t", "1", "-b", "50M", "-J",
+    ]);
+    let out = s.wait_with_output();
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let r: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let srv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rec = &r["runs"][0]["iperf3"]["reconciliation"][0]["udp"];
+    let stream = &srv["end"]["streams"][0]["udp"];
+    let sent = rec["sent_datagrams"].as_u64().unwrap();
+    assert!(sent > 4000, "50 Mbit/s for 1 s: {rec}");
+    // The server's own output: its highest sequence number and lost count are what the
+    // results exchange said, and every datagram sent is received, lost, or after the last.
+    assert_eq!(
+        stream["packets"].as_u64().unwrap() - stream["lost_packets"].as_u64().unwrap(),
+        rec["received_datagrams"].as_u64().unwrap(),
+        "{stream} vs {rec}"
+    );
+}
