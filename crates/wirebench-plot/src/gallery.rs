@@ -137,6 +137,7 @@ pub fn cpu_bars() -> BarFigure {
         value_axis: Axis::linear("CPU time", Unit::Percent).with_range(0.0, 100.0),
         orientation: Orientation::Vertical,
         show_totals: false,
+        errors: Vec::new(),
     }
 }
 
@@ -163,6 +164,11 @@ pub fn ladder() -> BarFigure {
         value_axis: Axis::linear("throughput", Unit::BitsPerSecond),
         orientation: Orientation::Horizontal,
         show_totals: true,
+        // Min-max of three repeated runs, as a study draws them.
+        errors: steps
+            .iter()
+            .map(|s| vec![Some((s.1 * 0.95, s.1 * 1.04))])
+            .collect(),
     }
 }
 

@@ -357,6 +357,11 @@ pub struct BarFigure {
     pub orientation: Orientation,
     /// Write each bar's total at its end.
     pub show_totals: bool,
+    /// Error bars on the bars' totals, `errors[category][group] = Some((low, high))` in
+    /// value-axis units (e.g. min–max of repeated points); empty: none. Drawn as a line
+    /// with caps across the bar's end; the value axis stretches to include them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<Vec<Option<(f64, f64)>>>,
 }
 
 /// One histogram bin `[lo, hi)`.

@@ -218,6 +218,37 @@ fn bars_count_categories_times_groups() {
     let doc = parse(&ladder);
     assert_eq!(groups(&doc, "bar").len(), 6);
     assert!(texts(&doc).iter().any(|x| x == "94.1 Gbit/s"));
+    // One error bar per bar (a line and two caps), across the bar's end: from inside the
+    // bar (its low end, 95 % of the value) to past it (104 %).
+    let bars = groups(&doc, "bar");
+    let errs = groups(&doc, "error-bar");
+    assert_eq!(errs.len(), 6);
+    for (b, e) in bars.iter().zip(&errs) {
+        let lines: Vec<_> = e.descendants().filter(|n| n.has_tag_name("line")).collect();
+        assert_eq!(lines.len(), 3);
+        let x = |n: &roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
+        let (lo, hi) = (x(&lines[0], "x1"), x(&lines[0], "x2"));
+        let rect = b.descendants().find(|n| n.has_tag_name("rect")).unwrap();
+        let end = x(&rect, "x") + x(&rect, "width");
+        assert!(
+            lo < end && end < hi,
+            "error bar {lo}..{hi} across the bar's end {end}"
+        );
+    }
+}
+
+#[test]
+fn error_bars_are_validated() {
+    let mut f = gallery::ladder();
+    f.errors[2][0] = Some((2.0, 1.0));
+    assert!(matches!(f.render_svg(), Err(PlotError::Invalid(_))));
+    let mut f = gallery::ladder();
+    f.errors.pop();
+    assert!(matches!(f.render_svg(), Err(PlotError::Invalid(_))));
+    let mut f = gallery::ladder();
+    f.errors[0][0] = None;
+    let doc_svg = f.render_svg().expect("a bar may have no error bar");
+    assert_eq!(groups(&parse(&doc_svg), "error-bar").len(), 5);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use wirebench_plot::{
 };
 
 use crate::print::study::{expectation_text, factor_key, levels_text, status_text, value_text};
-use wirebench_analysis::study::{cell_figure, evaluate, pivot};
+use wirebench_analysis::study::{cell_spread, evaluate, pivot};
 
 /// A table of a study: the figure `y` against factor `x` among test `test`'s points.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,10 +219,21 @@ pub fn table_figure(
             value_axis: y_axis(t.y),
             orientation: Orientation::Vertical,
             show_totals: false,
+            errors: p
+                .cells
+                .iter()
+                .map(|row| row.iter().map(|c| c.as_ref().and_then(range)).collect())
+                .collect(),
         }
         .render_svg()
     };
     Some(StudyFigure { svg, caption })
+}
+
+/// The min–max of a spread with more than one point that are not all equal (an error bar).
+fn range(s: &wirebench_model::study::Spread) -> Option<(f64, f64)> {
+    (s.count > 1 && s.min < s.max && s.min.is_finite() && s.max.is_finite())
+        .then_some((s.min, s.max))
 }
 
 /// A ladder of labelled cells as horizontal bars, one figure per (test, figure).
@@ -248,6 +259,10 @@ pub fn ladder_figures(
             )
         })
         .map(|(test, f)| {
+            let spreads: Vec<_> = cells
+                .iter()
+                .map(|c| cell_spread(points, c.index, test, *f))
+                .collect();
             let fig = BarFigure {
                 heading: Heading::new(
                     format!("Tuning ladder: {}", crate::print::study::figure_title(*f)),
@@ -260,21 +275,23 @@ pub fn ladder_figures(
                 category_label: String::new(),
                 groups: vec![String::new()],
                 stacks: vec![crate::print::study::figure_title(*f).to_string()],
-                values: cells
+                values: spreads
                     .iter()
-                    .map(|c| {
-                        vec![vec![
-                            cell_figure(points, c.index, test, *f).unwrap_or(f64::NAN)
-                        ]]
-                    })
+                    .map(|s| vec![vec![s.as_ref().map_or(f64::NAN, |s| s.median)]])
                     .collect(),
                 value_axis: y_axis(*f),
                 orientation: Orientation::Horizontal,
                 show_totals: true,
+                errors: spreads
+                    .iter()
+                    .map(|s| vec![s.as_ref().and_then(range)])
+                    .collect(),
             };
             StudyFigure {
                 svg: fig.render_svg(),
-                caption: "Each bar is one testbed cell (a rung), the median of its points.".into(),
+                caption: "Each bar is one testbed cell (a rung), the median of its points; \
+                          error bars: min–max of its points, where it has more than one."
+                    .into(),
             }
         })
         .collect()
@@ -325,6 +342,7 @@ pub fn breakdown_figure(
         value_axis: Axis::linear("share of the sampled CPU time", Unit::Percent),
         orientation: Orientation::Horizontal,
         show_totals: true,
+        errors: Vec::new(),
     };
     Some(StudyFigure {
         svg: fig.render_svg(),
@@ -574,5 +592,67 @@ mod tests {
             point("stream", None, None),
         ];
         assert_eq!(shared_link_rate_bps(&partly, "stream"), None);
+    }
+
+    /// A ladder rung measured in three rounds gets an error bar (min–max of its points); a
+    /// rung whose points all agree gets none.
+    #[test]
+    fn a_repeated_rung_has_an_error_bar() {
+        use wirebench_model::study::{CellRecord, FigureValue, StudyManifest, StudyStatus};
+        let cell = |index: u32, label: &str| CellRecord {
+            index,
+            round: 1,
+            label: Some(label.into()),
+            levels: Vec::new(),
+            status: StudyStatus::Completed,
+            build_ms: None,
+            teardown_ms: None,
+            measured_ms: None,
+            wall_ms: None,
+            testbed: None,
+            tests: Vec::new(),
+            error: None,
+        };
+        let m = StudyManifest {
+            schema_version: 1,
+            kind: "study".into(),
+            software: "wirebench".into(),
+            title: "ladder".into(),
+            seed: None,
+            file: "ladder.toml".into(),
+            file_text: String::new(),
+            command: Vec::new(),
+            repeat: 3,
+            host: None,
+            started_unix_ms: 0,
+            started_utc: "2026-11-30T00:00:00Z".into(),
+            ended_unix_ms: 0,
+            status: StudyStatus::Completed,
+            error: None,
+            cells: vec![cell(0, "base"), cell(1, "+ window")],
+            expectations: Vec::new(),
+        };
+        let at = |cell: u32, round: u32, bps: f64| StudyPoint {
+            cell,
+            round,
+            figures: vec![FigureValue {
+                figure: FigureName::ThroughputBps,
+                value: bps,
+            }],
+            ..point("stream", None, None)
+        };
+        let points = [
+            at(0, 1, 10e9),
+            at(0, 2, 12e9),
+            at(0, 3, 11e9),
+            at(1, 1, 20e9),
+            at(1, 2, 20e9),
+            at(1, 3, 20e9),
+        ];
+        let figs = ladder_figures(&m, &points, &[("stream".into(), FigureName::ThroughputBps)]);
+        assert_eq!(figs.len(), 1);
+        let svg = figs[0].svg.as_ref().expect("rendered").as_str().to_string();
+        assert_eq!(svg.matches("class=\"error-bar\"").count(), 1, "{svg}");
+        assert!(figs[0].caption.contains("min–max"), "{}", figs[0].caption);
     }
 }

@@ -49,7 +49,28 @@ impl BarFigure {
                 }
             }
         }
+        if !self.errors.is_empty() {
+            if self.errors.len() != self.categories.len()
+                || self.errors.iter().any(|r| r.len() != self.groups.len())
+            {
+                return bad("error bars: one (low, high) or None per category and group".into());
+            }
+            if self
+                .errors
+                .iter()
+                .flatten()
+                .flatten()
+                .any(|(lo, hi)| !lo.is_finite() || !hi.is_finite() || lo > hi)
+            {
+                return bad("error bars need finite low <= high".into());
+            }
+        }
         Ok(())
+    }
+
+    /// The error bar of category `c`, group `g`, if any.
+    fn error(&self, c: usize, g: usize) -> Option<(f64, f64)> {
+        self.errors.get(c).and_then(|r| r.get(g)).copied().flatten()
     }
 
     /// Colour slot of stack `s` in group `g`.
@@ -139,8 +160,17 @@ impl Render for BarFigure {
         let top = draw_heading(&pen, &self.heading, w);
         let entries = self.legend();
         let totals = self.totals();
-        let max_total = totals.iter().copied().fold(0.0, f64::max);
-        let min_total = totals.iter().copied().fold(0.0, f64::min);
+        let error_ends = self.errors.iter().flatten().flatten();
+        let max_total = totals
+            .iter()
+            .copied()
+            .chain(error_ends.clone().map(|e| e.1))
+            .fold(0.0, f64::max);
+        let min_total = totals
+            .iter()
+            .copied()
+            .chain(error_ends.map(|e| e.0))
+            .fold(0.0, f64::min);
         let horizontal = self.orientation == Orientation::Horizontal;
         // Stacked groups in vertical bars: group names go under each bar, category names
         // under those (drawn here, not by plotters, which writes one label row).
@@ -293,6 +323,18 @@ fn draw_bars(pen: &Pen, f: &BarFigure, frame: &super::frame::Frame) {
             let total: f64 = stack.iter().filter(|v| v.is_finite()).sum();
             let lines = f.end_labels(g, total);
             let mid = (a + b) / 2.0;
+            if let Some((lo, hi)) = f.error(c, g) {
+                draw_error_bar(
+                    pen,
+                    horizontal,
+                    mid,
+                    (value_px(lo), value_px(hi)),
+                    (b - a) / 4.0,
+                );
+                // The total's label goes past the bar's end or the error bar's, whichever
+                // is further out.
+                pos = pos.max(hi);
+            }
             if horizontal {
                 let x = value_px(pos) + 6.0;
                 pen.text(
@@ -318,6 +360,18 @@ fn draw_bars(pen: &Pen, f: &BarFigure, frame: &super::frame::Frame) {
             pen.end();
         }
     }
+}
+
+/// An error bar across a bar at `mid` (category axis, px) from `ends.0` to `ends.1` (value
+/// axis, px), with caps `cap` px to either side.
+fn draw_error_bar(pen: &Pen, horizontal: bool, mid: f64, ends: (f64, f64), cap: f64) {
+    let at = |v: f64, across: f64| if horizontal { (v, across) } else { (across, v) };
+    pen.group("error-bar", "");
+    pen.line(at(ends.0, mid), at(ends.1, mid), INK, 1.2, "");
+    for e in [ends.0, ends.1] {
+        pen.line(at(e, mid - cap), at(e, mid + cap), INK, 1.2, "");
+    }
+    pen.end();
 }
 
 /// Group names under each bar and category names under those (vertical stacked groups).
