@@ -58,7 +58,7 @@ pub trait Observer {
 }
 
 /// `wirebench sweep` (its factors, options and the flags a point takes are listed after
-/// its help by [`command`]).
+/// its help by [`crate::cli::command`]).
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// The test every point runs.
