@@ -5,7 +5,7 @@
 //! call, wake-ups), the loopback ceiling is a short stream test through the [`Runner`]
 //! against the embedded server, and `wirebench-report` turns the batches into the
 //! [`LimitsResult`]. The result is cached in the state directory (`$WIREBENCH_STATE_DIR`,
-//! else [`DEFAULT_STATE_DIR`]) as `limits-<boot id>.json`, written atomically; the next
+//! else [`crate::limits_cache::DEFAULT_STATE_DIR`]) as `limits-<boot id>.json`, written atomically; the next
 //! `wirebench limits` of the same boot prints it instead of measuring, unless `--refresh`.
 //! Stream tests read it (never measure it) to put their throughput in context
 //! ([`cached_for_this_boot`]), and their verdicts say when and under what load it was
@@ -40,6 +40,7 @@ use crate::limits_cache::{
 };
 use crate::output::write_atomically;
 use crate::{EXIT_FAILED, EXIT_OK};
+
 /// `wirebench limits`.
 #[derive(Debug, Args)]
 pub struct LimitsArgs {
