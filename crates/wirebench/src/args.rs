@@ -35,7 +35,7 @@ pub enum TestCommand {
 }
 
 /// clap's error as one line: its first line, joined with the lines that name the arguments
-/// when it lists them ("the following required arguments were not provided: <IDENTITY>"),
+/// when it lists them ("the following required arguments were not provided: `<IDENTITY>`"),
 /// without the usage and help lines.
 pub fn first_line(s: &str) -> String {
     let mut lines = s
