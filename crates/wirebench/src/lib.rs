@@ -1,7 +1,10 @@
-//! The `wirebench` command line: argument parsing ([`cli`]), the dispatch ([`cmd`]), the
-//! client commands ([`specs`] builds the spec, [`test_cmd`] runs it through the runner and
-//! prints the result), the daemon's command line ([`serve`]) and this machine's limits
-//! ([`limits_cmd`]).
+//! The `wirebench` command line: the command tree ([`cli`]), the dispatch and one module per
+//! command ([`commands`]), and the modules the commands share: the test commands' arguments
+//! and value parsers ([`args`]), specs from them ([`specs`]), the runner's configuration
+//! ([`client`]), output files and verbosity ([`output`]), the cached limits ([`limits_cache`]), the sweep
+//! and study engines ([`sweep`], [`study`]), the results history ([`history`]) and the
+//! daemon's metrics ([`metrics`]). Commands import shared modules, never the reverse, and no
+//! module imports back into one that imports it (checked by a unit test).
 //!
 //! Kept as a library so tests can reach the parsing helpers; the binary is `main.rs`.
 //!
@@ -15,26 +18,26 @@
 //! - 5: a study ran and one of its expectations does not hold;
 //! - 130: interrupted by SIGINT/SIGTERM (partial results are printed).
 
+pub mod args;
 pub mod cli;
-pub mod cmd;
+pub mod client;
+pub mod commands;
 pub mod forward;
 pub mod history;
-pub mod iperf3_cmd;
 pub mod keyfile;
-pub mod lab;
-pub mod limits_cmd;
+pub mod limits_cache;
 pub mod metrics;
-pub mod plot_cmd;
+pub mod output;
 pub mod progress;
-pub mod serve;
 pub mod specs;
 pub mod study;
 pub mod sweep;
-pub mod test_cmd;
 pub mod under_load;
 
 #[cfg(test)]
 mod flag_registry;
+#[cfg(test)]
+mod module_graph;
 
 /// Milliseconds of `s` seconds, if `s` is a usable positive number.
 pub fn secs_to_ms(s: f64) -> Option<u64> {

@@ -1,5 +1,5 @@
 //! `wirebench`: see `wirebench --help`.
 
 fn main() {
-    std::process::exit(wirebench::cmd::main());
+    std::process::exit(wirebench::commands::main());
 }

@@ -8,7 +8,7 @@ use wirebench_model::spec::{
 };
 use wirebench_model::validate::{SpecError, SpecField, SpecProblem};
 
-use crate::cli::{
+use crate::args::{
     ClientArgs, CrrArgs, RecvPathArg, RecvWaitArg, RrArgs, SendPathArg, StreamArgs, UdpArgs,
 };
 

@@ -23,7 +23,7 @@ use wirebench_model::spec::{
 };
 use wirebench_net::runner::{failed_result, Observer, Quiet, Runner, RunnerConfig};
 
-use crate::cli::{LoadDirArg, RrArgs};
+use crate::args::{LoadDirArg, RrArgs};
 use crate::specs::client_limits;
 
 /// How long the load runs before the loaded test starts.

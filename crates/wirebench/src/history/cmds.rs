@@ -78,7 +78,7 @@ fn shown(row: &Row, doc: &str, a: &ShowArgs) -> String {
             Ok(r) => print::human_with(
                 &r,
                 print::HumanOptions {
-                    verbosity: crate::test_cmd::verbosity(a.verbose, a.quiet),
+                    verbosity: crate::output::verbosity(a.verbose, a.quiet),
                     ..Default::default()
                 },
             ),

@@ -25,9 +25,9 @@ use wirebench_model::sweep::{FactorName, SweepPoint, SweepResult, SweepStatus};
 use wirebench_report::print::study as show;
 
 use super::plan::{run_order, PlannedCell, StudyPlan, TestRun};
+use crate::output::{write_atomically, write_derived};
 use crate::sweep::{execute, load_previous, plan::plan as sweep_plan, runner_config_of};
 use crate::sweep::{Execution, Observer};
-use crate::test_cmd::{write_atomically, write_derived};
 
 /// Longest wait for a cell's daemon to accept connections.
 const DAEMON_READY: Duration = Duration::from_secs(10);

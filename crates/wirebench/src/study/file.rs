@@ -632,19 +632,18 @@ fn tests(
 /// in any spelling the command line accepts (`-o F`, `-oF`, `--output=F`, `-4oF`): read by
 /// parsing the test's command line; if it does not parse, by the flags' spellings.
 fn study_owned_flag(command: &str, args: &[String]) -> Option<&'static str> {
-    use crate::cli::{Cli, Command};
+    use crate::args::{TestCommand, TestLine};
     use clap::Parser as _;
     let full = ["wirebench", command]
         .into_iter()
         .map(String::from)
         .chain(args.iter().cloned());
-    if let Ok(cli) = Cli::try_parse_from(full) {
-        let c = match cli.command {
-            Command::Stream(a) => a.c,
-            Command::Rr(a) => a.c,
-            Command::Crr(a) => a.c,
-            Command::Udp(a) => a.c,
-            _ => return None,
+    if let Ok(cli) = TestLine::try_parse_from(full) {
+        let c = match cli.test {
+            TestCommand::Stream(a) => a.c,
+            TestCommand::Rr(a) => a.c,
+            TestCommand::Crr(a) => a.c,
+            TestCommand::Udp(a) => a.c,
         };
         return [
             (c.host.is_some(), "-H/--host"),

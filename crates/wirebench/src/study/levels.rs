@@ -93,12 +93,12 @@ pub(super) fn level_value(factor: StudyFactor, text: &str) -> Result<FactorValue
         StudyFactor::Testbed(f) => testbed_value(f, &Value::String(text.to_string())),
         StudyFactor::Test(f) if f.is_named() => Ok(FactorValue::Name(text.to_string())),
         StudyFactor::Test(f) => match f {
-            FactorName::Rate => crate::cli::parse_rate(text).map(FactorValue::Number),
+            FactorName::Rate => crate::args::parse_rate(text).map(FactorValue::Number),
             FactorName::Flows | FactorName::Burst | FactorName::UnderLoad => text
                 .parse()
                 .map(FactorValue::Number)
                 .map_err(|_| format!("{text:?} is not a whole number")),
-            _ => crate::cli::parse_size(text).map(FactorValue::Number),
+            _ => crate::args::parse_size(text).map(FactorValue::Number),
         },
     }
 }

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use wirebench_analysis::sweep::{analyze, point_count, point_figure};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
@@ -40,7 +41,8 @@ use wirebench_model::sweep::{
 use wirebench_net::runner::{failed_result, unix_ms, Quiet, Runner, RunnerConfig};
 use wirebench_report::print::sweep as show;
 
-use crate::test_cmd::{runner_config, write_atomically, write_derived};
+use crate::client::runner_config;
+use crate::output::{write_atomically, write_derived};
 use crate::under_load;
 use crate::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use plan::{point_argv, point_spec, Plan, SweepOptions};
@@ -53,6 +55,22 @@ pub trait Observer {
     fn grow(&mut self, by: usize);
     /// A point was measured and recorded; `total` is the number of points planned so far.
     fn point(&mut self, p: &SweepPoint, total: usize);
+}
+
+/// `wirebench sweep` (its factors, options and the flags a point takes are listed after
+/// its help by [`crate::cli::command`]).
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The test every point runs.
+    #[arg(value_parser = ["stream", "rr", "crr", "udp"])]
+    pub test: String,
+    /// The test's own flags (as for the single test), the factors and the sweep's options.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
 }
 
 /// The sweep command's observer: a line per point, under a bar on a terminal.
@@ -165,7 +183,7 @@ impl Sweeper<'_> {
             result.testbed = self.testbed.clone().map(Box::new);
             // Against this machine's limits when they are cached for this boot, as the
             // single test is (its physical context is drawn along the curve).
-            crate::limits_cmd::finish(&mut result);
+            crate::limits_cache::finish(&mut result);
             if result.status == RunStatus::Interrupted || self.interrupt.load(Ordering::Relaxed) {
                 return None;
             }

@@ -11,7 +11,7 @@ use wirebench_model::spec::{TestSpec, WorkloadKind, MIN_UDP_DATAGRAM_BYTES, MIN_
 use wirebench_model::sweep::{Factor, FactorName, FactorValue, Setting};
 use wirebench_stats::sweep::{explicit, geometric, perturb, DEFAULT_PERTURBATION};
 
-use crate::cli::{parse_rate, parse_size, Cli, ClientArgs, Command};
+use crate::args::{parse_rate, parse_size, ClientArgs, TestCommand, TestLine};
 use crate::specs::{crr_spec, rr_spec, stream_spec, udp_spec, SpecResult};
 use crate::under_load::LoadPlan;
 
@@ -132,7 +132,7 @@ fn longs_of_short(short: &str) -> Vec<String> {
     let (Some(c), None) = (chars.next(), chars.next()) else {
         return Vec::new();
     };
-    let cli = <Cli as clap::CommandFactory>::command();
+    let cli = <TestLine as clap::CommandFactory>::command();
     TEST_COMMANDS
         .iter()
         .filter_map(|name| cli.find_subcommand(name))
@@ -319,18 +319,18 @@ const NO_IPERF3: &str = "--iperf3 runs single tests only (`wirebench stream --ip
 /// The test of a command line `argv` (after `wirebench`).
 pub fn point_spec(argv: &[String]) -> Result<PointTest, String> {
     let full = std::iter::once("wirebench".to_string()).chain(argv.iter().cloned());
-    let cli = Cli::try_parse_from(full).map_err(|e| crate::cmd::first_line(&e.to_string()))?;
-    let (spec, c, load): (SpecResult, ClientArgs, Option<LoadPlan>) = match cli.command {
-        Command::Stream(a) if a.iperf3 => return Err(NO_IPERF3.into()),
-        Command::Udp(a) if a.iperf3 => return Err(NO_IPERF3.into()),
-        Command::Stream(a) => (stream_spec(&a), a.c, None),
-        Command::Rr(a) => {
+    let line =
+        TestLine::try_parse_from(full).map_err(|e| crate::args::first_line(&e.to_string()))?;
+    let (spec, c, load): (SpecResult, ClientArgs, Option<LoadPlan>) = match line.test {
+        TestCommand::Stream(a) if a.iperf3 => return Err(NO_IPERF3.into()),
+        TestCommand::Udp(a) if a.iperf3 => return Err(NO_IPERF3.into()),
+        TestCommand::Stream(a) => (stream_spec(&a), a.c, None),
+        TestCommand::Rr(a) => {
             let load = LoadPlan::of(&a);
             (rr_spec(&a), a.c, load)
         }
-        Command::Crr(a) => (crr_spec(&a), a.c, None),
-        Command::Udp(a) => (udp_spec(&a), a.c, None),
-        _ => return Err("not a test command".into()),
+        TestCommand::Crr(a) => (crr_spec(&a), a.c, None),
+        TestCommand::Udp(a) => (udp_spec(&a), a.c, None),
     };
     let spec = spec.map_err(|(msg, _)| msg)?;
     if let Some(l) = &load {

@@ -5,7 +5,7 @@
 //! call, wake-ups), the loopback ceiling is a short stream test through the [`Runner`]
 //! against the embedded server, and `wirebench-report` turns the batches into the
 //! [`LimitsResult`]. The result is cached in the state directory (`$WIREBENCH_STATE_DIR`,
-//! else [`DEFAULT_STATE_DIR`]) as `limits-<boot id>.json`, written atomically; the next
+//! else [`crate::limits_cache::DEFAULT_STATE_DIR`]) as `limits-<boot id>.json`, written atomically; the next
 //! `wirebench limits` of the same boot prints it instead of measuring, unless `--refresh`.
 //! Stream tests read it (never measure it) to put their throughput in context
 //! ([`cached_for_this_boot`]), and their verdicts say when and under what load it was
@@ -17,11 +17,11 @@
 //! nearer cache, so that cannot be the machine) is measured again, and one that stays so is
 //! kept flagged with its likely cause ([`Implausible`]).
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use wirebench_analysis::limits::{
     implausible_figures, limits_result, loopback_ceiling, memory_row, LimitsRun,
 };
@@ -29,68 +29,30 @@ use wirebench_model::limits::{
     Implausible, ImplausibleCause, LimitsLoad, LimitsResult, LimitsSamples, LoopbackCeiling,
     BUSY_OTHER_PCT,
 };
-use wirebench_model::result::RunResult;
 use wirebench_model::spec::{
     CallSizes, CommonSpec, StreamShape, StreamSpec, TestSpec, WorkloadSpec,
 };
 use wirebench_net::runner::{unix_ms, Quiet, Runner, RunnerConfig, Target};
 use wirebench_report::print::limits::{human, Provenance};
 
-use crate::cli::LimitsArgs;
-use crate::test_cmd::write_atomically;
+use crate::limits_cache::{
+    cache_path, cached_for_this_boot, state_dir_from_env, this_boot_id, STATE_DIR_ENV,
+};
+use crate::output::write_atomically;
 use crate::{EXIT_FAILED, EXIT_OK};
 
-/// Where the cache goes without [`STATE_DIR_ENV`].
-pub const DEFAULT_STATE_DIR: &str = "/var/lib/wirebench";
-/// Environment variable that overrides [`DEFAULT_STATE_DIR`].
-pub const STATE_DIR_ENV: &str = "WIREBENCH_STATE_DIR";
-
-/// The state directory: `$WIREBENCH_STATE_DIR`, else [`DEFAULT_STATE_DIR`].
-pub fn state_dir_from_env() -> PathBuf {
-    std::env::var_os(STATE_DIR_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR))
-}
-
-/// This boot's id, if it can be read and is a plain id (hex digits and dashes, as the
-/// kernel writes it; so it can name a file).
-pub fn this_boot_id() -> Option<String> {
-    let id = wirebench_sys::host::read_sysctl("kernel.random.boot_id").ok()?;
-    let plain =
-        !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-    plain.then_some(id)
-}
-
-/// The cache file of boot `boot_id` in `dir`.
-pub fn cache_path(dir: &Path, boot_id: &str) -> PathBuf {
-    dir.join(format!("limits-{boot_id}.json"))
-}
-
-/// Finishes a measured result against this machine's limits when they are cached for this
-/// boot ([`wirebench_analysis::finish`]; the cache is read only for a result that needs it).
-/// Single tests, tests under load, sweep points and study points all go through it.
-pub fn finish(result: &mut RunResult) {
-    if wirebench_analysis::finish::needs_limits(result) {
-        let limits = cached_for_this_boot().map(|(_, l)| l);
-        wirebench_analysis::finish::finish(result, limits.as_ref());
-    }
-}
-
-/// The limits cached for this boot, with their file: `None` when there is no such file, or
-/// it is not a limits document this build reads, or it names another boot.
-pub fn cached_for_this_boot() -> Option<(PathBuf, LimitsResult)> {
-    let boot = this_boot_id()?;
-    let path = cache_path(&state_dir_from_env(), &boot);
-    let text = std::fs::read_to_string(&path).ok()?;
-    match LimitsResult::from_json(&text) {
-        Ok(l) if l.boot_id.as_deref() == Some(boot.as_str()) => Some((path, l)),
-        Ok(_) => None,
-        Err(e) => {
-            tracing::debug!("ignoring {}: {e}", path.display());
-            None
-        }
-    }
+/// `wirebench limits`.
+#[derive(Debug, Args)]
+pub struct LimitsArgs {
+    /// Print the LimitsResult document as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Measure again even if this boot's limits are cached.
+    #[arg(long)]
+    pub refresh: bool,
+    /// Fewer buffer sizes, fewer and shorter batches (about 3 s instead of about 8).
+    #[arg(long)]
+    pub quick: bool,
 }
 
 /// The loopback ceiling: a stream test of `duration` after `warmup` against the embedded

@@ -12,7 +12,7 @@ use wirebench_model::spec::Limits;
 use wirebench_net::daemon::{Daemon, ServerConfig};
 use wirebench_proto::auth::{valid_identity, KeyTable};
 
-use crate::cli::{parse_rate, parse_size, secs_between, MAX_FLAG_SECS};
+use crate::args::{parse_rate, parse_size, secs_between, MAX_FLAG_SECS};
 
 /// `wirebench serve`.
 #[derive(Debug, Args)]
@@ -329,7 +329,7 @@ struct PidFile(std::path::PathBuf);
 
 impl PidFile {
     fn write(path: &std::path::Path) -> Result<PidFile> {
-        crate::test_cmd::write_atomically(path, format!("{}\n", std::process::id()).as_bytes())
+        crate::output::write_atomically(path, format!("{}\n", std::process::id()).as_bytes())
             .with_context(|| format!("writing the pid file {}", path.display()))?;
         Ok(PidFile(path.to_path_buf()))
     }

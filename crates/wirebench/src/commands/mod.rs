@@ -1,17 +1,28 @@
 //! The entry point: parse the command line, dispatch to the subcommands. Output goes to
 //! stdout (results only); diagnostics to stderr via tracing.
+//!
+//! One module per command, each owning its arguments; a command imports the shared modules
+//! at the crate's top level ([`crate::args`], [`crate::specs`], [`crate::client`],
+//! [`crate::output`], ...), never another command (a unit test checks that the crate's
+//! modules import one another without a cycle).
 
-use anyhow::{anyhow, Result};
+pub mod completions;
+pub mod keygen;
+pub mod lab;
+pub mod limits;
+pub mod plot;
+pub mod serve;
+pub mod test;
+
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_net::runner::failed_result;
-use wirebench_proto::auth::{valid_identity, Key};
 use wirebench_report::print;
 
-use crate::cli::{Cli, Command, KeygenArgs};
+use crate::cli::{Cli, Command};
 use crate::specs::{crr_spec, rr_spec, stream_spec, udp_spec};
-use crate::test_cmd::run_client;
 use crate::under_load::LoadPlan;
 use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use test::run_client;
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
@@ -38,38 +49,34 @@ pub fn main() -> i32 {
                     EXIT_OK
                 };
             }
-            return usage_error(first_line(&e.to_string()), wants_json);
+            return usage_error(crate::args::first_line(&e.to_string()), wants_json);
         }
     };
     init_tracing(matches!(cli.command, Command::Serve(_) | Command::Lab(_)));
     match cli.command {
-        Command::Serve(a) => match crate::serve::serve(&a) {
+        Command::Serve(a) => match serve::serve(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {
                 eprintln!("wirebench serve: {e:#}");
                 EXIT_FAILED
             }
         },
-        Command::Stream(a) if a.iperf3 => crate::iperf3_cmd::run_stream(&a),
+        Command::Stream(a) if a.iperf3 => test::iperf3::run_stream(&a),
         Command::Stream(a) => run_client(&a.c, stream_spec(&a), None),
         Command::Rr(a) => run_client(&a.c, rr_spec(&a), LoadPlan::of(&a)),
         Command::Crr(a) => run_client(&a.c, crr_spec(&a), None),
-        Command::Udp(a) if a.iperf3 => crate::iperf3_cmd::run_udp(&a),
+        Command::Udp(a) if a.iperf3 => test::iperf3::run_udp(&a),
         Command::Udp(a) => run_client(&a.c, udp_spec(&a), None),
-        Command::Lab(a) => crate::lab::run(a),
+        Command::Lab(a) => lab::run(a),
         Command::Sweep(a) => crate::sweep::run(&a.test, &a.args),
         Command::Study(a) => crate::study::run(a),
-        Command::Plot(a) => crate::plot_cmd::plot(&a),
-        Command::Report(a) => crate::plot_cmd::report(&a),
-        Command::Limits(a) => crate::limits_cmd::run(&a),
-        Command::Completions(a) => {
-            let mut cmd = crate::cli::command();
-            clap_complete::generate(a.shell, &mut cmd, "wirebench", &mut std::io::stdout());
-            EXIT_OK
-        }
+        Command::Plot(a) => plot::plot(&a),
+        Command::Report(a) => plot::report(&a),
+        Command::Limits(a) => limits::run(&a),
+        Command::Completions(a) => completions::run(&a, crate::cli::command()),
         Command::History(a) => crate::history::run(&a),
         Command::Compare(a) => crate::history::judge::compare_files(&a),
-        Command::Keygen(a) => match keygen(&a) {
+        Command::Keygen(a) => match keygen::keygen(&a) {
             Ok(()) => EXIT_OK,
             Err(e) => {
                 eprintln!("wirebench keygen: {e:#}");
@@ -114,28 +121,6 @@ pub(crate) fn iperf3_habit(args: &[String]) -> Option<String> {
     }
 }
 
-/// clap's error as one line: its first line, joined with the lines that name the arguments
-/// when it lists them ("the following required arguments were not provided: <IDENTITY>"),
-/// without the usage and help lines.
-pub(crate) fn first_line(s: &str) -> String {
-    let mut lines = s
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"));
-    let first = lines
-        .next()
-        .unwrap_or("invalid arguments")
-        .trim_start_matches("error: ")
-        .to_string();
-    let rest: Vec<&str> = lines.collect();
-    if rest.is_empty() {
-        first
-    } else {
-        format!("{first} {}", rest.join(", "))
-    }
-}
-
 fn init_tracing(daemon: bool) {
     let default = if daemon { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -145,18 +130,4 @@ fn init_tracing(daemon: bool) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-}
-
-fn keygen(a: &KeygenArgs) -> Result<()> {
-    if !valid_identity(&a.identity) {
-        return Err(anyhow!(
-            "identity '{}' must be 1-64 characters of A-Z a-z 0-9 . _ @ -",
-            a.identity
-        ));
-    }
-    let mut raw = vec![0u8; 32];
-    rand::RngCore::fill_bytes(&mut rand::rng(), &mut raw);
-    let key = Key::from_bytes(raw).map_err(|e| anyhow!(e))?;
-    println!("{} {}", a.identity, key.to_hex());
-    Ok(())
 }

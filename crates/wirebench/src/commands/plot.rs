@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::Args;
 use wirebench_model::limits::LimitsResult;
 use wirebench_model::result::RunResult;
 use wirebench_model::sweep::SweepResult;
@@ -11,9 +12,50 @@ use wirebench_report::figures::{limits_figures, run_figures, sweep_figures, Name
 use wirebench_report::page::{limits_page, run_page, sweep_page};
 use wirebench_report::study_page;
 
-use crate::cli::{PlotArgs, ReportArgs};
-use crate::test_cmd::write_atomically;
+use crate::output::write_atomically;
 use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+
+/// `wirebench plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, a
+    /// study's output directory, or the JSON of `wirebench limits --json`.
+    pub input: std::path::PathBuf,
+    /// Which figure: timeseries (a stream test's with TCP_INFO panels), tail, histogram,
+    /// under-load (request/response), curve, curve-latency, latency-vs-load (sweeps), limits,
+    /// table, ladder (studies); default the first that applies.
+    #[arg(long, value_parser = ["timeseries", "tail", "histogram", "under-load", "curve", "curve-latency", "latency-vs-load", "limits", "table", "ladder"])]
+    pub kind: Option<String>,
+    /// Write the SVG here (atomically) instead of to stdout.
+    #[arg(short, long, value_name = "FILE.svg")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+/// `wirebench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A RunResult or SweepResult JSON file (`--json` output), a sweep's `-o` directory, a
+    /// study's output directory, or the JSON of `wirebench limits --json`.
+    #[arg(required_unless_present = "compare")]
+    pub input: Option<std::path::PathBuf>,
+    /// Compare result files instead (A.json B.json, or sets split by `vs` as for `wirebench
+    /// compare`): the page judges every figure and draws both sides, time series overlaid
+    /// and boxes side by side.
+    #[arg(
+        long,
+        num_args = 2..,
+        value_name = "FILES",
+        conflicts_with = "input"
+    )]
+    pub compare: Option<Vec<std::path::PathBuf>>,
+    /// Confidence level of a comparison's intervals, 95 or 99.
+    #[arg(long, value_name = "PCT", default_value_t = 99, requires = "compare",
+          value_parser = crate::history::judge::parse_level)]
+    pub level: u32,
+    /// The HTML file to write (atomically).
+    #[arg(short, long, value_name = "FILE.html")]
+    pub output: std::path::PathBuf,
+}
 
 /// A result read from disk.
 enum Input {

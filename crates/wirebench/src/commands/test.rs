@@ -1,27 +1,28 @@
 //! The client commands (`stream`, `rr`, `crr`, `udp`): flags to a spec, the [`Runner`] to a
 //! result, the result to the chosen output. Nothing here measures or computes.
 
+pub mod iperf3;
+
 use std::io::{IsTerminal, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::Result;
 use wirebench_analysis::live::{Joined, LiveJoin};
 use wirebench_model::error::{ErrorInfo, ErrorKind};
 use wirebench_model::result::{RunRecord, RunResult, RunStatus};
 use wirebench_model::spec::TestSpec;
 use wirebench_model::spec::MAX_INTERVAL_SAMPLES;
-use wirebench_net::runner::{failed_result, Observer, Repetition, Runner, RunnerConfig, Target};
-use wirebench_proto::auth::{valid_identity, Key, KeyTable};
+use wirebench_net::runner::{failed_result, Observer, Runner, Target};
 use wirebench_proto::message::IntervalMsg;
 use wirebench_report::print::{self, units::RateUnit, HumanOptions, Verbosity};
-use wirebench_stats::ci::ConfidenceLevel;
 
-use crate::cli::ClientArgs;
-use crate::specs::{client_limits, SpecResult};
+use crate::args::ClientArgs;
+use crate::client::runner_config;
+use crate::output::{verbosity, write_atomically};
+use crate::specs::SpecResult;
 use crate::under_load::LoadPlan;
 use crate::{EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
@@ -83,63 +84,6 @@ fn human_options(a: &ClientArgs) -> HumanOptions {
         per_flow: a.per_flow,
         verbosity: verbosity(a.verbose, a.quiet),
     }
-}
-
-/// The verbosity `-v` and `-q` ask for (clap refuses both).
-pub(crate) fn verbosity(verbose: bool, quiet: bool) -> Verbosity {
-    match (verbose, quiet) {
-        (true, _) => Verbosity::Verbose,
-        (false, true) => Verbosity::Quiet,
-        (false, false) => Verbosity::Normal,
-    }
-}
-
-/// The identity and key for `--auth`, or a message for the user.
-fn client_credentials(a: &ClientArgs) -> Result<Option<(String, Key)>, String> {
-    let Some(id) = &a.auth else {
-        return Ok(None);
-    };
-    if !valid_identity(id) {
-        return Err(format!(
-            "--auth '{id}' must be 1-64 characters of A-Z a-z 0-9 . _ @ -"
-        ));
-    }
-    let key = if let Some(f) = &a.auth_key_file {
-        let text = crate::keyfile::read_key_file(f, a.insecure_key_file)?;
-        match KeyTable::parse(&text) {
-            Ok(t) => t
-                .get(id)
-                .cloned()
-                .ok_or_else(|| format!("the key file {} has no key for {id}", f.display()))?,
-            Err(_) => Key::from_hex(&text).map_err(|e| {
-                format!(
-                    "{} is neither a key file nor a bare hex key: {e}",
-                    f.display()
-                )
-            })?,
-        }
-    } else if let Ok(k) = std::env::var("WIREBENCH_AUTH_KEY") {
-        Key::from_hex(&k).map_err(|e| format!("WIREBENCH_AUTH_KEY: {e}"))?
-    } else {
-        return Err(
-            "--auth needs a key: --auth-key-file FILE or the WIREBENCH_AUTH_KEY variable".into(),
-        );
-    };
-    Ok(Some((id.clone(), key)))
-}
-
-fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> Result<SocketAddr> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve host '{host}'"))?
-        .filter(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
-        .collect();
-    addrs.first().copied().ok_or_else(|| {
-        anyhow!(
-            "host '{host}' has no {} address",
-            if v4 { "IPv4" } else { "IPv6" }
-        )
-    })
 }
 
 /// Prints the live lines of a run: human lines, or JSON objects with --json-stream.
@@ -310,40 +254,6 @@ fn check_output(sink: &Sink) -> Result<(), ErrorInfo> {
     })
 }
 
-/// The runner's configuration from the client flags: the target (resolved, or the embedded
-/// server), credentials, connection options and the repetition policy.
-pub fn runner_config(a: &ClientArgs) -> Result<RunnerConfig, ErrorInfo> {
-    let port = a.port.unwrap_or(wirebench_net::DEFAULT_PORT);
-    let target = match &a.host {
-        Some(h) => Target::Remote(
-            resolve(h, port, a.ipv4, a.ipv6)
-                .map_err(|e| ErrorInfo::new(ErrorKind::Resolve, format!("{e:#}")))?,
-        ),
-        None => Target::Embedded(if a.ipv6 {
-            IpAddr::V6(Ipv6Addr::LOCALHOST)
-        } else {
-            IpAddr::V4(Ipv4Addr::LOCALHOST)
-        }),
-    };
-    let mut cfg = RunnerConfig::new(target);
-    cfg.embedded_limits = client_limits();
-    cfg.bind = a.bind;
-    cfg.data_port = a.cport;
-    if let Some(t) = crate::secs_to_ms(a.connect_timeout) {
-        cfg.connect_timeout = Duration::from_millis(t);
-    }
-    cfg.credentials = client_credentials(a).map_err(|msg| ErrorInfo::new(ErrorKind::Usage, msg))?;
-    let (min_runs, max_runs) = a.iterations.unwrap_or((1, 1));
-    let (level, width) = a.confidence.unwrap_or((99, 5.0));
-    cfg.repetition = Repetition {
-        min_runs,
-        max_runs,
-        level: ConfidenceLevel::from_pct(level).unwrap_or(ConfidenceLevel::P99),
-        target_width_pct: width,
-    };
-    Ok(cfg)
-}
-
 /// Run a client command: `spec` built from its flags, `a` its common flags.
 pub fn run_client(a: &ClientArgs, spec: SpecResult, load: Option<LoadPlan>) -> i32 {
     run_client_with(a, spec, load, None)
@@ -404,7 +314,7 @@ pub fn run_client_with(
     drop(bar);
     // Against this machine's limits when they are cached for this boot (never measured
     // here): the same step every sweep and study point goes through.
-    crate::limits_cmd::finish(&mut result);
+    crate::limits_cache::finish(&mut result);
     out.finish(result)
 }
 
@@ -516,21 +426,4 @@ fn print_stdout(text: &str) {
 /// Checks that the output file can be written (see [`wirebench_sys::safefile::probe_writable`]).
 fn probe_writable(path: &Path) -> Result<()> {
     Ok(wirebench_sys::safefile::probe_writable(path)?)
-}
-
-/// Write `bytes` to `path` atomically and durably
-/// ([`wirebench_sys::safefile::write_atomically`]: a random `O_EXCL` temporary file, fsync,
-/// rename, directory fsync; a planted link is replaced, never followed).
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(wirebench_sys::safefile::write_atomically(path, bytes)?)
-}
-
-/// Like [`write_atomically`] without the two fsyncs, for files rewritten whole at every
-/// point of a sweep or study whose records are durable elsewhere (a sweep's `sweep.json`
-/// and `points.csv` between points, a study's `points.csv`): the rename is still atomic, so
-/// a killed run leaves the old or the new file, never half of one; a power loss can at worst
-/// leave an older copy. The fsyncs cost 5–15 ms each on this project's VMs, most of a sweep
-/// point's overhead.
-pub fn write_derived(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(wirebench_sys::safefile::write_derived(path, bytes)?)
 }

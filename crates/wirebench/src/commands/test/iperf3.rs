@@ -7,9 +7,9 @@
 use wirebench_model::validate::SpecField;
 use wirebench_net::iperf3_client::Iperf3Options;
 
-use crate::cli::{ClientArgs, StreamArgs, UdpArgs};
+use super::run_client_with;
+use crate::args::{ClientArgs, StreamArgs, UdpArgs};
 use crate::specs::{stream_spec, udp_spec, SpecResult};
-use crate::test_cmd::run_client_with;
 
 /// The flags of every client command that `--iperf3` refuses, with why, as they apply to `c`.
 fn refused_common(c: &ClientArgs) -> Vec<(&'static str, &'static str)> {
