@@ -20,15 +20,18 @@ use wirebench_proto::frame::{encode, FrameDecoder, ABSOLUTE_MAX_FRAME_BYTES};
 use wirebench_proto::message::ErrorMsg;
 use wirebench_proto::message::{Hello, Message, Welcome, HELLO_MAGIC, PROTOCOL_VERSION};
 
-use super::BIN;
+use crate::bin;
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Resource usage of a process, read from /proc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
+    /// Open file descriptors (/proc/PID/fd).
     pub fds: usize,
+    /// Threads (/proc/PID/task).
     pub threads: usize,
+    /// Resident set size, KiB (VmRSS).
     pub rss_kb: u64,
 }
 
@@ -71,15 +74,17 @@ pub fn usage_of(pid: u32) -> Usage {
 /// A daemon process started by a test; killed by its PID on drop.
 pub struct LocalDaemon {
     child: Option<Child>,
+    /// The control address it listens on.
     pub addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
+    /// Its records file (`--records`).
     pub records_path: PathBuf,
 }
 
 impl LocalDaemon {
     /// `wirebench serve --port 0 --records TMP EXTRA...` on loopback.
     pub fn start(extra: &[&str]) -> LocalDaemon {
-        let mut c = Command::new(BIN);
+        let mut c = Command::new(bin());
         c.args(["serve", "--port", "0"]);
         Self::start_cmd(c, extra)
     }
@@ -133,10 +138,12 @@ impl LocalDaemon {
         d
     }
 
+    /// The daemon's PID.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
+    /// Its descriptors, threads and resident memory now.
     pub fn usage(&self) -> Usage {
         usage_of(self.pid())
     }
@@ -209,10 +216,12 @@ impl LocalDaemon {
         }
     }
 
+    /// Every line it has logged so far (stderr), joined by newlines.
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
 
+    /// How many of its log lines contain `needle`.
     pub fn log_count(&self, needle: &str) -> usize {
         self.log
             .lock()
@@ -351,6 +360,7 @@ pub fn legit_in_background(
 
 /// A raw control connection: exactly the bytes the test wants.
 pub struct Raw {
+    /// The connection.
     pub s: TcpStream,
     dec: FrameDecoder,
 }
@@ -387,6 +397,7 @@ impl Raw {
         }
     }
 
+    /// Send one framed message.
     pub fn send(&mut self, m: &Message) {
         self.s.write_all(&encode(m)).unwrap();
     }
@@ -483,7 +494,7 @@ pub fn client_signalled_mid_test(
     sig: &str,
     n: usize,
 ) -> serde_json::Value {
-    let mut c = Command::new(BIN);
+    let mut c = Command::new(bin());
     c.args(args)
         .args([
             "-H",
