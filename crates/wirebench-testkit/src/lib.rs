@@ -8,6 +8,8 @@
 //! binary's directory (`target/<profile>/`), where cargo puts it.
 
 pub mod daemon;
+pub mod net;
+pub mod spec;
 pub mod streamed;
 pub mod threads;
 
@@ -402,20 +404,34 @@ pub fn delayed_path_with_daemon(
     (path, d)
 }
 
-/// A state directory of its own, removed on drop.
-pub struct StateDir(pub std::path::PathBuf);
+/// A directory of the test's own (under the system's temp dir, named after `tag`, this
+/// process and a counter), removed with its contents on drop.
+pub struct TempDir(pub std::path::PathBuf);
 
-impl StateDir {
+/// A state directory of its own (`WIREBENCH_STATE_DIR`), removed on drop.
+pub type StateDir = TempDir;
+
+impl TempDir {
     /// A fresh, empty directory named after `tag`.
-    pub fn new(tag: &str) -> StateDir {
-        let d = std::env::temp_dir().join(format!("wb-limits-{tag}-{}", std::process::id()));
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let d = std::env::temp_dir().join(format!(
+            "wb-test-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        StateDir(d)
+        std::fs::create_dir_all(&d).expect("create temp dir");
+        TempDir(d)
+    }
+
+    /// The path of `name` inside it.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
     }
 }
 
-impl Drop for StateDir {
+impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
