@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -27,11 +27,7 @@ use wirebench_model::warning::{FallbackReason, Warning};
 
 type StreamOutput = EngineOutput<StreamSide>;
 
-static TRAFFIC: Mutex<()> = Mutex::new(());
-
-fn traffic_lock() -> MutexGuard<'static, ()> {
-    TRAFFIC.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wirebench_testkit::serial as traffic_lock;
 
 /// Two descriptors per flow and some to spare.
 fn raise_nofile(flows: usize) {

@@ -6,7 +6,7 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -30,11 +30,8 @@ type RrOutput = EngineOutput<RrSide>;
 /// warning the engine used to).
 const OPEN_LOOP_BEHIND_FRACTION: f64 = 0.95;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wirebench_testkit::net::loopback_pair as tcp_pair;
+use wirebench_testkit::serial;
 
 fn cfg(warmup_ms: u64, duration_ms: u64) -> RrConfig {
     RrConfig {
@@ -43,13 +40,6 @@ fn cfg(warmup_ms: u64, duration_ms: u64) -> RrConfig {
         drain_limit: Duration::from_secs(1),
         ..RrConfig::default()
     }
-}
-
-fn tcp_pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let (s, _) = l.accept().unwrap();
-    (c, s)
 }
 
 fn window_s(o: &RrOutput) -> f64 {

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -31,11 +31,7 @@ use wirebench_proto::udp::{
 
 type UdpOutput = EngineOutput<UdpSide>;
 
-static TRAFFIC: Mutex<()> = Mutex::new(());
-
-fn traffic_lock() -> MutexGuard<'static, ()> {
-    TRAFFIC.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wirebench_testkit::serial as traffic_lock;
 
 fn recv_socket() -> UdpSocket {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -60,15 +60,13 @@ fn forward_and_reverse_complete_and_reconcile() {
 /// each receives the other's message intact.
 #[test]
 fn simultaneous_large_control_messages_do_not_deadlock() {
-    use std::net::{TcpListener, TcpStream};
+    use std::net::TcpStream;
     use std::time::{Duration, Instant};
     use wirebench_model::abort::AbortReason;
     use wirebench_net::conn::Control;
     use wirebench_proto::message::{AbortMsg, Message};
 
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let (b, _) = l.accept().unwrap();
+    let (a, b) = wirebench_testkit::net::loopback_pair();
     let big = |c: char| {
         Message::Abort(AbortMsg {
             reason: AbortReason::EngineFailed {

@@ -8,7 +8,7 @@
 //! `ErrorKind::Unsupported`; the test then prints why and stops there.
 
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -35,9 +35,7 @@ fn set_timeouts(s: &TcpStream) {
 
 /// A connected loopback pair (client, server) with timeouts.
 fn pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
+    let (client, server) = wirebench_testkit::net::loopback_pair();
     set_timeouts(&client);
     set_timeouts(&server);
     (client, server)

@@ -9,11 +9,12 @@ use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::common::daemon::*;
+use crate::common::spec::stream_spec;
 use crate::common::*;
 use wirebench_model::abort::AbortReason;
 use wirebench_model::result::{RunResult, RunStatus};
 use wirebench_model::side::SideReport;
-use wirebench_model::spec::{Direction, TestSpec, WorkloadSpec};
+use wirebench_model::spec::{Direction, TestSpec};
 use wirebench_model::validate::LimitName;
 use wirebench_model::warning::Warning;
 use wirebench_net::client::Outcome;
@@ -39,16 +40,6 @@ fn test_frame(spec: serde_json::Value) -> Vec<u8> {
 fn rec_side(rec: &serde_json::Value, end: &str) -> SideReport {
     serde_json::from_value(rec[end].clone())
         .unwrap_or_else(|e| panic!("record's {end} report ({e}): {rec}"))
-}
-
-/// A spec whose stream settings `f` changes.
-fn stream_spec(ms: u64, f: impl FnOnce(&mut wirebench_model::spec::StreamSpec)) -> TestSpec {
-    let mut spec = short_spec(ms);
-    match &mut spec.workload {
-        WorkloadSpec::Stream(st) => f(st),
-        _ => unreachable!("short_spec is a stream spec"),
-    }
-    spec
 }
 
 /// JSON pointers (`/common/flows`, `/workload/stream/tcp/congestion`) of every key of every
@@ -797,7 +788,7 @@ fn absurd_requests_refused_and_enforced_while_running() {
     // A raw client declares 10 Mbit/s and sends as fast as it can.
     let mut r = Raw::connect(d.addr);
     r.hello();
-    let spec = stream_spec(3000, |st| st.rate_bps = Some(10_000_000));
+    let spec = stream_spec(3000, |_, st| st.rate_bps = Some(10_000_000));
     r.send(&Message::Test(Box::new(TestRequest::unauthenticated(spec))));
     let token = match r.recv(Duration::from_secs(5)) {
         Some(Message::Accepted(a)) => wirebench_proto::data::Token::from_hex(&a.token).unwrap(),
@@ -870,7 +861,7 @@ fn absurd_requests_refused_and_enforced_while_running() {
     let t = Instant::now();
     let cfg = wirebench_net::client::ClientConfig::new(
         d.addr,
-        stream_spec(100, |st| st.rate_bps = Some(50_000_000)),
+        stream_spec(100, |_, st| st.rate_bps = Some(50_000_000)),
     );
     let run = wirebench_net::client::run(&cfg, &Default::default(), &mut |_| {}).unwrap();
     assert_eq!(run.outcome, Outcome::Completed);
@@ -1039,7 +1030,7 @@ fn rst_on_data_and_control_is_a_classified_error() {
     for (i, reverse) in [false, true].into_iter().enumerate() {
         let mut r = Raw::connect(d.addr);
         r.hello();
-        let spec = stream_spec(5000, |st| {
+        let spec = stream_spec(5000, |_, st| {
             st.direction = if reverse {
                 Direction::Reverse
             } else {

@@ -10,27 +10,26 @@ use crate::common;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::common::daemon::{assert_legit_served_quickly, legit, LocalDaemon};
-use crate::common::{wait_engine, Guarded, BIN};
+use crate::common::daemon::{assert_legit_served_quickly, connect_from, legit, LocalDaemon, Raw};
+use crate::common::spec::stream_spec;
+use crate::common::{wait_engine, Guarded, TempDir, BIN};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, SideData, SideReport, SideStatus};
 use wirebench_model::spec::{Direction, Limits, TestSpec, UdpRrSpec, UdpStreamSpec, WorkloadSpec};
 use wirebench_proto::data::{DataHello, Token, CONTROL_PREAMBLE};
 use wirebench_proto::frame::{encode, FrameDecoder, ABSOLUTE_MAX_FRAME_BYTES};
 use wirebench_proto::message::{
-    AbortMsg, BusyScope, ErrorCode, ErrorMsg, Hello, Message, TestRequest, Welcome, HELLO_MAGIC,
+    AbortMsg, BusyScope, ErrorCode, ErrorMsg, Hello, Message, TestRequest, Welcome,
     PROTOCOL_VERSION,
 };
 use wirebench_proto::session::results_frame_cap;
 use wirebench_proto::udpsetup;
-
-static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// The daemon's own log line for a recorded test (peer text may contain "test finished").
 const FINISHED: &str = "daemon::records: test finished";
@@ -165,153 +164,6 @@ fn wb_bounded(args: &[&str], within: Duration) -> Out {
     run_bounded(c, within)
 }
 
-/// A `wirebench serve` the test started with exactly the arguments it wants (its own records
-/// path included); its log collected; killed by its PID on drop.
-struct Served {
-    child: Option<Child>,
-    addr: SocketAddr,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Served {
-    /// `wirebench serve --port 0 ARGS` on loopback.
-    fn start(args: &[&str]) -> Served {
-        let mut c = Command::new(BIN);
-        c.args(["serve", "--port", "0"]).args(args);
-        Served::spawn(c)
-    }
-
-    fn spawn(mut c: Command) -> Served {
-        c.env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn daemon");
-        let stderr = child.stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let l2 = Arc::clone(&log);
-        thread::spawn(move || {
-            let mut r = io::BufReader::new(stderr);
-            let mut line = Vec::new();
-            // Lines as bytes: a raw control byte in the log must stay visible to the test.
-            while io::BufRead::read_until(&mut r, b'\n', &mut line).is_ok_and(|n| n > 0) {
-                let text = String::from_utf8_lossy(&line)
-                    .trim_end_matches('\n')
-                    .to_string();
-                if text.contains("daemon listening") {
-                    if let Some(a) = text
-                        .split_whitespace()
-                        .find_map(|w| w.strip_prefix("addr="))
-                        .and_then(|a| a.parse::<SocketAddr>().ok())
-                    {
-                        let _ = tx.send(a);
-                    }
-                }
-                l2.lock().unwrap().push(text);
-                line.clear();
-            }
-        });
-        let mut s = Served {
-            child: Some(child),
-            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-            log,
-        };
-        match rx.recv_timeout(Duration::from_secs(15)) {
-            Ok(a) => s.addr = a,
-            Err(_) => panic!(
-                "daemon did not report its address within 15 s; log:\n{}",
-                s.log_text()
-            ),
-        }
-        s
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    fn log_text(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    fn log_count(&self, needle: &str) -> usize {
-        self.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.contains(needle))
-            .count()
-    }
-
-    fn wait_log(&self, needle: &str, n: usize, within: Duration) {
-        let t = Instant::now();
-        while self.log_count(needle) < n {
-            assert!(
-                t.elapsed() < within,
-                "no {n} log lines with {needle:?} within {within:?}; log:\n{}",
-                self.log_text()
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn signal(&self, sig: &str) {
-        common::kill(self.pid(), sig);
-    }
-
-    /// Wait (bounded) for the daemon to exit; its status, `None` on timeout.
-    fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let t = Instant::now();
-        let child = self.child.as_mut()?;
-        loop {
-            if let Ok(Some(st)) = child.try_wait() {
-                self.child = None;
-                return Some(st);
-            }
-            if t.elapsed() > within {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// A directory of this test's own, removed (with its contents) on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "wb-hardening-{tag}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A tmpfs of a given size mounted on a fresh directory; unmounted and removed on drop.
 struct Tmpfs {
     dir: TempDir,
@@ -356,23 +208,6 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Connect to `addr`, from `from` if given, within 5 s.
-fn connect_from(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<TcpStream> {
-    let sock = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        None,
-    )?;
-    if let Some(ip) = from {
-        sock.bind(&SocketAddr::new(ip, 0).into())?;
-    }
-    sock.connect_timeout(&addr.into(), Duration::from_secs(5))?;
-    let s: TcpStream = sock.into();
-    s.set_nodelay(true)?;
-    s.set_write_timeout(Some(Duration::from_secs(20)))?;
-    Ok(s)
-}
-
 /// A data connection of the test with `token`: its hello sent.
 fn data_conn(addr: SocketAddr, token: Token, flow: u32) -> io::Result<TcpStream> {
     let mut s = connect_from(addr, None)?;
@@ -380,136 +215,15 @@ fn data_conn(addr: SocketAddr, token: Token, flow: u32) -> io::Result<TcpStream>
     Ok(s)
 }
 
-/// A control connection that reports failures instead of panicking (so that it can also run
-/// on a thread against a daemon that is about to be killed).
-struct Ctl {
-    s: TcpStream,
-    dec: FrameDecoder,
-}
-
-impl Ctl {
-    /// Connect (from `from`, if given) and send the control preamble.
-    fn connect(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Ctl> {
-        let mut c = Ctl::wrap(connect_from(addr, from)?);
-        c.s.write_all(&CONTROL_PREAMBLE)?;
-        Ok(c)
-    }
-
-    fn wrap(s: TcpStream) -> Ctl {
-        let _ = s.set_write_timeout(Some(Duration::from_secs(20)));
-        Ctl {
-            s,
-            dec: FrameDecoder::new(ABSOLUTE_MAX_FRAME_BYTES),
-        }
-    }
-
-    fn send(&mut self, m: &Message) -> io::Result<()> {
-        self.s.write_all(&encode(m))
-    }
-
-    /// Next message; `None` on close, error or timeout.
-    fn recv(&mut self, within: Duration) -> Option<Message> {
-        let until = Instant::now() + within;
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match self.dec.next_message() {
-                Ok(Some(m)) => return Some(m),
-                Ok(None) => {}
-                Err(_) => return None,
-            }
-            let left = until.checked_duration_since(Instant::now())?;
-            self.s
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .ok()?;
-            match self.s.read(&mut buf) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.dec.feed(&buf[..n]).ok()?,
-            }
-        }
-    }
-
-    /// The next message `want` accepts, or the first `error`/`busy`, skipping heartbeats,
-    /// intervals and the like; `None` on close or timeout.
-    fn recv_where(&mut self, within: Duration, want: impl Fn(&Message) -> bool) -> Option<Message> {
-        let until = Instant::now() + within;
-        loop {
-            let left = until.checked_duration_since(Instant::now())?;
-            let m = self.recv(left)?;
-            if want(&m) || matches!(m, Message::Error(_) | Message::Busy(_)) {
-                return Some(m);
-            }
-        }
-    }
-
-    /// Hello (with `software`) → welcome.
-    fn hello_as(&mut self, software: &str) -> Result<Welcome, String> {
-        self.send(&Message::Hello(Hello {
-            magic: HELLO_MAGIC.into(),
-            version: PROTOCOL_VERSION,
-            software: software.into(),
-        }))
-        .map_err(|e| format!("sending hello: {e}"))?;
-        match self.recv(Duration::from_secs(10)) {
-            Some(Message::Welcome(w)) => Ok(w),
-            other => Err(format!("expected welcome, got {other:?}")),
-        }
-    }
-
-    /// Hello, then the test: its id and token once accepted, else what came instead.
-    fn admit(&mut self, spec: &TestSpec) -> Result<(u64, Token), String> {
-        self.hello_as("hardening test client")?;
-        self.send(&Message::Test(Box::new(TestRequest::unauthenticated(
-            spec.clone(),
-        ))))
-        .map_err(|e| format!("sending test: {e}"))?;
-        match self.recv(Duration::from_secs(10)) {
-            Some(Message::Accepted(a)) => {
-                let token = Token::from_hex(&a.token).map_err(|e| format!("token: {e}"))?;
-                Ok((a.test_id, token))
-            }
-            other => Err(format!("expected accepted, got {other:?}")),
-        }
-    }
-
-    /// True if the peer closes the connection within `within` (reading and discarding).
-    fn closed_within(&mut self, within: Duration) -> bool {
-        let t = Instant::now();
-        let mut buf = [0u8; 4096];
-        while let Some(left) = within.checked_sub(t.elapsed()) {
-            if self
-                .s
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .is_err()
-            {
-                return true;
-            }
-            match self.s.read(&mut buf) {
-                Ok(0) => return true,
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => return true,
-            }
-        }
-        false
-    }
-}
-
 /// A stream spec: `flows` forward flows of `duration_ms`, 16 KiB calls, intervals of
 /// `interval_ms`.
-fn stream_spec(flows: u32, duration_ms: u64, interval_ms: Option<u64>) -> TestSpec {
-    let mut s = TestSpec::stream_default();
-    s.common.flows = flows;
-    s.common.duration_ms = duration_ms;
-    s.common.interval_ms = interval_ms;
-    if let WorkloadSpec::Stream(st) = &mut s.workload {
+fn spec_16k(flows: u32, duration_ms: u64, interval_ms: Option<u64>) -> TestSpec {
+    stream_spec(duration_ms, |c, st| {
+        c.flows = flows;
+        c.interval_ms = interval_ms;
         st.send_size_bytes = 16 * 1024;
         st.recv_size_bytes = 16 * 1024;
-    }
-    s
+    })
 }
 
 /// A `results` frame (header included) whose payload is exactly `payload_len` bytes: the
@@ -531,7 +245,7 @@ fn results_frame(template: &serde_json::Value, payload_len: usize) -> (Vec<u8>, 
 
 /// Open every data connection of the admitted test and wait for `ready`.
 fn open_all(
-    c: &mut Ctl,
+    c: &mut Raw,
     addr: SocketAddr,
     spec: &TestSpec,
     token: Token,
@@ -549,8 +263,8 @@ fn open_all(
 }
 
 /// Stop the running test (`abort`), wait for the server's results, say `bye`.
-fn abort_and_bye(c: &mut Ctl) -> Result<(), String> {
-    c.send(&Message::Abort(AbortMsg {
+fn abort_and_bye(c: &mut Raw) -> Result<(), String> {
+    c.try_send(&Message::Abort(AbortMsg {
         reason: AbortReason::Interrupted,
     }))
     .map_err(|e| format!("sending abort: {e}"))?;
@@ -560,9 +274,9 @@ fn abort_and_bye(c: &mut Ctl) -> Result<(), String> {
         Some(Message::Results(_)) => {}
         other => return Err(format!("expected the server's results, got {other:?}")),
     }
-    c.send(&Message::Bye(Default::default()))
+    c.try_send(&Message::Bye(Default::default()))
         .map_err(|e| format!("sending bye: {e}"))?;
-    if !c.closed_within(Duration::from_secs(10)) {
+    if c.closed_within(Duration::from_secs(10)).is_none() {
         return Err("the server did not close after bye".into());
     }
     Ok(())
@@ -571,10 +285,10 @@ fn abort_and_bye(c: &mut Ctl) -> Result<(), String> {
 /// One test in which the client, once the engines run, sends `frame` (its results) and then
 /// aborts. Returns the test id.
 fn peer_results_then_abort(addr: SocketAddr, spec: &TestSpec, frame: &[u8]) -> Result<u64, String> {
-    let mut c = Ctl::connect(addr, None).map_err(|e| format!("connect: {e}"))?;
+    let mut c = Raw::try_connect(addr, None).map_err(|e| format!("connect: {e}"))?;
     let (id, token) = c.admit(spec)?;
     let data = open_all(&mut c, addr, spec, token)?;
-    c.send(&Message::Start(Default::default()))
+    c.try_send(&Message::Start(Default::default()))
         .map_err(|e| format!("sending start: {e}"))?;
     c.s.write_all(frame)
         .map_err(|e| format!("sending results: {e}"))?;
@@ -631,14 +345,14 @@ fn loopback(last: u8) -> IpAddr {
 /// A fake server on loopback: accepts one control connection (within 30 s), reads its
 /// preamble, and hands it and the listener to `script`; its answer comes back on join.
 fn fake_server<T: Send + 'static>(
-    script: impl FnOnce(&TcpListener, &mut Ctl) -> T + Send + 'static,
+    script: impl FnOnce(&TcpListener, &mut Raw) -> T + Send + 'static,
 ) -> (SocketAddr, JoinHandle<Option<T>>) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind fake server");
     let addr = l.local_addr().unwrap();
     l.set_nonblocking(true).unwrap();
     let h = thread::spawn(move || {
         let s = accept_within(&l, Duration::from_secs(30))?;
-        let mut c = Ctl::wrap(s);
+        let mut c = Raw::from_stream(s);
         let mut pre = [0u8; 4];
         c.s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
         c.s.read_exact(&mut pre).ok()?;
@@ -711,7 +425,7 @@ fn memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
         "268435456",
     ]);
     let base = d.baseline();
-    let spec = stream_spec(FLOWS, 30_000, Some(100));
+    let spec = spec_16k(FLOWS, 30_000, Some(100));
     // What the daemon allows at any time once the engines run (the allowance only grows).
     let cap = results_frame_cap(&spec, Duration::ZERO) as usize;
     assert!(
@@ -744,10 +458,10 @@ fn memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
     }
 
     // The allowance: what the declared 30 s could carry, announced right after the start.
-    let mut c = Ctl::connect(d.addr, None).unwrap();
+    let mut c = Raw::try_connect(d.addr, None).unwrap();
     let (id, token) = c.admit(&spec).unwrap();
     let data = open_all(&mut c, d.addr, &spec, token).unwrap();
-    c.send(&Message::Start(Default::default())).unwrap();
+    c.try_send(&Message::Start(Default::default())).unwrap();
     let started = Instant::now();
     let declared = results_frame_cap(
         &spec,
@@ -772,7 +486,7 @@ fn memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
         ),
     }
     assert!(
-        c.closed_within(Duration::from_secs(10)),
+        c.closed_within(Duration::from_secs(10)).is_some(),
         "not closed after the refusal"
     );
     drop(data);
@@ -838,7 +552,7 @@ fn a_udp_hello_from_a_third_host_gets_nothing() {
     let mut reached_third = 0;
     for (name, spec) in udp_specs() {
         // Only the third host says hello.
-        let mut c = Ctl::connect(d.addr, None).unwrap();
+        let mut c = Raw::try_connect(d.addr, None).unwrap();
         let (_, token) = c.admit(&spec).unwrap();
         let mut tcp = data_conn(d.addr, token, 0).unwrap();
         let server_udp = SocketAddr::new(d.addr.ip(), read_port(&mut tcp));
@@ -857,12 +571,12 @@ fn a_udp_hello_from_a_third_host_gets_nothing() {
             "{name}: the setup connection got {got:?} ({ack:?}) after a third host's hello"
         );
         assert!(
-            c.closed_within(Duration::from_secs(5)),
+            c.closed_within(Duration::from_secs(5)).is_some(),
             "{name}: the control connection stayed open"
         );
 
         // The third host's hello first, then the control host's: the test runs.
-        let mut c = Ctl::connect(d.addr, None).unwrap();
+        let mut c = Raw::try_connect(d.addr, None).unwrap();
         let (_, token) = c.admit(&spec).unwrap();
         let mut tcp = data_conn(d.addr, token, 0).unwrap();
         let server_udp = SocketAddr::new(d.addr.ip(), read_port(&mut tcp));
@@ -902,7 +616,7 @@ fn a_udp_hello_from_a_third_host_gets_nothing() {
             Some(Message::Ready(_)) => {}
             other => panic!("{name}: expected ready, got {other:?}"),
         }
-        c.send(&Message::Start(Default::default())).unwrap();
+        c.try_send(&Message::Start(Default::default())).unwrap();
         let rr = matches!(spec.workload, WorkloadSpec::UdpRr(_));
         let mut mine_got = 0;
         let mut seq = 0u64;
@@ -950,16 +664,6 @@ fn fill(path: &Path) {
         }
     }
     panic!("{} did not fill up", path.display());
-}
-
-/// On a 64 KiB tmpfs that fills up, then gets space back; SIGKILL during large writes and a
-/// restart; a FIFO as the records file.
-#[test]
-fn records_survive_a_full_disk_a_torn_tail_and_a_fifo() {
-    let _shared = crate::common::shared();
-    records_on_a_full_tmpfs();
-    records_after_sigkill_mid_write();
-    records_fifo_is_refused();
 }
 
 /// A legitimate 100 ms test, served to completion; a `busy` for this peer (its previous
@@ -1014,9 +718,12 @@ fn settle(path: &Path) {
     }
 }
 
-/// Every line of the records file parses as JSON (no glued or half line), the daemon serves
-/// every client meanwhile, and it logs the failure once and the recovery once.
-fn records_on_a_full_tmpfs() {
+/// On a 64 KiB tmpfs that fills up, then gets space back: every line of the records file
+/// parses as JSON (no glued or half line), the daemon serves every client meanwhile, and it
+/// logs the failure once and the recovery once.
+#[test]
+fn records_stay_whole_lines_on_a_full_disk_and_resume_when_space_returns() {
+    let _shared = crate::common::shared();
     let Some(fs) = Tmpfs::mount("64k") else {
         assert!(!wirebench_sys::require::capability(
             "tmpfs",
@@ -1028,11 +735,11 @@ fn records_on_a_full_tmpfs() {
     let path = fs.path("records.jsonl");
     let ballast = fs.path("ballast");
     std::fs::write(&ballast, vec![0u8; 24 * 1024]).unwrap();
-    let d = Served::start(&["--records", path.to_str().unwrap()]);
+    let d = LocalDaemon::start_exact(&["--records", path.to_str().unwrap()]);
     const FAILING: &str = "cannot append test records";
     const BACK: &str = "the records file works again";
     let mut tests = 0;
-    let mut one = |d: &Served| {
+    let mut one = |d: &LocalDaemon| {
         served(d.addr);
         tests += 1;
         d.wait_log(FINISHED, tests, Duration::from_secs(10));
@@ -1094,12 +801,14 @@ fn records_on_a_full_tmpfs() {
 /// restarted daemon moves a torn tail to FILE.torn and appends whole lines. (Should the
 /// kill fall between two writes, the tail a kill mid-write leaves is made by hand: half of
 /// the last line.)
-fn records_after_sigkill_mid_write() {
+#[test]
+fn a_torn_records_tail_after_sigkill_is_moved_aside_on_restart() {
+    let _shared = crate::common::shared();
     let dir = TempDir::new("kill");
     let path = dir.join("records.jsonl");
     let p = path.to_str().unwrap().to_string();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
-    let mut d = Served::start(&[
+    let mut d = LocalDaemon::start_exact(&[
         "--records",
         &p,
         "--max-tests-per-peer",
@@ -1112,7 +821,7 @@ fn records_after_sigkill_mid_write() {
     legit(d.addr);
     let template = wait_strict(&path, 1, Duration::from_secs(10))[0]["client"].clone();
     // Records of ~6 MB: the client's report as large as allowed for 512 flows.
-    let spec = stream_spec(512, 40_000, Some(100));
+    let spec = spec_16k(512, 40_000, Some(100));
     let (frame, _) = results_frame(&template, results_frame_cap(&spec, Duration::ZERO) as usize);
     let frame = Arc::new(frame);
     let stop = Arc::new(AtomicBool::new(false));
@@ -1166,7 +875,7 @@ fn records_after_sigkill_mid_write() {
         thread::yield_now();
     }
     let st = d
-        .wait_exit(Duration::from_secs(10))
+        .wait_exit_status(Duration::from_secs(10))
         .expect("killed daemon exits");
     assert!(st.code().is_none(), "{st:?}");
     stop.store(true, Ordering::Relaxed);
@@ -1200,7 +909,7 @@ fn records_after_sigkill_mid_write() {
         }
     );
     // Restart on the same file.
-    let d2 = Served::start(&["--records", &p]);
+    let d2 = LocalDaemon::start_exact(&["--records", &p]);
     assert_eq!(d2.log_count("torn line"), 1, "log:\n{}", d2.log_text());
     let (recs, rest) = strict_records(&path);
     assert!(rest.is_empty(), "the torn tail is still there");
@@ -1223,7 +932,9 @@ fn records_after_sigkill_mid_write() {
 }
 
 /// `--records FIFO` is refused at start, with a message naming the file; no hang.
-fn records_fifo_is_refused() {
+#[test]
+fn a_fifo_as_the_records_file_is_refused_at_start() {
+    let _shared = crate::common::shared();
     let dir = TempDir::new("fifo");
     let fifo = dir.join("records.fifo");
     let ok = Command::new("mkfifo")
@@ -1255,10 +966,10 @@ fn records_fifo_is_refused() {
 #[test]
 fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
     let _shared = crate::common::shared();
-    let d = Served::start(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
+    let d = LocalDaemon::start_exact(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
     // Hello: magic, then software.
-    let mut c = Ctl::connect(d.addr, None).unwrap();
-    c.send(&Message::Hello(Hello {
+    let mut c = Raw::try_connect(d.addr, None).unwrap();
+    c.try_send(&Message::Hello(Hello {
         magic: HOSTILE.into(),
         version: PROTOCOL_VERSION,
         software: HOSTILE.into(),
@@ -1270,10 +981,10 @@ fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
     ));
     // A field name, at the top and inside the spec.
     for at in ["", "/spec/common"] {
-        let mut c = Ctl::connect(d.addr, None).unwrap();
+        let mut c = Raw::try_connect(d.addr, None).unwrap();
         c.hello_as(HOSTILE).unwrap();
         let mut req = serde_json::json!({ "test": {
-            "spec": serde_json::to_value(stream_spec(1, 1000, None)).unwrap(),
+            "spec": serde_json::to_value(spec_16k(1, 1000, None)).unwrap(),
             "auth": null,
         }});
         req.pointer_mut(&format!("/test{at}")).unwrap()[HOSTILE] = serde_json::json!(1);
@@ -1287,22 +998,22 @@ fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
         }
     }
     // An abort reason before the test starts.
-    let spec = stream_spec(1, 5000, Some(100));
-    let mut c = Ctl::connect(d.addr, None).unwrap();
+    let spec = spec_16k(1, 5000, Some(100));
+    let mut c = Raw::try_connect(d.addr, None).unwrap();
     c.admit(&spec).unwrap();
-    c.send(&Message::Abort(AbortMsg {
+    c.try_send(&Message::Abort(AbortMsg {
         reason: AbortReason::EngineFailed {
             detail: HOSTILE.into(),
         },
     }))
     .unwrap();
-    assert!(c.closed_within(Duration::from_secs(5)));
+    assert!(c.closed_within(Duration::from_secs(5)).is_some());
     // An abort reason while it runs.
-    let mut c = Ctl::connect(d.addr, None).unwrap();
+    let mut c = Raw::try_connect(d.addr, None).unwrap();
     let (_, token) = c.admit(&spec).unwrap();
     let data = open_all(&mut c, d.addr, &spec, token).unwrap();
-    c.send(&Message::Start(Default::default())).unwrap();
-    c.send(&Message::Abort(AbortMsg {
+    c.try_send(&Message::Start(Default::default())).unwrap();
+    c.try_send(&Message::Abort(AbortMsg {
         reason: AbortReason::ProtocolError {
             detail: HOSTILE.into(),
         },
@@ -1314,20 +1025,20 @@ fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
         Some(Message::Results(_)) => {}
         other => panic!("{other:?}"),
     }
-    c.send(&Message::Bye(Default::default())).unwrap();
-    assert!(c.closed_within(Duration::from_secs(10)));
+    c.try_send(&Message::Bye(Default::default())).unwrap();
+    assert!(c.closed_within(Duration::from_secs(10)).is_some());
     drop(data);
     // A preamble of control bytes.
     let mut s = connect_from(d.addr, None).unwrap();
     s.write_all(b"\n\x1b]0\x07").unwrap();
-    let mut c = Ctl::wrap(s);
-    assert!(c.closed_within(Duration::from_secs(5)));
+    let mut c = Raw::from_stream(s);
+    assert!(c.closed_within(Duration::from_secs(5)).is_some());
     d.wait_log(FINISHED, 2, Duration::from_secs(15));
     legit(d.addr);
     d.wait_log(FINISHED, 3, Duration::from_secs(15));
     d.wait_log("not a wirebench connection", 1, Duration::from_secs(5));
 
-    let lines = d.log.lock().unwrap().clone();
+    let lines = d.log_lines();
     let text = lines.join("\n");
     assert!(
         raw_controls(text.as_bytes()).is_empty(),
@@ -1360,29 +1071,29 @@ fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
         limit: None,
         message: format!("\x1b]0;pwned\x07{HOSTILE}"),
     });
-    type Script = Box<dyn FnOnce(&TcpListener, &mut Ctl) + Send>;
+    type Script = Box<dyn FnOnce(&TcpListener, &mut Raw) + Send>;
     type MakeScript = fn(Message) -> Script;
     let scripts: Vec<(&str, MakeScript)> = vec![
         ("an error for the hello", |err| {
-            Box::new(move |_, c: &mut Ctl| {
+            Box::new(move |_, c: &mut Raw| {
                 let _ = c.recv(Duration::from_secs(10));
-                let _ = c.send(&err);
+                let _ = c.try_send(&err);
             })
         }),
         ("a hostile welcome, then an error for the test", |err| {
-            Box::new(move |_, c: &mut Ctl| {
+            Box::new(move |_, c: &mut Raw| {
                 let _ = c.recv(Duration::from_secs(10));
-                let _ = c.send(&welcome(HOSTILE, "fake", false));
+                let _ = c.try_send(&welcome(HOSTILE, "fake", false));
                 let _ = c.recv(Duration::from_secs(10));
-                let _ = c.send(&err);
+                let _ = c.try_send(&err);
             })
         }),
         (
             "a welcome asking for authentication with a hostile identity",
             |_| {
-                Box::new(move |_, c: &mut Ctl| {
+                Box::new(move |_, c: &mut Raw| {
                     let _ = c.recv(Duration::from_secs(10));
-                    let _ = c.send(&welcome("fake", HOSTILE, true));
+                    let _ = c.try_send(&welcome("fake", HOSTILE, true));
                     let _ = c.closed_within(Duration::from_secs(10));
                 })
             },
@@ -1683,22 +1394,10 @@ fn the_client_does_not_believe_an_impossible_server() {
 // ---------------------------------------------------------------------------------------
 
 /// A data connection refused by `--max-conns-per-source` names the limit in the client's
-/// error within 5 s; `--max-* 0` and `--handshake-timeout 0` are refused with a message;
-/// test ids are unique across two daemon starts on one records file; an uppercase token is
-/// refused by the client; one peer cannot take every test slot; a server that gave up on the
-/// data connections is reported by its reason, not by the closed connection.
+/// error within 5 s, and the refused connections are let go of.
 #[test]
-fn limits_tokens_and_test_ids_are_enforced_and_named() {
-    let _shared = crate::common::shared();
-    data_connection_refusal_names_the_limit();
-    the_servers_reason_beats_a_closed_data_connection();
-    zero_limits_are_refused();
-    test_ids_unique_across_restarts();
-    uppercase_token_is_refused();
-    one_peer_cannot_take_every_slot();
-}
-
 fn data_connection_refusal_names_the_limit() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(&["--max-conns-per-source", "3"]);
     let base = d.baseline();
     let port = d.addr.port().to_string();
@@ -1743,7 +1442,10 @@ fn data_connection_refusal_names_the_limit() {
     assert_legit_served_quickly(d.addr);
 }
 
+/// `--max-* 0` and `--handshake-timeout 0` are refused with a message, before listening.
+#[test]
 fn zero_limits_are_refused() {
+    let _shared = crate::common::shared();
     for flag in [
         "--max-tests",
         "--max-flows",
@@ -1778,7 +1480,10 @@ fn zero_limits_are_refused() {
     }
 }
 
-fn test_ids_unique_across_restarts() {
+/// Test ids are unique across two daemon starts on one records file.
+#[test]
+fn test_ids_are_unique_across_restarts() {
+    let _shared = crate::common::shared();
     let dir = TempDir::new("ids");
     let path = dir.join("records.jsonl");
     let p = path.to_str().unwrap().to_string();
@@ -1793,12 +1498,12 @@ fn test_ids_unique_across_restarts() {
         assert!(t.elapsed() < Duration::from_secs(2));
         thread::sleep(Duration::from_millis(5));
     }
-    let spec = stream_spec(1, 1000, None);
+    let spec = spec_16k(1, 1000, None);
     let mut ids = Vec::new();
     for round in 0..2 {
-        let mut d = Served::start(&["--records", &p]);
+        let mut d = LocalDaemon::start_exact(&["--records", &p]);
         for n in 1..=2 {
-            let mut c = Ctl::connect(d.addr, None).unwrap();
+            let mut c = Raw::try_connect(d.addr, None).unwrap();
             let (id, _) = c.admit(&spec).unwrap();
             ids.push(id);
             drop(c);
@@ -1806,7 +1511,7 @@ fn test_ids_unique_across_restarts() {
             d.wait_log(FINISHED, n, Duration::from_secs(10));
         }
         d.signal("-TERM");
-        let st = d.wait_exit(Duration::from_secs(10));
+        let st = d.wait_exit_status(Duration::from_secs(10));
         assert!(st.is_some_and(|s| s.success()), "round {round}: {st:?}");
     }
     let (recs, tail) = strict_records(&path);
@@ -1828,14 +1533,16 @@ fn test_ids_unique_across_restarts() {
 /// flows behind an earlier test's TIME-WAIT sockets did it): it closes the data connections,
 /// then sends its `error` on the control connection. The client must report that error, not
 /// the closed data connection it saw first.
+#[test]
 fn the_servers_reason_beats_a_closed_data_connection() {
+    let _shared = crate::common::shared();
     const REASON: &str = "timed out waiting for the data connections";
     let (addr, h) = fake_server(move |l, c| {
         let (s, _) = admit_and_take_data_hello(l, c, "00112233445566778899aabbccddeeff")?;
         // The data connection closes first; the reason follows on the control connection.
         drop(s);
         thread::sleep(Duration::from_millis(300));
-        c.send(&Message::Error(ErrorMsg {
+        c.try_send(&Message::Error(ErrorMsg {
             code: ErrorCode::DataConnection,
             field: None,
             limit: None,
@@ -1876,13 +1583,13 @@ fn one_second_stream_to(addr: SocketAddr) -> Out {
 /// with `token`, then accept one data connection (within 3 s) and read its 24-byte hello.
 fn admit_and_take_data_hello(
     l: &TcpListener,
-    c: &mut Ctl,
+    c: &mut Raw,
     token: &str,
 ) -> Option<(TcpStream, [u8; 24])> {
     c.recv(Duration::from_secs(10))?; // hello
-    c.send(&welcome("fake", "fake", false)).ok()?;
+    c.try_send(&welcome("fake", "fake", false)).ok()?;
     c.recv(Duration::from_secs(10))?; // test
-    c.send(&Message::Accepted(wirebench_proto::message::Accepted {
+    c.try_send(&Message::Accepted(wirebench_proto::message::Accepted {
         test_id: 7,
         token: token.into(),
     }))
@@ -1894,7 +1601,10 @@ fn admit_and_take_data_hello(
     Some((s, hello))
 }
 
-fn uppercase_token_is_refused() {
+/// The client refuses a server's token in uppercase hex and accepts the same in lowercase.
+#[test]
+fn the_client_refuses_an_uppercase_token() {
+    let _shared = crate::common::shared();
     for (token, refused) in [
         ("00112233445566778899AABBCCDDEEFF", true),
         ("00112233445566778899aabbccddeeff", false),
@@ -1933,15 +1643,19 @@ fn uppercase_token_is_refused() {
     }
 }
 
+/// With `--max-tests 4`, a second test from a peer already running one gets `busy` for the
+/// peer (1 of 1), while tests from two other addresses are admitted.
+#[test]
 fn one_peer_cannot_take_every_slot() {
+    let _shared = crate::common::shared();
     let d = LocalDaemon::start(&["--max-tests", "4"]);
-    let spec = stream_spec(1, 5000, None);
-    let mut first = Ctl::connect(d.addr, Some(loopback(1))).unwrap();
+    let spec = spec_16k(1, 5000, None);
+    let mut first = Raw::try_connect(d.addr, Some(loopback(1))).unwrap();
     first.admit(&spec).unwrap();
-    let mut second = Ctl::connect(d.addr, Some(loopback(1))).unwrap();
+    let mut second = Raw::try_connect(d.addr, Some(loopback(1))).unwrap();
     second.hello_as("x").unwrap();
     second
-        .send(&Message::Test(Box::new(TestRequest::unauthenticated(
+        .try_send(&Message::Test(Box::new(TestRequest::unauthenticated(
             spec.clone(),
         ))))
         .unwrap();
@@ -1954,7 +1668,7 @@ fn one_peer_cannot_take_every_slot() {
         other => panic!("expected busy for the peer, got {other:?}"),
     }
     for last in [2, 3] {
-        let mut other = Ctl::connect(d.addr, Some(loopback(last))).unwrap();
+        let mut other = Raw::try_connect(d.addr, Some(loopback(last))).unwrap();
         other
             .admit(&spec)
             .unwrap_or_else(|e| panic!("a test from 127.0.0.{last} was refused: {e}"));

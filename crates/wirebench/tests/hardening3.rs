@@ -297,10 +297,17 @@ fn every_writer_goes_through_safefile() {
                 .to_string_lossy()
                 .into_owned();
             if p.is_dir() {
-                // Only production sources: not tests/, examples/, benches/ or test modules.
-                if !["tests", "examples", "benches", "target"]
-                    .iter()
-                    .any(|t| p.file_name().is_some_and(|n| n == *t))
+                // Only production sources: not tests/, examples/, benches/, test modules or
+                // the test kit (a dev-dependency, never part of the product).
+                if ![
+                    "tests",
+                    "examples",
+                    "benches",
+                    "target",
+                    "wirebench-testkit",
+                ]
+                .iter()
+                .any(|t| p.file_name().is_some_and(|n| n == *t))
                 {
                     stack.push(p);
                 }

@@ -213,6 +213,39 @@ struct State {
     iperf3_udp_setup: Mutex<()>,
 }
 
+impl State {
+    /// A daemon's state before its first connection: no sockets, so that the admission,
+    /// routing and records logic can be tested without one.
+    fn new(cfg: ServerConfig, record_log: Option<Mutex<RecordLog>>) -> State {
+        let ring = Ring::new(cfg.record_capacity, cfg.record_memory_bytes);
+        State {
+            cfg,
+            running: AtomicU32::new(0),
+            // Unique across restarts: the start time in microseconds, then a counter. A
+            // daemon hands out fewer ids than microseconds pass before a successor starts
+            // (each takes a connection and a handshake), so even two starts within one
+            // second never share an id (seconds x 10^6 did).
+            next_id: AtomicU64::new(start_micros().saturating_add(1)),
+            open_connections: AtomicUsize::new(0),
+            per_source: Mutex::new(HashMap::new()),
+            per_peer: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
+            finishing: Mutex::new(HashMap::new()),
+            handshakes: Mutex::new(Handshakes::default()),
+            pending: Mutex::new(HashMap::new()),
+            records: Mutex::new(ring),
+            record_log,
+            log_limiter: Mutex::new(LogLimiter::new()),
+            shutdown: AtomicBool::new(false),
+            evicted: AtomicU64::new(0),
+            profiles: AtomicU32::new(0),
+            iperf3_routes: Mutex::new(HashMap::new()),
+            refusals: Refusals::default(),
+            iperf3_udp_setup: Mutex::new(()),
+        }
+    }
+}
+
 /// A bound daemon, ready to [`Daemon::run`].
 pub struct Daemon {
     listener: TcpListener,
@@ -277,35 +310,10 @@ impl Daemon {
             Some(addr) => Some(listen(addr).map_err(|source| NetError::Bind { addr, source })?),
             None => None,
         };
-        let ring = Ring::new(cfg.record_capacity, cfg.record_memory_bytes);
         Ok(Daemon {
             listener,
             iperf3_listener,
-            state: Arc::new(State {
-                cfg,
-                running: AtomicU32::new(0),
-                // Unique across restarts: the start time in microseconds, then a counter. A
-                // daemon hands out fewer ids than microseconds pass before a successor starts
-                // (each takes a connection and a handshake), so even two starts within one
-                // second never share an id (seconds x 10^6 did).
-                next_id: AtomicU64::new(start_micros().saturating_add(1)),
-                open_connections: AtomicUsize::new(0),
-                per_source: Mutex::new(HashMap::new()),
-                per_peer: Mutex::new(HashMap::new()),
-                groups: Mutex::new(HashMap::new()),
-                finishing: Mutex::new(HashMap::new()),
-                handshakes: Mutex::new(Handshakes::default()),
-                pending: Mutex::new(HashMap::new()),
-                records: Mutex::new(ring),
-                record_log,
-                log_limiter: Mutex::new(LogLimiter::new()),
-                shutdown: AtomicBool::new(false),
-                evicted: AtomicU64::new(0),
-                profiles: AtomicU32::new(0),
-                iperf3_routes: Mutex::new(HashMap::new()),
-                refusals: Refusals::default(),
-                iperf3_udp_setup: Mutex::new(()),
-            }),
+            state: Arc::new(State::new(cfg, record_log)),
         })
     }
 

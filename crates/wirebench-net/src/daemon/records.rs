@@ -385,4 +385,46 @@ mod tests {
         assert!(RecordLog::open(&dir, 1 << 20).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A state with `path` as its records file and no sockets.
+    fn state_with_records(path: &Path) -> State {
+        let cfg = super::super::ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        let log = RecordLog::open(path, 1 << 20).unwrap();
+        State::new(cfg, Some(std::sync::Mutex::new(log)))
+    }
+
+    #[test]
+    fn a_record_is_one_line_on_disk_and_kept_in_memory_without_its_reports() {
+        let dir = std::env::temp_dir().join(format!("wb-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("records.jsonl");
+        let state = state_with_records(&path);
+        record(&state, rec(7, 10));
+        record(&state, rec(8, 10));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(text.ends_with('\n'), "{text}");
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["test_id"], 7);
+        assert_eq!(lines[1]["test_id"], 8);
+        // The file has the server's report; the ring, since the file kept it, does not.
+        assert!(lines[0]["server"].is_object(), "{}", lines[0]);
+        let kept = state.records.lock().unwrap().records();
+        assert_eq!(kept.iter().map(|r| r.test_id).collect::<Vec<_>>(), [7, 8]);
+        assert!(kept.iter().all(|r| r.server.is_none()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn without_a_records_file_the_ring_keeps_the_reports() {
+        let cfg = super::super::ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        let state = State::new(cfg, None);
+        record(&state, rec(9, 10));
+        let kept = state.records.lock().unwrap().records();
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].server.is_some());
+    }
 }

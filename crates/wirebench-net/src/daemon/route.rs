@@ -200,3 +200,127 @@ pub(super) fn route_data(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirebench_model::spec::ADMISSION_GROUP_TESTS;
+
+    fn state(max_flows: u32) -> State {
+        let mut cfg = super::super::ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        cfg.limits.max_flows = max_flows;
+        State::new(cfg, None)
+    }
+
+    /// One admitted test of `peer` (counted as running and against the peer, as the
+    /// session does), in `group` if given.
+    fn admit<'a>(
+        state: &'a State,
+        peer: &str,
+        token: u8,
+        group: Option<(u64, u64)>,
+    ) -> Admission<'a> {
+        state.running.fetch_add(1, Ordering::AcqRel);
+        let first = group.is_none_or(|(g, f)| open_group(state, peer, g, f));
+        if first {
+            *state
+                .per_peer
+                .lock()
+                .unwrap()
+                .entry(peer.to_string())
+                .or_insert(0) += 1;
+        }
+        Admission {
+            state,
+            token: Token([token; 16]),
+            peer_key: peer.to_string(),
+            finishing: false,
+            group,
+        }
+    }
+
+    fn peer_slots(state: &State, peer: &str) -> u32 {
+        state
+            .per_peer
+            .lock()
+            .unwrap()
+            .get(peer)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_group_holds_one_peer_slot_until_its_last_test_ends() {
+        let st = state(10);
+        let first = admit(&st, "p", 1, Some((7, 4)));
+        assert!(!open_group(&st, "p", 7, 1), "the group runs already");
+        assert!(join_group(&st, "p", 7, 6), "room: 4 + 6 flows of 10");
+        let second = Admission {
+            state: &st,
+            token: Token([2; 16]),
+            peer_key: "p".into(),
+            finishing: false,
+            group: Some((7, 6)),
+        };
+        st.running.fetch_add(1, Ordering::AcqRel);
+        assert_eq!(
+            peer_slots(&st, "p"),
+            1,
+            "a group counts once against its peer"
+        );
+        drop(first);
+        assert_eq!(
+            peer_slots(&st, "p"),
+            1,
+            "the group's second test still runs"
+        );
+        drop(second);
+        assert_eq!(peer_slots(&st, "p"), 0);
+        assert!(st.groups.lock().unwrap().is_empty());
+        assert_eq!(st.running.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_group_is_joined_only_within_its_tests_and_flows() {
+        let st = state(10);
+        let _first = admit(&st, "p", 1, Some((7, 4)));
+        assert!(!join_group(&st, "p", 7, 7), "4 + 7 flows exceed 10");
+        assert!(!join_group(&st, "p", 8, 1), "no such group");
+        assert!(!join_group(&st, "q", 7, 1), "another peer's group");
+        for _ in 1..ADMISSION_GROUP_TESTS {
+            assert!(join_group(&st, "p", 7, 1));
+        }
+        assert!(
+            !join_group(&st, "p", 7, 1),
+            "a group holds at most {ADMISSION_GROUP_TESTS} tests"
+        );
+    }
+
+    #[test]
+    fn a_finishing_test_is_counted_for_its_peer_until_it_ends() {
+        let st = state(10);
+        let token = Token([3; 16]);
+        let (tx, _rx) = mpsc::channel();
+        st.pending
+            .lock()
+            .unwrap()
+            .insert(token, PendingTest::Setup(tx));
+        let mut a = admit(&st, "p", 3, None);
+        let _other = admit(&st, "q", 4, None);
+        assert_eq!(finishing(&st, Some("p")), 0);
+        a.mark_finishing();
+        a.mark_finishing();
+        assert_eq!(finishing(&st, Some("p")), 1, "counted once");
+        assert_eq!(finishing(&st, Some("q")), 0);
+        assert_eq!(finishing(&st, None), 1);
+        drop(a);
+        assert_eq!(finishing(&st, None), 0);
+        assert!(
+            !st.pending.lock().unwrap().contains_key(&token),
+            "token freed"
+        );
+        assert_eq!(peer_slots(&st, "p"), 0);
+        assert_eq!(peer_slots(&st, "q"), 1);
+        assert_eq!(st.running.load(Ordering::Acquire), 1);
+    }
+}

@@ -306,36 +306,6 @@ fn the_human_text_has_the_table_the_probes_and_where_it_came_from() {
     );
 }
 
-/// `docs/limits.schema.json` must be what the limits types generate.
-/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
-#[test]
-fn limits_schema_file_is_current() {
-    let generated = wirebench_model::limits::limits_schema_json();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/limits.schema.json");
-    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(path, &generated).expect("writing docs/limits.schema.json");
-        return;
-    }
-    let checked_in = std::fs::read_to_string(path).expect("reading docs/limits.schema.json");
-    assert!(
-        checked_in == generated,
-        "docs/limits.schema.json is out of date with the LimitsResult types; regenerate it with \
-         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff \
-         (bump LIMITS_SCHEMA_VERSION for incompatible changes)"
-    );
-    let v: serde_json::Value = serde_json::from_str(&generated).unwrap();
-    for field in [
-        "schema_version",
-        "boot_id",
-        "memory",
-        "syscall",
-        "wakeup",
-        "loopback",
-    ] {
-        assert!(v["properties"].get(field).is_some(), "{field}");
-    }
-}
-
 /// The loopback ceiling names the limit only when the run reached it under the congestion
 /// control it was measured with: a run far above it shows that the ceiling was measured low
 /// (under load, say), and a run under another congestion control is not comparable with it.

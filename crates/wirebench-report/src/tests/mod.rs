@@ -20,6 +20,7 @@ mod figures;
 mod limits;
 mod print;
 mod rr;
+mod schemas;
 mod stream;
 mod tcp_series;
 mod udp;

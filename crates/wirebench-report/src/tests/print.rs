@@ -882,89 +882,6 @@ fn human_udp_many_flows_pacing_and_errors() {
     assert_narrow(&text);
 }
 
-// ───── the schema ─────
-
-/// `docs/sweep.schema.json` must be what the sweep types generate.
-/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
-#[test]
-fn sweep_schema_file_is_current() {
-    let generated = wirebench_model::sweep::sweep_schema_json();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/sweep.schema.json");
-    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(path, &generated).expect("writing docs/sweep.schema.json");
-        return;
-    }
-    let checked_in = std::fs::read_to_string(path).expect("reading docs/sweep.schema.json");
-    assert!(
-        checked_in == generated,
-        "docs/sweep.schema.json is out of date with the SweepResult types; regenerate it with \
-         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff \
-         (bump SWEEP_SCHEMA_VERSION for incompatible changes)"
-    );
-    let v: serde_json::Value = serde_json::from_str(&generated).unwrap();
-    for field in ["schema_version", "factors", "points", "analysis", "status"] {
-        assert!(v["properties"].get(field).is_some(), "{field}");
-    }
-}
-
-/// `docs/results.schema.json` must be what the types generate.
-/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
-#[test]
-fn schema_file_is_current() {
-    let generated = wirebench_model::result::schema_json();
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/results.schema.json"
-    );
-    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(path, &generated).expect("writing docs/results.schema.json");
-        return;
-    }
-    let checked_in = std::fs::read_to_string(path).expect("reading docs/results.schema.json");
-    assert!(
-        checked_in == generated,
-        "docs/results.schema.json is out of date with the RunResult types; regenerate it with \
-         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff \
-         (bump SCHEMA_VERSION for incompatible changes)"
-    );
-    // And it is a schema of the document: the top-level properties are RunResult's fields.
-    let v: serde_json::Value = serde_json::from_str(&generated).unwrap();
-    let props = v["properties"].as_object().unwrap();
-    for field in [
-        "schema_version",
-        "status",
-        "spec",
-        "runs",
-        "aggregate",
-        "error",
-    ] {
-        assert!(props.contains_key(field), "{field}");
-    }
-}
-
-/// `docs/study.schema.json` must be what the study types generate.
-/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
-#[test]
-fn study_schema_file_is_current() {
-    let generated = wirebench_model::study::study_schema_json();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/study.schema.json");
-    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(path, &generated).expect("writing docs/study.schema.json");
-        return;
-    }
-    let checked_in = std::fs::read_to_string(path).expect("reading docs/study.schema.json");
-    assert!(
-        checked_in == generated,
-        "docs/study.schema.json is out of date with the study types; regenerate it with \
-         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff \
-         (bump STUDY_SCHEMA_VERSION for incompatible changes)"
-    );
-    let v: serde_json::Value = serde_json::from_str(&generated).unwrap();
-    for field in ["manifest", "point"] {
-        assert!(v["properties"].get(field).is_some(), "{field}");
-    }
-}
-
 /// A refusal whose message already names the limit's flag does not name it again; one that
 /// does not gets the flag appended.
 #[test]
@@ -983,26 +900,5 @@ fn a_limit_named_in_the_message_is_not_named_twice() {
     assert!(
         t.ends_with("(the server's limit `serve --max-tests-per-peer`)"),
         "{t}"
-    );
-}
-
-/// `docs/compare.schema.json` must be what the comparison types generate.
-/// Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file`.
-#[test]
-fn compare_schema_file_is_current() {
-    let generated = wirebench_model::compare::compare_schema_json();
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/compare.schema.json"
-    );
-    if std::env::var_os("WIREBENCH_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(path, &generated).expect("writing docs/compare.schema.json");
-        return;
-    }
-    let checked_in = std::fs::read_to_string(path).expect("reading docs/compare.schema.json");
-    assert!(
-        checked_in == generated,
-        "docs/compare.schema.json is out of date with the Comparison types; regenerate it with \
-         `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and review the diff"
     );
 }

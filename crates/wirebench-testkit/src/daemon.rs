@@ -4,31 +4,36 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Socket, Type};
-use wirebench_model::spec::{CommonSpec, TestSpec};
+use wirebench_model::spec::TestSpec;
 use wirebench_net::client::{self, ClientConfig, Outcome};
-use wirebench_proto::data::CONTROL_PREAMBLE;
+use wirebench_proto::data::{Token, CONTROL_PREAMBLE};
 use wirebench_proto::frame::{encode, FrameDecoder, ABSOLUTE_MAX_FRAME_BYTES};
 use wirebench_proto::message::ErrorMsg;
-use wirebench_proto::message::{Hello, Message, Welcome, HELLO_MAGIC, PROTOCOL_VERSION};
+use wirebench_proto::message::{
+    Hello, Message, TestRequest, Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
+};
 
-use super::BIN;
+use crate::bin;
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Resource usage of a process, read from /proc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
+    /// Open file descriptors (/proc/PID/fd).
     pub fds: usize,
+    /// Threads (/proc/PID/task).
     pub threads: usize,
+    /// Resident set size, KiB (VmRSS).
     pub rss_kb: u64,
 }
 
@@ -71,17 +76,37 @@ pub fn usage_of(pid: u32) -> Usage {
 /// A daemon process started by a test; killed by its PID on drop.
 pub struct LocalDaemon {
     child: Option<Child>,
+    /// The control address it listens on.
     pub addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
+    /// Its records file (`--records`).
     pub records_path: PathBuf,
+    /// The kit chose the records file (removed on drop); else it is the test's own.
+    own_records: bool,
 }
 
 impl LocalDaemon {
     /// `wirebench serve --port 0 --records TMP EXTRA...` on loopback.
     pub fn start(extra: &[&str]) -> LocalDaemon {
-        let mut c = Command::new(BIN);
+        let mut c = Command::new(bin());
         c.args(["serve", "--port", "0"]);
         Self::start_cmd(c, extra)
+    }
+
+    /// `wirebench serve --port 0 ARGS` on loopback with exactly these arguments: no records
+    /// file of the kit's (`records_path` is the `--records` of `args`, empty without one).
+    pub fn start_exact(args: &[&str]) -> LocalDaemon {
+        let mut c = Command::new(bin());
+        c.args(["serve", "--port", "0"]).args(args);
+        let records_path = args
+            .iter()
+            .position(|a| *a == "--records")
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        let mut d = Self::spawn(c, records_path);
+        d.own_records = false;
+        d
     }
 
     /// Start `cmd` (a `serve` invocation, possibly inside a namespace) with a records file.
@@ -94,6 +119,12 @@ impl LocalDaemon {
         let _ = std::fs::remove_file(&records_path);
         c.arg("--records").arg(&records_path);
         c.args(extra);
+        Self::spawn(c, records_path)
+    }
+
+    /// Start `c` with its log collected (lines read as bytes, so that a raw control byte in
+    /// the log stays visible to the test) and wait for its address.
+    fn spawn(mut c: Command, records_path: PathBuf) -> LocalDaemon {
         c.env("RUST_LOG", "info");
         c.stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -104,7 +135,13 @@ impl LocalDaemon {
         let (tx, rx) = std::sync::mpsc::channel();
         let l2 = Arc::clone(&log);
         std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut r = BufReader::new(stderr);
+            let mut bytes = Vec::new();
+            while r.read_until(b'\n', &mut bytes).is_ok_and(|n| n > 0) {
+                let line = String::from_utf8_lossy(&bytes)
+                    .trim_end_matches('\n')
+                    .to_string();
+                bytes.clear();
                 if line.contains("daemon listening") {
                     if let Some(a) = line
                         .split_whitespace()
@@ -117,26 +154,29 @@ impl LocalDaemon {
                 l2.lock().unwrap().push(line);
             }
         });
-        let addr = rx.recv_timeout(Duration::from_secs(10));
+        let addr = rx.recv_timeout(Duration::from_secs(15));
         let mut d = LocalDaemon {
             child: Some(child),
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             log,
             records_path,
+            own_records: true,
         };
         d.addr = addr.unwrap_or_else(|_| {
             panic!(
-                "daemon did not report its address within 10 s; log:\n{}",
+                "daemon did not report its address within 15 s; log:\n{}",
                 d.log_text()
             )
         });
         d
     }
 
+    /// The daemon's PID.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
+    /// Its descriptors, threads and resident memory now.
     pub fn usage(&self) -> Usage {
         usage_of(self.pid())
     }
@@ -209,10 +249,17 @@ impl LocalDaemon {
         }
     }
 
+    /// Every line it has logged so far (stderr), one string a line.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Every line it has logged so far (stderr), joined by newlines.
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
 
+    /// How many of its log lines contain `needle`.
     pub fn log_count(&self, needle: &str) -> usize {
         self.log
             .lock()
@@ -269,14 +316,20 @@ impl LocalDaemon {
         super::kill(self.pid(), sig);
     }
 
-    /// Wait (bounded) for the daemon to exit; its exit code.
+    /// Wait (bounded) for the daemon to exit; its exit code (`None` on timeout or when a
+    /// signal ended it).
     pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        self.wait_exit_status(within).and_then(|st| st.code())
+    }
+
+    /// Wait (bounded) for the daemon to exit; its exit status, `None` on timeout.
+    pub fn wait_exit_status(&mut self, within: Duration) -> Option<ExitStatus> {
         let t = Instant::now();
         let child = self.child.as_mut()?;
         loop {
             if let Ok(Some(st)) = child.try_wait() {
                 self.child = None;
-                return st.code();
+                return Some(st);
             }
             if t.elapsed() > within {
                 return None;
@@ -292,20 +345,13 @@ impl Drop for LocalDaemon {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let _ = std::fs::remove_file(&self.records_path);
+        if self.own_records {
+            let _ = std::fs::remove_file(&self.records_path);
+        }
     }
 }
 
-/// A short spec for "a legitimate client".
-pub fn short_spec(ms: u64) -> TestSpec {
-    TestSpec {
-        common: CommonSpec {
-            duration_ms: ms,
-            ..CommonSpec::default()
-        },
-        ..TestSpec::stream_default()
-    }
-}
+pub use crate::spec::short_spec;
 
 /// Run a legitimate 100 ms test; panics unless it completes. Returns its wall time.
 pub fn legit(addr: SocketAddr) -> Duration {
@@ -349,8 +395,22 @@ pub fn legit_in_background(
     h
 }
 
+/// Connect to `addr`, from `from` if given, within 5 s (no delay; writes time out after 20 s).
+pub fn connect_from(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if let Some(ip) = from {
+        sock.bind(&SocketAddr::new(ip, 0).into())?;
+    }
+    sock.connect_timeout(&addr.into(), Duration::from_secs(5))?;
+    let s: TcpStream = sock.into();
+    s.set_nodelay(true)?;
+    s.set_write_timeout(Some(Duration::from_secs(20)))?;
+    Ok(s)
+}
+
 /// A raw control connection: exactly the bytes the test wants.
 pub struct Raw {
+    /// The connection.
     pub s: TcpStream,
     dec: FrameDecoder,
 }
@@ -365,30 +425,34 @@ impl Raw {
 
     /// Connect (optionally from a given local address) without sending anything.
     pub fn connect_bare(addr: SocketAddr, from: Option<IpAddr>) -> Raw {
-        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None).unwrap();
-        if let Some(ip) = from {
-            sock.bind(&SocketAddr::new(ip, 0).into()).unwrap();
-        }
-        sock.connect_timeout(&addr.into(), Duration::from_secs(5))
-            .unwrap();
-        let s: TcpStream = sock.into();
-        s.set_nodelay(true).unwrap();
-        Raw {
-            s,
-            dec: FrameDecoder::new(ABSOLUTE_MAX_FRAME_BYTES),
-        }
+        Raw::from_stream(connect_from(addr, from).unwrap())
     }
 
-    /// Wrap an already connected stream.
+    /// Connect (from `from`, if given) and send the control preamble; an error instead of a
+    /// panic (so that it can also run on a thread against a daemon about to be killed).
+    pub fn try_connect(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Raw> {
+        let mut r = Raw::from_stream(connect_from(addr, from)?);
+        r.s.write_all(&CONTROL_PREAMBLE)?;
+        Ok(r)
+    }
+
+    /// Wrap an already connected stream (writes time out after 20 s).
     pub fn from_stream(s: TcpStream) -> Raw {
+        let _ = s.set_write_timeout(Some(Duration::from_secs(20)));
         Raw {
             s,
             dec: FrameDecoder::new(ABSOLUTE_MAX_FRAME_BYTES),
         }
     }
 
+    /// Send one framed message.
     pub fn send(&mut self, m: &Message) {
-        self.s.write_all(&encode(m)).unwrap();
+        self.try_send(m).unwrap();
+    }
+
+    /// Send one framed message; the write's error instead of a panic.
+    pub fn try_send(&mut self, m: &Message) -> io::Result<()> {
+        self.s.write_all(&encode(m))
     }
 
     /// Frame arbitrary payload bytes with a correct length.
@@ -403,18 +467,68 @@ impl Raw {
         let until = Instant::now() + within;
         let mut buf = [0u8; 65536];
         loop {
-            if let Ok(Some(m)) = self.dec.next_message() {
-                return Some(m);
+            match self.dec.next_message() {
+                Ok(Some(m)) => return Some(m),
+                Ok(None) => {}
+                Err(_) => return None,
             }
             let now = Instant::now();
             if now >= until {
                 return None;
             }
-            self.s.set_read_timeout(Some(until - now)).unwrap();
+            self.s.set_read_timeout(Some(until - now)).ok()?;
             match self.s.read(&mut buf) {
                 Ok(0) | Err(_) => return None,
                 Ok(n) => self.dec.feed(&buf[..n]).ok()?,
             }
+        }
+    }
+
+    /// The next message `want` accepts, or the first `error`/`busy`, skipping heartbeats,
+    /// intervals and the like; `None` on close or timeout.
+    pub fn recv_where(
+        &mut self,
+        within: Duration,
+        want: impl Fn(&Message) -> bool,
+    ) -> Option<Message> {
+        let until = Instant::now() + within;
+        loop {
+            let left = until.checked_duration_since(Instant::now())?;
+            let m = self.recv(left)?;
+            if want(&m) || matches!(m, Message::Error(_) | Message::Busy(_)) {
+                return Some(m);
+            }
+        }
+    }
+
+    /// Hello (with `software`) → welcome; what came instead as an error.
+    pub fn hello_as(&mut self, software: &str) -> Result<Welcome, String> {
+        self.try_send(&Message::Hello(Hello {
+            magic: HELLO_MAGIC.into(),
+            version: PROTOCOL_VERSION,
+            software: software.into(),
+        }))
+        .map_err(|e| format!("sending hello: {e}"))?;
+        match self.recv(Duration::from_secs(10)) {
+            Some(Message::Welcome(w)) => Ok(w),
+            other => Err(format!("expected welcome, got {other:?}")),
+        }
+    }
+
+    /// Hello, then the test (unauthenticated): its id and token once accepted, else what
+    /// came instead.
+    pub fn admit(&mut self, spec: &TestSpec) -> Result<(u64, Token), String> {
+        self.hello_as("raw test client")?;
+        self.try_send(&Message::Test(Box::new(TestRequest::unauthenticated(
+            spec.clone(),
+        ))))
+        .map_err(|e| format!("sending test: {e}"))?;
+        match self.recv(Duration::from_secs(10)) {
+            Some(Message::Accepted(a)) => {
+                let token = Token::from_hex(&a.token).map_err(|e| format!("token: {e}"))?;
+                Ok((a.test_id, token))
+            }
+            other => Err(format!("expected accepted, got {other:?}")),
         }
     }
 
@@ -455,9 +569,13 @@ impl Raw {
         let mut buf = [0u8; 4096];
         loop {
             let left = within.checked_sub(t.elapsed())?;
-            self.s
+            if self
+                .s
                 .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .unwrap();
+                .is_err()
+            {
+                return Some(t.elapsed());
+            }
             match self.s.read(&mut buf) {
                 Ok(0) => return Some(t.elapsed()),
                 Ok(_) => {}
@@ -483,7 +601,7 @@ pub fn client_signalled_mid_test(
     sig: &str,
     n: usize,
 ) -> serde_json::Value {
-    let mut c = Command::new(BIN);
+    let mut c = Command::new(bin());
     c.args(args)
         .args([
             "-H",

@@ -1,0 +1,465 @@
+//! Helpers for wirebench's tests: run the real binary, parse its JSON RunResult, start
+//! daemons (locally or inside namespaces), talk the control protocol raw, and serialize the
+//! tests that measure throughput or CPU.
+//!
+//! The binary under test is known only to the wirebench crate's integration tests
+//! (`CARGO_BIN_EXE_wirebench`): they hand it over with [`use_binary`] (their `common` module
+//! does so in `serial()`/`shared()`); [`bin`] falls back to `wirebench` beside the test
+//! binary's directory (`target/<profile>/`), where cargo puts it.
+
+pub mod daemon;
+pub mod net;
+pub mod spec;
+pub mod streamed;
+pub mod threads;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use wirebench_lab::{Side, Testbed};
+use wirebench_model::result::RunResult;
+
+static BIN: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Name the wirebench binary under test (the caller's `env!("CARGO_BIN_EXE_wirebench")`).
+/// The first call wins; later calls are no-ops.
+pub fn use_binary(path: &'static str) {
+    BIN.get_or_init(|| path);
+}
+
+/// Path of the wirebench binary under test: the one named by [`use_binary`], else
+/// `target/<profile>/wirebench` next to this test binary's `deps/` directory.
+pub fn bin() -> &'static str {
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        let dir = exe
+            .parent()
+            .and_then(|d| d.parent())
+            .expect("test binary in target/<profile>/deps");
+        let path = dir.join("wirebench");
+        assert!(
+            path.exists(),
+            "no wirebench binary at {} (call use_binary)",
+            path.display()
+        );
+        Box::leak(path.to_string_lossy().into_owned().into_boxed_str())
+    })
+}
+
+/// Every end-to-end test holds this lock: measurement tests alone (write), the others
+/// shared (read), so that a measurement never shares the CPUs with another test of this
+/// binary, while the tests that measure nothing still run side by side.
+static RUN_LOCK: RwLock<()> = RwLock::new(());
+
+/// Measurement tests take this lock so that no other test competes for the two CPUs.
+pub fn serial() -> Held<RwLockWriteGuard<'static, ()>> {
+    Held::new(RUN_LOCK.write().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Tests that measure nothing take this: they run beside each other, never beside a
+/// measurement test.
+pub fn shared() -> Held<RwLockReadGuard<'static, ()>> {
+    Held::new(RUN_LOCK.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A held run lock. When `WIREBENCH_TEST_TIMES` names a file, dropping it appends how long
+/// the test held the lock and the test's name (libtest names each test's thread after it),
+/// so that the suite's slowest tests can be listed: `sort -rn FILE | head`.
+pub struct Held<G> {
+    _guard: G,
+    since: Instant,
+}
+
+impl<G> Held<G> {
+    fn new(guard: G) -> Held<G> {
+        Held {
+            _guard: guard,
+            since: Instant::now(),
+        }
+    }
+}
+
+impl<G> Drop for Held<G> {
+    fn drop(&mut self) {
+        let Some(path) = std::env::var_os("WIREBENCH_TEST_TIMES") else {
+            return;
+        };
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        let line = format!("{:.1}\t{name}\n", self.since.elapsed().as_secs_f64());
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// What one invocation produced.
+pub struct Ran {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Ran {
+    /// Standard output parsed as a RunResult (panics with both outputs when it is not).
+    pub fn json(&self) -> RunResult {
+        RunResult::from_json(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not a RunResult ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// Run a prepared command with stdin closed; its exit code and output.
+pub fn finish(mut c: Command) -> Ran {
+    let out = c.stdin(Stdio::null()).output().expect("run wirebench");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run `wirebench ARGS` on the host.
+pub fn wb(args: &[&str]) -> Ran {
+    let mut c = Command::new(bin());
+    c.args(args);
+    finish(c)
+}
+
+/// Run `wirebench ARGS` under `prlimit --nofile=N:N` (soft and hard descriptor limit N).
+pub fn wb_with_nofile(nofile: u64, args: &[&str]) -> Ran {
+    let mut c = Command::new("prlimit");
+    c.arg(format!("--nofile={nofile}:{nofile}"))
+        .arg(bin())
+        .args(args);
+    finish(c)
+}
+
+/// Run `wirebench ARGS` inside a testbed namespace.
+pub fn wb_in(tb: &Testbed, side: Side, args: &[&str]) -> Ran {
+    let mut c = tb.command(side, bin());
+    c.args(args);
+    finish(c)
+}
+
+/// A daemon started by a test; killed (by its PID) on drop.
+pub struct Daemon {
+    child: Child,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `wirebench serve` inside a namespace and wait until it listens.
+pub fn daemon_in(tb: &Testbed, side: Side, extra: &[&str]) -> Daemon {
+    let mut c = tb.command(side, bin());
+    c.args(["serve", "--bind", Testbed::addr(side)]);
+    // A private namespace's address: opting out of authentication is explicit.
+    if !extra.contains(&"--auth-keys") {
+        c.arg("--allow-unauthenticated");
+    }
+    c.args(extra);
+    c.env("RUST_LOG", "info");
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn daemon");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("listening") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let got = rx.recv_timeout(deadline - Instant::now()).is_ok();
+    let d = Daemon { child };
+    assert!(got, "daemon did not report listening within 10 s");
+    d
+}
+
+/// Namespaces are required: these tests run as root in CI. Fail loudly otherwise.
+pub fn require_netns() {
+    assert!(
+        wirebench_lab::available(),
+        "these tests need root and iproute2 (network namespaces); CI runs them as root"
+    );
+}
+
+/// Read /proc/stat's aggregate line: (busy ticks, total ticks).
+pub fn proc_stat_busy_total() -> (u64, u64) {
+    proc_stat_line_busy_total("cpu ")
+}
+
+/// Read one CPU's line of /proc/stat: (busy ticks, total ticks).
+pub fn proc_stat_cpu_busy_total(cpu: u32) -> (u64, u64) {
+    proc_stat_line_busy_total(&format!("cpu{cpu} "))
+}
+
+/// (busy, total) ticks of the /proc/stat line that starts with `prefix`: user nice system
+/// idle iowait irq softirq steal, of which idle and iowait are not busy.
+fn proc_stat_line_busy_total(prefix: &str) -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = s
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .expect("the /proc/stat line");
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let idle = v[3] + v[4];
+    let total: u64 = v.iter().sum();
+    (total - idle, total)
+}
+
+/// Send a signal (e.g. "-KILL") to a process this test started, by its PID.
+pub fn kill(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Read `child`'s stdout on a thread until it has printed `n` live interval lines
+/// (`[ a- b s] ...`); false if it did not within `within`. The reader keeps draining the
+/// pipe afterwards, so the child never blocks on a full pipe.
+pub fn wait_live_lines(child: &mut Child, n: usize, within: Duration) -> bool {
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = 0;
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.starts_with('[') && line.contains(" s]") {
+                seen += 1;
+                if seen == n {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    });
+    rx.recv_timeout(within).is_ok()
+}
+
+/// Names of the threads of process `pid` (/proc/PID/task/*/comm).
+pub fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+                .map(|n| n.trim_end().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Poll /proc until process `pid` runs a data thread of a test engine (`wb-flow-*`,
+/// `wb-many-*`, `wb-rr-*`, `wb-udp-*`): its test is past the handshake and measuring. False
+/// if not within `within`.
+pub fn wait_engine(pid: u32, within: Duration) -> bool {
+    let t = Instant::now();
+    loop {
+        let running = thread_names(pid).iter().any(|n| {
+            ["wb-flow-", "wb-many-", "wb-rr-", "wb-udp-"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        });
+        if running {
+            return true;
+        }
+        if t.elapsed() > within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A child process a test started; killed (by its PID) and reaped on drop, so that a failing
+/// test leaves no process behind.
+pub struct Guarded {
+    child: Option<Child>,
+}
+
+impl Guarded {
+    /// Spawn `c`.
+    pub fn spawn(c: &mut Command) -> Guarded {
+        Guarded {
+            child: Some(c.spawn().expect("spawn")),
+        }
+    }
+
+    /// The process's PID.
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// The child process.
+    pub fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("running")
+    }
+
+    /// Wait for it to exit.
+    pub fn wait(&mut self) -> ExitStatus {
+        let st = self.child().wait().expect("wait");
+        self.child = None;
+        st
+    }
+
+    /// Wait for it to exit, collecting its piped output.
+    pub fn wait_with_output(mut self) -> Output {
+        self.child
+            .take()
+            .expect("running")
+            .wait_with_output()
+            .expect("wait")
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// An independent observer of an emulated path's round trip: a plain TCP ping-pong of
+/// 1-byte messages written here (no wirebench code), `n` round trips, their median (ns).
+pub fn ping_pong_p50_ns(path: &wirebench_lab::emu::EmulatedPath, n: usize) -> u64 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use wirebench_lab::ADDR_B;
+    let listener = path
+        .run_in(Side::B, || TcpListener::bind((ADDR_B, 0)).unwrap())
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut b = [0u8; 1];
+        while s.read_exact(&mut b).is_ok() {
+            if s.write_all(&b).is_err() {
+                break;
+            }
+        }
+    });
+    let mut rtts = path
+        .run_in(Side::A, move || {
+            let mut c = TcpStream::connect((ADDR_B, port)).unwrap();
+            c.set_nodelay(true).unwrap();
+            let mut b = [0u8; 1];
+            (0..n)
+                .map(|_| {
+                    let t = Instant::now();
+                    c.write_all(&b).unwrap();
+                    c.read_exact(&mut b).unwrap();
+                    t.elapsed().as_nanos() as u64
+                })
+                .collect::<Vec<u64>>()
+        })
+        .unwrap();
+    server.join().unwrap();
+    rtts.sort_unstable();
+    rtts[rtts.len() / 2]
+}
+
+/// A path through the link emulator with `each_way` of delay in both directions, and a
+/// daemon listening on its side B (any port).
+pub fn delayed_path_with_daemon(
+    each_way: Duration,
+) -> (wirebench_lab::emu::EmulatedPath, daemon::LocalDaemon) {
+    use wirebench_lab::emu::{EmuConfig, EmulatedPath};
+    let delay = EmuConfig::default().with_delay(each_way);
+    let path = EmulatedPath::new(1500, delay.clone(), delay).unwrap();
+    let mut c = path.command(Side::B, bin());
+    c.args([
+        "serve",
+        "--bind",
+        wirebench_lab::ADDR_B,
+        "--allow-unauthenticated",
+    ]);
+    let d = daemon::LocalDaemon::start_cmd(c, &["--port", "0"]);
+    (path, d)
+}
+
+/// A directory of the test's own (under the system's temp dir, named after `tag`, this
+/// process and a counter), removed with its contents on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+/// A state directory of its own (`WIREBENCH_STATE_DIR`), removed on drop.
+pub type StateDir = TempDir;
+
+impl TempDir {
+    /// A fresh, empty directory named after `tag`.
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let d = std::env::temp_dir().join(format!(
+            "wb-test-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("create temp dir");
+        TempDir(d)
+    }
+
+    /// The path of `name` inside it.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `wirebench ARGS` with `WIREBENCH_STATE_DIR=dir`.
+pub fn wb_state(dir: &std::path::Path, args: &[&str]) -> Ran {
+    let out = Command::new(bin())
+        .args(args)
+        .env("WIREBENCH_STATE_DIR", dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run wirebench");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Writes a key file at `path` holding identity `alice` with a fixed test key, mode `mode`
+/// (0600 for one a daemon or client accepts).
+pub fn write_alice_keys(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(
+        path,
+        "alice 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
