@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use wirebench_engine::rr::{self, OpenLoop, RrConfig, RrFlows};
 use wirebench_engine::stream::{self, FlowPlan, StreamConfig};
 use wirebench_engine::udp::{self, UdpConfig, UdpPlan, UdpWire};
-use wirebench_engine::{Abort, EngineOutput, Pinning, RatePolicy, Sink};
+use wirebench_engine::{Abort, EngineOutput, Pinning, RatePolicy, Sink, Timing};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::profile::ProfileUnavailable;
 use wirebench_model::rr::RrInterval;
@@ -187,16 +187,9 @@ fn pinning(spec: &TestSpec, cpu: Option<usize>) -> Pinning {
 
 /// The engine configuration of a request/response spec.
 pub(crate) fn rr_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> RrConfig {
-    let c = &spec.common;
     let mut cfg = RrConfig {
-        warmup: ms(c.warmup_ms),
-        duration: ms(c.duration_ms),
-        interval: c.interval_ms.map(ms),
-        drain_limit: DRAIN_LIMIT,
-        pin,
+        timing: timing(&spec.common, pin, policy),
         peer_timeout: CRR_PEER_TIMEOUT,
-        policy,
-        buffer_offset: buffer_offset(c),
         ..RrConfig::default()
     };
     cfg.busy_poll = spec.workload.busy_poll().map(|b| b.so_busy_poll_us);
@@ -232,22 +225,16 @@ fn stream_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> S
         _ => Default::default(),
     };
     StreamConfig {
+        timing: timing(c, pin, policy),
         send_size_bytes: s.send_size_bytes as usize,
         recv_size_bytes: s.recv_size_bytes as usize,
-        warmup: ms(c.warmup_ms),
-        duration: ms(c.duration_ms),
-        interval: c.interval_ms.map(ms),
-        drain_limit: DRAIN_LIMIT,
-        pin,
         rate_bps: s.rate_bps,
-        policy,
         send_path: s.send_path,
         recv_path: s.recv_path,
         recv_wait: s.recv_wait,
         verify: s.verify,
         threads: s.threads,
         stop_after_bytes: s.stop_after_bytes,
-        buffer_offset: buffer_offset(c),
     }
 }
 
@@ -264,17 +251,24 @@ fn udp_config(
         _ => (wirebench_model::spec::MIN_UDP_DATAGRAM_BYTES as usize, None),
     };
     UdpConfig {
+        timing: timing(c, pin, policy),
         datagram_bytes,
         rate_bps,
+        reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
+        wire,
+    }
+}
+
+/// The engine timing of a spec's common part at this end.
+fn timing(c: &CommonSpec, pin: Pinning, policy: Option<RatePolicy>) -> Timing {
+    Timing {
         warmup: ms(c.warmup_ms),
         duration: ms(c.duration_ms),
         interval: c.interval_ms.map(ms),
         drain_limit: DRAIN_LIMIT,
-        reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
         pin,
         policy,
         buffer_offset: buffer_offset(c),
-        wire,
     }
 }
 
