@@ -49,7 +49,10 @@ fn shape(spec: &TestSpec) -> Shape {
                 max_outstanding,
             } => (1, Some((transactions_per_s, max_outstanding))),
         },
-        _ => (1, None),
+        WorkloadSpec::Crr(_)
+        | WorkloadSpec::UdpRr(_)
+        | WorkloadSpec::Stream(_)
+        | WorkloadSpec::UdpStream(_) => (1, None),
     };
     Shape {
         request,

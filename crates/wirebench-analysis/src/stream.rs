@@ -198,7 +198,10 @@ pub(crate) fn summarize(
             both_present: server_present,
             stop_after: match &spec.workload {
                 WorkloadSpec::Stream(s) => s.stop_after_bytes.map(|n| (n, spec.common.duration_ms)),
-                _ => None,
+                WorkloadSpec::Rr(_)
+                | WorkloadSpec::Crr(_)
+                | WorkloadSpec::UdpRr(_)
+                | WorkloadSpec::UdpStream(_) => None,
             },
         };
         directions.push(direction_summary(&ctx, &members, &per_flow, warnings));

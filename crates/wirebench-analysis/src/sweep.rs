@@ -124,7 +124,13 @@ pub fn point_figure(r: &RunResult) -> Option<PointFigure> {
 pub fn point_count(r: &RunResult) -> Option<u64> {
     let recv_size = match r.spec.as_ref().map(|s| &s.workload) {
         Some(WorkloadSpec::Stream(s)) => u64::from(s.recv_size_bytes.max(1)),
-        _ => 1,
+        Some(
+            WorkloadSpec::Rr(_)
+            | WorkloadSpec::Crr(_)
+            | WorkloadSpec::UdpRr(_)
+            | WorkloadSpec::UdpStream(_),
+        )
+        | None => 1,
     };
     summaries(r)
         .map(|w| match w {

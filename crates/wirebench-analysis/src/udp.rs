@@ -266,7 +266,10 @@ fn direction(
     let recv_bytes: u64 = members.iter().map(|f| f.recv_bytes).sum();
     let spec_shape = match &spec.workload {
         WorkloadSpec::UdpStream(u) => (u.datagram_bytes, u.rate_bps),
-        _ => (0, None),
+        WorkloadSpec::Stream(_)
+        | WorkloadSpec::Rr(_)
+        | WorkloadSpec::Crr(_)
+        | WorkloadSpec::UdpRr(_) => (0, None),
     };
     let (datagram_bytes, target) = members.iter().find_map(|f| f.shape).unwrap_or(spec_shape);
     if c.pacing_resets > 0 {

@@ -46,6 +46,8 @@ mod util;
 pub use abort::Abort;
 pub use timeline::RatePolicy;
 
+use std::time::Duration;
+
 use wirebench_model::abort::{AbortReason, EngineKind, Placement};
 use wirebench_model::side::{CpuReport, Span};
 use wirebench_model::warning::Warning;
@@ -92,6 +94,45 @@ pub struct EngineOutput<D> {
     pub engine: EngineKind,
     /// Where the engine's data buffers started, bytes past a page boundary.
     pub buffer_offset: usize,
+}
+
+/// When and where an engine runs, and what bounds it: the parameters every engine config
+/// shares ([`stream::StreamConfig`], [`rr::RrConfig`], [`udp::UdpConfig`] embed one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timing {
+    /// Warm-up before the window opens.
+    pub warmup: Duration,
+    /// Measured duration.
+    pub duration: Duration,
+    /// Interval sampling period, if any.
+    pub interval: Option<Duration>,
+    /// Longest wait past this end's stop instant: a receiver for the sender's EOF or last
+    /// datagram, a TCP RR client for the responses it is owed and the server's EOF, a server
+    /// for the client to finish.
+    pub drain_limit: Duration,
+    /// Where the data threads run.
+    pub pin: Pinning,
+    /// The server's rate policy, enforced on every byte this end moves.
+    pub policy: Option<RatePolicy>,
+    /// Where every data buffer of this end starts: bytes past a page boundary (below the
+    /// page size; 0 is page-aligned, the default).
+    pub buffer_offset: usize,
+}
+
+impl Default for Timing {
+    /// No warm-up, 10 s, no intervals, 2 s drain, no pinning, no policy, page-aligned
+    /// buffers.
+    fn default() -> Self {
+        Timing {
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(10),
+            interval: None,
+            drain_limit: Duration::from_secs(2),
+            pin: Pinning::default(),
+            policy: None,
+            buffer_offset: 0,
+        }
+    }
 }
 
 /// Where an end pins its data threads.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Socket, Type};
 use wirebench_engine::stream::{many, FlowPlan, StreamConfig};
-use wirebench_engine::{Abort, EngineOutput, NullSink, Pinning, RatePolicy, Sink};
+use wirebench_engine::{Abort, EngineOutput, NullSink, Pinning, RatePolicy, Sink, Timing};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{ByteInterval, PathUsed, Role, StreamSide, VerifyCounts};
 use wirebench_model::spec::{FlowDir, RecvPath, RecvWait, SendPath};
@@ -91,13 +91,16 @@ fn config(warmup_ms: u64, duration_ms: u64, interval_ms: Option<u64>) -> StreamC
     StreamConfig {
         send_size_bytes: 128 * 1024,
         recv_size_bytes: 128 * 1024,
-        warmup: Duration::from_millis(warmup_ms),
-        duration: Duration::from_millis(duration_ms),
-        interval: interval_ms.map(Duration::from_millis),
-        drain_limit: Duration::from_secs(5),
-        pin: Pinning::default(),
+        timing: Timing {
+            warmup: Duration::from_millis(warmup_ms),
+            duration: Duration::from_millis(duration_ms),
+            interval: interval_ms.map(Duration::from_millis),
+            drain_limit: Duration::from_secs(5),
+            pin: Pinning::default(),
+            policy: None,
+            buffer_offset: 0,
+        },
         rate_bps: None,
-        policy: None,
         send_path: SendPath::Copy,
         recv_path: RecvPath::Copy,
         recv_wait: RecvWait::Auto,
@@ -105,7 +108,6 @@ fn config(warmup_ms: u64, duration_ms: u64, interval_ms: Option<u64>) -> StreamC
         // These tests call the epoll engine directly with their worker count.
         threads: None,
         stop_after_bytes: None,
-        buffer_offset: 0,
     }
 }
 
@@ -266,7 +268,10 @@ fn abort_returns_promptly_with_equal_totals() {
     let n = 8;
     let cfg = config(0, 1000, Some(20));
     let rx_cfg = StreamConfig {
-        duration: Duration::from_secs(5),
+        timing: Timing {
+            duration: Duration::from_secs(5),
+            ..cfg.timing.clone()
+        },
         ..cfg.clone()
     };
     let (snd_plans, rcv_plans) = pairs(n, false);
@@ -358,7 +363,10 @@ fn max_rate_policy_aborts_the_run() {
     let n = 4;
     let tx_cfg = config(0, 10_000, Some(100));
     let rx_cfg = StreamConfig {
-        policy: Some(RatePolicy::new(8_000_000)),
+        timing: Timing {
+            policy: Some(RatePolicy::new(8_000_000)),
+            ..tx_cfg.timing.clone()
+        },
         ..tx_cfg.clone()
     };
     let t0 = Instant::now();
@@ -385,7 +393,7 @@ fn max_rate_policy_aborts_the_run() {
     // Aborted by the shared handle; having no policy of its own, the sending end reports the
     // receiving end's reason, not one of its own.
     let snd_reason = snd.aborted.clone().expect("sending end aborted");
-    assert!(tx_cfg.policy.is_none());
+    assert!(tx_cfg.timing.policy.is_none());
     assert_eq!(snd_reason, reason);
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert_intervals_tile(&snd);
@@ -481,7 +489,7 @@ fn other_paths_and_rate_fall_back_with_warnings() {
 /// Aggregate receive rate of one 3 s run (after a 500 ms warm-up), Gbit/s.
 fn aggregate_gbps(n: usize) -> f64 {
     let mut cfg = config(500, 3000, None);
-    cfg.drain_limit = Duration::from_secs(10);
+    cfg.timing.drain_limit = Duration::from_secs(10);
     let (snd, rcv) = pairs(n, true);
     let abort = Abort::new();
     let (snd, rcv) = thread::scope(|s| {
@@ -585,14 +593,12 @@ fn workers_are_pinned_round_robin() {
     let allowed = wirebench_sys::thread::current_thread_affinity().unwrap();
     // Reversed, so that the pinning differs from the natural order.
     let pins: Vec<usize> = allowed.iter().rev().copied().collect();
-    let cfg = StreamConfig {
-        pin: Pinning {
-            cpu: None,
-            round_robin: pins.clone(),
-        },
-        // Intervals only to learn that both ends' samplers run, i.e. that every worker has
-        // pinned itself and registered (the timeline starts after that).
-        ..config(0, 1500, Some(50))
+    // Intervals only to learn that both ends' samplers run, i.e. that every worker has
+    // pinned itself and registered (the timeline starts after that).
+    let mut cfg = config(0, 1500, Some(50));
+    cfg.timing.pin = Pinning {
+        cpu: None,
+        round_robin: pins.clone(),
     };
     let (snd, rcv) = pairs(6, false);
     let abort = Abort::new();

@@ -14,7 +14,7 @@ use wirebench_engine::rr::{
     self, CrrClientFlow, CrrServerFlow, OpenLoop, RrConfig, RrFlows, TcpRrFlow, UdpRrFlow,
     UDP_SEQ_BYTES,
 };
-use wirebench_engine::{Abort, EngineOutput, NullSink, Sink};
+use wirebench_engine::{Abort, EngineOutput, NullSink, Sink, Timing};
 use wirebench_model::abort::{AbortReason, EngineKind};
 use wirebench_model::rr::{RrInterval, RrRole, RrSide};
 use wirebench_model::spec::{
@@ -35,9 +35,12 @@ use wirebench_testkit::serial;
 
 fn cfg(warmup_ms: u64, duration_ms: u64) -> RrConfig {
     RrConfig {
-        warmup: Duration::from_millis(warmup_ms),
-        duration: Duration::from_millis(duration_ms),
-        drain_limit: Duration::from_secs(1),
+        timing: Timing {
+            warmup: Duration::from_millis(warmup_ms),
+            duration: Duration::from_millis(duration_ms),
+            drain_limit: Duration::from_secs(1),
+            ..Timing::default()
+        },
         ..RrConfig::default()
     }
 }
@@ -96,10 +99,8 @@ fn tcp_rr_both(c: &RrConfig) -> (RrOutput, RrOutput, Vec<RrInterval>) {
 #[test]
 fn tcp_rr_client_and_server_agree() {
     let _g = serial();
-    let c = RrConfig {
-        interval: Some(Duration::from_millis(100)),
-        ..cfg(100, 500)
-    };
+    let mut c = cfg(100, 500);
+    c.timing.interval = Some(Duration::from_millis(100));
     let (client, server, live) = tcp_rr_both(&c);
     let (ct, st) = (client.data.total_sum(), server.data.total_sum());
     let lat = client.data.latency.unwrap();
@@ -273,10 +274,8 @@ fn tcp_rr_slow_server_latency_and_rate() {
     let (cs, ss) = tcp_pair();
     let (client_addr, server_addr) = (cs.local_addr().unwrap(), cs.peer_addr().unwrap());
     let server = delay_line_server(ss, 1, 1, Duration::from_millis(2));
-    let c = RrConfig {
-        interval: Some(Duration::from_millis(100)),
-        ..cfg(50, 600)
-    };
+    let mut c = cfg(50, 600);
+    c.timing.interval = Some(Duration::from_millis(100));
     let out = tcp_client(&c, cs);
     let lat = out.data.latency.unwrap();
     let w = out.data.window_sum().transactions;
@@ -827,10 +826,8 @@ fn udp_cfg(duration_ms: u64, timeout_ms: u64) -> RrConfig {
 fn udp_rr_lost_equals_the_dropped_requests() {
     let _g = serial();
     let srv = udp_hand_server(32, 10, None, Duration::ZERO);
-    let c = RrConfig {
-        interval: Some(Duration::from_millis(100)),
-        ..udp_cfg(500, 50)
-    };
+    let mut c = udp_cfg(500, 50);
+    c.timing.interval = Some(Duration::from_millis(100));
     let out = udp_client_run(&c, srv.addr, &mut NullSink, &Abort::new());
     srv.stop.store(true, Ordering::SeqCst);
     srv.handle.join().unwrap();
@@ -986,12 +983,15 @@ fn abort_is_honoured_by_every_workload() {
     let long = RrConfig {
         udp_timeout: Duration::from_secs(5),
         peer_timeout: Duration::from_secs(10),
-        drain_limit: Duration::from_secs(10),
         request_size_bytes: 8,
         response_size_bytes: 8,
         // Intervals only to learn, from the engine's own sampler, that 200 ms of the run
         // have passed.
-        interval: Some(Duration::from_millis(50)),
+        timing: Timing {
+            interval: Some(Duration::from_millis(50)),
+            drain_limit: Duration::from_secs(10),
+            ..cfg(0, 10_000).timing
+        },
         ..cfg(0, 10_000)
     };
     let check = |name: &str, f: &dyn Fn(&Abort, &mut dyn Sink<RrInterval>) -> RrOutput| {
@@ -1263,10 +1263,8 @@ fn max_rate_policy_aborts_an_rr_run() {
         response_size_bytes: 64 * 1024,
         ..cfg(0, 10_000)
     };
-    let server_cfg = RrConfig {
-        policy: Some(wirebench_engine::RatePolicy::new(1_000_000)),
-        ..client_cfg.clone()
-    };
+    let mut server_cfg = client_cfg.clone();
+    server_cfg.timing.policy = Some(wirebench_engine::RatePolicy::new(1_000_000));
     let (cs, ss) = tcp_pair();
     let abort = Abort::new();
     let t0 = Instant::now();

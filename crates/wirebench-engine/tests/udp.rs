@@ -17,7 +17,7 @@ use wirebench_engine::udp::{
     run, UdpConfig, UdpPlan, UdpPlanError, UdpRecvSocket, UdpSendFlow, UdpWire,
     MAX_CATCH_UP_DATAGRAMS,
 };
-use wirebench_engine::{Abort, EngineOutput, NullSink, Pinning, Sink};
+use wirebench_engine::{Abort, EngineOutput, NullSink, Pinning, Sink, Timing};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::Role;
 use wirebench_model::spec::{CommonSpec, Direction, Limits, TestSpec, UdpStreamSpec, WorkloadSpec};
@@ -55,14 +55,16 @@ fn config(
     UdpConfig {
         datagram_bytes,
         rate_bps,
-        warmup: Duration::from_millis(warmup_ms),
-        duration: Duration::from_millis(duration_ms),
-        interval: None,
-        drain_limit: Duration::from_secs(1),
+        timing: Timing {
+            warmup: Duration::from_millis(warmup_ms),
+            duration: Duration::from_millis(duration_ms),
+            interval: None,
+            drain_limit: Duration::from_secs(1),
+            pin: Pinning::default(),
+            policy: None,
+            buffer_offset: 0,
+        },
         reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
-        pin: Pinning::default(),
-        policy: None,
-        buffer_offset: 0,
         wire: UdpWire::Native,
     }
 }
@@ -183,7 +185,7 @@ fn paced_flow_arrives_complete_at_the_requested_rate() {
     let _g = traffic_lock();
     let rate = 50_000_000u64;
     let mut cfg = config(1200, Some(rate), 200, 1000);
-    cfg.interval = Some(Duration::from_millis(250));
+    cfg.timing.interval = Some(Duration::from_millis(250));
     let rx = recv_socket();
     let tx = send_socket(rx.local_addr().unwrap());
     let (rx_addr, tx_addr) = (rx.local_addr().unwrap(), tx.local_addr().unwrap());
@@ -203,7 +205,7 @@ fn paced_flow_arrives_complete_at_the_requested_rate() {
     let elapsed = t0.elapsed();
     let tx = sender(&snd, 0).unwrap();
     let rx = receiver(&rcv, 0).unwrap();
-    let secs = cfg.duration.as_secs_f64();
+    let secs = cfg.timing.duration.as_secs_f64();
     let achieved_bps = tx.window_bytes_sent as f64 * 8.0 / secs;
     let received_bps = rx.window_bytes_received as f64 * 8.0 / secs;
     eprintln!(
@@ -241,7 +243,8 @@ fn paced_flow_arrives_complete_at_the_requested_rate() {
     assert_eq!((rx.late, rx.duplicate, rx.too_old), (0, 0, 0));
     assert_eq!(rcv.data.sockets[0].invalid, UdpInvalidCounts::default());
     // The whole test (warm-up included) is paced from the start instant too.
-    let total_bps = tx.bytes_sent as f64 * 8.0 / (cfg.warmup + cfg.duration).as_secs_f64();
+    let total_bps =
+        tx.bytes_sent as f64 * 8.0 / (cfg.timing.warmup + cfg.timing.duration).as_secs_f64();
     if tx.pacing_resets == 0 {
         assert!(
             (achieved_bps / rate as f64 - 1.0).abs() < 0.05,
@@ -433,7 +436,7 @@ fn injected_datagrams_are_classified_exactly() {
     // Receiver window for the sender: warm-up 50 ms, duration 200 ms → [50 ms, 250 ms).
     let mut cfg = config(100, None, 50, 200);
     cfg.reorder_window_seqs = 64;
-    cfg.interval = Some(Duration::from_millis(100));
+    cfg.timing.interval = Some(Duration::from_millis(100));
     // Flow 1, 100-byte datagrams: seq < 5 sent in the warm-up, the rest in the window.
     //   0 1 2 5 | 4 3 (late) | 3 (dup) | 7 | 200 | 10 (too old: 200 − 10 ≥ 64) | 199 (late) | 200 (dup)
     let flow1 = [0u64, 1, 2, 5, 4, 3, 3, 7, 200, 10, 199, 200];
@@ -583,7 +586,7 @@ fn abort_is_honoured_quickly() {
     // Flow 0: 1200 bytes at 1 kbit/s = one datagram per 9.6 s. Flow 1 shares the rate, so it
     // is slow too; a third thread sends nothing at all (idle socket).
     let mut cfg = config(1200, Some(1_000), 1000, 10_000);
-    cfg.interval = Some(Duration::from_millis(50));
+    cfg.timing.interval = Some(Duration::from_millis(50));
     // Abort once datagram 0 of each flow has been sent and received (the samples show it),
     // so that every thread is in its steady state: two senders sleeping on their gap, a
     // receiver with traffic waiting for more, the idle one.
@@ -629,7 +632,7 @@ fn abort_stops_unpaced_traffic() {
     };
     let mut cfg = config(1400, None, 0, 10_000);
     // Intervals only to see the traffic flowing before the abort.
-    cfg.interval = Some(Duration::from_millis(20));
+    cfg.timing.interval = Some(Duration::from_millis(20));
     let (sink, signal) = SignalWhen::new(|seen| {
         seen.get(&(4, Role::Sender)).is_some_and(|&n| n > 0)
             && seen.get(&(4, Role::Receiver)).is_some_and(|&n| n > 0)
@@ -664,7 +667,7 @@ fn unpaced_flow_counts_are_consistent() {
         }],
     };
     let mut cfg = config(8000, None, 50, 250);
-    cfg.interval = Some(Duration::from_millis(100));
+    cfg.timing.interval = Some(Duration::from_millis(100));
     let abort = Abort::new();
     let out = run(&cfg, plan, &mut NullSink, &abort).unwrap();
     let s = sender(&out, 0).unwrap();
@@ -870,7 +873,7 @@ fn max_rate_policy_aborts_a_udp_run() {
         }],
     };
     let mut cfg = config(8000, None, 0, 10_000);
-    cfg.policy = Some(wirebench_engine::RatePolicy::new(8_000_000));
+    cfg.timing.policy = Some(wirebench_engine::RatePolicy::new(8_000_000));
     let t0 = Instant::now();
     let out = run(&cfg, plan, &mut NullSink, &Abort::new()).unwrap();
     let took = t0.elapsed();

@@ -70,6 +70,23 @@ pub enum Direction {
     Bidir,
 }
 
+impl Direction {
+    /// The direction of each of the flows of a test with `flows` flows (per direction), in
+    /// flow-id order: the client-to-server flows first for bidir.
+    pub fn flow_dirs(self, flows: u32) -> Vec<FlowDir> {
+        let n = flows as usize;
+        match self {
+            Direction::Forward => vec![FlowDir::ClientToServer; n],
+            Direction::Reverse => vec![FlowDir::ServerToClient; n],
+            Direction::Bidir => {
+                let mut v = vec![FlowDir::ClientToServer; n];
+                v.extend(std::iter::repeat_n(FlowDir::ServerToClient, n));
+                v
+            }
+        }
+    }
+}
+
 /// Which way one flow's payload moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -614,16 +631,7 @@ impl TestSpec {
 
     /// The flows of this test, in flow-id order, with the direction each one carries.
     pub fn flow_dirs(&self) -> Vec<FlowDir> {
-        let n = self.common.flows as usize;
-        match self.direction() {
-            Direction::Forward => vec![FlowDir::ClientToServer; n],
-            Direction::Reverse => vec![FlowDir::ServerToClient; n],
-            Direction::Bidir => {
-                let mut v = vec![FlowDir::ClientToServer; n];
-                v.extend(std::iter::repeat_n(FlowDir::ServerToClient, n));
-                v
-            }
-        }
+        self.direction().flow_dirs(self.common.flows)
     }
 
     /// Epoll worker threads each end runs this test's flows on, or `None` for a thread per

@@ -480,7 +480,6 @@ fn execute(
                     .map(|a| a.ip())
                     .or_else(|| conn.stream().local_addr().ok().map(|a| a.ip()));
                 let sockets = std::mem::take(&mut run.sockets);
-                let data = setup_of(&cfg.spec).plan(&cfg.spec, HostRole::Client, sockets)?;
                 let end = EndParams {
                     host: HostRole::Client,
                     cpu: cfg.spec.common.client_cpu.map(|c| c as usize),
@@ -488,6 +487,7 @@ fn execute(
                     local,
                     udp_wire: wirebench_engine::udp::UdpWire::Native,
                 };
+                let data = setup_of(&cfg.spec).plan(&end, sockets)?;
                 run.engine = Some(
                     EngineRun::start(end, &cfg.spec, data, run.profile.take())
                         .map_err(NetError::io("starting the engine"))?,

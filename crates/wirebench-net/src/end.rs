@@ -1,41 +1,37 @@
 //! Running one end's engine on its own thread while the control connection stays responsive:
 //! shared by the client and the daemon.
 //!
-//! [`EngineRun::start`] turns the spec and the end's data plan ([`DataPlan`], built by
-//! [`crate::workload`]) into the engine's configuration, runs it on a thread named
-//! `wb-engine`, relays its interval samples over a channel, and hands back a
-//! [`SideReport`] when it finishes.
+//! [`EngineRun::start`] runs the end's [`EngineJob`] (its engine configuration and data
+//! sockets, built by [`crate::workload`] from the spec's common part and the workload's own
+//! spec) on a thread named `wb-engine`, relays its interval samples over a channel, and
+//! hands back a [`SideReport`] when it finishes.
 
 use std::net::{IpAddr, TcpStream};
 use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use wirebench_engine::rr::{self, OpenLoop, RrConfig, RrFlows};
+use wirebench_engine::rr::{self, RrConfig, RrFlows};
 use wirebench_engine::stream::{self, FlowPlan, StreamConfig};
 use wirebench_engine::udp::{self, UdpConfig, UdpPlan, UdpWire};
-use wirebench_engine::{Abort, EngineOutput, Pinning, RatePolicy, Sink};
+use wirebench_engine::{Abort, EngineOutput, RatePolicy, Sink};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::profile::ProfileUnavailable;
 use wirebench_model::rr::RrInterval;
 use wirebench_model::side::{
     ByteInterval, HostRole, IntervalData, SideData, SideReport, SideStatus,
 };
-use wirebench_model::spec::{CommonSpec, RrLoop, TestSpec, WorkloadSpec};
+use wirebench_model::spec::TestSpec;
 use wirebench_model::udp::UdpInterval;
 use wirebench_model::warning::Warning;
 use wirebench_profile::WindowProfile;
-use wirebench_proto::udp::DEFAULT_REORDER_WINDOW_SEQS;
 
 /// How long an end waits past its stop instant for the peer to finish.
 pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
-/// A CRR transaction's longest wait on the peer.
-const CRR_PEER_TIMEOUT: Duration = Duration::from_secs(1);
-
 /// Turns every engine's interval samples into [`IntervalData`] on a channel, and starts and
 /// stops this end's profile (if any) at the measurement window's edges.
-struct ChannelSink {
+pub(crate) struct ChannelSink {
     tx: mpsc::Sender<IntervalData>,
     profile: Option<WindowProfile>,
 }
@@ -124,20 +120,6 @@ fn attach_profile(report: &mut SideReport, profile: WindowProfile) {
     }
 }
 
-/// What an end's engine runs over: the data sockets of one workload.
-pub(crate) enum DataPlan {
-    /// TCP stream flows.
-    Stream(Vec<FlowPlan>),
-    /// Request/response flows. `keep` holds UDP RR's setup TCP connections open until the
-    /// end.
-    Rr {
-        flows: RrFlows,
-        keep: Vec<TcpStream>,
-    },
-    /// UDP stream flows. `keep` holds the setup TCP connections open until the end.
-    Udp { plan: UdpPlan, keep: Vec<TcpStream> },
-}
-
 /// Who this end is and where its engine runs.
 #[derive(Debug, Clone)]
 pub(crate) struct EndParams {
@@ -169,121 +151,6 @@ pub(crate) const CONTROL_WAIT: Duration = Duration::from_millis(50);
 /// past its nominal end, data connections being collected): short, so that a test's
 /// set-up and wind-down do not add tens of milliseconds to every point of a sweep.
 pub(crate) const SHORT_WAIT: Duration = Duration::from_millis(1);
-
-fn ms(v: u64) -> Duration {
-    Duration::from_millis(v)
-}
-
-/// Where this end pins its data threads.
-fn pinning(spec: &TestSpec, cpu: Option<usize>) -> Pinning {
-    let round_robin = match &spec.workload {
-        WorkloadSpec::Stream(s) if s.pin_threads && cpu.is_none() => {
-            wirebench_sys::thread::current_thread_affinity().unwrap_or_default()
-        }
-        _ => Vec::new(),
-    };
-    Pinning { cpu, round_robin }
-}
-
-/// The engine configuration of a request/response spec.
-pub(crate) fn rr_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> RrConfig {
-    let c = &spec.common;
-    let mut cfg = RrConfig {
-        warmup: ms(c.warmup_ms),
-        duration: ms(c.duration_ms),
-        interval: c.interval_ms.map(ms),
-        drain_limit: DRAIN_LIMIT,
-        pin,
-        peer_timeout: CRR_PEER_TIMEOUT,
-        policy,
-        buffer_offset: buffer_offset(c),
-        ..RrConfig::default()
-    };
-    cfg.busy_poll = spec.workload.busy_poll().map(|b| b.so_busy_poll_us);
-    if let Some((req, resp)) = spec.workload.rr_sizes() {
-        cfg.request_size_bytes = req as usize;
-        cfg.response_size_bytes = resp as usize;
-    }
-    match &spec.workload {
-        WorkloadSpec::Rr(r) => match r.pacing {
-            RrLoop::Closed { burst } => cfg.burst = burst,
-            RrLoop::Open {
-                transactions_per_s,
-                max_outstanding,
-            } => {
-                cfg.open_loop = Some(OpenLoop {
-                    per_s: transactions_per_s,
-                    max_outstanding,
-                })
-            }
-        },
-        WorkloadSpec::Crr(c) => cfg.close_mode = c.close_mode,
-        WorkloadSpec::UdpRr(u) => cfg.udp_timeout = ms(u.timeout_ms),
-        _ => {}
-    }
-    cfg
-}
-
-/// The engine configuration of a stream spec.
-fn stream_config(spec: &TestSpec, pin: Pinning, policy: Option<RatePolicy>) -> StreamConfig {
-    let c = &spec.common;
-    let s = match &spec.workload {
-        WorkloadSpec::Stream(s) => s.clone(),
-        _ => Default::default(),
-    };
-    StreamConfig {
-        send_size_bytes: s.send_size_bytes as usize,
-        recv_size_bytes: s.recv_size_bytes as usize,
-        warmup: ms(c.warmup_ms),
-        duration: ms(c.duration_ms),
-        interval: c.interval_ms.map(ms),
-        drain_limit: DRAIN_LIMIT,
-        pin,
-        rate_bps: s.rate_bps,
-        policy,
-        send_path: s.send_path,
-        recv_path: s.recv_path,
-        recv_wait: s.recv_wait,
-        verify: s.verify,
-        threads: s.threads,
-        stop_after_bytes: s.stop_after_bytes,
-        buffer_offset: buffer_offset(c),
-    }
-}
-
-/// The engine configuration of a UDP stream spec.
-fn udp_config(
-    spec: &TestSpec,
-    pin: Pinning,
-    policy: Option<RatePolicy>,
-    wire: UdpWire,
-) -> UdpConfig {
-    let c = &spec.common;
-    let (datagram_bytes, rate_bps) = match &spec.workload {
-        WorkloadSpec::UdpStream(u) => (u.datagram_bytes as usize, u.rate_bps),
-        _ => (wirebench_model::spec::MIN_UDP_DATAGRAM_BYTES as usize, None),
-    };
-    UdpConfig {
-        datagram_bytes,
-        rate_bps,
-        warmup: ms(c.warmup_ms),
-        duration: ms(c.duration_ms),
-        interval: c.interval_ms.map(ms),
-        drain_limit: DRAIN_LIMIT,
-        reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
-        pin,
-        policy,
-        buffer_offset: buffer_offset(c),
-        wire,
-    }
-}
-
-/// Where the spec places every data buffer, bytes past a page boundary (page-aligned unless
-/// it says otherwise).
-fn buffer_offset(c: &CommonSpec) -> usize {
-    c.buffer_offset_bytes
-        .map_or(wirebench_sys::mem::DEFAULT_OFFSET_BYTES, |o| o as usize)
-}
 
 /// A report of this end with no engine figures (the engine could not run), aborted for
 /// `reason`.
@@ -330,85 +197,108 @@ fn report<D>(
     }
 }
 
-fn run_plan(
-    end: &EndParams,
-    spec: &TestSpec,
-    data: DataPlan,
-    sink: &mut ChannelSink,
-    abort: &Abort,
-) -> SideReport {
-    let pin = pinning(spec, end.cpu);
-    let (host, local, policy) = (end.host, end.local, end.policy);
-    match data {
-        DataPlan::Stream(plans) => {
-            let cfg = stream_config(spec, pin, policy);
-            // Each connection's addresses, read while it is surely connected (a socket that
-            // has seen both FINs may no longer name its peer).
-            let addrs: Vec<(u32, Option<String>, Option<String>)> = plans
-                .iter()
-                .map(|p| {
-                    let show =
-                        |a: std::io::Result<std::net::SocketAddr>| a.ok().map(|a| a.to_string());
-                    (
-                        p.flow,
-                        show(p.stream.local_addr()),
-                        show(p.stream.peer_addr()),
-                    )
-                })
-                .collect();
-            let mut out = stream::run(&cfg, plans, sink, abort);
-            for f in &mut out.data.flows {
-                if let Some((_, l, p)) = addrs.iter().find(|a| a.0 == f.flow) {
-                    f.socket.local = f.socket.local.take().or_else(|| l.clone());
-                    f.socket.peer = f.socket.peer.take().or_else(|| p.clone());
-                }
+/// What an end's engine runs: its configuration and data sockets, built by the workload's
+/// setup ([`crate::workload::WorkloadSetup::plan`]).
+pub(crate) trait EngineJob: Send {
+    /// Runs the engine to its end and reports it as the end `end` describes.
+    fn run(self: Box<Self>, end: &EndParams, sink: &mut ChannelSink, abort: &Abort) -> SideReport;
+}
+
+/// A stream end's job.
+pub(crate) struct StreamJob {
+    pub(crate) cfg: StreamConfig,
+    pub(crate) plans: Vec<FlowPlan>,
+}
+
+/// A request/response end's job. `keep` holds UDP RR's setup TCP connections open until the
+/// end.
+pub(crate) struct RrJob {
+    pub(crate) cfg: RrConfig,
+    pub(crate) flows: RrFlows,
+    pub(crate) keep: Vec<TcpStream>,
+}
+
+/// A UDP stream end's job. `keep` holds the setup TCP connections open until the end.
+pub(crate) struct UdpJob {
+    pub(crate) cfg: UdpConfig,
+    pub(crate) plan: UdpPlan,
+    pub(crate) keep: Vec<TcpStream>,
+}
+
+impl EngineJob for StreamJob {
+    fn run(self: Box<Self>, end: &EndParams, sink: &mut ChannelSink, abort: &Abort) -> SideReport {
+        let StreamJob { cfg, plans } = *self;
+        // Each connection's addresses, read while it is surely connected (a socket that
+        // has seen both FINs may no longer name its peer).
+        let addrs: Vec<(u32, Option<String>, Option<String>)> = plans
+            .iter()
+            .map(|p| {
+                let show = |a: std::io::Result<std::net::SocketAddr>| a.ok().map(|a| a.to_string());
+                (
+                    p.flow,
+                    show(p.stream.local_addr()),
+                    show(p.stream.peer_addr()),
+                )
+            })
+            .collect();
+        let mut out = stream::run(&cfg, plans, sink, abort);
+        for f in &mut out.data.flows {
+            if let Some((_, l, p)) = addrs.iter().find(|a| a.0 == f.flow) {
+                f.socket.local = f.socket.local.take().or_else(|| l.clone());
+                f.socket.peer = f.socket.peer.take().or_else(|| p.clone());
             }
-            report(host, local, out, SideData::Stream)
         }
-        DataPlan::Rr { flows, keep } => {
-            let cfg = rr_config(spec, pin, policy);
-            let out = rr::run(&cfg, flows, sink, abort);
-            drop(keep);
-            report(host, local, out, SideData::Rr)
-        }
-        DataPlan::Udp { plan, keep } => {
-            let cfg = udp_config(spec, pin, policy, end.udp_wire);
-            let res = udp::run(&cfg, plan, sink, abort);
-            drop(keep);
-            match res {
-                Ok(out) => report(host, local, out, SideData::UdpStream),
-                Err(e) => empty_report(
-                    host,
-                    local,
-                    AbortReason::EngineFailed {
-                        detail: e.to_string(),
-                    },
-                ),
-            }
+        report(end.host, end.local, out, SideData::Stream)
+    }
+}
+
+impl EngineJob for RrJob {
+    fn run(self: Box<Self>, end: &EndParams, sink: &mut ChannelSink, abort: &Abort) -> SideReport {
+        let RrJob { cfg, flows, keep } = *self;
+        let out = rr::run(&cfg, flows, sink, abort);
+        drop(keep);
+        report(end.host, end.local, out, SideData::Rr)
+    }
+}
+
+impl EngineJob for UdpJob {
+    fn run(self: Box<Self>, end: &EndParams, sink: &mut ChannelSink, abort: &Abort) -> SideReport {
+        let UdpJob { cfg, plan, keep } = *self;
+        let res = udp::run(&cfg, plan, sink, abort);
+        drop(keep);
+        match res {
+            Ok(out) => report(end.host, end.local, out, SideData::UdpStream),
+            Err(e) => empty_report(
+                end.host,
+                end.local,
+                AbortReason::EngineFailed {
+                    detail: e.to_string(),
+                },
+            ),
         }
     }
 }
 
 impl EngineRun {
-    /// Start the engine of `spec`'s workload over `data` at the end `end` describes.
+    /// Start `job`, the engine of `spec`'s workload, at the end `end` describes.
     /// `profile`, if set, is started and stopped at the window's edges and its report (or
     /// why there is none) goes into this end's report.
     pub(crate) fn start(
         end: EndParams,
         spec: &TestSpec,
-        data: DataPlan,
+        job: Box<dyn EngineJob>,
         profile: Option<WindowProfile>,
     ) -> std::io::Result<EngineRun> {
         let abort = Arc::new(Abort::new());
         let (tx, rx) = mpsc::channel();
         let ab = Arc::clone(&abort);
-        let spec = spec.clone();
-        let nominal_end = Instant::now() + ms(spec.common.warmup_ms + spec.common.duration_ms);
+        let nominal_end =
+            Instant::now() + Duration::from_millis(spec.common.warmup_ms + spec.common.duration_ms);
         let handle = thread::Builder::new()
             .name("wb-engine".into())
             .spawn(move || {
                 let mut sink = ChannelSink { tx, profile };
-                let mut report = run_plan(&end, &spec, data, &mut sink, &ab);
+                let mut report = job.run(&end, &mut sink, &ab);
                 if let Some(p) = sink.profile.take() {
                     attach_profile(&mut report, p);
                 }
@@ -469,7 +359,7 @@ impl EngineRun {
 #[cfg(test)]
 mod engine_choice_tests {
     use super::*;
-    use wirebench_model::spec::{Direction, RecvPath, SendPath, StreamSpec};
+    use wirebench_model::spec::{Direction, RecvPath, SendPath, StreamSpec, WorkloadSpec};
 
     /// The server bounds a spec's buffers by the engine the model says each end runs; the
     /// engine must choose the same one, with no more workers than the bound counted.
@@ -586,7 +476,17 @@ mod engine_choice_tests {
                 threads,
                 ..StreamSpec::default()
             });
-            let cfg = stream_config(&spec, Pinning::default(), None);
+            let WorkloadSpec::Stream(s) = &spec.workload else {
+                unreachable!("a stream spec")
+            };
+            let end = EndParams {
+                host: HostRole::Client,
+                cpu: None,
+                policy: None,
+                local: None,
+                udp_wire: UdpWire::Native,
+            };
+            let cfg = crate::workload::stream_config(&spec.common, s, &end);
             let conns = spec.connection_count() as usize;
             let engine = wirebench_engine::stream::choose_engine(&cfg, conns).epoll_workers;
             let bound = spec.epoll_workers_bound();

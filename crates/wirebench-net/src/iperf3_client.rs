@@ -463,7 +463,6 @@ impl Test<'_> {
         let spec = &self.cfg.spec;
         let local = self.ctl.local_addr().ok().map(|a| a.ip());
         let sockets = std::mem::take(&mut self.sockets);
-        let data = setup_of(spec).plan(spec, HostRole::Client, sockets)?;
         let end = EndParams {
             host: HostRole::Client,
             cpu: spec.common.client_cpu.map(|c| c as usize),
@@ -471,6 +470,7 @@ impl Test<'_> {
             local,
             udp_wire: self.udp.unwrap_or(UdpWire::Native),
         };
+        let data = setup_of(spec).plan(&end, sockets)?;
         self.engine = Some(
             EngineRun::start(end, spec, data, None).map_err(NetError::io("starting the engine"))?,
         );

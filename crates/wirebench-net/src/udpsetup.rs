@@ -48,7 +48,10 @@ fn answers_or_sends(spec: &TestSpec, flow: u32) -> bool {
             .flow_dirs()
             .get(flow as usize)
             .is_some_and(|d| HostRole::Server.sends(*d)),
-        _ => true,
+        WorkloadSpec::UdpRr(_)
+        | WorkloadSpec::Stream(_)
+        | WorkloadSpec::Rr(_)
+        | WorkloadSpec::Crr(_) => true,
     }
 }
 

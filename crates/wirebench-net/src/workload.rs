@@ -1,23 +1,36 @@
 //! Workload setup behind one trait: how an end turns the sockets it has after the setup
-//! exchange into the data plan its engine runs.
+//! exchange into the job its engine runs.
 //!
 //! Every workload goes through the same steps at both ends — open (client) or collect
 //! (server) [`TestSpec::setup_connections`] data connections, bind UDP sockets over them when
 //! the workload is UDP ([`WorkloadSetup::binds_udp`]), keep routing connections by token
 //! while the engine runs when the workload opens a connection per transaction
-//! ([`WorkloadSetup::routes_while_running`], CRR) — and only the last step, [`WorkloadSetup::plan`],
-//! differs. [`setup_of`] picks the implementation for a spec.
+//! ([`WorkloadSetup::routes_while_running`], CRR) — and only the last step,
+//! [`WorkloadSetup::plan`], differs. [`setup_of`] narrows the spec's workload once: each
+//! implementation holds the spec's common part and its own workload spec type, and builds
+//! its engine's configuration from those two.
 
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
 
-use wirebench_engine::rr::{ConnectFn, CrrServerFlow, RrFlows, TcpRrFlow, UdpRrFlow};
-use wirebench_engine::stream::FlowPlan;
-use wirebench_engine::udp::{UdpPlan, UdpRecvSocket, UdpSendFlow};
+use wirebench_engine::rr::{
+    ConnectFn, CrrServerFlow, OpenLoop, RrConfig, RrFlows, TcpRrFlow, UdpRrFlow,
+};
+use wirebench_engine::stream::{FlowPlan, StreamConfig};
+use wirebench_engine::udp::{UdpConfig, UdpPlan, UdpRecvSocket, UdpSendFlow};
+use wirebench_engine::{Pinning, Timing};
 use wirebench_model::side::HostRole;
-use wirebench_model::spec::{TestSpec, WorkloadKind};
+use wirebench_model::spec::{
+    BusyPoll, CommonSpec, CrrSpec, FlowDir, RrLoop, RrSpec, StreamSpec, TestSpec, UdpRrSpec,
+    UdpStreamSpec, WorkloadSpec,
+};
+use wirebench_proto::udp::DEFAULT_REORDER_WINDOW_SEQS;
 
-use crate::end::DataPlan;
+use crate::end::{EndParams, EngineJob, RrJob, StreamJob, UdpJob, DRAIN_LIMIT};
 use crate::NetError;
+
+/// A CRR transaction's longest wait on the peer.
+const CRR_PEER_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What an end holds once the setup is done.
 #[derive(Default)]
@@ -33,7 +46,7 @@ pub(crate) struct EndSockets {
 }
 
 /// One workload's last setup step.
-pub(crate) trait WorkloadSetup: Sync {
+pub(crate) trait WorkloadSetup {
     /// The setup connections carry the exchange that binds each flow's UDP socket.
     fn binds_udp(&self) -> bool {
         false
@@ -44,24 +57,25 @@ pub(crate) trait WorkloadSetup: Sync {
         false
     }
 
-    /// The data plan of `host` from what it holds.
-    fn plan(&self, spec: &TestSpec, host: HostRole, s: EndSockets) -> Result<DataPlan, NetError>;
+    /// The engine job of the end `end` describes, from what it holds.
+    fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError>;
 }
 
-struct Stream;
-struct Rr;
-struct Crr;
-struct UdpRr;
-struct UdpStream;
+/// A workload's setup: the spec's common part and the workload's own spec.
+struct Setup<'a, W> {
+    common: &'a CommonSpec,
+    workload: &'a W,
+}
 
-/// The setup of `spec`'s workload.
-pub(crate) fn setup_of(spec: &TestSpec) -> &'static dyn WorkloadSetup {
-    match spec.kind() {
-        WorkloadKind::Stream => &Stream,
-        WorkloadKind::Rr => &Rr,
-        WorkloadKind::Crr => &Crr,
-        WorkloadKind::UdpRr => &UdpRr,
-        WorkloadKind::UdpStream => &UdpStream,
+/// The setup of `spec`'s workload: the one place an end narrows [`WorkloadSpec`].
+pub(crate) fn setup_of(spec: &TestSpec) -> Box<dyn WorkloadSetup + '_> {
+    let common = &spec.common;
+    match &spec.workload {
+        WorkloadSpec::Stream(workload) => Box::new(Setup { common, workload }),
+        WorkloadSpec::Rr(workload) => Box::new(Setup { common, workload }),
+        WorkloadSpec::Crr(workload) => Box::new(Setup { common, workload }),
+        WorkloadSpec::UdpRr(workload) => Box::new(Setup { common, workload }),
+        WorkloadSpec::UdpStream(workload) => Box::new(Setup { common, workload }),
     }
 }
 
@@ -69,53 +83,157 @@ fn sockets_of(conns: Vec<(u32, TcpStream)>) -> Vec<TcpStream> {
     conns.into_iter().map(|(_, s)| s).collect()
 }
 
-impl WorkloadSetup for Stream {
-    fn plan(&self, spec: &TestSpec, host: HostRole, s: EndSockets) -> Result<DataPlan, NetError> {
-        let dirs = spec.flow_dirs();
-        let mut plans: Vec<FlowPlan> = s
-            .conns
-            .into_iter()
-            .filter_map(|(flow, stream)| {
-                let dir = *dirs.get(flow as usize)?;
-                Some(FlowPlan {
-                    flow,
-                    dir,
-                    role: host.role(dir),
-                    stream,
-                })
-            })
-            .collect();
-        plans.sort_by_key(|p| p.flow);
-        Ok(DataPlan::Stream(plans))
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// The engine timing of a spec's common part at the end `end` describes, its data threads
+/// placed by `pin`.
+fn timing(c: &CommonSpec, end: &EndParams, pin: Pinning) -> Timing {
+    Timing {
+        warmup: ms(c.warmup_ms),
+        duration: ms(c.duration_ms),
+        interval: c.interval_ms.map(ms),
+        drain_limit: DRAIN_LIMIT,
+        pin,
+        policy: end.policy,
+        buffer_offset: c
+            .buffer_offset_bytes
+            .map_or(wirebench_sys::mem::DEFAULT_OFFSET_BYTES, |o| o as usize),
     }
 }
 
-impl WorkloadSetup for Rr {
-    fn plan(&self, _spec: &TestSpec, host: HostRole, s: EndSockets) -> Result<DataPlan, NetError> {
+/// Every data thread on the end's CPU, if the spec names one; else no pinning.
+fn end_pinning(end: &EndParams) -> Pinning {
+    Pinning {
+        cpu: end.cpu,
+        round_robin: Vec::new(),
+    }
+}
+
+/// The engine configuration of a stream at the end `end` describes.
+pub(crate) fn stream_config(c: &CommonSpec, s: &StreamSpec, end: &EndParams) -> StreamConfig {
+    let round_robin = if s.pin_threads && end.cpu.is_none() {
+        wirebench_sys::thread::current_thread_affinity().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let pin = Pinning {
+        cpu: end.cpu,
+        round_robin,
+    };
+    StreamConfig {
+        timing: timing(c, end, pin),
+        send_size_bytes: s.send_size_bytes as usize,
+        recv_size_bytes: s.recv_size_bytes as usize,
+        rate_bps: s.rate_bps,
+        send_path: s.send_path,
+        recv_path: s.recv_path,
+        recv_wait: s.recv_wait,
+        verify: s.verify,
+        threads: s.threads,
+        stop_after_bytes: s.stop_after_bytes,
+    }
+}
+
+/// The engine configuration of a request/response workload of these sizes.
+fn rr_config(c: &CommonSpec, end: &EndParams, req: u32, resp: u32) -> RrConfig {
+    RrConfig {
+        timing: timing(c, end, end_pinning(end)),
+        request_size_bytes: req as usize,
+        response_size_bytes: resp as usize,
+        peer_timeout: CRR_PEER_TIMEOUT,
+        ..RrConfig::default()
+    }
+}
+
+fn busy_poll_us(b: Option<BusyPoll>) -> Option<u32> {
+    b.map(|b| b.so_busy_poll_us)
+}
+
+/// The stream flows of `host` over its connections, in flow-id order: each flow's direction
+/// from `dirs` (by flow id), connections of flows not in `dirs` dropped.
+fn stream_plans(dirs: &[FlowDir], host: HostRole, conns: Vec<(u32, TcpStream)>) -> Vec<FlowPlan> {
+    let mut plans: Vec<FlowPlan> = conns
+        .into_iter()
+        .filter_map(|(flow, stream)| {
+            let dir = *dirs.get(flow as usize)?;
+            Some(FlowPlan {
+                flow,
+                dir,
+                role: host.role(dir),
+                stream,
+            })
+        })
+        .collect();
+    plans.sort_by_key(|p| p.flow);
+    plans
+}
+
+impl WorkloadSetup for Setup<'_, StreamSpec> {
+    fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
+        let dirs = self.workload.direction.flow_dirs(self.common.flows);
+        let plans = stream_plans(&dirs, end.host, s.conns);
+        let cfg = stream_config(self.common, self.workload, end);
+        Ok(Box::new(StreamJob { cfg, plans }))
+    }
+}
+
+impl WorkloadSetup for Setup<'_, RrSpec> {
+    fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
+        let w = self.workload;
+        let mut cfg = rr_config(
+            self.common,
+            end,
+            w.request_size_bytes,
+            w.response_size_bytes,
+        );
+        cfg.busy_poll = busy_poll_us(w.busy_poll);
+        match w.pacing {
+            RrLoop::Closed { burst } => cfg.burst = burst,
+            RrLoop::Open {
+                transactions_per_s,
+                max_outstanding,
+            } => {
+                cfg.open_loop = Some(OpenLoop {
+                    per_s: transactions_per_s,
+                    max_outstanding,
+                })
+            }
+        }
         let mut flows: Vec<TcpRrFlow> = s
             .conns
             .into_iter()
             .map(|(flow, stream)| TcpRrFlow { flow, stream })
             .collect();
         flows.sort_by_key(|f| f.flow);
-        let flows = match host {
+        let flows = match end.host {
             HostRole::Client => RrFlows::TcpClient(flows),
             HostRole::Server => RrFlows::TcpServer(flows),
         };
-        Ok(DataPlan::Rr {
+        Ok(Box::new(RrJob {
+            cfg,
             flows,
             keep: Vec::new(),
-        })
+        }))
     }
 }
 
-impl WorkloadSetup for Crr {
+impl WorkloadSetup for Setup<'_, CrrSpec> {
     fn routes_while_running(&self) -> bool {
         true
     }
 
-    fn plan(&self, _spec: &TestSpec, host: HostRole, s: EndSockets) -> Result<DataPlan, NetError> {
-        let flows = match host {
+    fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
+        let w = self.workload;
+        let mut cfg = rr_config(
+            self.common,
+            end,
+            w.request_size_bytes,
+            w.response_size_bytes,
+        );
+        cfg.close_mode = w.close_mode;
+        let flows = match end.host {
             HostRole::Client => RrFlows::CrrClient(
                 s.crr_client
                     .into_iter()
@@ -124,23 +242,33 @@ impl WorkloadSetup for Crr {
             ),
             HostRole::Server => RrFlows::CrrServer(s.crr_server),
         };
-        Ok(DataPlan::Rr {
+        Ok(Box::new(RrJob {
+            cfg,
             flows,
             keep: Vec::new(),
-        })
+        }))
     }
 }
 
-impl WorkloadSetup for UdpRr {
+impl WorkloadSetup for Setup<'_, UdpRrSpec> {
     fn binds_udp(&self) -> bool {
         true
     }
 
-    fn plan(&self, _spec: &TestSpec, host: HostRole, s: EndSockets) -> Result<DataPlan, NetError> {
+    fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
+        let w = self.workload;
+        let mut cfg = rr_config(
+            self.common,
+            end,
+            w.request_size_bytes,
+            w.response_size_bytes,
+        );
+        cfg.busy_poll = busy_poll_us(w.busy_poll);
+        cfg.udp_timeout = ms(w.timeout_ms);
         let mut flows = Vec::new();
         for (flow, socket, peer) in s.udp {
             // Both ends talk to their peer only: a server never answers anybody else.
-            if host == HostRole::Server {
+            if end.host == HostRole::Server {
                 socket
                     .connect(peer)
                     .map_err(NetError::io("connecting a UDP data socket"))?;
@@ -148,32 +276,34 @@ impl WorkloadSetup for UdpRr {
             flows.push(UdpRrFlow { flow, socket });
         }
         flows.sort_by_key(|f| f.flow);
-        let flows = match host {
+        let flows = match end.host {
             HostRole::Client => RrFlows::UdpClient(flows),
             HostRole::Server => RrFlows::UdpServer(flows),
         };
-        Ok(DataPlan::Rr {
+        Ok(Box::new(RrJob {
+            cfg,
             flows,
             keep: sockets_of(s.conns),
-        })
+        }))
     }
 }
 
-impl WorkloadSetup for UdpStream {
+impl WorkloadSetup for Setup<'_, UdpStreamSpec> {
     fn binds_udp(&self) -> bool {
         true
     }
 
     /// Flows this end sends get their socket connected to the peer; flows it receives keep
     /// an unconnected socket on which only the peer's datagrams count.
-    fn plan(&self, spec: &TestSpec, host: HostRole, s: EndSockets) -> Result<DataPlan, NetError> {
-        let dirs = spec.flow_dirs();
+    fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
+        let w = self.workload;
+        let dirs = w.direction.flow_dirs(self.common.flows);
         let mut plan = UdpPlan::default();
         for (flow, socket, peer) in s.udp {
             let Some(&dir) = dirs.get(flow as usize) else {
                 continue;
             };
-            if host.sends(dir) {
+            if end.host.sends(dir) {
                 socket
                     .connect(peer)
                     .map_err(NetError::io("connecting a UDP data socket"))?;
@@ -186,10 +316,18 @@ impl WorkloadSetup for UdpStream {
                 });
             }
         }
-        Ok(DataPlan::Udp {
+        let cfg = UdpConfig {
+            timing: timing(self.common, end, end_pinning(end)),
+            datagram_bytes: w.datagram_bytes as usize,
+            rate_bps: w.rate_bps,
+            reorder_window_seqs: DEFAULT_REORDER_WINDOW_SEQS,
+            wire: end.udp_wire,
+        };
+        Ok(Box::new(UdpJob {
+            cfg,
             plan,
             keep: sockets_of(s.conns),
-        })
+        }))
     }
 }
 
@@ -223,12 +361,7 @@ mod tests {
             conns: vec![(1, a), (0, c), (7, e)],
             ..EndSockets::default()
         };
-        let DataPlan::Stream(plans) = setup_of(&spec)
-            .plan(&spec, HostRole::Server, sockets)
-            .unwrap()
-        else {
-            panic!("a stream plan");
-        };
+        let plans = stream_plans(&spec.flow_dirs(), HostRole::Server, sockets.conns);
         let got: Vec<(u32, Role)> = plans.iter().map(|p| (p.flow, p.role)).collect();
         assert_eq!(got, vec![(0, Role::Receiver), (1, Role::Sender)]);
         drop(b);
@@ -248,7 +381,8 @@ mod tests {
                 false,
             ),
         ] {
-            let s = setup_of(&TestSpec::new(w));
+            let spec = TestSpec::new(w);
+            let s = setup_of(&spec);
             assert_eq!((s.binds_udp(), s.routes_while_running()), (udp, routes));
         }
     }

@@ -92,10 +92,10 @@ pub(crate) fn stream_spec(direction: Direction, flows: u32) -> TestSpec {
 
 /// The stream settings of a stream spec.
 pub(crate) fn stream_spec_mut(s: &mut TestSpec) -> &mut StreamSpec {
-    match &mut s.workload {
-        WorkloadSpec::Stream(x) => x,
-        _ => unreachable!("a stream spec"),
-    }
+    let WorkloadSpec::Stream(x) = &mut s.workload else {
+        unreachable!("a stream spec")
+    };
+    x
 }
 
 /// `spec` with `flows` flows.
@@ -855,10 +855,10 @@ pub(crate) fn one_flow() -> TestSpec {
 
 /// The TCP RR part of a spec.
 pub(crate) fn rr_spec_mut(s: &mut TestSpec) -> &mut RrSpec {
-    match &mut s.workload {
-        WorkloadSpec::Rr(r) => r,
-        _ => unreachable!("a TCP RR spec"),
-    }
+    let WorkloadSpec::Rr(r) = &mut s.workload else {
+        unreachable!("a TCP RR spec")
+    };
+    r
 }
 
 /// A receiving end with sockets that overflowed `drops` times each and the host counters.

@@ -19,8 +19,8 @@ use crate::buffers;
 use crate::util::is_timeout;
 
 pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
-    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
-    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
+    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
+    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(true));
     let (mut connects, mut others) = (Repeated::default(), Repeated::default());
     while !ctx.stopping() {
@@ -87,8 +87,8 @@ fn transaction(
 }
 
 pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
-    let mut req = buffers::zeroed(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
-    let resp = payload(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
+    let mut req = buffers::zeroed(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
+    let resp = payload(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(false));
     let mut last_activity = Instant::now();
     let mut failures = Repeated::default();

@@ -160,8 +160,8 @@ use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
 use crate::pace::Schedule;
 use crate::threads::{account_thread, started, DataThreads};
-use crate::timeline::{Engine, RatePolicy, Timeline};
-use crate::{EngineOutput, Pinning, Sink};
+use crate::timeline::{Engine, Timeline};
+use crate::{EngineOutput, Sink, Timing};
 use io::{prepare_tcp, Addresses, FlowEnd, Tally};
 use sample::{RrSampler, RttScratch};
 use socket2::SockRef;
@@ -197,21 +197,12 @@ pub struct OpenLoop {
 /// that do not apply to a workload or role are ignored).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RrConfig {
+    /// Warm-up, duration, intervals, drain, pinning, policy and buffer placement.
+    pub timing: Timing,
     /// Bytes per request.
     pub request_size_bytes: usize,
     /// Bytes per response.
     pub response_size_bytes: usize,
-    /// Warm-up before the window opens.
-    pub warmup: Duration,
-    /// Measured duration.
-    pub duration: Duration,
-    /// Interval sampling period, if any.
-    pub interval: Option<Duration>,
-    /// Longest wait past this end's stop instant: a TCP RR client for the responses it is
-    /// owed and the server's EOF, a server for the client to finish.
-    pub drain_limit: Duration,
-    /// Where the data threads run.
-    pub pin: Pinning,
     /// TCP RR closed loop: transactions in flight per flow (netperf `-b`); 1 = one at a time.
     pub burst: u32,
     /// TCP RR only: fixed-rate client instead of the closed loop.
@@ -223,37 +214,25 @@ pub struct RrConfig {
     pub peer_timeout: Duration,
     /// UDP RR client: wait for a response before the transaction counts as lost.
     pub udp_timeout: Duration,
-    /// The server's rate policy, enforced on `transactions × (request + response)` bytes.
-    pub policy: Option<RatePolicy>,
     /// TCP RR and UDP RR: busy polling (see the module docs); the value is SO_BUSY_POLL in
     /// microseconds (0: spin without setting it). `None`: blocking calls.
     pub busy_poll: Option<u32>,
-    /// Where every request and response buffer starts: bytes past a page boundary (below
-    /// the page size; 0 is page-aligned, the default).
-    pub buffer_offset: usize,
 }
 
 impl Default for RrConfig {
-    /// 1-byte request and response, no warm-up, 10 s, no intervals, 2 s drain, burst 1,
-    /// closed loop, orderly close, 1 s peer timeout, 100 ms UDP timeout, no policy, no busy
-    /// polling, page-aligned buffers.
+    /// [`Timing::default`], 1-byte request and response, burst 1, closed loop, orderly
+    /// close, 1 s peer timeout, 100 ms UDP timeout, no busy polling.
     fn default() -> Self {
         RrConfig {
+            timing: Timing::default(),
             request_size_bytes: 1,
             response_size_bytes: 1,
-            warmup: Duration::ZERO,
-            duration: Duration::from_secs(10),
-            interval: None,
-            drain_limit: Duration::from_secs(2),
-            pin: Pinning::default(),
             burst: 1,
             open_loop: None,
             close_mode: CloseMode::Orderly,
             peer_timeout: Duration::from_secs(1),
             udp_timeout: Duration::from_millis(100),
-            policy: None,
             busy_poll: None,
-            buffer_offset: 0,
         }
     }
 }
@@ -429,7 +408,7 @@ impl FlowCtx<'_> {
     /// Past the stop instant by more than the drain limit.
     fn drain_expired(&self) -> bool {
         self.stop_at()
-            .is_some_and(|t| Instant::now() > t + self.cfg.drain_limit)
+            .is_some_and(|t| Instant::now() > t + self.cfg.timing.drain_limit)
     }
     fn publish(&self, t: &Tally) {
         let c = &self.shared.counters[self.idx];
@@ -462,7 +441,7 @@ impl FlowCtx<'_> {
                 } else {
                     SERVER_IDLE_AFTER_STOP
                 };
-                now > stop + self.cfg.drain_limit || idle > limit
+                now > stop + self.cfg.timing.drain_limit || idle > limit
             }
         }
     }
@@ -471,7 +450,7 @@ impl FlowCtx<'_> {
     /// that the client's end is noticed promptly (two values only, so that a server that
     /// sets it as a socket option changes it once).
     fn server_poll(&self) -> Duration {
-        let planned_stop = self.shared.start + self.cfg.warmup + self.cfg.duration;
+        let planned_stop = self.shared.start + self.cfg.timing.warmup + self.cfg.timing.duration;
         if self.stop_at().is_some()
             || planned_stop.saturating_duration_since(Instant::now()) <= POLL_TIMEOUT
         {
@@ -540,7 +519,7 @@ fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> F
         _ => (None, tid_tx),
     };
     let final_cpu = &ctx.shared.final_cpu;
-    let cpu = ctx.cfg.pin.thread_cpu(slot);
+    let cpu = ctx.cfg.timing.pin.thread_cpu(slot);
     // Read while the socket is connected (a CRR flow reads its connections' own).
     let addresses = match &job {
         Job::TcpClient(s) | Job::TcpServer(s) => Some(Addresses::of(s.local_addr(), s.peer_addr())),
@@ -665,11 +644,11 @@ pub fn run(
     let waker = waker.as_ref();
     let n = jobs.len();
     let ids: Vec<u32> = jobs.iter().map(|j| j.0).collect();
-    let interval = cfg.interval.filter(|i| !i.is_zero());
+    let interval = cfg.timing.interval.filter(|i| !i.is_zero());
     let start = Instant::now();
     let shared = Shared {
         start,
-        phase: AtomicU8::new(if cfg.warmup.is_zero() {
+        phase: AtomicU8::new(if cfg.timing.warmup.is_zero() {
             PHASE_WINDOW
         } else {
             PHASE_WARMUP
@@ -719,7 +698,9 @@ pub fn run(
             let shared = &shared;
             let spawned = thread::Builder::new()
                 .name("wb-waker".into())
-                .spawn_scoped(scope, move || w.watch(shared, abort, cfg.drain_limit));
+                .spawn_scoped(scope, move || {
+                    w.watch(shared, abort, cfg.timing.drain_limit)
+                });
             if let Err(e) = spawned {
                 // Without the waker nothing would end a blocked read: stop the flows now.
                 abort.abort(AbortReason::EngineFailed {
@@ -732,19 +713,19 @@ pub fn run(
             shared: &shared,
             ids: &ids,
             prev: vec![(0, 0); n],
-            warmup_ns: u64::try_from(cfg.warmup.as_nanos()).unwrap_or(u64::MAX),
+            warmup_ns: u64::try_from(cfg.timing.warmup.as_nanos()).unwrap_or(u64::MAX),
             bytes_per_transaction: (cfg.request_size_bytes + cfg.response_size_bytes) as u64,
             rtt: (!shared.interval_rtt.is_empty()).then(RttScratch::new),
             sink,
         };
         let timeline = Timeline {
             start,
-            warmup: cfg.warmup,
-            duration: cfg.duration,
+            warmup: cfg.timing.warmup,
+            duration: cfg.timing.duration,
             interval,
-            policy: cfg.policy,
+            policy: cfg.timing.policy,
             // Aborted during the warm-up: the window never opened; report it empty at the stop.
-            cpus_used: cfg.pin.cpus_used(n * threads_per_flow),
+            cpus_used: cfg.timing.pin.cpus_used(n * threads_per_flow),
         };
         let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
             handles
@@ -796,9 +777,9 @@ pub fn run(
             }),
             engine: EngineKind::ThreadPerFlow {
                 threads: (n * threads_per_flow) as u32,
-                placement: cfg.pin.placement(n * threads_per_flow),
+                placement: cfg.timing.pin.placement(n * threads_per_flow),
             },
-            buffer_offset: cfg.buffer_offset,
+            buffer_offset: cfg.timing.buffer_offset,
         }
     })
 }

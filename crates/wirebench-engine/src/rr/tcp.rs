@@ -18,13 +18,13 @@ use crate::pace::{wait_until, Schedule};
 use crate::threads::account_thread;
 
 pub(super) fn client_closed(ctx: &FlowCtx, s: &TcpStream) -> FlowEnd {
-    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
-    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
+    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
+    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
     let burst = ctx.cfg.burst.max(1) as usize;
     let mut sent_at: VecDeque<Instant> = VecDeque::with_capacity(burst);
     let mut end = FlowEnd::new(Tally::new(true));
     let give_up = || ctx.aborted() || ctx.drain_expired();
-    let waited = ctx.cfg.drain_limit;
+    let waited = ctx.cfg.timing.drain_limit;
     'run: loop {
         while sent_at.len() < burst && !ctx.stopping() {
             // The round trip starts before the write: the write's own cost (on loopback it
@@ -57,7 +57,7 @@ pub(super) fn finish_flow(ctx: &FlowCtx, s: &TcpStream, end: &mut FlowEnd) {
         // The run is reported as aborted; a stall caused by the abort is not a flow error.
         end.error = None;
     } else if end.error.is_none() {
-        if let Err(e) = orderly_finish(s, ctx, ctx.cfg.drain_limit) {
+        if let Err(e) = orderly_finish(s, ctx, ctx.cfg.timing.drain_limit) {
             end.warnings.push(Warning::RepeatedErrors {
                 flow: ctx.flow,
                 step: e.step,
@@ -76,11 +76,11 @@ pub(super) fn finish_flow(ctx: &FlowCtx, s: &TcpStream, end: &mut FlowEnd) {
 }
 
 pub(super) fn server(ctx: &FlowCtx, s: &TcpStream) -> FlowEnd {
-    let mut req = buffers::zeroed(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
-    let resp = payload(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
+    let mut req = buffers::zeroed(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
+    let resp = payload(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(false));
     let give_up = || ctx.aborted() || ctx.drain_expired();
-    let waited = ctx.cfg.drain_limit;
+    let waited = ctx.cfg.timing.drain_limit;
     loop {
         match read_full(s, &mut req, &give_up) {
             Ok(()) => {}
@@ -127,7 +127,7 @@ fn open_sender(
     ol: &OpenLoop,
     st: &OpenState,
 ) -> (u64, u64, Option<FlowError>) {
-    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.buffer_offset);
+    let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
     let cap = u64::from(ol.max_outstanding.max(1));
     let schedule = Schedule::per_second(ctx.shared.start, ol.per_s);
     let give_up =
@@ -153,7 +153,7 @@ fn open_sender(
         }
         if let Err(e) = write_full(s, &req, &give_up) {
             if !ctx.aborted() && !st.receiver_done.load(Ordering::Acquire) {
-                error = Some(e.at(Step::RequestWrite, ctx.cfg.drain_limit));
+                error = Some(e.at(Step::RequestWrite, ctx.cfg.timing.drain_limit));
             }
             st.sender_failed.store(true, Ordering::Release);
             break;
@@ -168,7 +168,7 @@ fn open_sender(
 /// The receiver of an open-loop flow: response `j` answers request `j` (TCP keeps order);
 /// its latency runs from request `j`'s scheduled time.
 fn open_receiver(ctx: &FlowCtx, s: &TcpStream, ol: &OpenLoop, st: &OpenState, end: &mut FlowEnd) {
-    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.buffer_offset);
+    let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
     let schedule = Schedule::per_second(ctx.shared.start, ol.per_s);
     let mut j = 0u64;
     loop {
@@ -188,7 +188,7 @@ fn open_receiver(ctx: &FlowCtx, s: &TcpStream, ol: &OpenLoop, st: &OpenState, en
                 break
             }
             Err(e) => {
-                end.error = Some(e.at(Step::ResponseRead, ctx.cfg.drain_limit));
+                end.error = Some(e.at(Step::ResponseRead, ctx.cfg.timing.drain_limit));
                 break;
             }
         }
@@ -212,7 +212,7 @@ pub(super) fn client_open(
     thread::scope(|sc| {
         let sender_slot = 2 * ctx.idx + 1;
         let tx = tid_tx.clone();
-        let cpu = ctx.cfg.pin.thread_cpu(sender_slot);
+        let cpu = ctx.cfg.timing.pin.thread_cpu(sender_slot);
         let spawned = thread::Builder::new()
             .name(format!("wb-rr-send-{}", ctx.flow))
             .spawn_scoped(sc, move || {

@@ -54,11 +54,11 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
     }
     let mut req = payload(
         ctx.cfg.request_size_bytes.max(UDP_SEQ_BYTES),
-        ctx.cfg.buffer_offset,
+        ctx.cfg.timing.buffer_offset,
     );
     let resp_len = ctx.cfg.response_size_bytes;
     // One spare byte so that an oversized datagram shows up as longer than expected.
-    let mut buf = buffers::zeroed(resp_len + 1, ctx.cfg.buffer_offset);
+    let mut buf = buffers::zeroed(resp_len + 1, ctx.cfg.timing.buffer_offset);
     let timeout = ctx.cfg.udp_timeout;
     let base_to = timeout.min(POLL_TIMEOUT);
     if let Err(e) = s
@@ -165,10 +165,10 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         return end;
     }
     let req_len = ctx.cfg.request_size_bytes;
-    let mut buf = buffers::zeroed(req_len + 1, ctx.cfg.buffer_offset);
+    let mut buf = buffers::zeroed(req_len + 1, ctx.cfg.timing.buffer_offset);
     let mut resp = payload(
         ctx.cfg.response_size_bytes.max(UDP_SEQ_BYTES),
-        ctx.cfg.buffer_offset,
+        ctx.cfg.timing.buffer_offset,
     );
     let mut last_activity = Instant::now();
     let mut failures = Repeated::default();

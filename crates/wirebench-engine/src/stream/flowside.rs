@@ -131,7 +131,7 @@ impl Shared {
         let flows: Vec<_> = plans.iter().map(|p| (p.flow, p.dir, p.role)).collect();
         shared.budget = super::flow_budgets(cfg.stop_after_bytes, &flows);
         let senders = plans.iter().filter(|p| p.role == Role::Sender).count();
-        if cfg.interval.is_some() && senders <= MAX_TCP_SAMPLED_FLOWS {
+        if cfg.timing.interval.is_some() && senders <= MAX_TCP_SAMPLED_FLOWS {
             for (slot, p) in shared.probes.iter_mut().zip(plans) {
                 if p.role == Role::Sender {
                     *slot = p.stream.as_fd().try_clone_to_owned().ok().map(|fd| {
@@ -437,7 +437,7 @@ impl<'a> Run<'a> {
             shared,
             roles: meta.iter().map(|m| (m.0, m.1)).collect(),
             prev: vec![0; n],
-            warmup_ns: cfg.warmup.as_nanos() as u64,
+            warmup_ns: cfg.timing.warmup.as_nanos() as u64,
             sink,
             window_start_bytes: vec![0; n],
             stop_bytes: vec![0; n],
@@ -445,11 +445,11 @@ impl<'a> Run<'a> {
         };
         let timeline = Timeline {
             start: shared.start,
-            warmup: cfg.warmup,
-            duration: cfg.duration,
-            interval: cfg.interval,
-            policy: cfg.policy,
-            cpus_used: cfg.pin.cpus_used(nthreads),
+            warmup: cfg.timing.warmup,
+            duration: cfg.timing.duration,
+            interval: cfg.timing.interval,
+            policy: cfg.timing.policy,
+            cpus_used: cfg.timing.pin.cpus_used(nthreads),
         };
         let out = timeline.run(&mut sampler, threads, at_start, abort, join);
         let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
@@ -483,7 +483,7 @@ impl<'a> Run<'a> {
             if done.is_some_and(|d| d.drain_truncated) {
                 warnings.push(Warning::DrainTruncated {
                     thread: DataThread::Flow(flow),
-                    drain_limit_ms: cfg.drain_limit.as_millis() as u64,
+                    drain_limit_ms: cfg.timing.drain_limit.as_millis() as u64,
                 });
             }
             let requested = match role {
@@ -537,7 +537,7 @@ impl<'a> Run<'a> {
                 end_ns: out.stop_ns,
             }),
             engine,
-            buffer_offset: cfg.buffer_offset,
+            buffer_offset: cfg.timing.buffer_offset,
         }
     }
 }

@@ -332,7 +332,7 @@ impl<'a> Worker<'a> {
 
     /// The stop instant for a sender: FIN after the last byte, then wait for the close.
     fn begin_close(&mut self, i: usize) {
-        let deadline = Instant::now() + self.env.cfg.drain_limit;
+        let deadline = Instant::now() + self.env.cfg.timing.drain_limit;
         let f = &mut self.flows[i];
         let Some(s) = f.stream.as_ref() else { return };
         let _ = s.shutdown(Shutdown::Write);
@@ -364,7 +364,7 @@ impl<'a> Worker<'a> {
     /// Deadlines: receivers past the drain limit, closing senders past their wait.
     fn check_deadlines(&mut self, now: Instant) {
         let stop_ns = self.shared.stop_at_ns.load(Ordering::Relaxed);
-        let drain_end_ns = drain_end_ns(stop_ns, self.env.cfg.drain_limit);
+        let drain_end_ns = drain_end_ns(stop_ns, self.env.cfg.timing.drain_limit);
         let now_ns = ns_since(self.shared.start, now);
         for i in 0..self.flows.len() {
             match self.flows[i].state {
@@ -555,7 +555,7 @@ fn run_worker<'a>(
         w.active += 1;
     }
     if w.flows.iter().any(|f| f.role == Role::Receiver) {
-        w.buf = buffers::zeroed(msg, env.cfg.buffer_offset);
+        w.buf = buffers::zeroed(msg, env.cfg.timing.buffer_offset);
     }
     for (i, e) in setup_errors {
         w.flows[i].error.get_or_insert(e);
@@ -589,7 +589,7 @@ pub fn run(
     let payload = Payload::new(
         cfg.send_size_bytes.max(cfg.recv_size_bytes).max(1),
         cfg.verify,
-        cfg.buffer_offset,
+        cfg.timing.buffer_offset,
     );
     let env = Env {
         cfg,
@@ -599,7 +599,7 @@ pub fn run(
     let shared = Shared::for_plans(Instant::now(), cfg, &plans, threads);
     let engine = EngineKind::Epoll {
         workers: threads as u32,
-        placement: cfg.pin.placement(threads),
+        placement: cfg.timing.pin.placement(threads),
     };
     let mut run = Run::new(cfg, &shared, &plans, engine, threads);
     if let Some(rate_bps) = cfg.rate_bps {
@@ -626,7 +626,7 @@ pub fn run(
                 &shared.final_cpu,
                 w,
                 tid_tx.clone(),
-                cfg.pin.thread_cpu(w),
+                cfg.timing.pin.thread_cpu(w),
                 move || run_worker(share, env, shared, abort),
             );
             handles.push(started(h, DataThread::Worker(w as u32), &mut run.warnings));

@@ -68,9 +68,8 @@ use crate::pace::Schedule;
 use crate::paths::{Disabled, Payload, Receiver, SendShared, Sender, Verifier};
 use crate::recvwait::Waiter;
 use crate::threads::{spawn_data, started, DataThreads};
-use crate::timeline::RatePolicy;
 use crate::util::{is_timeout, ns_since};
-use crate::{EngineOutput, Pinning, Sink};
+use crate::{EngineOutput, Sink, Timing};
 
 /// How often blocked socket calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -96,24 +95,14 @@ pub struct FlowPlan {
 /// Parameters of a stream run at one end.
 #[derive(Debug, Clone)]
 pub struct StreamConfig {
+    /// Warm-up, duration, intervals, drain, pinning, policy and buffer placement.
+    pub timing: Timing,
     /// Bytes per send call.
     pub send_size_bytes: usize,
     /// Bytes per receive call.
     pub recv_size_bytes: usize,
-    /// Warm-up before the window opens.
-    pub warmup: Duration,
-    /// Measured duration.
-    pub duration: Duration,
-    /// Interval sampling period, if any.
-    pub interval: Option<Duration>,
-    /// How long receivers wait for EOF after the stop instant.
-    pub drain_limit: Duration,
-    /// Where the data threads run.
-    pub pin: Pinning,
     /// Pace each sending flow to this many payload bits per second.
     pub rate_bps: Option<u64>,
-    /// The server's rate policy, enforced on every byte this end moves.
-    pub policy: Option<RatePolicy>,
     /// How sending flows send. Pacing works with every path.
     pub send_path: SendPath,
     /// How receiving flows receive.
@@ -129,9 +118,6 @@ pub struct StreamConfig {
     /// to the kernel, split over them by [`flow_budgets`]; `duration` is then an upper
     /// bound. The run ends when every flow at this end has finished.
     pub stop_after_bytes: Option<u64>,
-    /// Where every data buffer of this end starts: bytes past a page boundary (below the
-    /// page size; 0 is page-aligned, the default).
-    pub buffer_offset: usize,
 }
 
 /// Each flow's share of [`StreamConfig::stop_after_bytes`], by flow index: the sending flows
@@ -301,7 +287,7 @@ fn run_sender(
     if !abort.is_set() {
         // Sends still in flight (io_uring) complete before the close; their bytes count in
         // the total (after the stop, so not in the window).
-        let (extra, err) = tx.finish(&s, cfg.drain_limit);
+        let (extra, err) = tx.finish(&s, cfg.timing.drain_limit);
         if extra > 0 {
             total += extra;
             counter.store(total, Ordering::Relaxed);
@@ -314,7 +300,7 @@ fn run_sender(
         // Orderly end: FIN after the last byte, then wait (bounded) for the receiver to read
         // everything and close, so that TCP_INFO below shows every byte acknowledged.
         let _ = s.shutdown(Shutdown::Write);
-        let deadline = Instant::now() + cfg.drain_limit;
+        let deadline = Instant::now() + cfg.timing.drain_limit;
         let mut sink = [0u8; 512];
         while Instant::now() < deadline && !abort.is_set() {
             match (&s).read(&mut sink) {
@@ -326,7 +312,7 @@ fn run_sender(
         }
         // MSG_ZEROCOPY notifications of the last sends arrive once their data is freed.
         if !abort.is_set() {
-            let (_, err) = tx.finish(&s, cfg.drain_limit);
+            let (_, err) = tx.finish(&s, cfg.timing.drain_limit);
             error = err;
         }
     }
@@ -350,7 +336,7 @@ fn run_receiver(
     let cfg = env.cfg;
     let msg = cfg.recv_size_bytes.max(1);
     let (mut rx, fallback) = Receiver::setup(cfg.recv_path, &s, msg, env.disabled);
-    let mut buf = buffers::zeroed(msg, cfg.buffer_offset);
+    let mut buf = buffers::zeroed(msg, cfg.timing.buffer_offset);
     // Verification needs the data in user space: only on the paths that deliver it.
     let delivers = !matches!(rx, Receiver::Discard | Receiver::Splice(_));
     let mut verifier = (cfg.verify && delivers).then(|| Verifier::new(env.payload.block()));
@@ -385,7 +371,7 @@ fn run_receiver(
                 if shared.stop.load(Ordering::Relaxed) {
                     let stop_ns = shared.stop_at_ns.load(Ordering::Relaxed);
                     let now_ns = ns_since(shared.start, Instant::now());
-                    if now_ns > flowside::drain_end_ns(stop_ns, cfg.drain_limit) {
+                    if now_ns > flowside::drain_end_ns(stop_ns, cfg.timing.drain_limit) {
                         drain_truncated = true;
                         break;
                     }
@@ -441,7 +427,7 @@ fn run_threads(
     let payload = Payload::new(
         cfg.send_size_bytes.max(cfg.recv_size_bytes).max(1),
         cfg.verify,
-        cfg.buffer_offset,
+        cfg.timing.buffer_offset,
     );
     let disabled = Disabled::from_env();
     let senders = plans.iter().any(|p| p.role == Role::Sender);
@@ -456,7 +442,7 @@ fn run_threads(
     let shared = Shared::for_plans(Instant::now(), cfg, &plans, n);
     let engine = EngineKind::ThreadPerFlow {
         threads: n as u32,
-        placement: cfg.pin.placement(n),
+        placement: cfg.timing.pin.placement(n),
     };
     let mut run = Run::new(cfg, &shared, &plans, engine, n);
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
@@ -473,7 +459,7 @@ fn run_threads(
                 &shared.final_cpu,
                 idx,
                 tid_tx.clone(),
-                cfg.pin.thread_cpu(idx),
+                cfg.timing.pin.thread_cpu(idx),
                 move || match plan.role {
                     Role::Sender => run_sender(plan.stream, idx, env, shared, abort),
                     Role::Receiver => run_receiver(plan.stream, idx, env, shared, abort),

@@ -97,9 +97,9 @@ use crate::abort::Abort;
 use crate::cpu::CpuSnapshot;
 use crate::pace::{wait_until, Schedule};
 use crate::threads::{spawn_data, DataThreads};
-use crate::timeline::{Engine, RatePolicy, Timeline};
+use crate::timeline::{Engine, Timeline};
 use crate::util::{is_timeout, ns_since};
-use crate::{EngineOutput, Pinning, Sink};
+use crate::{EngineOutput, Sink, Timing};
 
 mod recv;
 mod sample;
@@ -166,29 +166,16 @@ pub struct UdpPlan {
 /// both come from one validated spec.
 #[derive(Debug, Clone)]
 pub struct UdpConfig {
+    /// Warm-up, duration, intervals, drain, pinning, policy and buffer placement.
+    pub timing: Timing,
     /// Size of every datagram (UDP payload), header included.
     pub datagram_bytes: usize,
     /// Target rate of each sending flow, bits per second of UDP payload; `None`: unpaced.
     pub rate_bps: Option<u64>,
-    /// Warm-up before the window opens.
-    pub warmup: Duration,
-    /// Measured duration.
-    pub duration: Duration,
-    /// Interval sampling period, if any.
-    pub interval: Option<Duration>,
-    /// Longest a receiver keeps reading after the stop instant.
-    pub drain_limit: Duration,
     /// Depth of each flow's late/duplicate window, sequence numbers (see
     /// [`wirebench_proto::udp::SeqTracker`]; usually
     /// [`wirebench_proto::udp::DEFAULT_REORDER_WINDOW_SEQS`]).
     pub reorder_window_seqs: u64,
-    /// Where the data threads run.
-    pub pin: Pinning,
-    /// The server's rate policy, enforced on every byte this end moves.
-    pub policy: Option<RatePolicy>,
-    /// Where every datagram buffer starts: bytes past a page boundary (below the page size;
-    /// 0 is page-aligned, the default).
-    pub buffer_offset: usize,
     /// The datagrams' header format (both ends use one).
     pub wire: UdpWire,
 }
@@ -239,7 +226,7 @@ impl UdpConfig {
             .schedule(Instant::now())
             .map(|s| Duration::from_nanos(s.gap_ns().saturating_mul(4)))
             .unwrap_or_default();
-        MIN_DRAIN_QUIET.max(gaps).min(self.drain_limit)
+        MIN_DRAIN_QUIET.max(gaps).min(self.timing.drain_limit)
     }
 
     /// The window a receiver counts datagrams into by their send time: the sender window, or
@@ -256,8 +243,8 @@ impl UdpConfig {
 
     /// The sender window these parameters define, ns after the sender's start.
     pub fn sender_window(&self) -> Span {
-        let warmup = self.warmup.min(MAX_PHASE);
-        let duration = self.duration.min(MAX_PHASE);
+        let warmup = self.timing.warmup.min(MAX_PHASE);
+        let duration = self.timing.duration.min(MAX_PHASE);
         Span {
             start_ns: dur_ns(warmup),
             end_ns: dur_ns(warmup + duration),
@@ -431,7 +418,7 @@ fn collect_receivers(
                 if d.drain_truncated {
                     warnings.push(Warning::DrainTruncated {
                         thread,
-                        drain_limit_ms: cfg.drain_limit.as_millis() as u64,
+                        drain_limit_ms: cfg.timing.drain_limit.as_millis() as u64,
                     });
                 }
                 (d.demux, d.rcvbuf_drops, d.error)
@@ -478,8 +465,8 @@ pub fn run(
     abort: &Abort,
 ) -> Result<EngineOutput<UdpSide>, UdpPlanError> {
     check_plan(&plan, cfg.wire)?;
-    let warmup = cfg.warmup.min(MAX_PHASE);
-    let duration = cfg.duration.min(MAX_PHASE);
+    let warmup = cfg.timing.warmup.min(MAX_PHASE);
+    let duration = cfg.timing.duration.min(MAX_PHASE);
     let n_send = plan.senders.len();
     let n_threads = n_send + plan.receivers.len();
     let mut meta: Vec<(u32, Role)> = plan
@@ -519,7 +506,7 @@ pub fn run(
                 &shared.final_cpu,
                 idx,
                 tid_tx.clone(),
-                cfg.pin.thread_cpu(idx),
+                cfg.timing.pin.thread_cpu(idx),
                 move || Done::Send(run_sender(s.flow, &s.socket, counters, cfg, shared, abort)),
             );
             handles.push((DataThread::Flow(s.flow), h));
@@ -535,7 +522,7 @@ pub fn run(
                 &shared.final_cpu,
                 n_send + i,
                 tid_tx.clone(),
-                cfg.pin.thread_cpu(n_send + i),
+                cfg.timing.pin.thread_cpu(n_send + i),
                 move || {
                     Done::Recv(run_receiver(
                         &r.socket, r.peer, &r.flows, counters, cfg, shared, abort,
@@ -556,9 +543,9 @@ pub fn run(
             start,
             warmup,
             duration,
-            interval: cfg.interval.map(|i| i.max(Duration::from_millis(1))),
-            policy: cfg.policy,
-            cpus_used: cfg.pin.cpus_used(n_threads),
+            interval: cfg.timing.interval.map(|i| i.max(Duration::from_millis(1))),
+            policy: cfg.timing.policy,
+            cpus_used: cfg.timing.pin.cpus_used(n_threads),
         };
         let out = timeline.run(&mut sampler, &threads, at_start, abort, || {
             handles
@@ -605,9 +592,9 @@ pub fn run(
             }),
             engine: EngineKind::ThreadPerFlow {
                 threads: n_threads as u32,
-                placement: cfg.pin.placement(n_threads),
+                placement: cfg.timing.pin.placement(n_threads),
             },
-            buffer_offset: cfg.buffer_offset,
+            buffer_offset: cfg.timing.buffer_offset,
         }
     });
     Ok(out)
@@ -622,14 +609,12 @@ mod tests {
         UdpConfig {
             datagram_bytes,
             rate_bps,
-            warmup: Duration::ZERO,
-            duration: Duration::MAX,
-            interval: None,
-            drain_limit: Duration::from_secs(1),
+            timing: Timing {
+                duration: Duration::MAX,
+                drain_limit: Duration::from_secs(1),
+                ..Timing::default()
+            },
             reorder_window_seqs: 64,
-            pin: Pinning::default(),
-            policy: None,
-            buffer_offset: 0,
             wire: UdpWire::Native,
         }
     }

@@ -50,7 +50,7 @@ pub(super) fn run_receiver(
             .collect(),
     );
     let quiet = cfg.drain_quiet();
-    let mut buf = buffers::zeroed(RECV_BUF_BYTES, cfg.buffer_offset);
+    let mut buf = buffers::zeroed(RECV_BUF_BYTES, cfg.timing.buffer_offset);
     let mut last_arrival: Option<Instant> = None;
     let mut error = None;
     let mut drain_truncated = false;
@@ -98,7 +98,12 @@ pub(super) fn run_receiver(
             }
         };
         if drain_deadline.is_none() && shared.stop.load(Ordering::Relaxed) {
-            drain_deadline = Some(shared.stop_at.checked_add(cfg.drain_limit).unwrap_or(now));
+            drain_deadline = Some(
+                shared
+                    .stop_at
+                    .checked_add(cfg.timing.drain_limit)
+                    .unwrap_or(now),
+            );
         }
         if let Some(deadline) = drain_deadline {
             let quiet_since = last_arrival.map_or(shared.stop_at, |t| t.max(shared.stop_at));

@@ -43,7 +43,7 @@ pub(super) fn run_sender(
     shared: &Shared,
     abort: &Abort,
 ) -> SendDone {
-    let mut buf = buffers::random(cfg.datagram_bytes, cfg.buffer_offset);
+    let mut buf = buffers::random(cfg.datagram_bytes, cfg.timing.buffer_offset);
     let window = cfg.sender_window();
     let mut schedule = cfg.schedule(shared.start);
     let mut d = SendDone {

@@ -494,7 +494,6 @@ fn execute<'a>(
                     .or_else(|| conn.stream().local_addr().ok())
                     .map(|a| a.ip());
                 let sockets = std::mem::take(&mut ts.sockets);
-                let data = setup_of(&spec).plan(&spec, HostRole::Server, sockets)?;
                 let end = EndParams {
                     host: HostRole::Server,
                     cpu: spec.common.server_cpu.map(|c| c as usize),
@@ -502,6 +501,7 @@ fn execute<'a>(
                     local,
                     udp_wire: wirebench_engine::udp::UdpWire::Native,
                 };
+                let data = setup_of(&spec).plan(&end, sockets)?;
                 ts.engine = Some(
                     EngineRun::start(end, &spec, data, ts.profile.take())
                         .map_err(NetError::io("starting the engine"))?,

@@ -524,11 +524,6 @@ impl<'a> Session<'a> {
             .and_then(|(_, s)| s.local_addr().ok())
             .or_else(|| self.ctl.local_addr().ok())
             .map(|a| a.ip());
-        let data = setup_of(&spec)
-            .plan(&spec, HostRole::Server, sockets)
-            .map_err(|e| AbortReason::EngineFailed {
-                detail: e.to_string(),
-            })?;
         let end = EndParams {
             host: HostRole::Server,
             cpu: None,
@@ -542,6 +537,11 @@ impl<'a> Session<'a> {
                 UdpWire::Native
             },
         };
+        let data = setup_of(&spec)
+            .plan(&end, sockets)
+            .map_err(|e| AbortReason::EngineFailed {
+                detail: e.to_string(),
+            })?;
         self.engine = Some(EngineRun::start(end, &spec, data, None).map_err(|e| {
             AbortReason::EngineFailed {
                 detail: e.to_string(),
