@@ -17,9 +17,9 @@ pub fn short_spec(duration_ms: u64) -> TestSpec {
 /// changes.
 pub fn stream_spec(duration_ms: u64, f: impl FnOnce(&mut CommonSpec, &mut StreamSpec)) -> TestSpec {
     let mut spec = short_spec(duration_ms);
-    match &mut spec.workload {
-        WorkloadSpec::Stream(st) => f(&mut spec.common, st),
-        _ => unreachable!("short_spec is a stream spec"),
-    }
+    let WorkloadSpec::Stream(st) = &mut spec.workload else {
+        unreachable!("short_spec is a stream spec")
+    };
+    f(&mut spec.common, st);
     spec
 }
