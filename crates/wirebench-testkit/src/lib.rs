@@ -408,6 +408,22 @@ pub fn delayed_path_with_daemon(
 /// process and a counter), removed with its contents on drop.
 pub struct TempDir(pub std::path::PathBuf);
 
+/// This machine's limits document (its JSON text), measured once per test binary by
+/// `wirebench limits --quick --json` in a state directory of its own, for the tests that need
+/// a real document but do not check how it is measured or cached (those run `limits`
+/// themselves). A failed measurement panics in the caller, and the next caller measures again.
+pub fn quick_limits_json() -> &'static str {
+    static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("wb-limits-once-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a state directory for limits");
+        let r = wb_state(&dir, &["limits", "--quick", "--json"]);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(r.code, 0, "wirebench limits --quick: {}", r.stderr);
+        r.stdout
+    })
+}
+
 /// A state directory of its own (`WIREBENCH_STATE_DIR`), removed on drop.
 pub type StateDir = TempDir;
 

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{finish, require_netns, serial, wb, Ran, BIN};
+use crate::common::{finish, require_netns, serial, shared, wb, Ran, BIN};
 
 const NOBODY: u32 = 65534;
 const VICTIM_TEXT: &str = "VICTIM: must never be written\n";
@@ -173,7 +173,7 @@ fn stream_result(s: &Scratch) -> PathBuf {
 /// a link and another user's file.
 #[test]
 fn writers_do_not_follow_planted_links() {
-    let _g = serial();
+    let _g = shared();
     let s = Scratch::new("links");
     let victim = s.victim();
     let d = s.nobody_dir("shared");
@@ -476,7 +476,7 @@ fn non_finite_and_out_of_range_flag_values_are_refused() {
 /// study's test args may not set the output in any spelling.
 #[test]
 fn outputs_never_replace_inputs_and_study_args() {
-    let _g = serial();
+    let _g = shared();
     let s = Scratch::new("inout");
     let input = stream_result(&s);
     let before = std::fs::read(&input).unwrap();
@@ -528,7 +528,7 @@ fn outputs_never_replace_inputs_and_study_args() {
 /// replaces it; a resume refuses point files that are not the recorded sweep's.
 #[test]
 fn sweep_output_is_not_replaced_and_resume_checks_points() {
-    let _g = serial();
+    let _g = shared();
     let s = Scratch::new("sweep");
     let d = s.path("sw");
     let ds = d.to_str().unwrap();
@@ -971,7 +971,7 @@ fn one_point_study(s: &Scratch, out: &Path) -> Ran {
 #[test]
 fn study_sweep_and_limits_writers_do_not_follow_planted_links() {
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let s = Scratch::new("links2");
     let victim = s.victim();
     let victim_dir = s.path("victim-dir");
@@ -1052,7 +1052,7 @@ fn study_sweep_and_limits_writers_do_not_follow_planted_links() {
     let cache = format!("limits-{}.json", boot.trim());
     plant(&state, &cache, &victim);
     let r = wb_env(
-        &["limits", "--json"],
+        &["limits", "--quick", "--json"],
         &[("WIREBENCH_STATE_DIR", state.as_path())],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -9,7 +9,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{finish, serial, Ran, BIN};
+use crate::common::{finish, Ran, BIN};
 use serde_json::Value;
 
 struct TempDir(std::path::PathBuf);
@@ -64,7 +64,7 @@ fn short_test(extra: &[&str], env: &[(&str, &Path)], remove: &[&str]) -> Ran {
 
 #[test]
 fn a_test_is_saved_with_its_title_and_tags() {
-    let _g = serial();
+    let _g = common::shared();
     let dir = TempDir::new("save");
     let db = dir.0.join("h.db");
     let db_s = db.to_str().unwrap();
@@ -112,7 +112,7 @@ fn a_test_is_saved_with_its_title_and_tags() {
 
 #[test]
 fn the_default_database_follows_xdg_then_home() {
-    let _g = serial();
+    let _g = common::shared();
     let xdg = TempDir::new("xdg");
     let r = short_test(&[], &[("XDG_DATA_HOME", &xdg.0)], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -128,7 +128,7 @@ fn the_default_database_follows_xdg_then_home() {
 
 #[test]
 fn a_corrupt_or_unwritable_database_keeps_the_result() {
-    let _g = serial();
+    let _g = common::shared();
     let dir = TempDir::new("bad");
     let corrupt = dir.0.join("corrupt.db");
     std::fs::write(&corrupt, vec![0x42u8; 4096]).unwrap();
@@ -172,7 +172,7 @@ fn a_corrupt_or_unwritable_database_keeps_the_result() {
 
 #[test]
 fn two_clients_saving_at_once_both_succeed() {
-    let _g = serial();
+    let _g = common::shared();
     let dir = TempDir::new("two");
     let db = dir.0.join("h.db");
     let spawn = || {
@@ -227,7 +227,7 @@ fn throughput_figure(stdout: &str) -> Value {
 
 #[test]
 fn compare_files_and_regress_exit_codes() {
-    let _g = serial();
+    let _g = common::shared();
     let dir = TempDir::new("cmp");
     let r = short_test(&["--no-save"], &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -318,7 +318,7 @@ fn compare_files_and_regress_exit_codes() {
 /// cannot open stops it at start, naming the database.
 #[test]
 fn the_daemon_saves_its_records_to_a_database() {
-    let _g = serial();
+    let _g = common::shared();
     let dir = TempDir::new("serve-db");
     let db = dir.0.join("daemon.db");
     let db_s = db.to_str().unwrap();
@@ -403,7 +403,7 @@ fn the_daemon_saves_its_records_to_a_database() {
 /// and B's runs overlaid on one time axis, and both sides' values as boxes.
 #[test]
 fn report_compare_draws_both_sides_and_judges_them() {
-    let _g = serial();
+    let _g = common::shared();
     let dir = TempDir::new("report-cmp");
     let mut c = Command::new(BIN);
     c.args(["stream", "-t", "1", "-i", "0.25", "--json", "--no-save"]);

@@ -410,18 +410,9 @@ fn a_limits_document_plots_and_reports() {
     let _g = shared();
     let dir = TempDir::new("limits");
     let json = dir.path("l.json");
-    let mut c = std::process::Command::new(BIN);
-    c.args(["limits", "--quick", "--json"])
-        .env("WIREBENCH_STATE_DIR", &dir.0);
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&json, &out.stdout).unwrap();
-    let l = wirebench_model::limits::LimitsResult::from_json(&String::from_utf8_lossy(&out.stdout))
-        .expect("a limits document");
+    let doc = quick_limits_json();
+    std::fs::write(&json, doc).unwrap();
+    let l = wirebench_model::limits::LimitsResult::from_json(doc).expect("a limits document");
     let svg = dir.path("l.svg");
     let r = wb(&["plot", &json, "-o", &svg]);
     assert_eq!(r.code, 0, "{}", r.stderr);
