@@ -9,13 +9,17 @@
    key paths, volumes, the non-root user).
 3. The Dockerfile: multi-stage, its build command, the binary's path, USER, ENTRYPOINT.
 4. With --binary PATH: the containers' arguments parse with that wirebench (`ARGS --help`).
+5. With --self-test: each of a list of breakages (BREAKAGES) fails at least one check.
 
-Usage: validate.py [--binary target/release/wirebench]
+Usage: validate.py [--binary target/release/wirebench] [--self-test]
 """
 
 import argparse
+import copy
+import functools
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -35,11 +39,14 @@ SERVICEMONITOR_SCHEMA = HERE / "schemas" / "servicemonitor-v1.schema.json"
 BASES_WITH_INSTALL = {"debian:bookworm-slim"}
 
 failures = []
+# Set while the self-test breaks the files on purpose: its failures are expected.
+quiet = False
 
 
 def fail(msg):
     failures.append(msg)
-    print(f"FAIL {msg}")
+    if not quiet:
+        print(f"FAIL {msg}")
 
 
 def check(cond, msg):
@@ -74,24 +81,31 @@ def validate_schemas(docs):
                 print(f"ok   {what} (vendored ServiceMonitor schema)")
             continue
         for version in K8S_VERSIONS:
-            try:
-                kubernetes_validate.validate(doc, version, strict=True)
+            error = kubernetes_error(json.dumps(doc, sort_keys=True), version)
+            if error:
+                fail(f"{what}: {error}")
+            else:
                 print(f"ok   {what} (Kubernetes {version}, strict)")
-            except ValidationError as e:
-                fail(f"{what}: Kubernetes {version}: {'.'.join(map(str, e.path))}: {e.message}")
-            except SchemaNotFoundError as e:
-                fail(f"{what}: {e.message}")
 
 
-def one(docs, kind, component=None):
-    found = [
-        d
-        for _, d in docs
-        if d["kind"] == kind
-        and (component is None or d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == component)
-    ]
+@functools.lru_cache(maxsize=None)
+def kubernetes_error(doc_json, version):
+    """Why a document (as JSON) fails Kubernetes `version`'s strict schema, or None. Cached:
+    the self-test checks the unchanged documents again for every breakage."""
+    try:
+        kubernetes_validate.validate(json.loads(doc_json), version, strict=True)
+        return None
+    except ValidationError as e:
+        return f"Kubernetes {version}: {'.'.join(map(str, e.path))}: {e.message}"
+    except SchemaNotFoundError as e:
+        return e.message
+
+
+def one(docs, kind):
+    """The one object of `kind` (the checks below expect exactly one of each)."""
+    found = [d for _, d in docs if d["kind"] == kind]
     if len(found) != 1:
-        raise SystemExit(f"FAIL expected one {kind} {component or ''}, found {len(found)}")
+        raise SystemExit(f"FAIL expected one {kind}, found {len(found)}")
     return found[0]
 
 
@@ -113,7 +127,7 @@ def container_port(container, port):
 
 
 def mounted_volume(container, path):
-    """(volume name, mountPath, readOnly) of the mount whose directory holds `path`."""
+    """(volume name, mountPath, readOnly) of the mount at `path` or at its directory."""
     for m in container.get("volumeMounts", []):
         if os.path.dirname(path) == m["mountPath"] or path == m["mountPath"]:
             return m["name"], m["mountPath"], m.get("readOnly", False)
@@ -149,6 +163,27 @@ def check_key_chain(what, pod, container, key_path, secret):
     check(dm is not None and dm[0] == m[0] and not dm[2], f"{what}: the init container does not write {m[0]}")
 
 
+# A Kubernetes resource.Quantity (k8s.io/apimachinery/pkg/api/resource): the schemas take
+# any string, the API server refuses "64 Mi".
+QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+
+
+def check_quantities(what, node):
+    """Every quantity (resources, sizeLimit) under `node` is well-formed."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("requests", "limits") and isinstance(v, dict):
+                for rk, q in v.items():
+                    check(QUANTITY.match(str(q)) is not None, f"{what}: {k}.{rk} {q!r} is not a quantity")
+            elif k == "sizeLimit":
+                check(QUANTITY.match(str(v)) is not None, f"{what}: sizeLimit {v!r} is not a quantity")
+            else:
+                check_quantities(what, v)
+    elif isinstance(node, list):
+        for v in node:
+            check_quantities(what, v)
+
+
 def check_pod_security(what, pod, uid):
     sc = pod.get("securityContext", {})
     check(sc.get("runAsNonRoot") is True, f"{what}: runAsNonRoot is not true")
@@ -174,7 +209,8 @@ def check_consistency(docs, docker):
     job = one(docs, "Job")
     sm = one(docs, "ServiceMonitor")
     pvc = one(docs, "PersistentVolumeClaim")
-    for _, d in docs:
+    for name, d in docs:
+        check_quantities(f"{name}: {d['kind']}/{d['metadata']['name']}", d)
         if d["kind"] != "Namespace":
             check(d["metadata"].get("namespace") == ns, f"{d['kind']}/{d['metadata']['name']} is not in namespace {ns}")
 
@@ -200,7 +236,7 @@ def check_consistency(docs, docker):
     control = container_port(daemon, "control")
     check(int(flag(args, "--port") or default_port) == control, f"serve --port is not the control container port {control}")
     check(control == default_port, f"the control port {control} is not wirebench_net::DEFAULT_PORT {default_port}")
-    metrics_addr = flag(args, "--metrics")
+    metrics_addr, metrics_port = flag(args, "--metrics"), None
     if check(metrics_addr is not None, "the DaemonSet's serve has no --metrics"):
         metrics_port = int(metrics_addr.rsplit(":", 1)[1])
         probe = daemon.get("readinessProbe", {}).get("httpGet", {})
@@ -214,7 +250,8 @@ def check_consistency(docs, docker):
     check(ns in sm["spec"].get("namespaceSelector", {}).get("matchNames", [ns]), f"the ServiceMonitor does not look in {ns}")
     for e in sm["spec"]["endpoints"]:
         p = svc_ports.get(e.get("port"))
-        check(p is not None and container_port(daemon, p["targetPort"]) == metrics_port, f"ServiceMonitor endpoint port {e.get('port')} is not the Service's metrics port")
+        target = container_port(daemon, p.get("targetPort", p["port"])) if p else None
+        check(target is not None and target == metrics_port, f"ServiceMonitor endpoint port {e.get('port')} is not the Service's metrics port")
         check(e.get("path", "/metrics") == "/metrics", "the ServiceMonitor scrapes another path than /metrics")
 
     # The Job: --hosts is the Service's DNS name; its results go to the PVC.
@@ -225,7 +262,7 @@ def check_consistency(docs, docker):
     dns = f"{svc['metadata']['name']}.{svc['metadata']['namespace']}.svc.cluster.local"
     check(flag(jargs, "--hosts") == dns, f"the Job's --hosts {flag(jargs, '--hosts')} is not the Service's name {dns}")
     out = flag(jargs, "-o")
-    om = mounted_volume(mesh, out + "/x") if out else None
+    om = mounted_volume(mesh, out) if out else None
     check(om is not None and not om[2], f"the Job's -o {out} is not a writable mount")
     if om:
         claim = {v["name"]: v for v in jpod["volumes"]}[om[0]].get("persistentVolumeClaim", {}).get("claimName")
@@ -233,8 +270,8 @@ def check_consistency(docs, docker):
 
     # Keys: the daemon's --auth-keys and the Job's --auth-key-file come from the one Secret.
     auth_id = flag(jargs, "--auth")
-    secret_text = next(iter(secret.get("stringData", {}).values()), "")
-    check(auth_id is not None and secret_text.split()[0] == auth_id, f"the Secret's key line is not for the Job's --auth {auth_id}")
+    secret_words = next(iter(secret.get("stringData", {}).values()), "").split()
+    check(auth_id is not None and secret_words[:1] == [auth_id], f"the Secret's key line is not for the Job's --auth {auth_id}")
     check_key_chain("DaemonSet --auth-keys", pod, daemon, flag(args, "--auth-keys"), secret)
     check_key_chain("Job --auth-key-file", jpod, mesh, flag(jargs, "--auth-key-file"), secret)
 
@@ -278,10 +315,10 @@ def workspace_version():
     raise SystemExit("FAIL no [workspace.package] version in Cargo.toml")
 
 
-def parse_dockerfile(path):
+def parse_dockerfile(text):
     """The Dockerfile's instructions as (INSTRUCTION, argument text), continuations joined."""
     instructions, pending = [], ""
-    for raw in path.read_text().splitlines():
+    for raw in text.splitlines():
         line = raw.strip()
         if not pending and (not line or line.startswith("#")):
             continue
@@ -295,8 +332,8 @@ def parse_dockerfile(path):
     return instructions
 
 
-def check_dockerfile():
-    ins = parse_dockerfile(REPO / "Dockerfile")
+def check_dockerfile(text):
+    ins = parse_dockerfile(text)
     froms = [i for i, (w, _) in enumerate(ins) if w == "FROM"]
     check(len(froms) >= 2, "the Dockerfile is not multi-stage")
     first = ins[froms[0]][1].split()
@@ -307,7 +344,6 @@ def check_dockerfile():
     runs = [shlex.split(a) for w, a in build if w == "RUN"]
     cmd = ["cargo", "build", "--release", "--locked", "-p", "wirebench"]
     check(cmd in runs, f"the build stage does not run `{' '.join(cmd)}`: {runs}")
-    check_cargo_command()
     copies = [a.split() for w, a in runtime if w == "COPY"]
     want_copy = ["--from=build", f"{workdir.rstrip('/')}/target/release/wirebench", "/usr/local/bin/wirebench"]
     check(copies == [want_copy], f"the runtime stage copies other than the binary: {copies}")
@@ -362,16 +398,92 @@ def json_error(stdout):
         return stdout.strip()[:300]
 
 
+def check_all(docs, dockerfile_text):
+    """Every check but the cargo and binary ones; the containers' command lines."""
+    validate_schemas(docs)
+    docker = check_dockerfile(dockerfile_text)
+    return check_consistency(docs, docker)
+
+
+def doc_of(docs, kind):
+    return next(d for _, d in docs if d["kind"] == kind)
+
+
+def daemon_of(docs):
+    return doc_of(docs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]
+
+
+def set_flag(docs, kind, name, value):
+    args = doc_of(docs, kind)["spec"]["template"]["spec"]["containers"][0]["args"]
+    args[args.index(name) + 1] = value
+
+
+# Breakages the checks must catch: (what, change to the manifests, change to the Dockerfile).
+BREAKAGES = [
+    ("a misspelt container field", lambda d: daemon_of(d).update(readinesProbe=daemon_of(d).pop("readinessProbe")), None),
+    ("a string for an integer", lambda d: doc_of(d, "Service")["spec"]["ports"][0].update(port="5301"), None),
+    ("an API version with no schema", lambda d: doc_of(d, "Secret").update(apiVersion="v2"), None),
+    ("a ServiceMonitor field the CRD lacks", lambda d: doc_of(d, "ServiceMonitor")["spec"]["endpoints"][0].update(pathh="/"), None),
+    ("a malformed scrape interval", lambda d: doc_of(d, "ServiceMonitor")["spec"]["endpoints"][0].update(interval="30 seconds"), None),
+    ("a malformed memory quantity", lambda d: daemon_of(d)["resources"]["requests"].update(memory="64 Mi"), None),
+    ("the metrics port moved", lambda d: set_flag(d, "DaemonSet", "--metrics", "0.0.0.0:9465"), None),
+    ("the Service selecting other pods", lambda d: doc_of(d, "Service")["spec"]["selector"].update(app="x"), None),
+    ("--hosts in another namespace", lambda d: set_flag(d, "Job", "--hosts", "wirebench.default.svc.cluster.local"), None),
+    ("the key read from elsewhere", lambda d: set_flag(d, "DaemonSet", "--auth-keys", "/etc/wirebench/secret/key"), None),
+    ("the key copied group-readable", lambda d: doc_of(d, "Job")["spec"]["template"]["spec"]["initContainers"][0]["command"].__setitem__(2, "0440"), None),
+    ("a writable root file system", lambda d: daemon_of(d)["securityContext"].update(readOnlyRootFilesystem=False), None),
+    ("the image running as root", None, lambda t: t.replace("USER 10001:10001", "USER 0")),
+    ("another ENTRYPOINT", None, lambda t: t.replace('ENTRYPOINT ["/usr/local/bin/wirebench"]', 'ENTRYPOINT ["/bin/wirebench"]')),
+    ("a single-stage image", None, lambda t: t.replace("FROM debian:bookworm-slim", "")),
+]
+
+
+def self_test(docs, dockerfile_text):
+    """Each breakage in BREAKAGES must fail a check (the unchanged files are checked before)."""
+    global quiet
+    missed = []
+    for what, change_docs, change_dockerfile in BREAKAGES:
+        d, t = copy.deepcopy(docs), dockerfile_text
+        if change_docs:
+            change_docs(d)
+        if change_dockerfile:
+            t = change_dockerfile(t)
+        failures.clear()
+        quiet = True
+        try:
+            with open(os.devnull, "w") as devnull:
+                stdout, sys.stdout = sys.stdout, devnull
+                try:
+                    check_all(d, t)
+                finally:
+                    sys.stdout = stdout
+        except SystemExit as e:  # a missing object ends the checks early: also a failure
+            failures.append(str(e))
+        finally:
+            quiet = False
+        print(f"{'ok  ' if failures else 'MISS'} breakage caught: {what} ({len(failures)} failures)")
+        if not failures:
+            missed.append(what)
+    failures.clear()
+    for m in missed:
+        fail(f"self-test: the checks pass with {m}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", help="a wirebench binary to parse the containers' arguments with")
+    ap.add_argument("--self-test", action="store_true", help="also check that known breakages fail")
     opts = ap.parse_args()
     docs = load_manifests()
-    validate_schemas(docs)
-    docker = check_dockerfile()
-    commands = check_consistency(docs, docker)
+    dockerfile_text = (REPO / "Dockerfile").read_text()
+    commands = check_all(docs, dockerfile_text)
+    check_cargo_command()
     if opts.binary:
         check_args_parse(opts.binary, commands)
+    if opts.self_test:
+        found = list(failures)
+        self_test(docs, dockerfile_text)
+        failures[:0] = found
     if failures:
         print(f"deploy/k8s: {len(failures)} check(s) failed")
         return 1
