@@ -290,7 +290,7 @@ def check_consistency(docs, docker):
             check("command" not in c, f"{what} container {c['name']} overrides the ENTRYPOINT")
         if p.get("initContainers"):
             check(docker["runtime_base"] in BASES_WITH_INSTALL, f"{what}: the init containers run `install`, absent from {docker['runtime_base']}")
-    return [("serve", args), ("mesh", jargs)]
+    return [args, jargs]
 
 
 def one_container(pod, what):
@@ -365,20 +365,28 @@ def check_cargo_command():
     """What the Dockerfile's `cargo build --release --locked -p wirebench` relies on: the lock
     file is current (--locked), and package wirebench has the binary target wirebench."""
     r = subprocess.run(
-        ["cargo", "metadata", "--locked", "--format-version", "1", "--no-deps"],
+        # Not --no-deps: resolving the dependencies is what --locked checks against Cargo.lock.
+        ["cargo", "metadata", "--locked", "--format-version", "1"],
         cwd=REPO, capture_output=True, text=True,
     )
     if not check(r.returncode == 0, f"cargo metadata --locked failed (Cargo.lock not current?): {r.stderr.strip()}"):
         return
     meta = json.loads(r.stdout)
-    bins = [t["name"] for p in meta["packages"] if p["name"] == "wirebench" for t in p["targets"] if "bin" in t["kind"]]
+    members = set(meta["workspace_members"])
+    bins = [
+        t["name"]
+        for p in meta["packages"]
+        if p["name"] == "wirebench" and p["id"] in members
+        for t in p["targets"]
+        if "bin" in t["kind"]
+    ]
     check(bins == ["wirebench"], f"package wirebench's binaries are {bins}, not [wirebench]")
 
 
 def check_args_parse(binary, commands):
     """Each container's arguments parse with `binary` (a trailing `--help` stops clap after it
     has read them; a test after `--` is checked as its own command line)."""
-    for sub, args in commands:
+    for args in commands:
         lines = [args]
         if "--" in args:
             cut = args.index("--")
