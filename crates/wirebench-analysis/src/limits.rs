@@ -226,25 +226,26 @@ pub fn limits_result(
     }
 }
 
-/// The sampler's cost from the probe's pairs: per pair, the sampled run's extra time over
-/// its samples (ns per sample) and over the run alone (% slowdown); their spreads, and the
-/// median time alone. A pair with no sample or no time is left out; `None` without pairs.
+/// The sampler's cost from the probe's pairs: per pair, the sampled run's extra CPU time
+/// over its samples (ns per sample) and over the run alone (% slowdown); their spreads, and
+/// the median CPU time alone. A pair with no sample or no time is left out; `None` without pairs.
 /// A pair may come out negative (the run alone was the one another process slowed): it is
 /// kept, so that the median is not biased upward.
 pub fn sampler_cost(s: &SamplerCostSamples) -> Option<SamplerCost> {
     let pairs: Vec<_> = s
         .pairs
         .iter()
-        .filter(|p| p.samples > 0 && p.alone_ns > 0)
+        .filter(|p| p.samples > 0 && p.alone_cpu_ns > 0)
         .collect();
-    let extra =
-        |p: &&wirebench_model::limits::SamplerCostPair| p.sampled_ns as f64 - p.alone_ns as f64;
+    let extra = |p: &&wirebench_model::limits::SamplerCostPair| {
+        p.sampled_cpu_ns as f64 - p.alone_cpu_ns as f64
+    };
     let per_sample: Vec<f64> = pairs.iter().map(|p| extra(p) / p.samples as f64).collect();
     let pct: Vec<f64> = pairs
         .iter()
-        .map(|p| extra(p) / p.alone_ns as f64 * 100.0)
+        .map(|p| extra(p) / p.alone_cpu_ns as f64 * 100.0)
         .collect();
-    let alone: Vec<f64> = pairs.iter().map(|p| p.alone_ns as f64).collect();
+    let alone: Vec<f64> = pairs.iter().map(|p| p.alone_cpu_ns as f64).collect();
     let ns_per_sample = spread(&per_sample)?;
     Some(SamplerCost {
         cpu: s.cpu,

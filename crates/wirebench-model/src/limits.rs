@@ -90,8 +90,9 @@ pub struct LimitsResult {
 /// The CPU profiler's cost per sample on this machine: a fixed CPU-bound work loop (integer
 /// arithmetic over a 64 KiB buffer) on one pinned CPU, timed alone and with a profile
 /// (`--profile`'s sampler, its drain thread on the same CPU) sampling that CPU at
-/// `freq_hz`, in interleaved pairs. The cost of a pair is the sampled run's extra wall time;
-/// per sample, that over the samples taken. It covers the sampling interrupt (which no
+/// `freq_hz`, in interleaved pairs, each run measured in the probe process' CPU time (so
+/// that another process sharing the CPU does not count). The cost of a pair is the sampled
+/// run's extra CPU time; per sample, that over the samples taken. It covers the sampling interrupt (which no
 /// sample can show) and the drain thread's work (which the profile shows as `sampler`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SamplerCost {
@@ -100,7 +101,7 @@ pub struct SamplerCost {
     /// The sampling frequency of the probe, Hz (high, so that the cost stands above the
     /// noise of the work loop's time).
     pub freq_hz: u32,
-    /// The work loop's time alone, ns (the median over the pairs).
+    /// The work loop's CPU time alone, ns (the median over the pairs).
     pub work_ns: u64,
     /// CPU time the sampler took per sample, ns, over the pairs: `(sampled − alone) /
     /// samples`.
@@ -128,10 +129,11 @@ pub const SAMPLER_PROBE_ATTEMPTS: u32 = 3;
 /// One pair of the sampler-cost probe (engine output, analysis input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SamplerCostPair {
-    /// The work loop alone, ns.
-    pub alone_ns: u64,
-    /// The same work loop with the sampler on, ns.
-    pub sampled_ns: u64,
+    /// The work loop alone: the probe process' CPU time meanwhile, ns.
+    pub alone_cpu_ns: u64,
+    /// The same work loop with the sampler on: the probe process' CPU time meanwhile (the
+    /// loop, the sampling interrupts taken while it ran, the drain thread), ns.
+    pub sampled_cpu_ns: u64,
     /// Samples the sampler took (and lost) meanwhile.
     pub samples: u64,
 }

@@ -34,12 +34,12 @@ use wirebench_sys::require;
 /// One profiling test at a time: each samples every CPU.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn lock() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// True if perf events can be opened here (else the test skips or, if required, fails).
-fn perf_usable() -> bool {
+pub(crate) fn perf_usable() -> bool {
     let cpus = online_cpu_list().unwrap_or_default();
     match Sampler::open(&SamplerConfig::cpu_clock(cpus)) {
         Ok(_) => true,

@@ -490,8 +490,7 @@ fn the_verdict_weighs_this_machines_limits() {
     assert!(v.missing.contains(&Missing::Limits), "{v:?}");
     assert_eq!(machine_evidence(v), (None, None));
 
-    let real =
-        LimitsResult::from_json(common::quick_limits_json()).expect("a limits document");
+    let real = LimitsResult::from_json(common::quick_limits_json()).expect("a limits document");
     cache(&dir, &real);
     let ceiling = real
         .loopback

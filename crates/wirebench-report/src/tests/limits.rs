@@ -62,8 +62,8 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
             pairs: [(100, 116), (120, 100), (100, 112)]
                 .iter()
                 .map(|&(alone, sampled)| SamplerCostPair {
-                    alone_ns: alone * 1_000_000,
-                    sampled_ns: sampled * 1_000_000,
+                    alone_cpu_ns: alone * 1_000_000,
+                    sampled_cpu_ns: sampled * 1_000_000,
                     samples: 400,
                 })
                 .collect(),

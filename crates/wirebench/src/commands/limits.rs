@@ -195,6 +195,7 @@ fn sampler_cost(
                 CostProbeError::Pin { cpu, error } => {
                     format!("cannot pin a thread to CPU {cpu}: {error}")
                 }
+                CostProbeError::CpuTime(e) => format!("cannot read this process' CPU time: {e}"),
                 CostProbeError::Panicked => "the probe's thread panicked".into(),
             })?;
         s.attempt = attempt;
