@@ -227,7 +227,7 @@ pub fn limits_result(
 }
 
 /// The sampler's cost from the probe's pairs: per pair, the sampled run's extra CPU time
-/// over its samples (ns per sample) and over the run alone (% slowdown); their spreads, and
+/// over the samples taken while the probe ran (ns per sample) and over the run alone (% slowdown); their spreads, and
 /// the median CPU time alone. A pair with no sample or no time is left out; `None` without pairs.
 /// A pair may come out negative (the run alone was the one another process slowed): it is
 /// kept, so that the median is not biased upward.
@@ -235,12 +235,19 @@ pub fn sampler_cost(s: &SamplerCostSamples) -> Option<SamplerCost> {
     let pairs: Vec<_> = s
         .pairs
         .iter()
-        .filter(|p| p.samples > 0 && p.alone_cpu_ns > 0)
+        .filter(|p| p.samples > 0 && p.alone_cpu_ns > 0 && p.sampled_cpu_ns > 0)
         .collect();
     let extra = |p: &&wirebench_model::limits::SamplerCostPair| {
         p.sampled_cpu_ns as f64 - p.alone_cpu_ns as f64
     };
-    let per_sample: Vec<f64> = pairs.iter().map(|p| extra(p) / p.samples as f64).collect();
+    // The samples that fell while the probe's own threads ran: at most their CPU time × the
+    // rate (the CPU clock fires once per 1/rate of the CPU's time). On a CPU shared with
+    // another process, the profile's other samples fell in that process' time, and their
+    // interrupts were charged to it, not to the probe.
+    let own_samples = |p: &&wirebench_model::limits::SamplerCostPair| {
+        (p.sampled_cpu_ns as f64 * f64::from(s.freq_hz) / 1e9).min(p.samples as f64)
+    };
+    let per_sample: Vec<f64> = pairs.iter().map(|p| extra(p) / own_samples(p)).collect();
     let pct: Vec<f64> = pairs
         .iter()
         .map(|p| extra(p) / p.alone_cpu_ns as f64 * 100.0)

@@ -92,7 +92,9 @@ pub struct LimitsResult {
 /// (`--profile`'s sampler, its drain thread on the same CPU) sampling that CPU at
 /// `freq_hz`, in interleaved pairs, each run measured in the probe process' CPU time (so
 /// that another process sharing the CPU does not count). The cost of a pair is the sampled
-/// run's extra CPU time; per sample, that over the samples taken. It covers the sampling interrupt (which no
+/// run's extra CPU time; per sample, that over the samples taken while the probe ran (at most
+/// its CPU time × `freq_hz`: on a CPU shared with another process, the other samples fell in
+/// that process' time). It covers the sampling interrupt (which no
 /// sample can show) and the drain thread's work (which the profile shows as `sampler`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SamplerCost {
@@ -104,7 +106,7 @@ pub struct SamplerCost {
     /// The work loop's CPU time alone, ns (the median over the pairs).
     pub work_ns: u64,
     /// CPU time the sampler took per sample, ns, over the pairs: `(sampled − alone) /
-    /// samples`.
+    /// samples`, counting the samples taken while the probe ran.
     pub ns_per_sample: Spread,
     /// The work loop's slowdown at `freq_hz`, percent, over the pairs: `(sampled / alone −
     /// 1) × 100`.

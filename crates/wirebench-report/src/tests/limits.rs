@@ -453,3 +453,30 @@ fn a_copy_bandwidth_far_below_a_larger_buffers_is_implausible() {
         ]
     );
 }
+
+/// On a CPU shared with another process, the sampler's cost per sample counts only the
+/// samples taken while the probe ran: 110 ms of the probe's CPU time at 4 kHz is at most 440
+/// samples, whatever else the profile took in the other process' time (those interrupts were
+/// charged to that process). Fewer samples than that (a quiet CPU, lost samples) count as
+/// taken.
+#[test]
+fn the_sampler_cost_counts_only_the_samples_taken_while_the_probe_ran() {
+    let with = |samples: u64| SamplerCostSamples {
+        attempt: 1,
+        cpu: 0,
+        freq_hz: 4000,
+        pairs: vec![
+            SamplerCostPair {
+                alone_cpu_ns: 100_000_000,
+                sampled_cpu_ns: 110_000_000,
+                samples,
+            };
+            3
+        ],
+    };
+    let shared = wirebench_analysis::limits::sampler_cost(&with(880)).unwrap();
+    assert!(close(shared.ns_per_sample.median, 10_000_000.0 / 440.0));
+    assert!(close(shared.cost_pct.median, 10.0));
+    let fewer = wirebench_analysis::limits::sampler_cost(&with(400)).unwrap();
+    assert!(close(fewer.ns_per_sample.median, 25_000.0));
+}
