@@ -14,6 +14,8 @@
 //! `client_copy_pct` etc. are a profile category's share of the end's sampled CPU time (idle
 //! included); `client_copy_busy_pct` / `server_copy_busy_pct` are copy's share of the busy
 //! samples (idle left out: `copy / (100 - idle)`), what the seed's fig. 5 breaks down.
+//! `server_mapped_pct` is the share of the server's zero-copy-received payload that was
+//! mapped rather than copied (`TCP_ZEROCOPY_RECEIVE`'s own counts).
 //!
 //! # Expectations
 //!
@@ -138,7 +140,36 @@ pub fn figures(r: &RunResult) -> Vec<FigureValue> {
     ] {
         push(fig, busy_share(r, host, ProfileCategory::Copy));
     }
+    push(FigureName::ServerMappedPct, mapped_pct(r, HostRole::Server));
     out
+}
+
+/// The share of an end's `TCP_ZEROCOPY_RECEIVE` payload that was mapped, percent: bytes
+/// mapped over bytes mapped and copied, summed over the runs and that end's receiving flows
+/// on the zerocopy path; `None` without any.
+fn mapped_pct(r: &RunResult, host: HostRole) -> Option<f64> {
+    let (mapped, copied) = r
+        .runs
+        .iter()
+        .filter_map(|run| match host {
+            HostRole::Server => run.server.as_ref(),
+            HostRole::Client => run.client.as_ref(),
+        })
+        .filter_map(|side| side.stream())
+        .flat_map(|s| s.flows.iter())
+        .filter(|f| {
+            f.path
+                == wirebench_model::side::PathUsed::Recv(wirebench_model::spec::RecvPath::Zerocopy)
+        })
+        .filter_map(|f| f.zerocopy.as_ref())
+        .fold((0u64, 0u64), |(m, c), z| {
+            (
+                m.saturating_add(z.bytes_mapped),
+                c.saturating_add(z.bytes_copied),
+            )
+        });
+    let all = mapped.saturating_add(copied);
+    (all > 0).then(|| mapped as f64 / all as f64 * 100.0)
 }
 
 /// A category's share of an end's busy profiled CPU time (every category but idle),

@@ -261,11 +261,15 @@ pub enum FigureName {
     /// Copy's share of the server end's busy profiled CPU time (idle left out), percent:
     /// the seed's fig. 5 breaks down the receiver's busy time.
     ServerCopyBusyPct,
+    /// The share of the server end's received payload that `TCP_ZEROCOPY_RECEIVE` mapped
+    /// into its address space (the rest it copied), percent: over every receiving flow of
+    /// the server end that used the zerocopy receive path; none without such a flow.
+    ServerMappedPct,
 }
 
 impl FigureName {
     /// Every figure.
-    pub const ALL: [FigureName; 16] = [
+    pub const ALL: [FigureName; 17] = [
         FigureName::ThroughputBps,
         FigureName::TransactionsPerS,
         FigureName::RttP50Ns,
@@ -282,6 +286,7 @@ impl FigureName {
         FigureName::ServerChecksumPct,
         FigureName::ClientCopyBusyPct,
         FigureName::ServerCopyBusyPct,
+        FigureName::ServerMappedPct,
     ];
 
     /// Its name in a study file and in JSON.
@@ -303,6 +308,7 @@ impl FigureName {
             FigureName::ServerChecksumPct => "server_checksum_pct",
             FigureName::ClientCopyBusyPct => "client_copy_busy_pct",
             FigureName::ServerCopyBusyPct => "server_copy_busy_pct",
+            FigureName::ServerMappedPct => "server_mapped_pct",
         }
     }
 }

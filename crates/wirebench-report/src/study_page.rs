@@ -56,7 +56,8 @@ fn y_axis(f: FigureName) -> Axis {
         | FigureName::ClientChecksumPct
         | FigureName::ServerChecksumPct
         | FigureName::ClientCopyBusyPct
-        | FigureName::ServerCopyBusyPct => Axis::linear(label, Unit::Percent),
+        | FigureName::ServerCopyBusyPct
+        | FigureName::ServerMappedPct => Axis::linear(label, Unit::Percent),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             Axis::linear(label, Unit::Other("µs/KB".into()))
         }

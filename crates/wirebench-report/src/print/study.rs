@@ -101,7 +101,8 @@ pub fn figure_value_text(f: FigureName, v: f64) -> String {
         | FigureName::ClientChecksumPct
         | FigureName::ServerChecksumPct
         | FigureName::ClientCopyBusyPct
-        | FigureName::ServerCopyBusyPct => format!("{v:.1} %"),
+        | FigureName::ServerCopyBusyPct
+        | FigureName::ServerMappedPct => format!("{v:.1} %"),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             format!("{v:.3} µs/KB")
         }
@@ -154,6 +155,7 @@ pub fn figure_title(f: FigureName) -> &'static str {
         FigureName::ServerChecksumPct => "checksum, % of the server end's profiled CPU",
         FigureName::ClientCopyBusyPct => "copy, % of the client end's busy profiled CPU",
         FigureName::ServerCopyBusyPct => "copy, % of the server end's busy profiled CPU",
+        FigureName::ServerMappedPct => "zero-copy receive: % of the server's payload mapped",
     }
 }
 
