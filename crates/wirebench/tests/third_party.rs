@@ -176,6 +176,8 @@ fn the_agents_limits_apply() {
     assert_eq!(v["error"]["kind"], "invalid_spec", "{v}");
     assert_eq!(v["error"]["daemon"], "agent", "{v}");
     assert_eq!(v["error"]["limit"], "max_duration", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("the agent daemon refused the test: -t/--duration"), "{msg}");
     assert!(target.records().is_empty() && agent.records().is_empty());
 }
 

@@ -379,7 +379,12 @@ impl Out {
         // A refused spec field (here or by the server) in the user's terms: flag and unit.
         if let Some(e) = r.error.as_mut() {
             if let (Some(f), Some(p)) = (e.field, &e.problem) {
-                e.message = crate::specs::user_message(f, p);
+                let text = crate::specs::user_message(f, p);
+                // A third-party test: which daemon's limit it was.
+                e.message = match e.daemon {
+                    Some(d) => format!("the {} daemon refused the test: {text}", d.as_str()),
+                    None => text,
+                };
             }
         }
         let text = match self.format {
