@@ -177,7 +177,10 @@ fn the_agents_limits_apply() {
     assert_eq!(v["error"]["daemon"], "agent", "{v}");
     assert_eq!(v["error"]["limit"], "max_duration", "{v}");
     let msg = v["error"]["message"].as_str().unwrap();
-    assert!(msg.starts_with("the agent daemon refused the test: -t/--duration"), "{msg}");
+    assert!(
+        msg.starts_with("the agent daemon refused the test: -t/--duration"),
+        "{msg}"
+    );
     assert!(target.records().is_empty() && agent.records().is_empty());
 }
 
@@ -198,4 +201,43 @@ fn from_needs_a_target_and_no_iperf3() {
     ]);
     assert_ne!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("--iperf3"), "{}", r.stdout);
+    let r = wb(&[
+        "rr",
+        "-H",
+        "127.0.0.1",
+        "--from",
+        "127.0.0.1",
+        "--under-load",
+        "--json",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.contains("--under-load"), "{}", r.stdout);
+}
+
+/// The agent relays the live interval samples of both ends as they come.
+#[test]
+fn live_intervals_are_relayed() {
+    let _g = shared();
+    let keys = Keys::new(&format!("alice {KEY}\n"));
+    let target = daemon(&keys, "target", &[]);
+    let agent = daemon(&keys, "agent", &["--allow-third-party"]);
+    let mut c = Command::new(BIN);
+    c.args(["stream", "-H", "127.0.0.1", "-p"])
+        .arg(target.addr.port().to_string())
+        .arg("--from")
+        .arg(format!("127.0.0.1:{}", agent.addr.port()))
+        .args(["-t", "0.5", "-i", "0.1", "--auth", "alice", "--json-stream"])
+        .env("WIREBENCH_AUTH_KEY", KEY);
+    let r = finish(c);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let events: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["event"] == "interval")
+        .collect();
+    for host in ["client", "server"] {
+        let n = events.iter().filter(|v| v["host"] == host).count();
+        assert!(n >= 3, "{n} {host} samples:\n{}", r.stdout);
+    }
 }

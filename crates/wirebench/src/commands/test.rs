@@ -280,6 +280,14 @@ pub fn run_client_with(
     if let Err(info) = check_output(&out.sink) {
         return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
     }
+    if load.is_some() && a.from.is_some() {
+        let info = ErrorInfo::new(
+            ErrorKind::Usage,
+            "--from cannot be used with --under-load: the load and the measured test would be \
+             two third-party tests, each counted against the agent's per-peer cap",
+        );
+        return out.finish(failed_result(Some(spec), a.host.clone(), false, info));
+    }
     if iperf3.is_some() && a.from.is_some() {
         let info = ErrorInfo::new(
             ErrorKind::Usage,
