@@ -156,8 +156,13 @@ impl ClientSession {
                     ));
                 }
                 let request = self.request(&w, &nonce)?;
-                // Refuse locally what the server would refuse anyway, with the same message.
-                self.spec.validate(&w.limits)?;
+                // Refuse locally what the server would refuse anyway, with the same message
+                // (an agent leaves the server CPU to the target).
+                let mut limits = w.limits.clone();
+                if self.is_third_party() {
+                    limits.max_cpu = None;
+                }
+                self.spec.validate(&limits)?;
                 self.server = Some(w);
                 self.phase = AwaitAccept;
                 Ok(vec![Action::Send(request)])

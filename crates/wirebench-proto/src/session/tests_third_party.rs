@@ -39,18 +39,21 @@ fn client(t0: Instant, spec: &TestSpec, key: Option<&str>) -> ClientSession {
     }
 }
 
+fn hello() -> Message {
+    Message::Hello(crate::message::Hello {
+        magic: crate::message::HELLO_MAGIC.into(),
+        version: crate::message::PROTOCOL_VERSION,
+        software: "cli".into(),
+    })
+}
+
 /// Hello → welcome → the client's request; the server's answer to it.
 fn exchange(
     t0: Instant,
     s: &mut ServerSession,
     c: &mut ClientSession,
 ) -> Result<Vec<Action>, SessionError> {
-    let hello = Message::Hello(crate::message::Hello {
-        magic: crate::message::HELLO_MAGIC.into(),
-        version: crate::message::PROTOCOL_VERSION,
-        software: "cli".into(),
-    });
-    let welcome = match s.handle(t0, hello).unwrap().as_slice() {
+    let welcome = match s.handle(t0, hello()).unwrap().as_slice() {
         [Action::Send(w)] => w.clone(),
         other => panic!("{other:?}"),
     };
@@ -133,12 +136,7 @@ fn a_ticket_needs_the_targets_trust() {
     let mut s = server(t0, 1, &book, false);
     let mut c = client(t0, &big, Some(ALICE_KEY)).ticket_request();
     // (the client checks the limits itself first)
-    let hello = Message::Hello(crate::message::Hello {
-        magic: crate::message::HELLO_MAGIC.into(),
-        version: crate::message::PROTOCOL_VERSION,
-        software: "cli".into(),
-    });
-    let welcome = match s.handle(t0, hello).unwrap().as_slice() {
+    let welcome = match s.handle(t0, hello()).unwrap().as_slice() {
         [Action::Send(w)] => w.clone(),
         other => panic!("{other:?}"),
     };
@@ -181,33 +179,11 @@ fn third_party_is_off_by_default_and_needs_authentication() {
 
     // Without credentials the client does not even ask.
     let mut s = server(t0, 1, &book, true);
-    s.handle(
-        t0,
-        Message::Hello(crate::message::Hello {
-            magic: crate::message::HELLO_MAGIC.into(),
-            version: crate::message::PROTOCOL_VERSION,
-            software: "cli".into(),
-        }),
-    )
-    .unwrap();
+    let acts = s.handle(t0, hello()).unwrap();
+    let [Action::Send(w)] = acts.as_slice() else {
+        panic!("{acts:?}")
+    };
     let mut c = client(t0, &spec, None).third_party(target, Token([7; 16]));
-    let (_, welcome) = {
-        let mut s2 = server(t0, 1, &book, true);
-        let w = s2
-            .handle(
-                t0,
-                Message::Hello(crate::message::Hello {
-                    magic: crate::message::HELLO_MAGIC.into(),
-                    version: crate::message::PROTOCOL_VERSION,
-                    software: "cli".into(),
-                }),
-            )
-            .unwrap();
-        (s2, w)
-    };
-    let [Action::Send(w)] = welcome.as_slice() else {
-        panic!()
-    };
     assert!(matches!(
         c.handle(t0, w.clone()),
         Err(SessionError::AuthRequired { .. })
@@ -222,12 +198,7 @@ fn a_proof_covers_the_target_and_the_ticket() {
     let target = "127.0.0.1:5301".parse().unwrap();
     let mut s = server(t0, 1, &book, true);
     let mut c = client(t0, &spec, Some(ALICE_KEY)).third_party(target, Token([7; 16]));
-    let hello = Message::Hello(crate::message::Hello {
-        magic: crate::message::HELLO_MAGIC.into(),
-        version: crate::message::PROTOCOL_VERSION,
-        software: "cli".into(),
-    });
-    let acts = s.handle(t0, hello).unwrap();
+    let acts = s.handle(t0, hello()).unwrap();
     let [Action::Send(w)] = acts.as_slice() else {
         panic!()
     };
@@ -325,4 +296,41 @@ fn third_party_messages_out_of_place_are_unexpected() {
 fn sent_heartbeat(acts: &[Action]) -> bool {
     acts.iter()
         .any(|a| matches!(a, Action::Send(Message::Heartbeat(_))))
+}
+
+/// The agent runs the client: the spec's server CPU is the target's, not checked against
+/// the agent's CPUs (a plain test is).
+#[test]
+fn the_agent_leaves_the_server_cpu_to_the_target() {
+    let t0 = Instant::now();
+    let book = Arc::new(Mutex::new(TicketBook::new()));
+    let mut spec = TestSpec::stream_default();
+    spec.common.server_cpu = Some(3);
+    let limits = Limits {
+        max_cpu: Some(0),
+        ..Limits::default()
+    };
+    let keys = KeyTable::parse(&format!("alice {ALICE_KEY}\n")).unwrap();
+    let mut agent = ServerSession::new(t0, Timeouts::default(), limits.clone(), "srv".into())
+        .with_auth(ServerAuth {
+            keys: Some(Arc::new(keys)),
+            tickets: Some(book),
+            allow_third_party: true,
+            ..ServerAuth::default()
+        });
+    let target = "127.0.0.1:5301".parse().unwrap();
+    let mut c = client(t0, &spec, Some(ALICE_KEY)).third_party(target, Token([7; 16]));
+    let acts = exchange(t0, &mut agent, &mut c).unwrap();
+    assert!(
+        matches!(acts.as_slice(), [Action::RequestThirdParty { .. }]),
+        "{acts:?}"
+    );
+    // The same spec as a plain test of this daemon: refused.
+    let mut plain = ServerSession::new(t0, Timeouts::default(), limits, "srv".into());
+    plain.handle(t0, hello()).unwrap();
+    let test = Message::Test(Box::new(TestRequest::unauthenticated(spec)));
+    assert!(matches!(
+        plain.handle(t0, test),
+        Err(SessionError::InvalidSpec(_))
+    ));
 }
