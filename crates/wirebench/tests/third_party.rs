@@ -241,3 +241,43 @@ fn live_intervals_are_relayed() {
         assert!(n >= 3, "{n} {host} samples:\n{}", r.stdout);
     }
 }
+
+/// The test's engine runs in the agent's process; interrupting the coordinator stops the
+/// third-party test at once, and the partial figures of both ends still come back.
+#[test]
+fn an_interrupted_third_party_test_keeps_both_ends_partial_reports() {
+    let _g = shared();
+    let keys = Keys::new(&format!("alice {KEY}\n"));
+    let target = daemon(&keys, "target", &[]);
+    let agent = daemon(&keys, "agent", &["--allow-third-party"]);
+    let mut c = Command::new(BIN);
+    c.args(["stream", "-H", "127.0.0.1", "-p"])
+        .arg(target.addr.port().to_string())
+        .arg("--from")
+        .arg(format!("127.0.0.1:{}", agent.addr.port()))
+        .args(["-t", "30", "--auth", "alice", "--json"])
+        .env("WIREBENCH_AUTH_KEY", KEY)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = Guarded::spawn(&mut c);
+    assert!(
+        wait_engine(agent.pid(), Duration::from_secs(10)),
+        "no engine thread in the agent; log:\n{}",
+        agent.log_text()
+    );
+    let t = std::time::Instant::now();
+    kill(child.id(), "-INT");
+    let out = child.wait_with_output();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(out.status.code(), Some(130));
+    let doc = RunResult::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(doc.status, RunStatus::Interrupted);
+    let run = &doc.runs[0];
+    assert!(total_bytes(run.client.as_ref().unwrap()) > 0);
+    assert!(total_bytes(run.server.as_ref().unwrap()) > 0);
+    for d in [&target, &agent] {
+        let r = d.wait_records(1, Duration::from_secs(5));
+        assert_eq!(r[0]["status"], "aborted", "{}", r[0]);
+    }
+}
