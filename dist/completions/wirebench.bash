@@ -318,7 +318,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__crr)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --request-size --response-size --abortive-close --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --request-size --response-size --abortive-close --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -341,6 +341,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1632,7 +1636,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__rr)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --request-size --response-size --burst --rate --max-outstanding --udp --udp-timeout --busy-poll --under-load --load-direction --load-rate --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --request-size --response-size --burst --rate --max-outstanding --udp --udp-timeout --busy-poll --under-load --load-direction --load-rate --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1655,6 +1659,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1870,7 +1878,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__serve)
-            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --db --metrics --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
+            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --db --metrics --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --allow-third-party --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1980,7 +1988,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__stream)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -R -N -n -k -b -Z -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --send-size --recv-size --reverse --bidir --nodelay --bytes --blocks --rate --send-path --recv-path --recv-wait --verify --threads --pin-threads --iperf3 --retry --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -R -N -n -k -b -Z -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --send-size --recv-size --reverse --bidir --nodelay --bytes --blocks --rate --send-path --recv-path --recv-wait --verify --threads --pin-threads --iperf3 --retry --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2003,6 +2011,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2366,7 +2378,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__udp)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --iperf3 --retry --udp-counters-64bit --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --iperf3 --retry --udp-counters-64bit --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2389,6 +2401,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

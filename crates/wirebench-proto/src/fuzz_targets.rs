@@ -5,10 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::data::{classify, DataHello, PREAMBLE_BYTES};
+use crate::data::{classify, DataHello, Token, PREAMBLE_BYTES};
 use crate::frame::{decode_payload, encode, FrameDecoder};
 use crate::message::{Message, TestRequest};
-use crate::session::{ClientSession, ServerSession, Timeouts};
+use crate::session::{ClientSession, ServerAuth, ServerSession, Timeouts};
 use wirebench_model::spec::{Limits, TestSpec};
 
 /// Feed `data` to a [`FrameDecoder`] in chunks whose sizes come from the data itself, pop
@@ -30,6 +30,34 @@ pub fn frame(data: &[u8]) {
         TestSpec::stream_default(),
         "fuzz".into(),
     );
+    // The third-party states too: a daemon that issues and redeems tickets and runs
+    // third-party tests, a client asking for a ticket, one asking for a third-party test.
+    let book = std::sync::Arc::new(std::sync::Mutex::new(crate::ticket::TicketBook::new()));
+    let mut agent = ServerSession::new(now, Timeouts::default(), Limits::default(), "fuzz".into())
+        .with_auth(ServerAuth {
+            tickets: Some(book),
+            allow_third_party: true,
+            ..ServerAuth::default()
+        });
+    let target = std::net::SocketAddr::from(([127, 0, 0, 1], 5301));
+    let mut watchers = [
+        ClientSession::new(
+            now,
+            Timeouts::default(),
+            TestSpec::stream_default(),
+            "fuzz".into(),
+        )
+        .0
+        .ticket_request(),
+        ClientSession::new(
+            now,
+            Timeouts::default(),
+            TestSpec::stream_default(),
+            "fuzz".into(),
+        )
+        .0
+        .third_party(target, Token([7; 16])),
+    ];
     let mut i = 0;
     let mut step = 0usize;
     while i < rest.len() {
@@ -50,6 +78,12 @@ pub fn frame(data: &[u8]) {
                     check_round_trip(&msg);
                     let later = now + Duration::from_millis(i as u64);
                     let _ = server.handle(later, msg.clone());
+                    let _ = agent.handle(later, msg.clone());
+                    let _ = agent.poll(later);
+                    for w in &mut watchers {
+                        let _ = w.handle(later, msg.clone());
+                        let _ = w.poll(later);
+                    }
                     let _ = client.handle(later, msg);
                     let _ = server.poll(later);
                     let _ = client.poll(later);

@@ -280,6 +280,22 @@ pub fn run_client_with(
     if let Err(info) = check_output(&out.sink) {
         return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
     }
+    if load.is_some() && a.from.is_some() {
+        let info = ErrorInfo::new(
+            ErrorKind::Usage,
+            "--from cannot be used with --under-load: the load and the measured test would be \
+             two third-party tests, each counted against the agent's per-peer cap",
+        );
+        return out.finish(failed_result(Some(spec), a.host.clone(), false, info));
+    }
+    if iperf3.is_some() && a.from.is_some() {
+        let info = ErrorInfo::new(
+            ErrorKind::Usage,
+            "--from runs a third-party test between two wirebench daemons; it cannot be used \
+             with --iperf3",
+        );
+        return out.finish(failed_result(Some(spec), a.host.clone(), false, info));
+    }
     let print_intervals = live_interval(a, format, &mut spec);
     let cfg = match runner_config(a) {
         Ok(mut c) if iperf3.is_some() => {
@@ -371,7 +387,12 @@ impl Out {
         // A refused spec field (here or by the server) in the user's terms: flag and unit.
         if let Some(e) = r.error.as_mut() {
             if let (Some(f), Some(p)) = (e.field, &e.problem) {
-                e.message = crate::specs::user_message(f, p);
+                let text = crate::specs::user_message(f, p);
+                // A third-party test: which daemon's limit it was.
+                e.message = match e.daemon {
+                    Some(d) => format!("the {} daemon refused the test: {text}", d.as_str()),
+                    None => text,
+                };
             }
         }
         let text = match self.format {
