@@ -88,9 +88,9 @@ pub fn page(m: &MeshResult) -> String {
     let rtt = matrix(m, Figure::RttP50);
     let drawn = [
         (thr, "Receiver throughput per pair", Axis::linear("receiver throughput", Unit::BitsPerSecond), false,
-         "Receiver throughput (bit/s, all directions summed) of each client → server test over its measurement window; rows are clients, columns servers. Grey: no completed test, with the reason."),
+         "Receiver throughput (bit/s, all directions summed) of each client → server test over its measurement window; rows are clients, columns servers; the colour runs from the smallest value measured (dark) to the largest (light). Grey: no completed test, with the reason."),
         (rtt, "Round trip p50 per pair", Axis::linear("RTT p50", Unit::Nanoseconds), true,
-         "Median round trip of each rr/crr test, measured at the client; rows are clients, columns servers. Lighter is better on both maps."),
+         "Median round trip of each rr/crr test, measured at the client; rows are clients, columns servers; the colour runs from the largest (dark) to the smallest (light), so lighter is better on both maps."),
     ];
     for (mx, title, axis, lower, caption) in drawn {
         if mx.is_empty() {

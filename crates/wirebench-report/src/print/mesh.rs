@@ -79,13 +79,14 @@ fn status_word(s: RunStatus) -> &'static str {
 fn matrix_text(out: &mut String, names: &[String], mx: &Matrix, cell: impl Fn(f64) -> String) {
     let names: Vec<String> = names.iter().map(|n| escape(n)).collect();
     let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(1).max(9);
-    let _ = write!(out, "{:>w$}", "client ↓ server →");
+    let first = w.max(17);
+    let _ = write!(out, "{:>first$}", "client ↓ server →");
     for n in &names {
         let _ = write!(out, " {n:>w$}");
     }
     out.push('\n');
     for (i, row) in mx.cells.iter().enumerate() {
-        let _ = write!(out, "{:>w$}", names[i], w = w.max(17));
+        let _ = write!(out, "{:>first$}", names[i]);
         for (j, c) in row.iter().enumerate() {
             let text = match c {
                 Some((v, _)) => cell(*v),
@@ -124,13 +125,17 @@ pub fn summary(m: &MeshResult) -> String {
         m.tests.len() - failed.len(),
         failed.len()
     );
+    let name = |h: &str| {
+        let i = m.hosts.iter().position(|x| x == h);
+        escape(i.and_then(|i| names.get(i)).map_or(h, String::as_str))
+    };
     for t in failed {
         let why = t.result.error.as_ref().map(error_text).unwrap_or_default();
         let _ = writeln!(
             out,
             "  {} → {}: {} {why}",
-            escape(&t.client),
-            escape(&t.server),
+            name(&t.client),
+            name(&t.server),
             status_word(t.result.status)
         );
     }
