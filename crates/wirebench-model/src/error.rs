@@ -88,6 +88,30 @@ pub struct ErrorInfo {
     /// in its own terms: the flag the user typed, the unit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<SpecProblem>,
+    /// In a third-party test: which daemon failed or refused (the agent that ran the client,
+    /// or the target); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<ThirdPartyEnd>,
+}
+
+/// The two daemons of a third-party test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ThirdPartyEnd {
+    /// The daemon that runs the test as the client (`--from`).
+    Agent,
+    /// The daemon the test runs against (`-H`).
+    Target,
+}
+
+impl ThirdPartyEnd {
+    /// `"agent"` or `"target"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThirdPartyEnd::Agent => "agent",
+            ThirdPartyEnd::Target => "target",
+        }
+    }
 }
 
 impl ErrorInfo {
@@ -99,6 +123,7 @@ impl ErrorInfo {
             field: None,
             limit: None,
             problem: None,
+            daemon: None,
         }
     }
 }

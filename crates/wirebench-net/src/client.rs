@@ -45,6 +45,9 @@ pub struct ClientConfig {
     /// Source port of the first data connection; flow `i` uses this + `i` (`--cport`). Not
     /// for CRR, whose connections come and go.
     pub data_port: Option<u16>,
+    /// A third-party ticket the server issued for this spec, presented instead of
+    /// credentials (a daemon running a third-party test as the client).
+    pub ticket: Option<Token>,
 }
 
 impl ClientConfig {
@@ -58,6 +61,7 @@ impl ClientConfig {
             bind: None,
             data_port: None,
             credentials: None,
+            ticket: None,
         }
     }
 }
@@ -124,6 +128,9 @@ pub fn run(
     );
     if let Some((id, key)) = &cfg.credentials {
         sess = sess.with_credentials(id.clone(), key.clone());
+    }
+    if let Some(ticket) = cfg.ticket {
+        sess = sess.with_ticket(ticket);
     }
     let mut run = Run {
         engine: None,
@@ -505,7 +512,10 @@ fn execute(
                 tracing::debug!("client: the server's results arrived");
                 run.server = Some(*r);
             }
-            Action::RequestAdmission(_) => {}
+            Action::RequestAdmission(_)
+            | Action::RequestThirdParty { .. }
+            | Action::TicketIssued(_)
+            | Action::Relayed(_) => {}
             Action::Close => return Ok(true),
         }
     }

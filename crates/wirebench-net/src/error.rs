@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use thiserror::Error;
 use wirebench_model::abort::AbortReason;
-use wirebench_model::error::{ErrorInfo, ErrorKind};
+use wirebench_model::error::{ErrorInfo, ErrorKind, ThirdPartyEnd};
 use wirebench_model::validate::LimitName;
 use wirebench_proto::frame::FrameError;
 use wirebench_proto::message::{BusyScope, ErrorCode};
@@ -106,6 +106,19 @@ pub enum NetError {
         /// What went wrong.
         source: wirebench_iperf3::ProtoError,
     },
+    /// A third-party test failed at one of its two daemons.
+    #[error("third-party test: the {} daemon at {addr}: {source}", end.as_str())]
+    ThirdParty {
+        /// The daemon: the agent (`--from`) or the target (`-H`).
+        end: ThirdPartyEnd,
+        /// Its address (the target's as the agent reaches it).
+        addr: SocketAddr,
+        /// What went wrong there.
+        source: Box<NetError>,
+    },
+    /// A failure the agent of a third-party test met running its client, as it reported it.
+    #[error("{}", .0.message)]
+    Relayed(ErrorInfo),
     /// The server did not answer the wirebench handshake: something else listens there.
     #[error(
         "{addr} is not a wirebench daemon{}: it did not answer the handshake \
@@ -201,6 +214,18 @@ impl NetError {
     pub fn to_error_info(&self) -> ErrorInfo {
         let mut info = ErrorInfo::new(self.kind(), self.to_string());
         match self {
+            NetError::ThirdParty { end, source, .. } => {
+                let inner = source.to_error_info();
+                info.field = inner.field;
+                info.limit = inner.limit;
+                info.problem = inner.problem;
+                info.daemon = Some(*end);
+            }
+            NetError::Relayed(e) => {
+                info.field = e.field;
+                info.limit = e.limit;
+                info.problem = e.problem.clone();
+            }
             NetError::Session(SessionError::Refused(m)) => {
                 info.field = m.field;
                 info.limit = m.limit;
@@ -227,6 +252,8 @@ impl NetError {
     /// The class of this failure.
     pub fn kind(&self) -> ErrorKind {
         match self {
+            NetError::ThirdParty { source, .. } => source.kind(),
+            NetError::Relayed(e) => e.kind,
             NetError::Connect { .. } => ErrorKind::Connect,
             NetError::Session(SessionError::Busy(_)) | NetError::Iperf3Busy { .. } => {
                 ErrorKind::Busy
@@ -237,6 +264,7 @@ impl NetError {
                 ErrorCode::AuthFailed => ErrorKind::AuthFailed,
                 ErrorCode::LimitExceeded => ErrorKind::LimitExceeded,
                 ErrorCode::UnsupportedVersion => ErrorKind::NotWirebench,
+                ErrorCode::NotPermitted => ErrorKind::Refused,
                 _ => ErrorKind::Refused,
             },
             NetError::Session(SessionError::AuthRequired { .. }) => ErrorKind::AuthRequired,

@@ -1,7 +1,8 @@
 //! wirebench over real sockets: the daemon ([`daemon`]), the client ([`client`]), the
 //! [`runner`] that runs a test (or repetitions of it) against a target and assembles the
 //! result, the framed control connection ([`conn`]) and data-socket options ([`sockopt`]); and
-//! the iperf3 client ([`iperf3_client`]) that runs a test against a stock `iperf3 -s`.
+//! the iperf3 client ([`iperf3_client`]) that runs a test against a stock `iperf3 -s`; and
+//! third-party tests ([`third_party`]), one daemon running a test against another.
 //!
 //! The protocol logic lives in `wirebench-proto`'s session state machines; this crate is the
 //! I/O shell around them: it reads frames with bounded waits, hands messages to the session,
@@ -18,6 +19,7 @@ pub mod error;
 pub mod iperf3_client;
 pub mod runner;
 pub mod sockopt;
+pub mod third_party;
 pub mod udpsetup;
 mod workload;
 

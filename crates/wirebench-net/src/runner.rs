@@ -37,6 +37,16 @@ pub enum Target {
     /// A daemon embedded in this process, listening on this loopback address (port chosen
     /// by the kernel).
     Embedded(IpAddr),
+    /// A third-party test: the daemon at `agent` runs the test as the client against the
+    /// daemon at `server` (the address as the agent reaches it; this process asks it for a
+    /// ticket there too). This process carries no data; the result has the agent's report
+    /// as the client's and the target's as the server's.
+    ThirdParty {
+        /// The daemon that runs the client (`--from`), authenticated with the credentials.
+        agent: SocketAddr,
+        /// The daemon the test runs against (`-H`).
+        server: SocketAddr,
+    },
 }
 
 /// How often a test is repeated.
@@ -175,7 +185,11 @@ fn same_host(target: Target, client: Option<&SideReport>, server: Option<&SideRe
     match target {
         Target::Embedded(_) => true,
         Target::Remote(a) if a.ip().is_loopback() => true,
-        Target::Remote(_) => matches!((boot(client), boot(server)), (Some(a), Some(b)) if a == b),
+        // The agent reaches the target on loopback: they share the agent's kernel.
+        Target::ThirdParty { server: a, .. } if a.ip().is_loopback() => true,
+        Target::Remote(_) | Target::ThirdParty { .. } => {
+            matches!((boot(client), boot(server)), (Some(a), Some(b)) if a == b)
+        }
     }
 }
 
@@ -278,6 +292,7 @@ impl Runner {
     fn server(&mut self, conns: usize) -> Result<SocketAddr, NetError> {
         let ip = match self.cfg.target {
             Target::Remote(a) => return Ok(a),
+            Target::ThirdParty { agent, .. } => return Ok(agent),
             Target::Embedded(ip) => ip,
         };
         if let Some(h) = &self.embedded {
@@ -309,6 +324,13 @@ impl Runner {
     /// Run `spec` as the repetition policy says and assemble the result.
     pub fn run(&mut self, spec: &TestSpec, obs: &mut dyn Observer) -> RunResult {
         let embedded = self.is_embedded();
+        if matches!(self.cfg.target, Target::ThirdParty { .. }) && self.cfg.iperf3.is_some() {
+            let e = ErrorInfo::new(
+                ErrorKind::Usage,
+                "a third-party test runs between two wirebench daemons, not against iperf3",
+            );
+            return failed_result(Some(spec.clone()), None, embedded, e);
+        }
         if let Err(e) = self.descriptor_budget(u64::from(spec.connection_count())) {
             return failed_result(Some(spec.clone()), None, embedded, e);
         }
@@ -329,9 +351,14 @@ impl Runner {
         ccfg.bind = self.cfg.bind;
         ccfg.data_port = self.cfg.data_port;
         let rep = self.cfg.repetition;
+        // A third-party result names the target, like a direct one.
+        let shown = match self.cfg.target {
+            Target::ThirdParty { server: target, .. } => target,
+            _ => server,
+        };
         let mut result = failed_result(
             Some(spec.clone()),
-            Some(server.to_string()),
+            Some(shown.to_string()),
             embedded,
             ErrorInfo::new(ErrorKind::Internal, String::new()),
         );
@@ -341,11 +368,14 @@ impl Runner {
             obs.run_started(index, rep.max_runs.max(1));
             tracing::debug!(run = index, "runner: connecting");
             let mut on_interval = |m: &IntervalMsg| obs.interval(spec, m);
-            let outcome = match self.cfg.iperf3 {
-                Some(opts) => {
+            let outcome = match (self.cfg.target, self.cfg.iperf3) {
+                (Target::ThirdParty { server, .. }, _) => {
+                    crate::third_party::run(&ccfg, server, &self.interrupt, &mut on_interval)
+                }
+                (_, Some(opts)) => {
                     crate::iperf3_client::run(&ccfg, opts, &self.interrupt, &mut on_interval)
                 }
-                None => client::run(&ccfg, &self.interrupt, &mut on_interval),
+                (_, None) => client::run(&ccfg, &self.interrupt, &mut on_interval),
             };
             match outcome {
                 Ok(run) => {

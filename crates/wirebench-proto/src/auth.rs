@@ -258,6 +258,26 @@ impl KeyTable {
     }
 }
 
+/// What a ticket request's proof is bound to besides the spec (see [`bound_identity`]).
+pub const TICKET_CONTEXT: &str = "ticket";
+
+/// What a third-party request's proof is bound to besides the spec: the target and the
+/// ticket, so that neither can be changed in flight.
+pub fn third_party_context(target: &str, ticket: &str) -> String {
+    format!("third-party {target} {ticket}")
+}
+
+/// The server identity a proof covers: the server's own identity for a `test` (`context`
+/// empty), else that identity, a newline and the request's context — a proof made for one
+/// kind of request does not verify as another.
+pub fn bound_identity(server_identity: &str, context: &str) -> String {
+    if context.is_empty() {
+        server_identity.to_string()
+    } else {
+        format!("{server_identity}\n{context}")
+    }
+}
+
 /// SHA-256 of the canonical JSON of `spec`.
 pub fn spec_digest(spec: &TestSpec) -> [u8; 32] {
     // Serializing a plain struct of numbers, strings and enums cannot fail.

@@ -7,6 +7,7 @@
 //!   `wirebench-model`.
 //! - [`data`]: the fixed preamble every connection starts with, and the data-connection hello.
 //! - [`session`]: client and server session state machines; time is passed in.
+//! - [`ticket`]: the target daemon's book of third-party tickets.
 //! - [`udp`]: the UDP stream datagram header and the receiver's per-flow accounting.
 //! - [`udpsetup`]: the messages that bind a flow's UDP socket to its test.
 //!
@@ -17,6 +18,7 @@ pub mod data;
 pub mod frame;
 pub mod message;
 pub mod session;
+pub mod ticket;
 pub mod udp;
 pub mod udpsetup;
 

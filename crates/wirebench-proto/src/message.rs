@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use wirebench_model::abort::AbortReason;
+use wirebench_model::error::ErrorInfo;
 use wirebench_model::side::{HostRole, IntervalData, SideReport};
 use wirebench_model::spec::{Limits, TestSpec};
 use wirebench_model::validate::{LimitName, SpecField};
@@ -37,8 +38,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// senders unlimited; 14: other processes' CPU time in a report's `cpu` —
 /// `other_processes_ns` and `other_processes` —, `common.admission_group` and
 /// `common.buffer_offset_bytes` in the spec and `buffer_offset_bytes` in a side report, which
-/// a version 13 peer would refuse).
-pub const PROTOCOL_VERSION: u16 = 14;
+/// a version 13 peer would refuse; 15: third-party tests — the `ticket_request`, `ticket`,
+/// `third_party`, `relaying` and `relayed` messages, `test.ticket` and the error code
+/// `not_permitted`, which a version 14 peer would refuse).
+pub const PROTOCOL_VERSION: u16 = 15;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -70,6 +73,18 @@ pub enum Message {
     Abort(AbortMsg),
     /// Either way: orderly end of the session.
     Bye(Empty),
+    /// Client → target daemon: issue a ticket that lets another daemon run this spec against
+    /// this one in the client's name (third-party tests).
+    TicketRequest(Box<TestRequest>),
+    /// Target daemon → client: the ticket; the daemon closes after it.
+    Ticket(TicketMsg),
+    /// Client → agent daemon: run this spec as the client against another daemon.
+    ThirdParty(Box<ThirdPartyRequest>),
+    /// Agent daemon → client: the third-party test is admitted; the agent now runs it.
+    Relaying(Relaying),
+    /// Agent daemon → client: how the third-party test ended, with both ends' reports; the
+    /// agent closes after it.
+    Relayed(Box<Relayed>),
 }
 
 /// A message without a body.
@@ -115,13 +130,86 @@ pub struct TestRequest {
     pub spec: TestSpec,
     /// HMAC over the welcome's nonce, both identities and the spec's digest.
     pub auth: Option<AuthProof>,
+    /// Instead of `auth`, in a `test` only: a third-party ticket the server issued for this
+    /// spec (32 lowercase hex digits). Left out when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<String>,
 }
 
 impl TestRequest {
     /// A request without authentication.
     pub fn unauthenticated(spec: TestSpec) -> Self {
-        TestRequest { spec, auth: None }
+        TestRequest {
+            spec,
+            auth: None,
+            ticket: None,
+        }
     }
+}
+
+/// A third-party ticket, issued by the target daemon.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TicketMsg {
+    /// 32 lowercase hex digits; single use, bound to the requesting identity and the spec.
+    pub ticket: String,
+    /// How long the ticket stays valid, milliseconds.
+    pub expires_in_ms: u64,
+}
+
+/// The `third_party` message: run `spec` as the client against `target`, presenting
+/// `ticket` there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThirdPartyRequest {
+    /// The test to run.
+    pub spec: TestSpec,
+    /// The client's proof of identity toward the agent (as in `test`; required).
+    pub auth: Option<AuthProof>,
+    /// The target daemon's address as the agent reaches it (`IP:PORT`).
+    pub target: String,
+    /// The ticket the target issued for this spec (32 lowercase hex digits).
+    pub ticket: String,
+}
+
+/// The agent admitted a third-party test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Relaying {
+    /// The agent's test number.
+    pub test_id: u64,
+}
+
+/// How a third-party test ended, as the agent saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RelayOutcome {
+    /// Both ends ran to the end.
+    Completed,
+    /// The client (coordinator) interrupted it; figures are partial.
+    Interrupted,
+    /// It failed while measuring, or the target stopped it; figures are partial.
+    Aborted {
+        /// Why.
+        reason: AbortReason,
+    },
+    /// The test did not run: the target refused it, or the agent could not reach it.
+    Failed {
+        /// What went wrong, as the agent's client saw it.
+        error: ErrorInfo,
+    },
+}
+
+/// The result of a third-party test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Relayed {
+    /// How it ended.
+    pub outcome: RelayOutcome,
+    /// The agent's report (the client end).
+    pub client: Option<SideReport>,
+    /// The target's report (the server end).
+    pub server: Option<SideReport>,
 }
 
 /// Test admitted.
@@ -184,6 +272,9 @@ pub enum ErrorCode {
     LimitExceeded,
     /// Anything else on the server.
     Internal,
+    /// The daemon's policy does not allow what was asked (a third-party test without
+    /// `serve --allow-third-party`, or from an unauthenticated client).
+    NotPermitted,
 }
 
 /// An error report.
@@ -215,6 +306,7 @@ impl ErrorCode {
             ErrorCode::AuthFailed => "auth_failed",
             ErrorCode::LimitExceeded => "limit_exceeded",
             ErrorCode::Internal => "internal",
+            ErrorCode::NotPermitted => "not_permitted",
         }
     }
 }

@@ -570,5 +570,48 @@ pub fn all_messages() -> Vec<Message> {
             },
         }),
         Message::Bye(Empty {}),
+        Message::TicketRequest(Box::new(TestRequest::unauthenticated(
+            TestSpec::stream_default(),
+        ))),
+        Message::Test(Box::new(TestRequest {
+            ticket: Some("00112233445566778899aabbccddeeff".into()),
+            ..TestRequest::unauthenticated(TestSpec::stream_default())
+        })),
+        Message::Ticket(TicketMsg {
+            ticket: "00112233445566778899aabbccddeeff".into(),
+            expires_in_ms: 30_000,
+        }),
+        Message::ThirdParty(Box::new(ThirdPartyRequest {
+            spec: TestSpec::stream_default(),
+            auth: Some(crate::auth::AuthProof {
+                identity: "alice".into(),
+                mac: "ab".repeat(32),
+            }),
+            target: "[::1]:5301".into(),
+            ticket: "00112233445566778899aabbccddeeff".into(),
+        })),
+        Message::Relaying(Relaying { test_id: 7 }),
+        Message::Relayed(Box::new(Relayed {
+            outcome: RelayOutcome::Completed,
+            client: Some(full_side_report(HostRole::Client)),
+            server: Some(full_side_report(HostRole::Server)),
+        })),
+        Message::Relayed(Box::new(Relayed {
+            outcome: RelayOutcome::Aborted {
+                reason: AbortReason::ServerShutdown,
+            },
+            client: None,
+            server: None,
+        })),
+        Message::Relayed(Box::new(Relayed {
+            outcome: RelayOutcome::Failed {
+                error: wirebench_model::error::ErrorInfo::new(
+                    wirebench_model::error::ErrorKind::AuthFailed,
+                    "peer reported auth_failed: ticket refused",
+                ),
+            },
+            client: None,
+            server: None,
+        })),
     ]
 }

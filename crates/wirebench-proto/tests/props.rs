@@ -557,6 +557,7 @@ proptest! {
             serde_json::to_vec(&TestRequest {
                 spec: s,
                 auth: Some(wirebench_proto::auth::AuthProof { identity, mac }),
+                ticket: None,
             })
             .unwrap(),
         );

@@ -343,6 +343,12 @@ pub struct ClientArgs {
     /// Server port (default 5301); needs -H.
     #[arg(short, long, requires = "host")]
     pub port: Option<u16>,
+    /// Run the test from the wirebench daemon at AGENT (port 5301 unless given) as the
+    /// client, against -H (a third-party test): this process carries no data. It asks -H
+    /// for a ticket, then the agent to run the test with it, authenticating to both with
+    /// --auth; the agent needs `serve --allow-third-party`. Not with --iperf3.
+    #[arg(long, value_name = "AGENT[:PORT]", requires = "host")]
+    pub from: Option<String>,
     /// Measured duration in seconds (after warm-up); default 10. With `stream -n/-k`, the
     /// longest the test may run (default 300).
     #[arg(short = 't', long, value_parser = secs_between(0.0, MAX_FLAG_SECS))]

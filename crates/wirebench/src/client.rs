@@ -61,6 +61,27 @@ fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> Result<SocketAddr> {
     })
 }
 
+/// `--from AGENT[:PORT]`: a host name or address, with a port or the default one
+/// (`[v6]:port` for an IPv6 address with a port).
+fn agent_address(agent: &str, v4: bool, v6: bool) -> Result<SocketAddr> {
+    if let Ok(a) = agent.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let default = wirebench_net::DEFAULT_PORT;
+    if agent.parse::<IpAddr>().is_ok() {
+        return resolve(agent, default, v4, v6);
+    }
+    match agent.rsplit_once(':') {
+        Some((host, port)) => {
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| anyhow!("'{port}' in '{agent}' is not a port"))?;
+            resolve(host, port, v4, v6)
+        }
+        None => resolve(agent, default, v4, v6),
+    }
+}
+
 /// The runner's configuration from the client flags: the target (resolved, or the embedded
 /// server), credentials, connection options and the repetition policy.
 pub fn runner_config(a: &ClientArgs) -> Result<RunnerConfig, ErrorInfo> {
@@ -75,6 +96,14 @@ pub fn runner_config(a: &ClientArgs) -> Result<RunnerConfig, ErrorInfo> {
         } else {
             IpAddr::V4(Ipv4Addr::LOCALHOST)
         }),
+    };
+    let target = match (&a.from, target) {
+        (Some(agent), Target::Remote(server)) => Target::ThirdParty {
+            agent: agent_address(agent, a.ipv4, a.ipv6)
+                .map_err(|e| ErrorInfo::new(ErrorKind::Resolve, format!("--from: {e:#}")))?,
+            server,
+        },
+        (_, target) => target,
     };
     let mut cfg = RunnerConfig::new(target);
     cfg.embedded_limits = client_limits();

@@ -602,6 +602,7 @@ fn authentication_failures_are_identical_and_replay_fails() {
         r.send(&Message::Test(Box::new(TestRequest {
             spec: TestSpec::stream_default(),
             auth: Some(auth::AuthProof { identity, mac }),
+            ticket: None,
         })));
         let (code, field, msg) = r.expect_error();
         assert_eq!((code.as_str(), field), ("auth_failed", None));
@@ -625,6 +626,7 @@ fn authentication_failures_are_identical_and_replay_fails() {
     let captured = Message::Test(Box::new(TestRequest {
         spec,
         auth: Some(proof),
+        ticket: None,
     }));
     let mut r2 = Raw::connect(d.addr);
     let w2 = r2.hello();

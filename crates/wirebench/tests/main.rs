@@ -28,5 +28,6 @@ mod stream;
 mod study;
 mod sweep;
 mod tcp_series;
+mod third_party;
 mod truth;
 mod verdict;

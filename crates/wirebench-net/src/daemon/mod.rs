@@ -49,6 +49,7 @@ pub(crate) mod iperf3;
 mod lograte;
 mod records;
 mod refusals;
+mod relay;
 mod route;
 mod session;
 mod tap;
@@ -140,6 +141,10 @@ pub struct ServerConfig {
     pub iperf3_bind: Option<SocketAddr>,
     /// Also hand every record (its JSON line) to these queues (`serve --db`, `--metrics`).
     pub record_taps: Vec<RecordTap>,
+    /// Run third-party tests for authenticated clients: this daemon runs the test as the
+    /// client against another daemon that issued the client a ticket
+    /// (`serve --allow-third-party`).
+    pub allow_third_party: bool,
 }
 
 impl ServerConfig {
@@ -166,6 +171,7 @@ impl ServerConfig {
             max_profile_hz: DEFAULT_MAX_PROFILE_HZ,
             iperf3_bind: None,
             record_taps: Vec::new(),
+            allow_third_party: false,
         }
     }
 }
@@ -211,6 +217,8 @@ struct State {
     /// Held by the iperf3 UDP test collecting its streams on the iperf3 port (iperf3's
     /// connect datagrams name no test, so one test at a time listens for them).
     iperf3_udp_setup: Mutex<()>,
+    /// Third-party tickets this daemon issued and has not seen redeemed.
+    tickets: Arc<Mutex<wirebench_proto::ticket::TicketBook>>,
 }
 
 impl State {
@@ -242,6 +250,7 @@ impl State {
             iperf3_routes: Mutex::new(HashMap::new()),
             refusals: Refusals::default(),
             iperf3_udp_setup: Mutex::new(()),
+            tickets: Arc::new(Mutex::new(wirebench_proto::ticket::TicketBook::new())),
         }
     }
 }

@@ -74,6 +74,10 @@ pub struct TestRecord {
     /// For a test of an iperf3 client (`serve --iperf3`): its version and its own figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iperf3: Option<super::iperf3::Iperf3Info>,
+    /// A third-party test this daemon ran as the client for `peer` (`identity`): the target
+    /// daemon it ran against; `client` is then this daemon's report, `server` the target's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub third_party_target: Option<SocketAddr>,
 }
 
 /// The in-memory ring of records, bounded by count and by bytes.
@@ -344,6 +348,7 @@ mod tests {
             }),
             client: None,
             iperf3: None,
+            third_party_target: None,
         }
     }
 

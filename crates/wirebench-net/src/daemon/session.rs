@@ -19,12 +19,13 @@ use wirebench_profile::WindowProfile;
 use wirebench_proto::auth::{Nonce, NONCE_BYTES};
 use wirebench_proto::data::Token;
 use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
-use wirebench_proto::message::{BusyScope, IntervalMsg, Message};
+use wirebench_proto::message::{BusyScope, IntervalMsg, Message, RelayOutcome};
 use wirebench_proto::session::{Action, Phase, ServerAuth, ServerSession, SessionError};
 
 use super::accept::ConnSlot;
 use super::lograte::{log_refused, log_refused_as};
 use super::records::{record, RecordStatus, TestRecord};
+use super::relay::Relay;
 use super::route::{
     finishing, join_group, open_group, Admission, DataConn, PendingTest, CRR_QUEUE, FINISHING_GRACE,
 };
@@ -64,6 +65,10 @@ struct TestState<'a> {
     profile: Option<WindowProfile>,
     /// This test's share of the daemon's profile cap, held until the session ends.
     profile_slot: Option<ProfileSlot<'a>>,
+    /// A third-party test: this daemon's client run against the target.
+    relay: Option<Relay>,
+    /// How the third-party test ended, once it has.
+    relay_outcome: Option<RelayOutcome>,
 }
 
 /// One of the daemon's `max_profiles` slots; released when dropped.
@@ -114,6 +119,8 @@ pub(super) fn control_session(
     let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
     let mut nonce = [0u8; NONCE_BYTES];
     rand::rng().fill_bytes(&mut nonce);
+    let mut ticket_seed = [0u8; 16];
+    rand::rng().fill_bytes(&mut ticket_seed);
     let mut sess = ServerSession::new(
         Instant::now(),
         *t,
@@ -124,6 +131,9 @@ pub(super) fn control_session(
         nonce: Nonce(nonce),
         server_identity: state.cfg.server_identity.clone(),
         keys: state.cfg.keys.clone(),
+        tickets: Some(Arc::clone(&state.tickets)),
+        ticket_seed: Token(ticket_seed),
+        allow_third_party: state.cfg.allow_third_party,
     });
     let mut ts = TestState {
         admission: None,
@@ -141,8 +151,12 @@ pub(super) fn control_session(
         peer,
         profile: None,
         profile_slot: None,
+        relay: None,
+        relay_outcome: None,
     };
     let result = drive(&mut conn, &mut sess, &mut ts, state);
+    // A third-party test ends with its client (this returns once it has).
+    let third_party_target = ts.relay.take().map(|r| r.target);
     let failure = result.as_ref().err().map(NetError::abort_reason);
     if let Err(e) = &result {
         let msg = match e {
@@ -183,6 +197,16 @@ pub(super) fn control_session(
             // connection the client closed after hearing of it is the consequence.
             let (status, reason) = match (&failure, &ts.local_abort) {
                 (_, Some(r)) => (RecordStatus::Aborted, Some(r.clone())),
+                (None, None) if matches!(ts.relay_outcome, Some(RelayOutcome::Failed { .. })) => {
+                    let detail = match &ts.relay_outcome {
+                        Some(RelayOutcome::Failed { error }) => error.message.clone(),
+                        _ => String::new(),
+                    };
+                    (
+                        RecordStatus::Failed,
+                        Some(AbortReason::EngineFailed { detail }),
+                    )
+                }
                 (Some(f), None) => (RecordStatus::Failed, Some(f.clone())),
                 (None, None) => {
                     let aborted = [&ts.server_report, &ts.client_report]
@@ -210,6 +234,7 @@ pub(super) fn control_session(
                     server: ts.server_report.take(),
                     client: ts.client_report.take(),
                     iperf3: None,
+                    third_party_target,
                 },
             );
         }
@@ -344,6 +369,9 @@ fn drive<'a>(
                 }
             }
         }
+        if relay_step(conn, sess, ts, state)? {
+            return Ok(());
+        }
         let acts = sess.poll(now)?;
         if execute(conn, sess, ts, state, acts)? {
             return Ok(());
@@ -368,6 +396,85 @@ fn drive<'a>(
                 return Ok(());
             }
         }
+    }
+}
+
+/// A third-party test: relay its live samples, and its account once it ended. Returns true
+/// when the session is over.
+fn relay_step<'a>(
+    conn: &mut Control,
+    sess: &mut ServerSession,
+    ts: &mut TestState<'a>,
+    state: &'a State,
+) -> Result<bool, NetError> {
+    let Some(relay) = ts.relay.as_mut() else {
+        return Ok(false);
+    };
+    for m in relay.intervals() {
+        conn.send(&Message::Interval(m))?;
+    }
+    let Some(relayed) = relay.try_finish() else {
+        return Ok(false);
+    };
+    if let RelayOutcome::Failed { error } = &relayed.outcome {
+        let e = escape(&error.message);
+        tracing::info!(test_id = ts.test_id, "third-party test failed: {e}");
+    }
+    ts.client_report = relayed.client.clone();
+    ts.server_report = relayed.server.clone();
+    ts.relay_outcome = Some(relayed.outcome.clone());
+    if let Some(a) = ts.admission.as_mut() {
+        a.mark_finishing();
+    }
+    let acts = sess.relay_done(relayed);
+    execute(conn, sess, ts, state, acts)
+}
+
+/// Admit a third-party test (this daemon's caps, for the requesting peer) and start its
+/// client against `target`.
+fn start_relay<'a>(
+    sess: &mut ServerSession,
+    ts: &mut TestState<'a>,
+    state: &'a State,
+    (spec, target, ticket): (TestSpec, SocketAddr, Token),
+) -> Result<Vec<Action>, NetError> {
+    let peer_key = peer_key(sess, ts.peer);
+    if let Err((prev, cap, scope)) = admit(state, &peer_key, None) {
+        state.refusals.count(super::RefusalReason::of_busy(scope));
+        return Ok(sess.busy(prev, cap, 1000, scope));
+    }
+    let _ = ts.slot.end_handshake();
+    let mut raw = [0u8; 16];
+    rand::rng().fill_bytes(&mut raw);
+    ts.admission = Some(Admission {
+        state,
+        token: Token(raw),
+        peer_key,
+        finishing: false,
+        group: None,
+    });
+    ts.test_id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    ts.admitted_unix_ms = unix_ms();
+    let identity = escape(sess.identity().unwrap_or("-"));
+    tracing::info!(
+        peer = %ts.peer,
+        test_id = ts.test_id,
+        %target,
+        "third-party test for {identity}: running the client against {target}"
+    );
+    ts.spec = Some(spec.clone());
+    ts.relay = Some(
+        Relay::start(spec, target, ticket, state.cfg.timeouts)
+            .map_err(NetError::io("starting the third-party client"))?,
+    );
+    Ok(sess.relaying(Instant::now(), ts.test_id))
+}
+
+/// The peer a test counts against: its identity, else its source address.
+fn peer_key(sess: &ServerSession, peer: SocketAddr) -> String {
+    match sess.identity() {
+        Some(id) => format!("id:{id}"),
+        None => format!("ip:{}", peer.ip().to_canonical()),
     }
 }
 
@@ -446,10 +553,7 @@ fn execute<'a>(
             Action::Send(m) => conn.send(&m)?,
             Action::RequestAdmission(spec) => {
                 // One peer may not hold every slot: identity, else source address.
-                let peer_key = match sess.identity() {
-                    Some(id) => format!("id:{id}"),
-                    None => format!("ip:{}", ts.peer.ip().to_canonical()),
-                };
+                let peer_key = peer_key(sess, ts.peer);
                 let group = spec
                     .common
                     .admission_group
@@ -507,7 +611,23 @@ fn execute<'a>(
                         .map_err(NetError::io("starting the engine"))?,
                 );
             }
+            Action::RequestThirdParty {
+                spec,
+                target,
+                ticket,
+            } => {
+                let acts = start_relay(sess, ts, state, (*spec, target, ticket))?;
+                queue.extend(acts);
+            }
             Action::StopEngine { reason } => {
+                if let Some(r) = ts.relay.as_ref() {
+                    tracing::info!(
+                        test_id = ts.test_id,
+                        ?reason,
+                        "stopping the third-party test"
+                    );
+                    r.stop();
+                }
                 if let Some(e) = ts.engine.as_ref() {
                     tracing::info!(test_id = ts.test_id, ?reason, "stopping the engine");
                     e.abort.abort(reason);
@@ -527,10 +647,10 @@ fn execute<'a>(
                     }
                 }
             }
-            Action::OpenData { .. } => {
+            Action::OpenData { .. } | Action::TicketIssued(_) | Action::Relayed(_) => {
                 return Err(NetError::Session(SessionError::Unexpected {
                     phase: sess.phase(),
-                    got: "open_data",
+                    got: "client_action",
                 }))
             }
             Action::Close => return Ok(true),

@@ -21,6 +21,25 @@ pub struct ClientSession {
     server: Option<Welcome>,
     test_id: Option<u64>,
     peer_results: bool,
+    mode: Mode,
+}
+
+/// What a client session asks the server for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    /// A test, authenticated with the credentials (if any).
+    Test,
+    /// A test, presenting a third-party ticket instead of credentials.
+    Ticketed(Token),
+    /// A third-party ticket for the spec.
+    TicketRequest,
+    /// A third-party test: the server (the agent) runs the spec against `target`.
+    ThirdParty {
+        /// The target, as the agent reaches it.
+        target: std::net::SocketAddr,
+        /// The target's ticket.
+        ticket: Token,
+    },
 }
 
 impl ClientSession {
@@ -39,6 +58,7 @@ impl ClientSession {
             server: None,
             test_id: None,
             peer_results: false,
+            mode: Mode::Test,
         };
         let hello = Message::Hello(crate::message::Hello {
             magic: HELLO_MAGIC.to_string(),
@@ -51,6 +71,27 @@ impl ClientSession {
     /// Authenticate as `identity` with `key` (call before handling the welcome).
     pub fn with_credentials(mut self, identity: String, key: Key) -> Self {
         self.credentials = Some((identity, key));
+        self
+    }
+
+    /// Present `ticket` (issued by this server for this spec) instead of credentials: the
+    /// agent's side of a third-party test.
+    pub fn with_ticket(mut self, ticket: Token) -> Self {
+        self.mode = Mode::Ticketed(ticket);
+        self
+    }
+
+    /// Ask for a third-party ticket for the spec instead of running it: the session ends
+    /// with [`Action::TicketIssued`].
+    pub fn ticket_request(mut self) -> Self {
+        self.mode = Mode::TicketRequest;
+        self
+    }
+
+    /// Ask the server (the agent) to run the spec as the client against `target`,
+    /// presenting `ticket` there: the session ends with [`Action::Relayed`].
+    pub fn third_party(mut self, target: std::net::SocketAddr, ticket: Token) -> Self {
+        self.mode = Mode::ThirdParty { target, ticket };
         self
     }
 
@@ -74,7 +115,12 @@ impl ClientSession {
     /// the time the test has run.
     pub fn frame_cap(&self, now: Instant) -> u32 {
         if self.test_id.is_some() {
-            results_frame_cap(&self.spec, self.timers.elapsed(now))
+            let cap = results_frame_cap(&self.spec, self.timers.elapsed(now));
+            match self.mode {
+                // The agent's account carries both ends' reports.
+                Mode::ThirdParty { .. } => cap.saturating_mul(2).min(ABSOLUTE_MAX_FRAME_BYTES),
+                _ => cap,
+            }
         } else {
             DEFAULT_MAX_FRAME_BYTES
         }
@@ -109,28 +155,31 @@ impl ClientSession {
                         "welcome.server_identity is too long".into(),
                     ));
                 }
-                let auth = match &self.credentials {
-                    Some((id, key)) => {
-                        Some(auth::prove(key, &nonce, id, &w.server_identity, &self.spec))
-                    }
-                    None if w.auth_required => {
-                        return Err(SessionError::AuthRequired {
-                            server: clip(&w.server_identity, 64),
-                        })
-                    }
-                    None => None,
-                };
+                let request = self.request(&w, &nonce)?;
                 // Refuse locally what the server would refuse anyway, with the same message.
                 self.spec.validate(&w.limits)?;
                 self.server = Some(w);
                 self.phase = AwaitAccept;
-                Ok(vec![Action::Send(Message::Test(Box::new(TestRequest {
-                    spec: self.spec.clone(),
-                    auth,
-                })))])
+                Ok(vec![Action::Send(request)])
             }
             (AwaitWelcome | AwaitAccept, Message::Busy(b)) => Err(SessionError::Busy(b)),
-            (AwaitAccept, Message::Accepted(a)) => {
+            (AwaitAccept, Message::Ticket(t)) if self.mode == Mode::TicketRequest => {
+                let ticket = Token::from_hex(&t.ticket)
+                    .map_err(|e| SessionError::BadMessage(format!("ticket.ticket: {e}")))?;
+                self.phase = Done;
+                Ok(vec![Action::TicketIssued(ticket), Action::Close])
+            }
+            (AwaitAccept, Message::Relaying(r)) if self.is_third_party() => {
+                self.test_id = Some(r.test_id);
+                self.phase = Running;
+                self.timers.enter_running(now);
+                Ok(Vec::new())
+            }
+            (Running, Message::Relayed(r)) if self.is_third_party() => {
+                self.phase = Done;
+                Ok(vec![Action::Relayed(r), Action::Close])
+            }
+            (AwaitAccept, Message::Accepted(a)) if self.runs_engine() => {
                 let token = Token::from_hex(&a.token)
                     .map_err(|e| SessionError::BadMessage(format!("accepted.token: {e}")))?;
                 self.test_id = Some(a.test_id);
@@ -152,7 +201,7 @@ impl ClientSession {
             }
             (Running | AwaitResults, Message::Heartbeat(_)) => Ok(Vec::new()),
             (Running | AwaitResults, Message::Interval(i)) => Ok(vec![Action::PeerInterval(i)]),
-            (Running, Message::Results(r)) if !self.peer_results => {
+            (Running, Message::Results(r)) if !self.peer_results && self.runs_engine() => {
                 self.peer_results = true;
                 Ok(vec![Action::PeerResults(r)])
             }
@@ -173,6 +222,66 @@ impl ClientSession {
                 got: message_kind(&m),
             }),
         }
+    }
+
+    fn is_third_party(&self) -> bool {
+        matches!(self.mode, Mode::ThirdParty { .. })
+    }
+
+    /// This end runs an engine (a test of its own, with credentials or a ticket).
+    fn runs_engine(&self) -> bool {
+        matches!(self.mode, Mode::Test | Mode::Ticketed(_))
+    }
+
+    /// The request to send after the welcome `w`, proved when we have credentials.
+    fn request(&self, w: &Welcome, nonce: &Nonce) -> Result<Message, SessionError> {
+        let context = match &self.mode {
+            Mode::Test | Mode::Ticketed(_) => String::new(),
+            Mode::TicketRequest => auth::TICKET_CONTEXT.to_string(),
+            Mode::ThirdParty { target, ticket } => {
+                auth::third_party_context(&target.to_string(), &ticket.to_hex())
+            }
+        };
+        let auth = match (&self.credentials, &self.mode) {
+            // A ticket stands for the identity it was issued to.
+            (_, Mode::Ticketed(_)) => None,
+            (Some((id, key)), _) => {
+                let bound = auth::bound_identity(&w.server_identity, &context);
+                Some(auth::prove(key, nonce, id, &bound, &self.spec))
+            }
+            (None, _) if w.auth_required || self.is_third_party() => {
+                return Err(SessionError::AuthRequired {
+                    server: clip(&w.server_identity, 64),
+                })
+            }
+            (None, _) => None,
+        };
+        let spec = self.spec.clone();
+        Ok(match &self.mode {
+            Mode::Test => Message::Test(Box::new(TestRequest {
+                spec,
+                auth,
+                ticket: None,
+            })),
+            Mode::Ticketed(t) => Message::Test(Box::new(TestRequest {
+                spec,
+                auth: None,
+                ticket: Some(t.to_hex()),
+            })),
+            Mode::TicketRequest => Message::TicketRequest(Box::new(TestRequest {
+                spec,
+                auth,
+                ticket: None,
+            })),
+            Mode::ThirdParty { target, ticket } => {
+                Message::ThirdParty(Box::new(crate::message::ThirdPartyRequest {
+                    spec,
+                    auth,
+                    target: target.to_string(),
+                    ticket: ticket.to_hex(),
+                }))
+            }
+        })
     }
 
     /// Every data connection is open and has sent its hello. Does nothing outside

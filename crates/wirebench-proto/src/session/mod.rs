@@ -65,7 +65,10 @@ use wirebench_model::side::SideReport;
 use wirebench_model::spec::TestSpec;
 use wirebench_model::validate::{SpecError, SpecProblem};
 
-use crate::message::{AbortMsg, Busy, BusyScope, Empty, ErrorCode, ErrorMsg, IntervalMsg, Message};
+use crate::message::{
+    AbortMsg, Busy, BusyScope, Empty, ErrorCode, ErrorMsg, IntervalMsg, Message, Relayed,
+};
+use crate::ticket::TicketError;
 
 /// Longest `software` string accepted in a hello, bytes.
 pub const MAX_SOFTWARE_BYTES: usize = 128;
@@ -203,6 +206,22 @@ pub enum Action {
     PeerInterval(IntervalMsg),
     /// The peer's final measurements.
     PeerResults(Box<SideReport>),
+    /// Client: the target daemon issued this third-party ticket (the session is over).
+    TicketIssued(Token),
+    /// Server (agent): an authenticated client asks for a third-party test of this spec
+    /// against `target` with `ticket`, within this daemon's limits; decide admission, then
+    /// call [`ServerSession::relaying`] (and [`ServerSession::relay_done`] when it ends) or
+    /// [`ServerSession::busy`].
+    RequestThirdParty {
+        /// The test.
+        spec: Box<TestSpec>,
+        /// The target daemon, as this daemon reaches it.
+        target: std::net::SocketAddr,
+        /// The target's ticket.
+        ticket: Token,
+    },
+    /// Client: the agent's account of the third-party test (the session is over).
+    Relayed(Box<Relayed>),
     /// Close the control connection; the session is over.
     Close,
 }
@@ -247,6 +266,13 @@ pub enum SessionError {
     /// Server: the client's proof of identity did not verify (one error for every cause).
     #[error("{0}")]
     Auth(#[from] AuthError),
+    /// The daemon's policy does not allow the request (third-party tests off, or asked
+    /// without authentication).
+    #[error("{0}")]
+    NotPermitted(String),
+    /// Server: a third-party ticket was refused or could not be issued.
+    #[error("{0}")]
+    Ticket(#[from] TicketError),
     /// Client: the server requires authentication and no credentials were given.
     #[error(
         "the server (identity {server}) requires authentication: pass --auth IDENTITY with \
@@ -315,6 +341,9 @@ impl SessionError {
             SessionError::Auth(_) | SessionError::AuthRequired { .. } => ErrorCode::AuthFailed,
             SessionError::BadMessage(_) => ErrorCode::BadFrame,
             SessionError::InvalidSpec(_) => ErrorCode::InvalidSpec,
+            SessionError::NotPermitted(_) => ErrorCode::NotPermitted,
+            SessionError::Ticket(TicketError::Full) => ErrorCode::LimitExceeded,
+            SessionError::Ticket(_) => ErrorCode::AuthFailed,
             SessionError::Refused(_) | SessionError::Busy(_) | SessionError::PeerAborted(_) => {
                 return None
             }
@@ -354,6 +383,11 @@ pub fn message_kind(msg: &Message) -> &'static str {
         Message::Heartbeat(_) => "heartbeat",
         Message::Abort(_) => "abort",
         Message::Bye(_) => "bye",
+        Message::TicketRequest(_) => "ticket_request",
+        Message::Ticket(_) => "ticket",
+        Message::ThirdParty(_) => "third_party",
+        Message::Relaying(_) => "relaying",
+        Message::Relayed(_) => "relayed",
     }
 }
 
@@ -533,3 +567,5 @@ pub use server::{ServerAuth, ServerSession};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_third_party;

@@ -1,6 +1,6 @@
 //! The daemon's side of a control connection: [`ServerSession`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use wirebench_model::abort::AbortReason;
@@ -8,11 +8,13 @@ use wirebench_model::side::SideReport;
 use wirebench_model::spec::{Limits, TestSpec};
 
 use super::*;
-use crate::auth::{self, KeyTable, Nonce};
+use crate::auth::{self, AuthProof, KeyTable, Nonce};
 use crate::data::Token;
 use crate::message::{
-    Accepted, Busy, BusyScope, Message, TestRequest, Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
+    Accepted, Busy, BusyScope, Message, Relayed, Relaying, TestRequest, ThirdPartyRequest,
+    TicketMsg, Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
 };
+use crate::ticket::{TicketBook, TicketError};
 
 /// The daemon's side of one control connection.
 #[derive(Debug, Clone)]
@@ -25,6 +27,8 @@ pub struct ServerSession {
     identity: Option<String>,
     spec: Option<Box<TestSpec>>,
     peer_results: bool,
+    /// A third-party test: this daemon runs the client; the peer only watches.
+    relay: bool,
 }
 
 /// The server's side of authentication for one control connection.
@@ -36,6 +40,13 @@ pub struct ServerAuth {
     pub server_identity: String,
     /// Identities and keys; `None` admits unauthenticated clients.
     pub keys: Option<Arc<KeyTable>>,
+    /// The daemon's third-party tickets (shared by its connections); `None`: this daemon
+    /// neither issues nor accepts tickets.
+    pub tickets: Option<Arc<Mutex<TicketBook>>>,
+    /// Fresh random bytes of this connection: the ticket it issues, if it is asked for one.
+    pub ticket_seed: Token,
+    /// Run third-party tests for authenticated clients (`serve --allow-third-party`).
+    pub allow_third_party: bool,
 }
 
 impl Default for ServerAuth {
@@ -45,6 +56,9 @@ impl Default for ServerAuth {
             nonce: Nonce([0; auth::NONCE_BYTES]),
             server_identity: "wirebench".into(),
             keys: None,
+            tickets: None,
+            ticket_seed: Token([0; crate::data::TOKEN_BYTES]),
+            allow_third_party: false,
         }
     }
 }
@@ -62,6 +76,7 @@ impl ServerSession {
             identity: None,
             spec: None,
             peer_results: false,
+            relay: false,
         }
     }
 
@@ -146,23 +161,14 @@ impl ServerSession {
                     auth_required: self.auth.keys.is_some(),
                 }))])
             }
-            (AwaitTest, Message::Test(req)) => {
-                let TestRequest { spec, auth } = *req;
-                // Authenticate before looking at the spec's values.
-                if let Some(keys) = &self.auth.keys {
-                    let id = keys.verify(
-                        auth.as_ref(),
-                        &self.auth.nonce,
-                        &self.auth.server_identity,
-                        &spec,
-                    )?;
-                    self.identity = Some(id);
-                }
-                spec.validate(&self.limits)?;
-                let spec = Box::new(spec);
-                self.spec = Some(spec.clone());
-                self.phase = AwaitAccept;
-                Ok(vec![Action::RequestAdmission(spec)])
+            (AwaitTest, Message::Test(req)) => self.on_test(now, *req),
+            (AwaitTest, Message::TicketRequest(req)) => self.on_ticket_request(now, *req),
+            (AwaitTest, Message::ThirdParty(req)) => self.on_third_party(*req),
+            (Running, m @ (Message::Interval(_) | Message::Results(_))) if self.relay => {
+                Err(SessionError::Unexpected {
+                    phase: Running,
+                    got: message_kind(&m),
+                })
             }
             (AwaitStart, Message::Start(_)) => {
                 self.phase = Running;
@@ -187,6 +193,156 @@ impl ServerSession {
                 got: message_kind(&m),
             }),
         }
+    }
+
+    /// Authenticate the client's proof of `spec` (bound to `context`, see
+    /// [`auth::bound_identity`]), when the daemon has keys.
+    fn authenticate(
+        &mut self,
+        proof: Option<&AuthProof>,
+        spec: &TestSpec,
+        context: &str,
+    ) -> Result<(), SessionError> {
+        if let Some(keys) = &self.auth.keys {
+            let bound = auth::bound_identity(&self.auth.server_identity, context);
+            let id = keys.verify(proof, &self.auth.nonce, &bound, spec)?;
+            self.identity = Some(id);
+        }
+        Ok(())
+    }
+
+    fn on_test(&mut self, now: Instant, req: TestRequest) -> Result<Vec<Action>, SessionError> {
+        let TestRequest { spec, auth, ticket } = req;
+        match ticket {
+            // A third-party ticket stands for the identity it was issued to.
+            Some(ticket) => {
+                if auth.is_some() {
+                    return Err(SessionError::BadMessage(
+                        "a test carries a proof or a ticket, not both".into(),
+                    ));
+                }
+                let ticket = Token::from_hex(&ticket)
+                    .map_err(|e| SessionError::BadMessage(format!("test.ticket: {e}")))?;
+                let Some(book) = &self.auth.tickets else {
+                    return Err(SessionError::Ticket(TicketError::Unknown));
+                };
+                let mut book = book.lock().unwrap_or_else(|p| p.into_inner());
+                self.identity = book.redeem(now, &ticket, &spec)?;
+            }
+            // Authenticate before looking at the spec's values.
+            None => self.authenticate(auth.as_ref(), &spec, "")?,
+        }
+        spec.validate(&self.limits)?;
+        let spec = Box::new(spec);
+        self.spec = Some(spec.clone());
+        self.phase = Phase::AwaitAccept;
+        Ok(vec![Action::RequestAdmission(spec)])
+    }
+
+    fn on_ticket_request(
+        &mut self,
+        now: Instant,
+        req: TestRequest,
+    ) -> Result<Vec<Action>, SessionError> {
+        let TestRequest { spec, auth, ticket } = req;
+        if ticket.is_some() {
+            return Err(SessionError::BadMessage(
+                "a ticket request carries no ticket".into(),
+            ));
+        }
+        self.authenticate(auth.as_ref(), &spec, auth::TICKET_CONTEXT)?;
+        spec.validate(&self.limits)?;
+        let Some(book) = &self.auth.tickets else {
+            return Err(SessionError::NotPermitted(
+                "this daemon issues no third-party tickets".into(),
+            ));
+        };
+        let ticket = self.auth.ticket_seed;
+        let lifetime = book.lock().unwrap_or_else(|p| p.into_inner()).issue(
+            now,
+            ticket,
+            self.identity.clone(),
+            &spec,
+        )?;
+        self.phase = Phase::Done;
+        Ok(vec![
+            Action::Send(Message::Ticket(TicketMsg {
+                ticket: ticket.to_hex(),
+                expires_in_ms: u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX),
+            })),
+            Action::Close,
+        ])
+    }
+
+    fn on_third_party(&mut self, req: ThirdPartyRequest) -> Result<Vec<Action>, SessionError> {
+        let ThirdPartyRequest {
+            spec,
+            auth,
+            target,
+            ticket,
+        } = req;
+        if self.auth.keys.is_none() {
+            return Err(SessionError::NotPermitted(
+                "third-party tests need an authenticated client, and this daemon has no key \
+                 file (serve --auth-keys)"
+                    .into(),
+            ));
+        }
+        let context = auth::third_party_context(&target, &ticket);
+        self.authenticate(auth.as_ref(), &spec, &context)?;
+        if !self.auth.allow_third_party {
+            return Err(SessionError::NotPermitted(
+                "third-party tests are off on this daemon (serve --allow-third-party)".into(),
+            ));
+        }
+        spec.validate(&self.limits)?;
+        let target: std::net::SocketAddr = target.parse().map_err(|_| {
+            SessionError::BadMessage(format!(
+                "third_party.target {} is not IP:PORT",
+                clip(&target, 64)
+            ))
+        })?;
+        let ticket = Token::from_hex(&ticket)
+            .map_err(|e| SessionError::BadMessage(format!("third_party.ticket: {e}")))?;
+        let spec = Box::new(spec);
+        self.spec = Some(spec.clone());
+        self.relay = true;
+        self.phase = Phase::AwaitAccept;
+        Ok(vec![Action::RequestThirdParty {
+            spec,
+            target,
+            ticket,
+        }])
+    }
+
+    /// A third-party test was admitted (this daemon runs its client): tell the client and
+    /// enter [`Phase::Running`] (heartbeats both ways, the client may `abort`). Does nothing
+    /// outside [`Phase::AwaitAccept`] of a third-party request.
+    pub fn relaying(&mut self, now: Instant, test_id: u64) -> Vec<Action> {
+        if self.phase != Phase::AwaitAccept || !self.relay {
+            return Vec::new();
+        }
+        self.phase = Phase::Running;
+        self.timers.enter_running(now);
+        vec![Action::Send(Message::Relaying(Relaying { test_id }))]
+    }
+
+    /// The third-party test ended: send its account and close. Does nothing outside
+    /// [`Phase::Running`] of a third-party test.
+    pub fn relay_done(&mut self, relayed: Relayed) -> Vec<Action> {
+        if self.phase != Phase::Running || !self.relay {
+            return Vec::new();
+        }
+        self.phase = Phase::Done;
+        vec![
+            Action::Send(Message::Relayed(Box::new(relayed))),
+            Action::Close,
+        ]
+    }
+
+    /// True for a third-party test (this daemon runs the client).
+    pub fn is_relay(&self) -> bool {
+        self.relay
     }
 
     /// The shell admitted the test: send `accepted` and wait for the data connections.

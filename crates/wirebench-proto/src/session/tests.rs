@@ -438,7 +438,10 @@ fn server_invalid_spec() {
 fn server_unexpected_messages() {
     let legal: &[(Phase, &[&str])] = &[
         (Phase::AwaitHello, &["hello", "error", "abort"]),
-        (Phase::AwaitTest, &["test", "error", "abort"]),
+        (
+            Phase::AwaitTest,
+            &["test", "ticket_request", "third_party", "error", "abort"],
+        ),
         (Phase::AwaitAccept, &["error", "abort"]),
         (Phase::AwaitData, &["error", "abort"]),
         (Phase::AwaitStart, &["start", "error", "abort"]),
@@ -1261,6 +1264,7 @@ fn authed_server(nonce: u8) -> (ServerSession, Instant) {
             nonce: Nonce([nonce; auth::NONCE_BYTES]),
             server_identity: "lab-1".into(),
             keys: Some(Arc::new(keys)),
+            ..ServerAuth::default()
         },
     );
     (s, t0)

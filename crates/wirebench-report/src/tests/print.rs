@@ -520,6 +520,7 @@ fn human_output_of_a_failure() {
         field: Some(SpecField::Flows),
         limit: None,
         problem: None,
+        daemon: None,
     });
     let text = print::human(&r);
     assert!(

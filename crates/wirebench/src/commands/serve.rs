@@ -101,6 +101,13 @@ pub struct ServeArgs {
     /// get one.
     #[arg(long)]
     pub allow_profile: bool,
+    /// Run third-party tests: an authenticated client (`stream -H B --from THIS`) may ask
+    /// this daemon to run a test as the client against another daemon B, which must itself
+    /// accept the client's identity (it issues the client a single-use ticket for that
+    /// test). This daemon's limits and per-peer caps apply to the test as to the client's
+    /// own. Off by default. Needs --auth-keys.
+    #[arg(long)]
+    pub allow_third_party: bool,
     /// Profiles taken at once (each samples every CPU); a test beyond runs unprofiled here.
     #[arg(long, default_value_t = 1)]
     pub max_profiles: u32,
@@ -232,6 +239,13 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
              symbols, other processes), so only authenticated clients get one"
         ));
     }
+    if a.allow_third_party && keys_given.is_none() {
+        return Err(anyhow!(
+            "--allow-third-party needs --auth-keys: only authenticated clients may have this \
+             daemon open connections to another host"
+        ));
+    }
+    cfg.allow_third_party = a.allow_third_party;
     cfg.allow_profile = a.allow_profile;
     cfg.profile_unauthenticated = a.allow_profile_unauthenticated;
     cfg.max_profiles = a.max_profiles;

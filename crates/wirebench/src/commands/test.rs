@@ -280,6 +280,14 @@ pub fn run_client_with(
     if let Err(info) = check_output(&out.sink) {
         return out.finish(failed_result(Some(spec), None, a.host.is_none(), info));
     }
+    if iperf3.is_some() && a.from.is_some() {
+        let info = ErrorInfo::new(
+            ErrorKind::Usage,
+            "--from runs a third-party test between two wirebench daemons; it cannot be used \
+             with --iperf3",
+        );
+        return out.finish(failed_result(Some(spec), a.host.clone(), false, info));
+    }
     let print_intervals = live_interval(a, format, &mut spec);
     let cfg = match runner_config(a) {
         Ok(mut c) if iperf3.is_some() => {

@@ -769,6 +769,7 @@ impl<'a> Session<'a> {
                 server: self.report.take(),
                 client: None,
                 iperf3: Some(std::mem::replace(&mut self.info, Iperf3Info::new())),
+                third_party_target: None,
             },
         );
     }
