@@ -18,7 +18,11 @@ use crate::print::text::error_text;
 fn missing(m: &MeshResult, names: usize) -> Vec<Vec<String>> {
     let mut out = vec![vec![String::new(); names]; names];
     let index = |h: &str| m.hosts.iter().position(|x| x == h);
-    for t in m.tests.iter().filter(|t| t.result.status != RunStatus::Completed) {
+    for t in m
+        .tests
+        .iter()
+        .filter(|t| t.result.status != RunStatus::Completed)
+    {
         if let (Some(c), Some(s)) = (index(&t.client), index(&t.server)) {
             if out[c][s].is_empty() {
                 out[c][s] = t
@@ -38,7 +42,11 @@ fn heatmap(m: &MeshResult, mx: &Matrix, title: &str, value: Axis, lower: bool) -
     HeatmapFigure {
         heading: Heading::new(
             title,
-            format!("{} hosts · {} · median over each pair's completed tests", m.hosts.len(), m.topology),
+            format!(
+                "{} hosts · {} · median over each pair's completed tests",
+                m.hosts.len(),
+                m.topology
+            ),
         ),
         rows: names.clone(),
         columns: names,
@@ -75,7 +83,10 @@ pub fn page(m: &MeshResult) -> String {
             ("hosts".into(), vec![m.hosts.join(", ")]),
             ("topology".into(), vec![m.topology.clone()]),
             ("tests".into(), vec![m.test_lines.join(" · ")]),
-            ("status".into(), vec![format!("{:?}", m.status).to_lowercase()]),
+            (
+                "status".into(),
+                vec![format!("{:?}", m.status).to_lowercase()],
+            ),
         ],
     }));
     plan.push(Block::Code {
@@ -109,7 +120,9 @@ pub fn page(m: &MeshResult) -> String {
         }
     }
     if figs.blocks.is_empty() {
-        figs.push(Block::Paragraph("No test completed: there is no figure to draw.".into()));
+        figs.push(Block::Paragraph(
+            "No test completed: there is no figure to draw.".into(),
+        ));
     }
     report.sections.push(figs);
     let mut tests = Section::new("Tests");

@@ -78,7 +78,12 @@ fn status_word(s: RunStatus) -> &'static str {
 
 fn matrix_text(out: &mut String, names: &[String], mx: &Matrix, cell: impl Fn(f64) -> String) {
     let names: Vec<String> = names.iter().map(|n| escape(n)).collect();
-    let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(1).max(9);
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(9);
     let first = w.max(17);
     let _ = write!(out, "{:>first$}", "client ↓ server →");
     for n in &names {

@@ -64,9 +64,15 @@ fn the_summary_has_the_matrix_and_the_reasons() {
     assert!(text.contains("9.000") || text.contains("9.00"), "{text}");
     assert!(text.contains("4 test(s), 2 completed, 2 not"), "{text}");
     assert!(text.contains("connection refused"), "{text}");
-    assert!(!text.contains('\u{1b}'), "a peer's escape reached the terminal: {text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "a peer's escape reached the terminal: {text:?}"
+    );
     // Ports are dropped when every host has the same one.
-    assert!(text.contains("10.0.0.1 ") && !text.contains("10.0.0.1:5301 "), "{text}");
+    assert!(
+        text.contains("10.0.0.1 ") && !text.contains("10.0.0.1:5301 "),
+        "{text}"
+    );
 }
 
 #[test]
@@ -74,9 +80,15 @@ fn the_page_draws_a_cell_per_pair_and_names_the_missing_ones() {
     let page = crate::mesh_page::page(&sample());
     assert_eq!(page.matches("class=\"cell\"").count(), 9, "3 × 3 cells");
     assert!(page.contains("Receiver throughput per pair"));
-    assert!(!page.contains("Round trip p50 per pair"), "no rr test, no latency map");
+    assert!(
+        !page.contains("Round trip p50 per pair"),
+        "no rr test, no latency map"
+    );
     assert!(page.contains(">connect<"), "the down pair says why");
-    assert!(page.contains("9 Gbit/s") || page.contains("9.0 Gbit/s"), "values in the cells");
+    assert!(
+        page.contains("9 Gbit/s") || page.contains("9.0 Gbit/s"),
+        "values in the cells"
+    );
     if let Ok(dir) = std::env::var("WIREBENCH_MESH_PAGE") {
         std::fs::write(format!("{dir}/mesh-sample.html"), &page).unwrap();
     }
