@@ -493,9 +493,14 @@ fn heatmap_has_a_cell_per_pair_coloured_by_value() {
     let fill = |row: &str, col: &str| -> String {
         let c = cells
             .iter()
-            .find(|n| n.attribute("data-row") == Some(row) && n.attribute("data-column") == Some(col))
+            .find(|n| {
+                n.attribute("data-row") == Some(row) && n.attribute("data-column") == Some(col)
+            })
             .expect("the cell");
-        let rect = c.children().find(|n| n.has_tag_name("rect")).expect("a rect");
+        let rect = c
+            .children()
+            .find(|n| n.has_tag_name("rect"))
+            .expect("a rect");
         rect.attribute("fill").unwrap_or("").to_string()
     };
     // Lightest (viridis' yellow end) for the largest value, darkest for the smallest.
@@ -520,6 +525,9 @@ fn heatmap_has_a_cell_per_pair_coloured_by_value() {
         .iter()
         .find(|n| n.attribute("data-row") == Some("0") && n.attribute("data-column") == Some("2"))
         .expect("the cell");
-    let rect = c.children().find(|n| n.has_tag_name("rect")).expect("a rect");
+    let rect = c
+        .children()
+        .find(|n| n.has_tag_name("rect"))
+        .expect("a rect");
     assert_eq!(rect.attribute("fill"), Some("#fde725"));
 }

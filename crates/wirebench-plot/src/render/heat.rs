@@ -65,7 +65,13 @@ impl HeatmapFigure {
         if !self.missing.is_empty() && self.missing.len() != self.rows.len() {
             return bad("missing: one row of texts per row, or none".into());
         }
-        if self.values.iter().flatten().flatten().any(|v| !v.is_finite()) {
+        if self
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|v| !v.is_finite())
+        {
             return bad("heatmap values must be finite".into());
         }
         Ok(())
@@ -79,7 +85,11 @@ impl HeatmapFigure {
         if !lo.is_finite() {
             return None;
         }
-        Some(if hi > lo { (lo, hi) } else { (lo - 0.5, hi + 0.5) })
+        Some(if hi > lo {
+            (lo, hi)
+        } else {
+            (lo - 0.5, hi + 0.5)
+        })
     }
 
     /// Position of `v` on the scale, 0 (worst, dark) to 1 (best, light).
@@ -177,17 +187,41 @@ impl Render for HeatmapFigure {
                         if cell >= TEXT_MIN_CELL {
                             let ink = if t < 0.55 { white } else { INK };
                             let text = format_value(*v, &self.value.unit);
-                            pen.text(cx, cy, &text, TextSpec::new(CELL_TEXT_PX, ink).anchor(Anchor::Middle));
+                            pen.text(
+                                cx,
+                                cy,
+                                &text,
+                                TextSpec::new(CELL_TEXT_PX, ink).anchor(Anchor::Middle),
+                            );
                         }
                     }
                     _ if self.square() && i == j => {
-                        pen.rect(r, Some((RGBColor(0xf4, 0xf4, 0xf4), 1.0)), Some((white, 1.0)), 0.0);
+                        pen.rect(
+                            r,
+                            Some((RGBColor(0xf4, 0xf4, 0xf4), 1.0)),
+                            Some((white, 1.0)),
+                            0.0,
+                        );
                     }
                     _ => {
-                        pen.rect(r, Some((RGBColor(0xcc, 0xcc, 0xcc), 1.0)), Some((white, 1.0)), 0.0);
-                        let why = self.missing.get(i).and_then(|m| m.get(j)).map_or("", String::as_str);
+                        pen.rect(
+                            r,
+                            Some((RGBColor(0xcc, 0xcc, 0xcc), 1.0)),
+                            Some((white, 1.0)),
+                            0.0,
+                        );
+                        let why = self
+                            .missing
+                            .get(i)
+                            .and_then(|m| m.get(j))
+                            .map_or("", String::as_str);
                         if cell >= TEXT_MIN_CELL {
-                            pen.text(cx, cy, why, TextSpec::new(CELL_TEXT_PX, INK).anchor(Anchor::Middle));
+                            pen.text(
+                                cx,
+                                cy,
+                                why,
+                                TextSpec::new(CELL_TEXT_PX, INK).anchor(Anchor::Middle),
+                            );
                         }
                     }
                 }
@@ -218,11 +252,30 @@ impl Render for HeatmapFigure {
                 let rr = Rect::new(x0, y0, x0 + SCALE_W, y0 + bar_h / steps as f64 + 0.4);
                 pen.rect(rr, Some((viridis(1.0 - t0), 1.0)), None, 0.0);
             }
-            let (top_v, bottom_v) = if self.lower_is_better { (lo, hi) } else { (hi, lo) };
+            let (top_v, bottom_v) = if self.lower_is_better {
+                (lo, hi)
+            } else {
+                (hi, lo)
+            };
             let small = TextSpec::new(CELL_TEXT_PX, INK);
-            pen.text(x0 + SCALE_W + 6.0, grid_top + 5.0, &format_value(top_v, &self.value.unit), small);
-            pen.text(x0 + SCALE_W + 6.0, grid_top + bar_h - 5.0, &format_value(bottom_v, &self.value.unit), small);
-            pen.text(x0, grid_top + bar_h + 14.0, &self.value.label, TextSpec::new(CELL_TEXT_PX, INK_SOFT));
+            pen.text(
+                x0 + SCALE_W + 6.0,
+                grid_top + 5.0,
+                &format_value(top_v, &self.value.unit),
+                small,
+            );
+            pen.text(
+                x0 + SCALE_W + 6.0,
+                grid_top + bar_h - 5.0,
+                &format_value(bottom_v, &self.value.unit),
+                small,
+            );
+            pen.text(
+                x0,
+                grid_top + bar_h + 14.0,
+                &self.value.label,
+                TextSpec::new(CELL_TEXT_PX, INK_SOFT),
+            );
             pen.end();
         }
         drop(root);
@@ -236,7 +289,8 @@ mod tests {
 
     #[test]
     fn the_scale_runs_dark_to_light() {
-        let lum = |c: RGBColor| 0.3 * f64::from(c.0) + 0.59 * f64::from(c.1) + 0.11 * f64::from(c.2);
+        let lum =
+            |c: RGBColor| 0.3 * f64::from(c.0) + 0.59 * f64::from(c.1) + 0.11 * f64::from(c.2);
         let mut last = -1.0;
         for k in 0..=10 {
             let l = lum(viridis(f64::from(k) / 10.0));
