@@ -40,6 +40,9 @@ _wirebench() {
             wirebench,limits)
                 cmd="wirebench__subcmd__limits"
                 ;;
+            wirebench,mesh)
+                cmd="wirebench__subcmd__mesh"
+                ;;
             wirebench,plot)
                 cmd="wirebench__subcmd__plot"
                 ;;
@@ -87,6 +90,9 @@ _wirebench() {
                 ;;
             wirebench__subcmd__help,limits)
                 cmd="wirebench__subcmd__help__subcmd__limits"
+                ;;
+            wirebench__subcmd__help,mesh)
+                cmd="wirebench__subcmd__help__subcmd__mesh"
                 ;;
             wirebench__subcmd__help,plot)
                 cmd="wirebench__subcmd__help__subcmd__plot"
@@ -272,7 +278,7 @@ _wirebench() {
 
     case "${cmd}" in
         wirebench)
-            opts="-h -V --help --version serve stream rr crr udp keygen lab study plot report limits history compare completions sweep help"
+            opts="-h -V --help --version serve stream rr crr udp keygen lab study mesh plot report limits history compare completions sweep help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -318,7 +324,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__crr)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --request-size --response-size --abortive-close --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --request-size --response-size --abortive-close --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -341,6 +347,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -512,7 +522,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__help)
-            opts="serve stream rr crr udp keygen lab study plot report limits history compare completions sweep help"
+            opts="serve stream rr crr udp keygen lab study mesh plot report limits history compare completions sweep help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -806,6 +816,20 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__help__subcmd__limits)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirebench__subcmd__help__subcmd__mesh)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1575,6 +1599,68 @@ _wirebench() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        wirebench__subcmd__mesh)
+            opts="-p -J -o -h --hosts --plan --port --auth --auth-key-file --every --count --json --output --db --no-save --tag --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hosts)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --plan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --auth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --auth-key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tag)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         wirebench__subcmd__plot)
             opts="-o -h --kind --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1632,7 +1718,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__rr)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --request-size --response-size --burst --rate --max-outstanding --udp --udp-timeout --busy-poll --under-load --load-direction --load-rate --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --request-size --response-size --burst --rate --max-outstanding --udp --udp-timeout --busy-poll --under-load --load-direction --load-rate --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1655,6 +1741,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1870,7 +1960,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__serve)
-            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --db --metrics --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
+            opts="-p -1 -h --bind --auth-keys --insecure-key-file --allow-unauthenticated --identity --max-rate --max-connections --max-conns-per-source --max-handshakes --handshake-timeout --idle-timeout --results-timeout --records --records-max-size --db --metrics --port --max-tests --max-tests-per-peer --max-flows --max-duration --one-off --allow-profile --allow-third-party --max-profiles --max-profile-hz --allow-profile-unauthenticated --pidfile --iperf3 --iperf3-port --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1980,7 +2070,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__stream)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -R -N -n -k -b -Z -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --send-size --recv-size --reverse --bidir --nodelay --bytes --blocks --rate --send-path --recv-path --recv-wait --verify --threads --pin-threads --iperf3 --retry --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -R -N -n -k -b -Z -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --send-size --recv-size --reverse --bidir --nodelay --bytes --blocks --rate --send-path --recv-path --recv-wait --verify --threads --pin-threads --iperf3 --retry --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2003,6 +2093,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2366,7 +2460,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__udp)
-            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --iperf3 --retry --udp-counters-64bit --help"
+            opts="-c -H -p -t -i -P -w -C -4 -6 -A -J -o -f -T -v -q -B -S -M -l -b -R -h --host --port --from --duration --warmup --interval --flows --window --congestion --auth --auth-key-file --insecure-key-file --affinity --profile --profile-hz --iterations --confidence --json --json-stream --csv --intervals --output --format --per-flow --title --verbose --quiet --timestamps --connect-timeout --bind --cport --tos --dscp --fq-rate --dont-fragment --set-mss --notsent-lowat --buffer-offset --db --no-save --tag --msg-size --rate --reverse --bidir --iperf3 --retry --udp-counters-64bit --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2389,6 +2483,10 @@ _wirebench() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
