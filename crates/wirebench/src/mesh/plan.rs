@@ -143,6 +143,15 @@ pub fn test_of(line: &str) -> Result<PlanTest, String> {
     if words.is_empty() {
         return Err("a test line is empty (e.g. `stream -t 5`)".into());
     }
+    // Before parsing: clap would ask for the -H that --from requires.
+    if words
+        .iter()
+        .any(|w| w == "--from" || w.starts_with("--from="))
+    {
+        return Err(format!(
+            "test `{line}`: --from is the mesh's own (each pair's client host runs the test)"
+        ));
+    }
     let full = std::iter::once("wirebench".to_string()).chain(words.iter().cloned());
     let parsed = TestLine::try_parse_from(full)
         .map_err(|e| format!("test `{line}`: {}", crate::args::first_line(&e.to_string())))?;
