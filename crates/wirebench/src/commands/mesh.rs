@@ -197,6 +197,56 @@ fn wait_until(until: Instant, interrupt: &AtomicBool) -> bool {
     interrupt.load(Ordering::Relaxed)
 }
 
+/// What each round runs.
+struct Rounds<'a> {
+    hosts: usize,
+    jobs: &'a [wirebench_fleet::Job],
+    plan: &'a MeshPlan,
+    /// How many rounds (`None`: until interrupted).
+    count: Option<u32>,
+    per_round: usize,
+}
+
+/// Runs the rounds, each `plan.every` after the previous one's start; whether every round
+/// ran to its end (false: interrupted).
+fn run_rounds(
+    rec: &mut Recorder,
+    r: &Rounds,
+    runner: &dyn TestRunner,
+    interrupt: &AtomicBool,
+) -> bool {
+    let mut round = 0u32;
+    loop {
+        let round_start = Instant::now();
+        rec.round = round;
+        let done = execute(
+            r.hosts,
+            r.jobs.to_vec(),
+            r.plan.overlap,
+            runner,
+            interrupt,
+            &mut |o| rec.seen(o),
+        );
+        rec.doc.ended_unix_ms = unix_ms();
+        rec.write_dir();
+        round += 1;
+        if !done {
+            return false;
+        }
+        if r.count.is_some_and(|n| round >= n) {
+            return true;
+        }
+        rec.total += r.per_round;
+        if let Some(b) = &rec.bar {
+            b.set_length(rec.total as u64);
+        }
+        let every = r.plan.every.unwrap_or_default();
+        if wait_until(round_start + every, interrupt) {
+            return false;
+        }
+    }
+}
+
 /// `wirebench mesh`; returns the exit code.
 pub fn run(a: &MeshArgs) -> i32 {
     let plan = match plan_of(a) {
@@ -289,39 +339,18 @@ pub fn run(a: &MeshArgs) -> i32 {
             rec.bar = Some(b);
         }
     }
-    let mut completed = true;
-    let mut round = 0u32;
-    loop {
-        let round_start = Instant::now();
-        rec.round = round;
-        let done = execute(
-            addrs.len(),
-            jobs.clone(),
-            plan.overlap,
-            &runner as &dyn TestRunner,
-            &interrupt,
-            &mut |o| rec.seen(o),
-        );
-        rec.doc.ended_unix_ms = unix_ms();
-        rec.write_dir();
-        round += 1;
-        if !done {
-            completed = false;
-            break;
-        }
-        if rounds.is_some_and(|n| round >= n) {
-            break;
-        }
-        rec.total += per_round;
-        if let Some(b) = &rec.bar {
-            b.set_length(rec.total as u64);
-        }
-        let every = plan.every.unwrap_or_default();
-        if wait_until(round_start + every, &interrupt) {
-            completed = false;
-            break;
-        }
-    }
+    let completed = run_rounds(
+        &mut rec,
+        &Rounds {
+            hosts: addrs.len(),
+            jobs: &jobs,
+            plan: &plan,
+            count: rounds,
+            per_round,
+        },
+        &runner,
+        &interrupt,
+    );
     if let Some(b) = &rec.bar {
         b.finish_and_clear();
     }
