@@ -46,7 +46,7 @@ pub struct MeshArgs {
     /// repetitions, period, overlap (docs/MESH.md).
     #[arg(long, value_name = "PLAN.toml")]
     pub plan: Option<PathBuf>,
-    /// The daemons' port where a host names none (default 5201; wins over the plan's).
+    /// The daemons' port where a host names none (default 5301; wins over the plan's).
     #[arg(short, long)]
     pub port: Option<u16>,
     /// Authenticate to every daemon as IDENTITY.

@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! hosts = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
-//! port = 5201                    # the daemons' port (default 5201)
+//! port = 5301                    # the daemons' port (default 5301)
 //! topology = "incast"            # full-mesh (default), star, incast, ring, pairs
 //! center = "10.0.0.1"            # star and incast: the server
 //! # pairs = [["10.0.0.1", "10.0.0.2"]]   # pairs: (client, server)
