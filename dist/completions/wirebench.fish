@@ -395,7 +395,7 @@ complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_se
 complete -c wirebench -n "__fish_wirebench_using_subcommand study; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirebench -n "__fish_wirebench_using_subcommand mesh" -l hosts -d 'The hosts, comma-separated: addresses, ADDRESS:PORT, or DNS names (a name that resolves to several addresses, such as a Kubernetes headless Service, gives them all)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand mesh" -l plan -d 'A plan file (TOML): hosts, topology (full-mesh, star, incast, ring, pairs), tests, repetitions, period, overlap (docs/MESH.md)' -r -F
-complete -c wirebench -n "__fish_wirebench_using_subcommand mesh" -s p -l port -d 'The daemons\' port where a host names none (default 5201; wins over the plan\'s)' -r
+complete -c wirebench -n "__fish_wirebench_using_subcommand mesh" -s p -l port -d 'The daemons\' port where a host names none (default 5301; wins over the plan\'s)' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand mesh" -l auth -d 'Authenticate to every daemon as IDENTITY' -r
 complete -c wirebench -n "__fish_wirebench_using_subcommand mesh" -l auth-key-file -d 'File holding the key for --auth (a key file, or the hex key alone)' -r -F
 complete -c wirebench -n "__fish_wirebench_using_subcommand mesh" -l every -d 'Run the whole plan again every DURATION (seconds, or with s, m, h, d: `10m`), until interrupted or --count rounds have run' -r
