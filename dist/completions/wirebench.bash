@@ -40,6 +40,9 @@ _wirebench() {
             wirebench,limits)
                 cmd="wirebench__subcmd__limits"
                 ;;
+            wirebench,mesh)
+                cmd="wirebench__subcmd__mesh"
+                ;;
             wirebench,plot)
                 cmd="wirebench__subcmd__plot"
                 ;;
@@ -87,6 +90,9 @@ _wirebench() {
                 ;;
             wirebench__subcmd__help,limits)
                 cmd="wirebench__subcmd__help__subcmd__limits"
+                ;;
+            wirebench__subcmd__help,mesh)
+                cmd="wirebench__subcmd__help__subcmd__mesh"
                 ;;
             wirebench__subcmd__help,plot)
                 cmd="wirebench__subcmd__help__subcmd__plot"
@@ -272,7 +278,7 @@ _wirebench() {
 
     case "${cmd}" in
         wirebench)
-            opts="-h -V --help --version serve stream rr crr udp keygen lab study plot report limits history compare completions sweep help"
+            opts="-h -V --help --version serve stream rr crr udp keygen lab study mesh plot report limits history compare completions sweep help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -516,7 +522,7 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__help)
-            opts="serve stream rr crr udp keygen lab study plot report limits history compare completions sweep help"
+            opts="serve stream rr crr udp keygen lab study mesh plot report limits history compare completions sweep help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -810,6 +816,20 @@ _wirebench() {
             return 0
             ;;
         wirebench__subcmd__help__subcmd__limits)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirebench__subcmd__help__subcmd__mesh)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1572,6 +1592,68 @@ _wirebench() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirebench__subcmd__mesh)
+            opts="-p -J -o -h --hosts --plan --port --auth --auth-key-file --every --count --json --output --db --no-save --tag --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hosts)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --plan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --auth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --auth-key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tag)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

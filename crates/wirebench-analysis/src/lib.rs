@@ -35,6 +35,7 @@ pub mod iperf3;
 pub mod iperf3_end;
 pub mod limits;
 pub mod live;
+pub mod mesh;
 pub mod profile;
 pub mod rr;
 pub mod sanity;

@@ -13,6 +13,7 @@
 //!   into sentences; nothing else does.
 //! - [`sweep`], [`study`]: sweeps (a test over a grid of factor values) and studies (sweeps
 //!   over testbed cells), their documents and expectations.
+//! - [`mesh`]: tests between many hosts ([`mesh::MeshResult`], `wirebench mesh`).
 //! - [`compare`]: two sets of results compared figure by figure ([`compare::Comparison`]).
 //! - [`limits`]: this machine's physical limits ([`limits::LimitsResult`], `wirebench
 //!   limits`) and the [`limits::PhysicalContext`] a stream result gets from them.
@@ -28,6 +29,7 @@ pub mod compare;
 pub mod error;
 pub mod iperf3;
 pub mod limits;
+pub mod mesh;
 pub mod profile;
 pub mod recv_wait;
 pub mod result;

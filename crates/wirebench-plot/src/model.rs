@@ -518,6 +518,33 @@ pub struct BoxFigure {
     pub whisker_labels: Option<(String, String)>,
 }
 
+/// A matrix over ordered pairs: one cell per (row, column), coloured by its value on one
+/// sequential scale and labelled with it, e.g. a mesh's throughput per client (rows) and
+/// server (columns). Cells without a value are grey and say why ([`HeatmapFigure::missing`]);
+/// when rows and columns are the same list, the diagonal (a host with itself) is blank.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeatmapFigure {
+    /// Title and subtitle.
+    pub heading: Heading,
+    /// Row names, top to bottom.
+    pub rows: Vec<String>,
+    /// Column names, left to right.
+    pub columns: Vec<String>,
+    /// What the rows are, e.g. "client".
+    pub row_label: String,
+    /// What the columns are, e.g. "server".
+    pub column_label: String,
+    /// What the values measure and their unit (the scale's title and each cell's text).
+    pub value: Axis,
+    /// `values[row][column]`; `None` where there is no value.
+    pub values: Vec<Vec<Option<f64>>>,
+    /// Per cell without a value, what it says (e.g. "down"); empty, or one row per row.
+    pub missing: Vec<Vec<String>>,
+    /// Whether low values are the good ones (latency): the scale then runs the other way,
+    /// so the best cells are always the lightest.
+    pub lower_is_better: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::BoxStats;

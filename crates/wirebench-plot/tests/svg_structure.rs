@@ -456,3 +456,78 @@ fn degenerate_inputs_still_render() {
     let empty_panels = PanelFigure::default().render_svg();
     assert!(matches!(empty_panels, Err(PlotError::Invalid(_))));
 }
+
+/// A 3-host mesh's throughput: 9 cells in 3 rows, the diagonal blank, a missing cell grey
+/// with its reason, each value as text, the lightest cell the largest value, host names
+/// escaped.
+#[test]
+fn heatmap_has_a_cell_per_pair_coloured_by_value() {
+    let hosts: Vec<String> = ["10.0.0.1:5201", "10.0.0.2:5201", "<b>&"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let fig = HeatmapFigure {
+        heading: Heading::new("Throughput per pair", "3 hosts"),
+        rows: hosts.clone(),
+        columns: hosts,
+        row_label: "client".into(),
+        column_label: "server".into(),
+        value: Axis::linear("receiver throughput", Unit::BitsPerSecond),
+        values: vec![
+            vec![None, Some(9.4e9), Some(1.0e9)],
+            vec![Some(5.0e9), None, None],
+            vec![Some(2.0e9), Some(3.0e9), None],
+        ],
+        missing: vec![
+            vec![String::new(); 3],
+            vec![String::new(), String::new(), "down".into()],
+            vec![String::new(); 3],
+        ],
+        lower_is_better: false,
+    };
+    let svg = fig.render_svg().expect("render");
+    assert_clean(&svg);
+    let doc = parse(&svg);
+    let cells = groups(&doc, "cell");
+    assert_eq!(cells.len(), 9);
+    let fill = |row: &str, col: &str| -> String {
+        let c = cells
+            .iter()
+            .find(|n| {
+                n.attribute("data-row") == Some(row) && n.attribute("data-column") == Some(col)
+            })
+            .expect("the cell");
+        let rect = c
+            .children()
+            .find(|n| n.has_tag_name("rect"))
+            .expect("a rect");
+        rect.attribute("fill").unwrap_or("").to_string()
+    };
+    // Lightest (viridis' yellow end) for the largest value, darkest for the smallest.
+    assert_eq!(fill("0", "1"), "#fde725");
+    assert_eq!(fill("0", "2"), "#440154");
+    assert_eq!(fill("1", "2"), "#cccccc", "missing: grey");
+    assert_eq!(fill("1", "1"), "#f4f4f4", "diagonal: blank");
+    let t = texts(&doc);
+    assert!(t.iter().any(|s| s == "9.4 Gbit/s"), "{t:?}");
+    assert!(t.iter().any(|s| s == "down"));
+    assert!(t.iter().any(|s| s == "<b>&"), "names are text, not markup");
+    assert!(svg.as_str().contains("&lt;b&gt;&amp;"));
+    // Latency: the scale flips, the smallest value lightest.
+    let lat = HeatmapFigure {
+        lower_is_better: true,
+        ..fig
+    };
+    let svg = lat.render_svg().expect("render");
+    let doc = parse(&svg);
+    let cells = groups(&doc, "cell");
+    let c = cells
+        .iter()
+        .find(|n| n.attribute("data-row") == Some("0") && n.attribute("data-column") == Some("2"))
+        .expect("the cell");
+    let rect = c
+        .children()
+        .find(|n| n.has_tag_name("rect"))
+        .expect("a rect");
+    assert_eq!(rect.attribute("fill"), Some("#fde725"));
+}

@@ -7,7 +7,7 @@
 //! - [`print`](mod@print): JSON, CSV, human text and live interval lines. Printers only
 //!   format; [`print::text`] is the one place where typed warnings become sentences.
 //! - [`label`]: short names of directions, ends and roles used in text output.
-//! - [`figures`], [`page`], [`compare_page`], [`study_page`]: SVG figures (drawn by
+//! - [`figures`], [`page`], [`compare_page`], [`study_page`], [`mesh_page`]: SVG figures (drawn by
 //!   `wirebench_plot`) and the HTML pages that hold them.
 //!
 //! The result document itself (`RunResult`) lives in `wirebench-model`.
@@ -16,6 +16,7 @@ pub mod compare_page;
 pub mod figures;
 pub mod headline;
 pub mod label;
+pub mod mesh_page;
 pub mod page;
 pub mod print;
 pub mod study_page;

@@ -120,6 +120,9 @@ pub enum ResultKind {
     Sweep,
     /// A study: `{"manifest": StudyManifest, "points": [StudyPoint]}`.
     Study,
+    /// A test of a mesh: its `RunResult`, tagged with the mesh (`mesh`, its start in ms
+    /// since the epoch) and the pair (`mesh_client`, `mesh_server`).
+    Mesh,
 }
 
 impl ResultKind {
@@ -129,6 +132,7 @@ impl ResultKind {
             ResultKind::Run => "run",
             ResultKind::Sweep => "sweep",
             ResultKind::Study => "study",
+            ResultKind::Mesh => "mesh",
         }
     }
 }

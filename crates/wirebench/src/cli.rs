@@ -56,6 +56,9 @@ pub enum Command {
     /// Tests over testbed cells (MTU, offloads, rate, delay/loss, congestion control,
     /// sysctls, CPU placement) built on this machine from a study file: run, show.
     Study(crate::study::StudyArgs),
+    /// Tests between many hosts' daemons (full mesh, star, incast, ring or pairs), never two
+    /// throughput tests on one host at once; heatmaps per ordered pair.
+    Mesh(crate::commands::mesh::MeshArgs),
     /// Draw a result (a test's or a sweep's JSON, or a sweep's -o directory) as SVG.
     Plot(PlotArgs),
     /// Write a result as one self-contained HTML page (inline SVG and CSS, opens offline).

@@ -26,6 +26,7 @@ pub mod forward;
 pub mod history;
 pub mod keyfile;
 pub mod limits_cache;
+pub mod mesh;
 pub mod metrics;
 pub mod output;
 pub mod progress;

@@ -17,6 +17,7 @@ mod iperf3;
 mod iperf3_client;
 mod lab;
 mod limits;
+mod mesh;
 mod metrics;
 mod paths;
 mod plot;

@@ -5,11 +5,12 @@
 //!
 //! Classes: `title`, `subtitle`, `legend`/`legend-entry`, `axes`, `series sN`,
 //! `overlay oN`, `errorbar`, `annotations`, `annotation-labels`, `bar`, `box`, `panel pN`,
-//! `histogram`, `tail`.
+//! `histogram`, `tail`, `cells`/`cell`, `scale` (heatmaps).
 
 mod bars;
 mod boxes;
 mod frame;
+mod heat;
 mod hist;
 mod marks;
 mod panels;

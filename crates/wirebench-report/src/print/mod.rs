@@ -19,6 +19,7 @@ pub mod compare;
 mod csv;
 mod iperf3;
 pub mod limits;
+pub mod mesh;
 pub(crate) mod profile;
 pub(crate) mod rr;
 mod stream;

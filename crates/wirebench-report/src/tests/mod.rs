@@ -18,6 +18,7 @@ mod fixtures;
 
 mod figures;
 mod limits;
+mod mesh;
 mod print;
 mod rr;
 mod schemas;

@@ -2,7 +2,7 @@
 //! test. Regenerate with `WIREBENCH_BLESS=1 cargo test -p wirebench-report schema_file` and
 //! review the diff (bump the document's schema version for incompatible changes).
 
-use wirebench_model::{compare, limits, result, study, sweep};
+use wirebench_model::{compare, limits, mesh, result, study, sweep};
 
 /// One checked-in schema: the file under `docs/`, the types it describes, the function that
 /// generates it, and top-level properties it must have (so that a schema of the wrong
@@ -39,6 +39,12 @@ const SCHEMA_FILES: &[SchemaFile] = &[
         types: "study",
         generate: study::study_schema_json,
         properties: &["manifest", "point"],
+    },
+    SchemaFile {
+        file: "mesh.schema.json",
+        types: "MeshResult",
+        generate: mesh::mesh_schema_json,
+        properties: &["schema_version", "kind", "hosts", "tests"],
     },
     SchemaFile {
         file: "compare.schema.json",

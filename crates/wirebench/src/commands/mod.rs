@@ -10,6 +10,7 @@ pub mod completions;
 pub mod keygen;
 pub mod lab;
 pub mod limits;
+pub mod mesh;
 pub mod plot;
 pub mod serve;
 pub mod test;
@@ -70,6 +71,7 @@ pub fn main() -> i32 {
         Command::Lab(a) => lab::run(a),
         Command::Sweep(a) => crate::sweep::run(&a.test, &a.args),
         Command::Study(a) => crate::study::run(a),
+        Command::Mesh(a) => mesh::run(&a),
         Command::Plot(a) => plot::plot(&a),
         Command::Report(a) => plot::report(&a),
         Command::Limits(a) => limits::run(&a),
