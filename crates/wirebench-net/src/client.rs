@@ -105,13 +105,12 @@ struct Run {
     profile: Option<WindowProfile>,
 }
 
-/// Run one test against `cfg.server`. `interrupt` is polled (e.g. set by a SIGINT handler);
-/// `on_interval` receives every live interval sample from both ends.
-pub fn run(
+/// Open a control connection to `cfg.server` (the preamble sent) and start a client session
+/// for `cfg.spec` on it, with `cfg.credentials`: the connection, the session and its first
+/// actions.
+pub(crate) fn open_session(
     cfg: &ClientConfig,
-    interrupt: &AtomicBool,
-    on_interval: &mut dyn FnMut(&IntervalMsg),
-) -> Result<ClientRun, NetError> {
+) -> Result<(Control, ClientSession, Vec<Action>), NetError> {
     let mut stream = connect_control(cfg)?;
     stream
         .set_write_timeout(Some(crate::conn::WRITE_TIMEOUT))
@@ -119,7 +118,7 @@ pub fn run(
     stream
         .write_all(&CONTROL_PREAMBLE)
         .map_err(NetError::io("sending the preamble"))?;
-    let mut conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
+    let conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
     let (mut sess, first) = ClientSession::new(
         Instant::now(),
         cfg.timeouts,
@@ -129,6 +128,17 @@ pub fn run(
     if let Some((id, key)) = &cfg.credentials {
         sess = sess.with_credentials(id.clone(), key.clone());
     }
+    Ok((conn, sess, first))
+}
+
+/// Run one test against `cfg.server`. `interrupt` is polled (e.g. set by a SIGINT handler);
+/// `on_interval` receives every live interval sample from both ends.
+pub fn run(
+    cfg: &ClientConfig,
+    interrupt: &AtomicBool,
+    on_interval: &mut dyn FnMut(&IntervalMsg),
+) -> Result<ClientRun, NetError> {
+    let (mut conn, mut sess, first) = open_session(cfg)?;
     if let Some(ticket) = cfg.ticket {
         sess = sess.with_ticket(ticket);
     }

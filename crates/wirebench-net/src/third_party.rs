@@ -15,19 +15,17 @@
 //!
 //! Every failure names the daemon it came from ([`NetError::ThirdParty`]).
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use wirebench_model::abort::AbortReason;
 use wirebench_model::error::ThirdPartyEnd;
-use wirebench_proto::data::{Token, CONTROL_PREAMBLE};
-use wirebench_proto::frame::DEFAULT_MAX_FRAME_BYTES;
+use wirebench_proto::data::Token;
 use wirebench_proto::message::{IntervalMsg, RelayOutcome, Relayed};
 use wirebench_proto::session::{Action, ClientSession, Phase};
 
-use crate::client::{connect_control, ClientConfig, ClientRun, Outcome};
+use crate::client::{ClientConfig, ClientRun, Outcome};
 use crate::conn::Control;
 use crate::NetError;
 
@@ -69,31 +67,9 @@ pub fn run(
     })
 }
 
-/// Open a control connection to `cfg.server` and start a session on it.
-fn open(cfg: &ClientConfig) -> Result<(Control, ClientSession, Vec<Action>), NetError> {
-    let mut stream = connect_control(cfg)?;
-    stream
-        .set_write_timeout(Some(crate::conn::WRITE_TIMEOUT))
-        .map_err(NetError::io("configuring the control connection"))?;
-    stream
-        .write_all(&CONTROL_PREAMBLE)
-        .map_err(NetError::io("sending the preamble"))?;
-    let conn = Control::new(stream, DEFAULT_MAX_FRAME_BYTES);
-    let (mut sess, first) = ClientSession::new(
-        Instant::now(),
-        cfg.timeouts,
-        cfg.spec.clone(),
-        crate::software(),
-    );
-    if let Some((id, key)) = &cfg.credentials {
-        sess = sess.with_credentials(id.clone(), key.clone());
-    }
-    Ok((conn, sess, first))
-}
-
 /// Ask the daemon at `cfg.server` for a ticket for `cfg.spec`.
 fn request_ticket(cfg: &ClientConfig, interrupt: &AtomicBool) -> Result<Token, NetError> {
-    let (mut conn, sess, first) = open(cfg)?;
+    let (mut conn, sess, first) = crate::client::open_session(cfg)?;
     let mut sess = sess.ticket_request();
     let mut ticket = None;
     let mut on_action = |a: Action| {
@@ -113,7 +89,7 @@ fn relay(
     interrupt: &AtomicBool,
     on_interval: &mut dyn FnMut(&IntervalMsg),
 ) -> Result<Relayed, NetError> {
-    let (mut conn, sess, first) = open(cfg)?;
+    let (mut conn, sess, first) = crate::client::open_session(cfg)?;
     let mut sess = sess.third_party(target, ticket);
     let mut relayed = None;
     let mut on_action = |a: Action| match a {

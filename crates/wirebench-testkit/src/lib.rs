@@ -175,6 +175,12 @@ pub fn daemon_in(tb: &Testbed, side: Side, extra: &[&str]) -> Daemon {
         c.arg("--allow-unauthenticated");
     }
     c.args(extra);
+    spawn_daemon(c)
+}
+
+/// Spawn `c`, a `wirebench serve` command, and wait until it says it listens (10 s at most;
+/// a daemon that does not is killed and the test fails).
+pub fn spawn_daemon(mut c: Command) -> Daemon {
     c.env("RUST_LOG", "info");
     c.stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -189,8 +195,7 @@ pub fn daemon_in(tb: &Testbed, side: Side, extra: &[&str]) -> Daemon {
             }
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let got = rx.recv_timeout(deadline - Instant::now()).is_ok();
+    let got = rx.recv_timeout(Duration::from_secs(10)).is_ok();
     let d = Daemon { child };
     assert!(got, "daemon did not report listening within 10 s");
     d

@@ -6,10 +6,9 @@
 //! at once). Everything the test builds is removed on drop, also when it fails.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 use crate::common::*;
 use wirebench_model::mesh::{MeshResult, MeshStatus};
@@ -22,7 +21,7 @@ const KEY: &str = "mesh 00112233445566778899aabbccddeeff00112233445566778899aabb
 struct Fleet {
     prefix: String,
     n: usize,
-    daemons: Vec<Option<Child>>,
+    daemons: Vec<Option<Daemon>>,
     dir: PathBuf,
 }
 
@@ -91,7 +90,7 @@ impl Fleet {
         f
     }
 
-    fn start_daemon(&self, i: usize, keys: &Path) -> Child {
+    fn start_daemon(&self, i: usize, keys: &Path) -> Daemon {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns(i), bin()]);
         c.args([
@@ -102,34 +101,12 @@ impl Fleet {
             "--auth-keys",
         ]);
         c.arg(keys);
-        c.env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn daemon");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("listening") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        let ok = rx.recv_timeout(Duration::from_secs(10)).is_ok();
-        if !ok {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the daemon of host {i} did not listen within 10 s");
-        }
-        child
+        spawn_daemon(c)
     }
 
     fn stop_daemon(&mut self, i: usize) {
-        if let Some(mut c) = self.daemons[i].take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        // Killed (by its PID) as it drops.
+        drop(self.daemons[i].take());
     }
 
     fn hosts(&self, count: usize) -> String {
@@ -325,4 +302,84 @@ fn an_incast_plan_runs_its_clients_at_once() {
         latest_start < earliest_end,
         "the 4 clients did not run at once"
     );
+}
+
+/// A ring plan run twice by `--every 1 --count 2`: each round runs the ring's tests (every
+/// host to the next), round 2 starts at least 1 s after round 1 did (`--every` counts from
+/// a round's start), and every test is saved to the history database as one row tagged
+/// with the mesh's client and server (read back with `history list --json`).
+#[test]
+fn a_ring_repeated_by_every_and_count_is_saved_test_by_test() {
+    let _g = serial();
+    if !have_netns() {
+        return;
+    }
+    let f = Fleet::new(3);
+    let plan = f.dir.join("ring.toml");
+    let hosts: Vec<String> = (0..3).map(|i| format!("\"{}\"", Fleet::addr(i))).collect();
+    std::fs::write(
+        &plan,
+        format!(
+            "hosts = [{}]\ntopology = \"ring\"\n[[test]]\nline = \"stream -t 0.3\"\n",
+            hosts.join(", ")
+        ),
+    )
+    .unwrap();
+    let r = f.mesh(&[
+        "--plan",
+        &plan.display().to_string(),
+        "--every",
+        "1",
+        "--count",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let m: MeshResult = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        (m.topology.as_str(), m.status),
+        ("ring", MeshStatus::Completed)
+    );
+    let round = |n: u32| -> Vec<&wirebench_model::mesh::MeshTest> {
+        m.tests.iter().filter(|t| t.round == n).collect()
+    };
+    // Rounds are counted from 0.
+    let (first, second) = (round(0), round(1));
+    assert!(
+        !first.is_empty(),
+        "no test in the first round: {:?}",
+        m.tests.len()
+    );
+    assert_eq!(first.len(), second.len(), "rounds of different sizes");
+    assert_eq!(
+        first.len() * 2,
+        m.tests.len(),
+        "tests outside the two rounds"
+    );
+    // The ring: each host is a client once per round, towards another host.
+    let clients: BTreeSet<&str> = first.iter().map(|t| t.client.as_str()).collect();
+    assert_eq!(clients.len(), 3, "{first:?}");
+    assert!(first.iter().all(|t| t.client != t.server));
+    assert!(m
+        .tests
+        .iter()
+        .all(|t| t.result.status == RunStatus::Completed));
+    let start =
+        |v: &[&wirebench_model::mesh::MeshTest]| v.iter().map(|t| t.started_unix_ms).min().unwrap();
+    let (s1, s2) = (start(&first), start(&second));
+    assert!(
+        s2 >= s1 + 1000,
+        "round 2 started {} ms after round 1",
+        s2 - s1
+    );
+    // The history: one row per test.
+    let out = finish({
+        let mut c = Command::new(bin());
+        c.args(["history", "list", "--limit", "0", "--json", "--db"]);
+        c.arg(f.dir.join("history.db"));
+        c
+    });
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(rows.len(), m.tests.len(), "{}", out.stdout);
 }
