@@ -17,6 +17,10 @@ use wirebench_proto::session::Timeouts;
 use crate::client::{self, ClientConfig, ClientRun, Outcome};
 use crate::NetError;
 
+/// Live interval messages a third-party test holds for its requesting client at most (each
+/// within the control frame cap, so the queue is bounded in bytes too).
+const RELAY_QUEUE_MESSAGES: usize = 64;
+
 /// A third-party test in progress on this daemon.
 pub(super) struct Relay {
     handle: Option<JoinHandle<Result<ClientRun, NetError>>>,
@@ -40,12 +44,15 @@ impl Relay {
         cfg.ticket = Some(ticket);
         let interrupt = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&interrupt);
-        let (tx, intervals) = mpsc::channel();
+        // Bounded: the target decides how many interval messages it sends, and the requesting
+        // client may read slowly. Live samples past the bound are dropped (the final reports
+        // carry every interval).
+        let (tx, intervals) = mpsc::sync_channel(RELAY_QUEUE_MESSAGES);
         let handle = std::thread::Builder::new()
             .name("wb-third-party".into())
             .spawn(move || {
                 client::run(&cfg, &flag, &mut |m: &IntervalMsg| {
-                    let _ = tx.send(m.clone());
+                    let _ = tx.try_send(m.clone());
                 })
             })?;
         Ok(Relay {
