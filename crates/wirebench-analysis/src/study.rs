@@ -13,7 +13,9 @@
 //! `client_demand_us_per_kb` / `server_demand_us_per_kb` are the threads' service demand.
 //! `client_copy_pct` etc. are a profile category's share of the end's sampled CPU time (idle
 //! included); `client_copy_busy_pct` / `server_copy_busy_pct` are copy's share of the busy
-//! samples (idle left out: `copy / (100 - idle)`), what the seed's fig. 5 breaks down.
+//! samples (idle left out: `copy / (100 - idle)`), what the seed's fig. 5 breaks down;
+//! `server_memory_busy_pct` / `server_interrupts_busy_pct` are memory management's and
+//! interrupts' shares of the server's busy samples, the same way.
 //! `server_mapped_pct` is the share of the server's zero-copy-received payload that was
 //! mapped rather than copied (`TCP_ZEROCOPY_RECEIVE`'s own counts).
 //!
@@ -140,6 +142,14 @@ pub fn figures(r: &RunResult) -> Vec<FigureValue> {
     ] {
         push(fig, busy_share(r, host, ProfileCategory::Copy));
     }
+    push(
+        FigureName::ServerMemoryBusyPct,
+        busy_share(r, HostRole::Server, ProfileCategory::MemoryManagement),
+    );
+    push(
+        FigureName::ServerInterruptsBusyPct,
+        busy_share(r, HostRole::Server, ProfileCategory::Interrupts),
+    );
     push(FigureName::ServerMappedPct, mapped_pct(r, HostRole::Server));
     out
 }

@@ -265,11 +265,17 @@ pub enum FigureName {
     /// into its address space (the rest it copied), percent: over every receiving flow of
     /// the server end that used the zerocopy receive path; none without such a flow.
     ServerMappedPct,
+    /// Memory management's share of the server end's busy profiled CPU time (idle left
+    /// out), percent: page and skb allocation, page tables, remapping (`--profile`).
+    ServerMemoryBusyPct,
+    /// Interrupts' and softirq dispatch's share of the server end's busy profiled CPU time
+    /// (idle left out), percent (`--profile`).
+    ServerInterruptsBusyPct,
 }
 
 impl FigureName {
     /// Every figure.
-    pub const ALL: [FigureName; 17] = [
+    pub const ALL: [FigureName; 19] = [
         FigureName::ThroughputBps,
         FigureName::TransactionsPerS,
         FigureName::RttP50Ns,
@@ -287,6 +293,8 @@ impl FigureName {
         FigureName::ClientCopyBusyPct,
         FigureName::ServerCopyBusyPct,
         FigureName::ServerMappedPct,
+        FigureName::ServerMemoryBusyPct,
+        FigureName::ServerInterruptsBusyPct,
     ];
 
     /// Its name in a study file and in JSON.
@@ -309,6 +317,8 @@ impl FigureName {
             FigureName::ClientCopyBusyPct => "client_copy_busy_pct",
             FigureName::ServerCopyBusyPct => "server_copy_busy_pct",
             FigureName::ServerMappedPct => "server_mapped_pct",
+            FigureName::ServerMemoryBusyPct => "server_memory_busy_pct",
+            FigureName::ServerInterruptsBusyPct => "server_interrupts_busy_pct",
         }
     }
 }

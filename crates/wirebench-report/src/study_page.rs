@@ -57,7 +57,9 @@ fn y_axis(f: FigureName) -> Axis {
         | FigureName::ServerChecksumPct
         | FigureName::ClientCopyBusyPct
         | FigureName::ServerCopyBusyPct
-        | FigureName::ServerMappedPct => Axis::linear(label, Unit::Percent),
+        | FigureName::ServerMappedPct
+        | FigureName::ServerMemoryBusyPct
+        | FigureName::ServerInterruptsBusyPct => Axis::linear(label, Unit::Percent),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             Axis::linear(label, Unit::Other("µs/KB".into()))
         }

@@ -102,7 +102,9 @@ pub fn figure_value_text(f: FigureName, v: f64) -> String {
         | FigureName::ServerChecksumPct
         | FigureName::ClientCopyBusyPct
         | FigureName::ServerCopyBusyPct
-        | FigureName::ServerMappedPct => format!("{v:.1} %"),
+        | FigureName::ServerMappedPct
+        | FigureName::ServerMemoryBusyPct
+        | FigureName::ServerInterruptsBusyPct => format!("{v:.1} %"),
         FigureName::ClientDemandUsPerKb | FigureName::ServerDemandUsPerKb => {
             format!("{v:.3} µs/KB")
         }
@@ -156,6 +158,12 @@ pub fn figure_title(f: FigureName) -> &'static str {
         FigureName::ClientCopyBusyPct => "copy, % of the client end's busy profiled CPU",
         FigureName::ServerCopyBusyPct => "copy, % of the server end's busy profiled CPU",
         FigureName::ServerMappedPct => "zero-copy receive: % of the server's payload mapped",
+        FigureName::ServerMemoryBusyPct => {
+            "memory management, % of the server end's busy profiled CPU"
+        }
+        FigureName::ServerInterruptsBusyPct => {
+            "interrupts, % of the server end's busy profiled CPU"
+        }
     }
 }
 
