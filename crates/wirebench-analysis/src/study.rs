@@ -26,11 +26,17 @@
 //! whose levels include every numerator level) and the denominator's are looked up, and
 //! `numerator / denominator OP value` (or `numerator OP value`) is evaluated on the medians.
 //! A level measured more than once (a study's repetitions, `repeat = N`, and re-measured
-//! points) contributes its median, with its spread (min–max). The compared value's spread
-//! is the numerator's range (over the denominator's, for a ratio: `num.min / den.max` to
-//! `num.max / den.min`, i.e. the error bars of the two medians overlap when it straddles
-//! 1): a group whose bound lies within it is inconclusive — its repetitions do not agree
-//! on the side of the bound — whichever side the median is on. The expectation does not
+//! points) contributes its median, with its spread (min–max). A ratio whose two sides were
+//! measured in the same rounds (two or more) is judged on its paired ratios: each round's
+//! numerator over the same round's denominator (each side's median over its points of the
+//! round), their median the compared value and their range its spread. The rounds
+//! interleave the cells, so a drift of the machine moves both sides of a round alike and the
+//! pairing cancels it, as a side-by-side benchmark pairs its interleaved runs. Otherwise
+//! the compared value is the medians' ratio and its spread the numerator's range over the
+//! denominator's (`num.min / den.max` to `num.max / den.min`: the error bars of the two
+//! medians overlap when it straddles 1), or, without a denominator, the numerator's median
+//! and range. A group whose bound lies within the spread is inconclusive — its rounds do
+//! not agree on the side of the bound — whichever side the median is on. The expectation does not
 //! hold when a group misses the bound outside its spread, is inconclusive when no group
 //! fails and one is inconclusive, holds when every group holds, and has no data when no
 //! group has both points.
@@ -282,7 +288,11 @@ fn spread_of<'a>(
     points: impl Iterator<Item = &'a StudyPoint>,
     figure: FigureName,
 ) -> Option<Spread> {
-    let mut v: Vec<f64> = points.filter_map(|p| figure_of(p, figure)).collect();
+    spread(points.filter_map(|p| figure_of(p, figure)).collect())
+}
+
+/// The median, range and count of `v`; `None` when empty.
+fn spread(mut v: Vec<f64>) -> Option<Spread> {
     if v.is_empty() {
         return None;
     }
@@ -298,6 +308,45 @@ fn spread_of<'a>(
         max: v[n - 1],
         count: n as u32,
     })
+}
+
+/// Each round's ratio of `figure` between the `num` and `den` points measured in that round
+/// (each side's median over its points of the round: a re-measured point adds to its
+/// round), over the rounds both sides have; their median, range and count, when at least
+/// two rounds pair and every denominator is positive. The rounds of a study interleave its
+/// cells, so a drift of the machine moves both sides of a round alike, and a paired ratio
+/// cancels it where the medians' ratio with its cross range (the numerator's best round
+/// over the denominator's worst) does not.
+fn paired_ratios<'a>(
+    num: impl Iterator<Item = &'a StudyPoint>,
+    den: impl Iterator<Item = &'a StudyPoint>,
+    figure: FigureName,
+) -> Option<Spread> {
+    let (n, d) = (round_medians(num, figure), round_medians(den, figure));
+    let ratios: Vec<f64> = n
+        .iter()
+        .filter_map(|(r, a)| d.get(r).map(|b| (*a, *b)))
+        .map(|(a, b)| if b > 0.0 && a >= 0.0 { a / b } else { f64::NAN })
+        .collect();
+    if ratios.len() < 2 || ratios.iter().any(|r| !r.is_finite()) {
+        return None;
+    }
+    spread(ratios)
+}
+
+/// Each round's median of `figure` over `points`, by round.
+fn round_medians<'a>(
+    points: impl Iterator<Item = &'a StudyPoint>,
+    figure: FigureName,
+) -> std::collections::BTreeMap<u32, f64> {
+    let mut by_round: std::collections::BTreeMap<u32, Vec<&'a StudyPoint>> = Default::default();
+    for p in points {
+        by_round.entry(p.round).or_default().push(p);
+    }
+    by_round
+        .into_iter()
+        .filter_map(|(r, v)| spread_of(v.into_iter(), figure).map(|s| (r, s.median)))
+        .collect()
 }
 
 /// An end's profile breakdown of a point: every category's share of the sampled CPU
@@ -419,14 +468,28 @@ pub fn evaluate(e: &Expectation, points: &[StudyPoint]) -> ExpectationOutcome {
         ) else {
             continue;
         };
+        let mut paired_rounds = None;
         let (den, value, lo, hi) = match &e.denominator {
             Some(d) => match spread_of(members().filter(|p| selects(&p.levels, d)), e.figure) {
-                Some(den) if den.median != 0.0 && den.min > 0.0 && num.min >= 0.0 => (
-                    Some(den),
-                    num.median / den.median,
-                    num.min / den.max,
-                    num.max / den.min,
-                ),
+                Some(den) if den.median != 0.0 && den.min > 0.0 && num.min >= 0.0 => {
+                    let ratios = paired_ratios(
+                        members().filter(|p| selects(&p.levels, &e.numerator)),
+                        members().filter(|p| selects(&p.levels, d)),
+                        e.figure,
+                    );
+                    match ratios {
+                        Some(r) => {
+                            paired_rounds = Some(r.count);
+                            (Some(den), r.median, r.min, r.max)
+                        }
+                        None => (
+                            Some(den),
+                            num.median / den.median,
+                            num.min / den.max,
+                            num.max / den.min,
+                        ),
+                    }
+                }
                 // A figure that can be zero or negative: the ratio's range is not bounded
                 // by the ends' ranges; the medians' ratio alone.
                 Some(den) if den.median != 0.0 => {
@@ -446,6 +509,7 @@ pub fn evaluate(e: &Expectation, points: &[StudyPoint]) -> ExpectationOutcome {
             value,
             value_min: lo,
             value_max: hi,
+            paired_rounds,
             verdict: judge(value, lo, hi, e.op, e.value),
         });
     }
@@ -718,6 +782,51 @@ mod tests {
         assert_eq!(o.cases.len(), 1);
         assert_eq!((o.cases[0].value, o.cases[0].value_min), (15.0, 12.0));
         assert_eq!(o.verdict, Verdict::Inconclusive, "14 is within 12..16");
+    }
+
+    /// Three rounds in which the machine drifted (round 2 ran at half the speed of round 1
+    /// on both sides): the medians' cross range straddles the bound, the paired ratios (one
+    /// per round) do not.
+    #[test]
+    fn a_ratio_measured_in_the_same_rounds_is_judged_on_its_paired_ratios() {
+        let at = |round: u32, path: &str, bps: f64| {
+            let mut p = point(9000, path, bps);
+            p.round = round;
+            p
+        };
+        let pts = vec![
+            at(1, "copy", 20.0),
+            at(1, "sendfile", 30.0),
+            at(2, "copy", 10.0),
+            at(2, "sendfile", 14.0),
+            at(3, "copy", 16.0),
+            at(3, "sendfile", 22.0),
+        ];
+        let o = evaluate(&ratio_expectation(1.2), &pts);
+        let c = &o.cases[0];
+        // Per round: 1.5, 1.4, 1.375; the cross range would be 14/20 = 0.7 .. 30/10 = 3.0.
+        assert_eq!(c.paired_rounds, Some(3));
+        assert!((c.value - 1.4).abs() < 1e-12, "{}", c.value);
+        assert!((c.value_min - 1.375).abs() < 1e-12 && (c.value_max - 1.5).abs() < 1e-12);
+        assert_eq!(c.verdict, Verdict::Holds);
+        // The sides' own medians are still reported as they are.
+        assert_eq!((c.numerator, c.denominator), (22.0, Some(16.0)));
+        // A re-measured point adds to its round: the round's median of the side.
+        let mut more = pts.clone();
+        more.push(at(2, "sendfile", 16.0));
+        let c = &evaluate(&ratio_expectation(1.2), &more).cases[0];
+        assert!((c.value_min - 1.375).abs() < 1e-12 && (c.value_max - 1.5).abs() < 1e-12);
+        // Only one round in common: not paired, the medians' ratio and cross range.
+        let unpaired = vec![
+            at(1, "copy", 20.0),
+            at(1, "sendfile", 30.0),
+            at(2, "copy", 10.0),
+            at(3, "sendfile", 14.0),
+        ];
+        let c = &evaluate(&ratio_expectation(1.2), &unpaired).cases[0];
+        assert_eq!(c.paired_rounds, None);
+        assert!((c.value - 22.0 / 15.0).abs() < 1e-12);
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
     }
 
     #[test]

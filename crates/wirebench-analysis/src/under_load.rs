@@ -40,48 +40,65 @@ pub fn summary(idle: &RunResult, loaded: &RunResult, load: &RunResult) -> Option
         i64::try_from(a).unwrap_or(i64::MAX) - i64::try_from(b).unwrap_or(i64::MAX)
     };
     let induced_p50_ns = diff(ll.p50_ns, il.p50_ns);
-    let induced_reading = match (&i.latency_histogram, &l.latency_histogram) {
-        (Some(ih), Some(lh)) => median_half_width_ns(ih)
-            .zip(median_half_width_ns(lh))
-            .map(|(a, b)| induced_reading(induced_p50_ns, a, b, il.p50_ns)),
+    let induced_p99_ns = diff(ll.p99_ns, il.p99_ns);
+    // Each percentile's difference read against both runs' sampling noise at it.
+    let reading = |q: f64, induced_ns: i64, idle_ns: u64| match (
+        &i.latency_histogram,
+        &l.latency_histogram,
+    ) {
+        (Some(ih), Some(lh)) => quantile_half_width_ns(ih, q)
+            .zip(quantile_half_width_ns(lh, q))
+            .map(|(a, b)| induced_reading(induced_ns, a, b, idle_ns)),
         _ => None,
     };
     Some(UnderLoadSummary {
-        induced_reading,
+        induced_reading: reading(0.5, induced_p50_ns, il.p50_ns),
+        induced_p99_reading: reading(0.99, induced_p99_ns, il.p99_ns),
         idle_rtt_p50_ns: il.p50_ns,
         idle_rtt_p99_ns: il.p99_ns,
         loaded_rtt_p50_ns: ll.p50_ns,
         loaded_rtt_p99_ns: ll.p99_ns,
         induced_p50_ns,
-        induced_p99_ns: diff(ll.p99_ns, il.p99_ns),
+        induced_p99_ns,
         idle_transactions_per_s: i.transactions_per_s,
         loaded_transactions_per_s: l.transactions_per_s,
         load_throughput_bps: load_bps(load)?,
     })
 }
 
-/// The 95 % confidence half-width of a median from its `n` samples, ns: half the distance
-/// between the quantiles at ranks `n/2 ± 1.96·√n/2` (the order statistics that bound the
-/// median with 95 % confidence, distribution-free), read from the histogram; `None` when it
-/// is empty.
+/// The 95 % confidence half-width of a median from its `n` samples, ns (see
+/// [`quantile_half_width_ns`]).
 pub fn median_half_width_ns(h: &LatencyBuckets) -> Option<f64> {
-    let n = h.total() as f64;
-    let d = 1.96 * 0.5 / n.max(1.0).sqrt();
-    Some((h.quantile_ns(0.5 + d)? - h.quantile_ns(0.5 - d)?) / 2.0)
+    quantile_half_width_ns(h, 0.5)
 }
 
-/// The reading of `induced_ns` (loaded − idle median) against the noise: the two medians'
-/// half-widths `idle_hw_ns` and `loaded_hw_ns` in quadrature, at least 1 % of the idle
-/// median `idle_p50_ns` (the histograms' medians carry 3 significant digits).
+/// The 95 % confidence half-width of the `q` quantile from its `n` samples, ns: half the
+/// distance between the quantiles at ranks `n·q ± 1.96·√(n·q·(1−q))` (the order statistics
+/// that bound the quantile with 95 % confidence, distribution-free), clamped to the
+/// samples, read from the histogram; `None` when it is empty. With few samples beyond a
+/// high quantile the bound reaches the largest sample: the 99th percentile of 200 round trips
+/// is bounded by the 2nd largest and the largest, and its half-width is wide, as it should
+/// be.
+pub fn quantile_half_width_ns(h: &LatencyBuckets, q: f64) -> Option<f64> {
+    let n = h.total() as f64;
+    let d = 1.96 * (q * (1.0 - q) / n.max(1.0)).sqrt();
+    let (lo, hi) = ((q - d).max(0.0), (q + d).min(1.0));
+    Some((h.quantile_ns(hi)? - h.quantile_ns(lo)?) / 2.0)
+}
+
+/// The reading of `induced_ns` (loaded − idle, at one percentile) against the noise: the
+/// two runs' half-widths at that percentile, `idle_hw_ns` and `loaded_hw_ns`, in
+/// quadrature, at least 1 % of the idle figure `idle_ns` (the histograms carry 3
+/// significant digits).
 pub fn induced_reading(
     induced_ns: i64,
     idle_hw_ns: f64,
     loaded_hw_ns: f64,
-    idle_p50_ns: u64,
+    idle_ns: u64,
 ) -> InducedReading {
     let noise = (idle_hw_ns.powi(2) + loaded_hw_ns.powi(2))
         .sqrt()
-        .max(idle_p50_ns as f64 / 100.0)
+        .max(idle_ns as f64 / 100.0)
         .ceil();
     let noise_ns = noise as u64;
     if induced_ns as f64 > noise {

@@ -131,17 +131,22 @@ pub struct UnderLoadSummary {
     /// (absent without latency histograms, and in results from before it was read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub induced_reading: Option<InducedReading>,
+    /// What the induced latency at the 99th percentile says, against the two runs'
+    /// sampling noise at that percentile (absent without latency histograms, and in results
+    /// from before it was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub induced_p99_reading: Option<InducedReading>,
 }
 
-/// What an under-load test's induced latency at the median says. `noise_ns` is the 95 %
-/// confidence half-width of the difference of the two medians from their own samples
-/// (order statistics read from each run's latency histogram, combined in quadrature, at
-/// least 1 % of the idle median): the sampling noise of one pair of runs, not their
-/// run-to-run variation.
+/// What an under-load test's induced latency at one percentile (the median, the 99th) says.
+/// `noise_ns` is the 95 % confidence half-width of the difference of the two runs' figures
+/// at that percentile from their own samples (order statistics read from each run's latency
+/// histogram, combined in quadrature, at least 1 % of the idle figure): the sampling noise of
+/// one pair of runs, not their run-to-run variation.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case", tag = "reading")]
 pub enum InducedReading {
-    /// The loaded median is higher by more than the noise: round trips waited behind the
+    /// The loaded figure is higher by more than the noise: round trips waited behind the
     /// load (in a queue at a bottleneck of the path, or for a CPU the load kept busy).
     Raised {
         /// The noise, ns.
@@ -153,7 +158,7 @@ pub enum InducedReading {
         /// The noise, ns.
         noise_ns: u64,
     },
-    /// The loaded median is lower by more than the noise: no queue formed at a bottleneck
+    /// The loaded figure is lower by more than the noise: no queue formed at a bottleneck
     /// on the path (a path with no slower link, as loopback, has none), and the load kept
     /// the CPUs busy, so the round trips no longer paid for waking a CPU from idle.
     Lowered {

@@ -485,14 +485,23 @@ pub struct ExpectationCase {
     pub numerator_spread: Spread,
     /// The denominator's median, range and point count.
     pub denominator_spread: Option<Spread>,
-    /// The value compared: the ratio of the medians, or the numerator's median.
+    /// The value compared: for a ratio whose two sides were measured in the same rounds
+    /// (`paired_rounds`), the median of the per-round ratios; for other ratios, the ratio
+    /// of the medians; without a denominator, the numerator's median.
     pub value: f64,
-    /// The lowest value the spreads allow: the numerator's min (over the denominator's
-    /// max, for a ratio).
+    /// The lowest value the rounds allow: the smallest per-round ratio when paired; else the
+    /// numerator's min (over the denominator's max, for a ratio).
     pub value_min: f64,
-    /// The highest value the spreads allow: the numerator's max (over the denominator's
-    /// min, for a ratio).
+    /// The highest value the rounds allow: the largest per-round ratio when paired; else the
+    /// numerator's max (over the denominator's min, for a ratio).
     pub value_max: f64,
+    /// The rounds both sides of a ratio were measured in, when at least two: each round's
+    /// numerator (its points' median) over the same round's denominator is one paired ratio,
+    /// as the rounds interleave the cells so that a drift of the machine moves both sides
+    /// of a round alike. Absent for a single round, unpaired points, and results from before
+    /// ratios were paired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_rounds: Option<u32>,
     /// The group's verdict: the median judged against the bound, inconclusive when the
     /// bound lies within `value_min..=value_max`.
     pub verdict: Verdict,

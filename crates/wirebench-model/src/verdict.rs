@@ -58,6 +58,11 @@ pub enum Limiter {
         /// microseconds, this is what a full window means).
         #[serde(default)]
         reader_behind: bool,
+        /// The reader fell behind (`reader_behind`) without being busy itself
+        /// (`receiver_busy_pct` absent): its threads waited on a run queue while other
+        /// processes held the CPU. Present only then: the host starved the receiver.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reader_starved: Option<StarvedReader>,
     },
     /// The senders were limited by their own send buffer for this share of their busy
     /// time (`tcpi_sndbuf_limited`).
@@ -167,6 +172,21 @@ pub enum Limiter {
     },
     /// No single limit shows in the evidence.
     Undetermined,
+}
+
+/// A receiving end whose light threads waited for a CPU that other processes held
+/// ([`Limiter::ReceiveWindow`]'s `reader_starved`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StarvedReader {
+    /// The receiving end.
+    pub host: HostRole,
+    /// Its data threads' CPU time, percent of one CPU.
+    pub threads_util_pct_of_one_cpu: f64,
+    /// Its data threads' summed run-queue wait (wake-up to running included), percent of
+    /// the window.
+    pub threads_run_delay_pct: f64,
+    /// Other processes' CPU time on its host over the window, percent of one CPU.
+    pub other_util_pct_of_one_cpu: f64,
 }
 
 /// A fact the verdict rests on (also listed when it is not the limit).

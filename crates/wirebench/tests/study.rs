@@ -339,9 +339,9 @@ fn two_by_two_study_end_to_end() {
             .unwrap()
             .value
             .clone();
-        // The two rounds' figures: median = their mean, range = (min, max).
-        let bps = |path: &str| -> (f64, f64, f64) {
-            let v: Vec<f64> = pts
+        // Each round's figure, in round order.
+        let bps = |path: &str| -> Vec<f64> {
+            let v: Vec<(u32, f64)> = pts
                 .iter()
                 .filter(|p| {
                     level(p, MTU) == mtu
@@ -351,22 +351,32 @@ fn two_by_two_study_end_to_end() {
                         ) == FactorValue::Name(path.into())
                 })
                 .map(|p| {
-                    p.figures
+                    let bps = p
+                        .figures
                         .iter()
                         .find(|f| f.figure == FigureName::ThroughputBps)
                         .unwrap()
-                        .value
+                        .value;
+                    (p.round, bps)
                 })
                 .collect();
             assert_eq!(v.len(), 2, "one point per round");
-            ((v[0] + v[1]) / 2.0, v[0].min(v[1]), v[0].max(v[1]))
+            let mut v = v;
+            v.sort_by_key(|(r, _)| *r);
+            assert_eq!((v[0].0, v[1].0), (1, 2), "rounds 1 and 2");
+            v.into_iter().map(|(_, b)| b).collect()
         };
         let (sf, cp) = (bps("sendfile"), bps("copy"));
-        let ratio = sf.0 / cp.0;
+        // Both sides ran in both rounds: judged on the two paired ratios, their median
+        // (mean) and range.
+        let (r1, r2) = (sf[0] / cp[0], sf[1] / cp[1]);
+        let ratio = (r1 + r2) / 2.0;
+        let (lo, hi) = (r1.min(r2), r1.max(r2));
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1.0);
+        assert_eq!(c.paired_rounds, Some(2));
         assert!(close(c.value, ratio), "{} vs {ratio}", c.value);
-        assert!(close(c.value_min, sf.1 / cp.2) && close(c.value_max, sf.2 / cp.1));
-        let want = if sf.1 / cp.2 <= 0.2 && 0.2 <= sf.2 / cp.1 {
+        assert!(close(c.value_min, lo) && close(c.value_max, hi));
+        let want = if lo <= 0.2 && 0.2 <= hi {
             Verdict::Inconclusive
         } else if ratio > 0.2 {
             Verdict::Holds

@@ -436,6 +436,22 @@ fn induced_latency_is_the_queue_drain_time() {
         s.induced_p50_ns,
         dev * 100.0
     );
+    // The tail waited in the same queue: the 99th percentile's induced latency is beyond
+    // its own noise, and the loaded p99 at least most of the drain time.
+    assert!(
+        matches!(
+            s.induced_p99_reading,
+            Some(wirebench_model::result::InducedReading::Raised { .. })
+        ),
+        "{:?} (induced p99 {} ns)",
+        s.induced_p99_reading,
+        s.induced_p99_ns
+    );
+    assert!(
+        s.loaded_rtt_p99_ns as f64 >= 0.8 * drain_ns,
+        "loaded p99 {} ns vs drain {drain_ns:.0} ns",
+        s.loaded_rtt_p99_ns
+    );
     // Without load the queue is empty: the idle round trip is a small fraction of it.
     assert!(
         (s.idle_rtt_p50_ns as f64) < 0.1 * drain_ns,

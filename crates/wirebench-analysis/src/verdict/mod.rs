@@ -12,7 +12,12 @@
 //!    [`RECEIVER_BUSY_PCT`] % busy, the receiver fell behind (the window closes whatever
 //!    the buffer size), and the first experiment suggested is a cheaper receiver, then a
 //!    larger buffer. The limiter names the largest receive buffer at close and whether
-//!    autotuning set it.
+//!    autotuning set it. A buffer of at least [`READER_BEHIND_BDP_FACTOR`] × the
+//!    bandwidth-delay product was not too small: the reader fell behind. When it did so with
+//!    light threads that waited on a run queue at least [`RUN_DELAY_PCT`] % of the window
+//!    while other processes held at least [`OTHERS_HOLD_PCT`] % of one CPU on its host, the
+//!    host starved the reader: the limiter says so, and the first experiment is a quieter
+//!    host.
 //! 3. **The machine** (when this boot's `wirebench limits` are cached; applied by
 //!    [`machine_limits`] after the run) — the payload × the copies made of it on this
 //!    machine reached at least [`COPY_LIMIT_PCT`] % of the memory copy bandwidth measured at
@@ -59,9 +64,12 @@
 
 mod machine;
 mod path;
+mod receiver;
 
 pub use machine::{machine_limits, LIMIT_EXCEEDED_PCT};
 pub use path::{QUEUE_RISE_MIN_NS, QUEUE_RISE_PCT};
+
+use receiver::{reader_starved, receiver_busy};
 
 use wirebench_model::profile::{EndProfile, ProfileCategory};
 use wirebench_model::result::{DirectionSummary, EndCpu, RrSummary, StreamSummary};
@@ -156,53 +164,6 @@ fn sender_times(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<(u6
     sum
 }
 
-/// How busy the receiving end was in direction `dir`, percent: the larger of its data
-/// threads' CPU time per thread that could run at once (its receiving flows, at most the
-/// CPUs it could use) and, when those threads were pinned to fewer CPUs than the machine
-/// has and the threads themselves used at least half of [`RECEIVER_BUSY_PCT`], the busy
-/// share of the busiest of those CPUs (`/proc/stat`: a working receiver that shares its CPU
-/// with anything falls behind the same way). Only when one end did all the receiving and
-/// sent nothing (else its threads' time mixes both jobs).
-fn receiver_busy(reports: &[(HostRole, &SideReport)], cpu: &[EndCpu], dir: FlowDir) -> Option<f64> {
-    let mut receiving = reports
-        .iter()
-        .filter_map(|(host, r)| match r.data.as_ref() {
-            Some(SideData::Stream(st)) => {
-                let recv = st
-                    .flows
-                    .iter()
-                    .filter(|f| f.dir == dir && f.role == Role::Receiver);
-                let flows = recv.count();
-                let sends = st.flows.iter().any(|f| f.role == Role::Sender);
-                (flows > 0).then_some((*host, flows, sends))
-            }
-            _ => None,
-        });
-    let (host, flows, sends) = receiving.next()?;
-    if sends || receiving.next().is_some() {
-        return None;
-    }
-    let c = cpu.iter().find(|c| c.host == host)?;
-    let pinned = !c.cpus_used.is_empty() && c.cpus_used.len() < c.cpus as usize;
-    let cpus = if pinned {
-        c.cpus_used.len()
-    } else {
-        c.cpus as usize
-    };
-    let threads = c.threads_util_pct_of_one_cpu / flows.min(cpus).max(1) as f64;
-    // The busiest of the CPUs the end is pinned to (not the machine's busiest, which on a
-    // machine both ends share may be the other end's CPU).
-    let used_busy = c.busiest_used.map(|b| b.busy_pct).or_else(|| {
-        c.cpus_used
-            .contains(&c.busiest_cpu)
-            .then_some(c.busiest.busy_pct)
-    });
-    let shared = (pinned && threads >= RECEIVER_BUSY_PCT / 2.0)
-        .then_some(used_busy)
-        .flatten();
-    Some(threads.max(shared.unwrap_or(0.0)))
-}
-
 /// The largest SO_RCVBUF the receivers in direction `dir` reported at close, bytes.
 fn receiver_rcvbuf(reports: &[(HostRole, &SideReport)], dir: FlowDir) -> Option<u32> {
     flow_buffers(reports, dir, Role::Receiver).max()
@@ -264,6 +225,15 @@ fn stream_suggestions(limiter: &Limiter, autotuned: AutotunedSums) -> Vec<Sugges
             v.push(Suggestion::Profile);
             v
         }
+        // A light reader that waited for a CPU other processes held: the host starved it.
+        Limiter::ReceiveWindow {
+            reader_starved: Some(_),
+            ..
+        } => vec![
+            Suggestion::QuietHost,
+            Suggestion::Placement,
+            Suggestion::Profile,
+        ],
         // A buffer many times what the path needed: a larger one cannot help.
         Limiter::ReceiveWindow {
             reader_behind: true,
@@ -488,15 +458,22 @@ fn sender_rules(
         let reader_behind = rcvbuf_bytes.zip(bdp_bytes).is_some_and(|(buf, bdp)| {
             f64::from(buf) >= READER_BEHIND_BDP_FACTOR * bdp.max(1) as f64
         });
+        let receiver_busy_pct =
+            receiver_busy(reports, cpu, main.dir).filter(|b| *b >= RECEIVER_BUSY_PCT);
+        // A reader that fell behind while its own threads were light: starved, if it waited
+        // for a CPU that other processes held.
+        let reader_starved = (reader_behind && receiver_busy_pct.is_none())
+            .then(|| reader_starved(reports, cpu, main.dir))
+            .flatten();
         Some(Limiter::ReceiveWindow {
             dir: main.dir,
             limited_pct: rw,
-            receiver_busy_pct: receiver_busy(reports, cpu, main.dir)
-                .filter(|b| *b >= RECEIVER_BUSY_PCT),
+            receiver_busy_pct,
             rcvbuf_bytes,
             rcvbuf_autotuned: spec.common.window_bytes.is_none(),
             bdp_bytes,
             reader_behind,
+            reader_starved,
         })
     } else if sb >= LIMITED_PCT {
         Some(Limiter::SendBuffer {
@@ -746,6 +723,7 @@ mod tests {
             rcvbuf_autotuned: true,
             bdp_bytes: None,
             reader_behind: false,
+            reader_starved: None,
         };
         let sums = |rcvbuf_bytes, sndbuf_bytes| AutotunedSums {
             rcvbuf_bytes,
@@ -791,6 +769,7 @@ mod tests {
             rcvbuf_autotuned: false,
             bdp_bytes: Some(62_000),
             reader_behind: true,
+            reader_starved: None,
         };
         let got = stream_suggestions(&behind, sums(None, None));
         assert_eq!(got[0], Suggestion::CheaperReceiver, "{got:?}");

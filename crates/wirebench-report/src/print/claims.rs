@@ -20,6 +20,11 @@ pub struct StudyClaims {
     pub error: Option<String>,
 }
 
+/// `, paired over N rounds` for a ratio judged on its per-round ratios; empty otherwise.
+pub fn paired_text(rounds: Option<u32>) -> String {
+    rounds.map_or(String::new(), |n| format!(", paired over {n} rounds"))
+}
+
 /// The result of one expectation in words: per group, the compared value's median with
 /// its range (`1.234 (0.987–1.456)` for a ratio; the figure in its unit otherwise) and
 /// the group's levels.
@@ -30,7 +35,13 @@ pub fn result_lines(o: &ExpectationOutcome) -> Vec<String> {
         .map(|c| {
             let value = if c.denominator.is_some() {
                 if c.value_min < c.value_max {
-                    format!("{:.3} ({:.3}–{:.3})", c.value, c.value_min, c.value_max)
+                    format!(
+                        "{:.3} ({:.3}–{:.3}{})",
+                        c.value,
+                        c.value_min,
+                        c.value_max,
+                        paired_text(c.paired_rounds)
+                    )
                 } else {
                     format!("{:.3}", c.value)
                 }
@@ -143,6 +154,7 @@ mod tests {
             value: 1.2,
             value_min: 11.0 / 12.0,
             value_max: 13.0 / 9.0,
+            paired_rounds: None,
             verdict: Verdict::Inconclusive,
         };
         let t = claims_text(&[

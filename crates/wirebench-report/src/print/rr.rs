@@ -332,6 +332,35 @@ pub(crate) fn under_load_text(u: &wirebench_model::result::UnderLoad) -> String 
         signed(s.induced_p50_ns),
         signed(s.induced_p99_ns),
     ) + &induced_reading_text(s.induced_reading)
+        + &induced_p99_reading_text(s.induced_p99_reading)
+}
+
+/// What the induced latency at the 99th percentile says, as a sentence (empty without a
+/// reading).
+pub(crate) fn induced_p99_reading_text(
+    r: Option<wirebench_model::result::InducedReading>,
+) -> String {
+    use super::units::duration_ns;
+    use wirebench_model::result::InducedReading as R;
+    match r {
+        None => String::new(),
+        Some(R::Raised { noise_ns }) => format!(
+            ". At the 99th percentile the load raised the tail beyond the noise (±{}): the \
+             slowest round trips waited behind it",
+            duration_ns(noise_ns as f64)
+        ),
+        Some(R::WithinNoise { noise_ns }) => format!(
+            ". Induced p99 within the noise (±{}): the load did not lengthen the tail beyond \
+             what one pair of runs can show",
+            duration_ns(noise_ns as f64)
+        ),
+        Some(R::Lowered { noise_ns }) => format!(
+            ". At the 99th percentile loaded round trips were faster, beyond the noise (±{}): \
+             no queue formed on the path, and with the CPUs kept busy fewer round trips paid \
+             for waking one from idle",
+            duration_ns(noise_ns as f64)
+        ),
+    }
 }
 
 /// What the induced latency at the median says, as a sentence (empty without a reading).

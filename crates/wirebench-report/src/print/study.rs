@@ -291,7 +291,12 @@ pub fn expectation_text(o: &ExpectationOutcome) -> String {
     );
     for c in &o.cases {
         let range = if c.value_min < c.value_max {
-            format!(" ({:.3}–{:.3})", c.value_min, c.value_max)
+            format!(
+                " ({:.3}–{:.3}{})",
+                c.value_min,
+                c.value_max,
+                super::claims::paired_text(c.paired_rounds)
+            )
         } else {
             String::new()
         };

@@ -26,6 +26,7 @@ pub fn limiter_text(l: &Limiter) -> String {
             rcvbuf_autotuned,
             bdp_bytes,
             reader_behind,
+            reader_starved,
         } => {
             let mut t = format!(
                 "the receive window: the {} senders waited for the peer's window \
@@ -57,6 +58,17 @@ pub fn limiter_text(l: &Limiter) -> String {
                     "; the receiver was {b:.0} % busy (its threads, or the CPU they were pinned \
                      to): a receiver that falls behind keeps the window shut whatever the buffer \
                      size"
+                ));
+            }
+            if let Some(s) = reader_starved {
+                t.push_str(&format!(
+                    "; the {} was starved of CPU by other processes: its threads used {:.1} % of \
+                     one CPU and waited {:.1} % of the window to run while other processes used \
+                     {:.0} % of one CPU (the host was busy; the receiver was not slow)",
+                    label::host(s.host),
+                    s.threads_util_pct_of_one_cpu,
+                    s.threads_run_delay_pct,
+                    s.other_util_pct_of_one_cpu
                 ));
             }
             t

@@ -297,4 +297,22 @@ fn the_induced_readings_say_why_in_words() {
     );
     let raised = induced_reading_text(Some(R::Raised { noise_ns: 425 }));
     assert!(raised.contains("raised the median") && !raised.contains("no queue"));
+    // The 99th percentile's own sentences name the tail, not the median.
+    use print::rr::induced_p99_reading_text;
+    assert_eq!(induced_p99_reading_text(None), "");
+    let raised = induced_p99_reading_text(Some(R::Raised { noise_ns: 20_000 }));
+    assert!(
+        raised.contains("99th percentile") && raised.contains("±20.00 µs"),
+        "{raised}"
+    );
+    let within = induced_p99_reading_text(Some(R::WithinNoise { noise_ns: 1500 }));
+    assert!(
+        within.contains("Induced p99 within the noise (±1.500 µs)") && !within.contains("median"),
+        "{within}"
+    );
+    let lowered = induced_p99_reading_text(Some(R::Lowered { noise_ns: 425 }));
+    assert!(
+        lowered.contains("faster") && lowered.contains("99th"),
+        "{lowered}"
+    );
 }

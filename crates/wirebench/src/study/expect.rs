@@ -7,7 +7,7 @@ use toml::{Spanned, Value};
 use wirebench_model::study::{CompareOp, Condition, Expectation, Level, StudyFactor};
 
 use super::file::{factor_key, figure_name, Ctx, FileError, Rule, Table};
-use super::levels::{level_value, test_factor, testbed_factor};
+use super::levels::{level_value, study_factor};
 
 /// Checks the test label a rule or an expectation names (see `file::check_test`).
 pub(super) type CheckTest<'a> =
@@ -153,10 +153,8 @@ pub(super) fn condition(
         .ok_or_else(|| bad(format!("{text:?} is not `factor OP value`")))?;
     let name = text[..at].trim();
     let value = text[at + op.len()..].trim();
-    let factor = testbed_factor(name)
-        .map(StudyFactor::Testbed)
-        .or_else(|| test_factor(name).map(StudyFactor::Test))
-        .ok_or_else(|| bad(format!("{text:?}: unknown factor {name:?}")))?;
+    let factor =
+        study_factor(name).ok_or_else(|| bad(format!("{text:?}: unknown factor {name:?}")))?;
     let op = CompareOp::parse(op).ok_or_else(|| bad(format!("{text:?}: bad operator")))?;
     let value = level_value(factor, value).map_err(|m| bad(format!("{text:?}: {m}")))?;
     Ok(Condition { factor, op, value })

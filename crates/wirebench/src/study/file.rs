@@ -12,7 +12,7 @@ use wirebench_model::study::{
 };
 
 use super::expect;
-use super::levels::{test_factor, testbed_factor, testbed_value};
+use super::levels::{study_factor, test_factor, testbed_factor, testbed_value};
 use wirebench_model::sweep::{FactorName, FactorValue};
 
 /// Largest MTU a veth device takes (`ETH_MAX_MTU`).
@@ -352,10 +352,7 @@ pub(super) fn factor_key(
     key: &str,
 ) -> Result<StudyFactor, FileError> {
     let k = s.get_ref();
-    testbed_factor(k)
-        .map(StudyFactor::Testbed)
-        .or_else(|| test_factor(k).map(StudyFactor::Test))
-        .ok_or_else(|| cx.err(s.span(), key, format!("unknown factor {k:?}")))
+    study_factor(k).ok_or_else(|| cx.err(s.span(), key, format!("unknown factor {k:?}")))
 }
 
 pub(super) fn figure_name(

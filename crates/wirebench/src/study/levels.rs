@@ -13,6 +13,21 @@ pub(super) fn testbed_factor(key: &str) -> Option<TestbedFactor> {
     TestbedFactor::ALL.into_iter().find(|f| f.key() == key)
 }
 
+/// The factor a key names in a selector or a condition: a testbed factor first, then a
+/// test factor; `test.KEY` names only the test factor and `testbed.KEY` only the testbed
+/// one, for the keys both have (`rate`: the testbed's tbf rate, or the test's `-b`).
+pub(super) fn study_factor(key: &str) -> Option<StudyFactor> {
+    if let Some(k) = key.strip_prefix("test.") {
+        return test_factor(k).map(StudyFactor::Test);
+    }
+    if let Some(k) = key.strip_prefix("testbed.") {
+        return testbed_factor(k).map(StudyFactor::Testbed);
+    }
+    testbed_factor(key)
+        .map(StudyFactor::Testbed)
+        .or_else(|| test_factor(key).map(StudyFactor::Test))
+}
+
 /// The test factor a key names (`send_path` or `send-path`).
 pub(super) fn test_factor(key: &str) -> Option<FactorName> {
     let k = key.replace('-', "_");
@@ -100,5 +115,39 @@ pub(super) fn level_value(factor: StudyFactor, text: &str) -> Result<FactorValue
                 .map_err(|_| format!("{text:?} is not a whole number")),
             _ => crate::args::parse_size(text).map(FactorValue::Number),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `rate` is both the testbed's tbf rate and the test's `-b`: bare, it names the
+    /// testbed's; `test.rate` names the test's, `testbed.rate` the testbed's explicitly.
+    #[test]
+    fn a_prefix_picks_the_test_or_the_testbed_factor() {
+        assert_eq!(
+            study_factor("rate"),
+            Some(StudyFactor::Testbed(TestbedFactor::Rate))
+        );
+        assert_eq!(
+            study_factor("test.rate"),
+            Some(StudyFactor::Test(FactorName::Rate))
+        );
+        assert_eq!(
+            study_factor("testbed.rate"),
+            Some(StudyFactor::Testbed(TestbedFactor::Rate))
+        );
+        // A key only one side has resolves bare, and not under the other prefix.
+        assert_eq!(
+            study_factor("send_path"),
+            Some(StudyFactor::Test(FactorName::SendPath))
+        );
+        assert_eq!(study_factor("testbed.send_path"), None);
+        assert_eq!(study_factor("test.mtu"), None);
+        assert_eq!(
+            study_factor("testbed.mtu"),
+            Some(StudyFactor::Testbed(TestbedFactor::Mtu))
+        );
     }
 }
