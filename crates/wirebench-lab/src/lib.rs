@@ -1,20 +1,27 @@
 //! A testbed of Linux network namespaces joined by veth pairs, for tests and studies.
 //!
-//! [`Testbed::pair`] builds two namespaces `<prefix>-a` and `<prefix>-b` joined by one veth
-//! pair (`wba` in a, `wbb` in b) with private test addresses, loopback up, and a chosen MTU.
-//! Knobs: [`Testbed::set_offload`] (`ethtool -K`), [`Testbed::rate_limit`] (a `tc tbf` token
-//! bucket on one side's egress), interface counters. Everything is torn down on drop, also
-//! when a test fails or panics. Needs root and the `ip`, `tc` and `ethtool` commands.
+//! One builder (the crate-private `builder` module) builds every testbed from a
+//! [`named::LabSpec`]: namespaces, veth pairs, addresses, MTU, offloads, congestion-control
+//! routes, rate limits and the emulator's middle namespace, and removes them. Its three
+//! front doors:
 //!
-//! [`emu::EmulatedPath`] puts a third namespace between a and b, where our own forwarder
-//! emulates delay, jitter, loss, duplication and reordering (this kernel has no `netem`).
+//! * [`Testbed::pair`] builds two namespaces `<prefix>-a` and `<prefix>-b` (a prefix unique
+//!   to the test process) joined by one veth pair (`wba` in a, `wbb` in b) with private
+//!   test addresses, loopback up, and a chosen MTU. Knobs: [`Testbed::set_offload`]
+//!   (`ethtool -K`), [`Testbed::rate_limit`] (a `tc tbf` token bucket on one side's
+//!   egress), [`Testbed::set_congestion`], interface counters. Everything is torn down on
+//!   drop, also when a test fails or panics; nothing is recorded on disk.
+//! * [`emu::EmulatedPath`] puts a third namespace between a and b, where our own forwarder
+//!   emulates delay, jitter, loss, duplication and reordering (this kernel has no `netem`).
+//! * [`named`] builds *named, persistent* labs (`wbl-<name>-c`/`-s`, optionally `-m` with an
+//!   emulator process) that outlive the process that built them: created, read back from
+//!   the kernel, used and removed by name (`wirebench lab up|show|exec|down`, the studies'
+//!   cells).
 //!
-//! [`named`] builds *named, persistent* labs (`wbl-<name>-c`/`-s`, optionally `-m` with an
-//! emulator process) that outlive the process that built them: created, read back from the
-//! kernel, used and removed by name (`wirebench lab up|show|exec|down`).
-//!
-//! Traffic only ever flows between the namespaces this crate created.
+//! Needs root and the `ip`, `tc` and `ethtool` commands. Traffic only ever flows between
+//! the namespaces this crate created.
 
+mod builder;
 pub mod emu;
 pub mod named;
 
@@ -23,6 +30,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 
 use thiserror::Error;
+
+use builder::{Built, Layout};
+use named::sys::{self as tools, BatchLine};
+use named::{LabSpec, NamedError, OffloadSetting};
 
 /// Address of side a (in namespace `<prefix>-a`).
 pub const ADDR_A: &str = "10.203.0.1";
@@ -85,6 +96,20 @@ pub enum LabError {
         /// The namespace.
         ns: String,
     },
+    /// The builder refused a setting or could not build (see [`NamedError`]).
+    #[error(transparent)]
+    Build(Box<NamedError>),
+}
+
+impl From<NamedError> for LabError {
+    fn from(e: NamedError) -> LabError {
+        match e {
+            NamedError::Lab(e) => e,
+            NamedError::Command { cmd, stderr } => LabError::Failed { cmd, stderr },
+            NamedError::Io { what, source } => LabError::Io { what, source },
+            other => LabError::Build(Box::new(other)),
+        }
+    }
 }
 
 fn run(args: &[&str]) -> Result<Output, LabError> {
@@ -127,11 +152,15 @@ pub struct IfCounters {
     pub tx_packets: u64,
 }
 
-/// Two namespaces joined by a veth pair. Removed on drop.
+/// Two namespaces joined by a veth pair, or a single namespace, built by the crate's one
+/// builder as named labs are (with the test layout: its names, addresses, ARP and the
+/// kernel's IPv6). Removed on drop, also when a panic unwinds through its owner; nothing is
+/// recorded on disk.
 #[derive(Debug)]
 pub struct Testbed {
-    prefix: String,
-    paired: bool,
+    layout: Layout,
+    /// The namespaces, deleted when this drops.
+    built: Built,
 }
 
 /// The subnet of the veth pair.
@@ -151,54 +180,47 @@ impl Testbed {
 
     /// Build the pair with the given MTU. On error, whatever was created is removed.
     pub fn pair(mtu: u32) -> Result<Testbed, LabError> {
-        let tb = Testbed {
-            prefix: Self::unique_prefix(),
-            paired: true,
+        let spec = LabSpec {
+            mtu,
+            ..LabSpec::default()
         };
-        let (a, b) = (tb.ns(Side::A), tb.ns(Side::B));
-        run(&["ip", "netns", "add", &a])?;
-        run(&["ip", "netns", "add", &b])?;
-        run(&[
-            "ip", "link", "add", IF_A, "netns", &a, "type", "veth", "peer", "name", IF_B, "netns",
-            &b,
-        ])?;
-        let mtu = mtu.to_string();
-        for (ns, ifn, addr) in [(&a, IF_A, ADDR_A), (&b, IF_B, ADDR_B)] {
-            run(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
-            run(&["ip", "-n", ns, "link", "set", ifn, "mtu", &mtu])?;
-            run(&[
-                "ip",
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                ifn,
-            ])?;
-            run(&["ip", "-n", ns, "link", "set", ifn, "up"])?;
-        }
-        Ok(tb)
+        Ok(Self::build(
+            Layout::test(&Self::unique_prefix(), true),
+            &spec,
+        )?)
     }
 
     /// A single namespace (only side A), loopback up: an isolated `lo` whose counters see
     /// only this test's traffic.
     pub fn single() -> Result<Testbed, LabError> {
-        let tb = Testbed {
-            prefix: Self::unique_prefix(),
-            paired: false,
-        };
-        let a = tb.ns(Side::A);
-        run(&["ip", "netns", "add", &a])?;
-        run(&["ip", "-n", &a, "link", "set", "lo", "up"])?;
-        Ok(tb)
+        Ok(Self::build(
+            Layout::test(&Self::unique_prefix(), false),
+            &LabSpec::default(),
+        )?)
+    }
+
+    /// Builds `spec` as `layout` says (the spec's name is not used).
+    pub(crate) fn build(layout: Layout, spec: &LabSpec) -> Result<Testbed, NamedError> {
+        let built = builder::create(&layout, spec)?;
+        Ok(Testbed { layout, built })
+    }
+
+    /// Names of this testbed's namespaces (side A, side B unless single, an
+    /// [`emu::EmulatedPath`]'s middle one); all are deleted on drop.
+    pub fn namespaces(&self) -> &[String] {
+        self.built.namespaces()
+    }
+
+    /// The middle namespace's name (it exists only in an [`emu::EmulatedPath`]).
+    pub(crate) fn middle_ns(&self) -> &str {
+        &self.layout.middle_ns
     }
 
     /// Namespace name of a side.
     pub fn ns(&self, side: Side) -> String {
         match side {
-            Side::A => format!("{}-a", self.prefix),
-            Side::B => format!("{}-b", self.prefix),
+            Side::A => self.layout.a.ns.clone(),
+            Side::B => self.layout.b.ns.clone(),
         }
     }
 
@@ -307,86 +329,52 @@ impl Testbed {
     /// touching the host: the routes inside the namespaces carry `congctl <algo>` (the
     /// per-namespace sysctl is not writable from a child namespace on every kernel).
     pub fn set_congestion(&self, algo: &str) -> Result<(), LabError> {
-        for side in self.sides() {
-            let ns = self.ns(side);
-            for dst in ["127.0.0.0/8", "127.0.0.1"] {
-                run(&[
-                    "ip",
-                    "-n",
-                    &ns,
-                    "route",
-                    "replace",
-                    "local",
-                    dst,
-                    "dev",
-                    "lo",
-                    "table",
-                    "local",
-                    "proto",
-                    "kernel",
-                    "scope",
-                    "host",
-                    "src",
-                    "127.0.0.1",
-                    "congctl",
-                    algo,
-                ])?;
+        for end in self.layout.ends() {
+            let mut lines: Vec<BatchLine> = ["127.0.0.0/8", "127.0.0.1"]
+                .iter()
+                .map(|dst| {
+                    BatchLine::plain(format!(
+                        "route replace local {dst} dev lo table local proto kernel scope host \
+                         src 127.0.0.1 congctl {algo}"
+                    ))
+                })
+                .collect();
+            if self.layout.paired {
+                lines.extend(builder::cc_route_lines(&self.layout, end, algo, false));
             }
-            if self.paired {
-                let (ifn, src) = (Self::ifname(side), Self::addr(side));
-                run(&[
-                    "ip", "-n", &ns, "route", "replace", SUBNET, "dev", ifn, "proto", "kernel",
-                    "scope", "link", "src", src, "congctl", algo,
-                ])?;
-            }
+            tools::ip_batch(Some(&end.ns), &[], &lines)?;
         }
         Ok(())
     }
 
-    fn sides(&self) -> Vec<Side> {
-        if self.paired {
-            vec![Side::A, Side::B]
-        } else {
-            vec![Side::A]
-        }
+    /// Runs `f` on a thread inside a side's namespace (for the builder's functions).
+    fn in_side<T: Send>(
+        &self,
+        side: Side,
+        f: impl FnOnce() -> Result<T, NamedError> + Send,
+    ) -> Result<T, LabError> {
+        Ok(tools::in_ns(&self.ns(side), f)?)
     }
 
-    /// `ethtool -K <if> <feature> on|off` on a side's veth.
+    /// `ethtool -K <if> <feature> on|off` on a side's veth (a group such as `tso` with its
+    /// sub-features, as named labs switch offloads).
     pub fn set_offload(&self, side: Side, feature: &str, on: bool) -> Result<(), LabError> {
-        let ifn = Self::ifname(side);
-        self.exec(
-            side,
-            &["ethtool", "-K", ifn, feature, if on { "on" } else { "off" }],
-        )
-        .map(|_| ())
+        let asked = [OffloadSetting {
+            name: feature.to_string(),
+            on,
+        }];
+        self.in_side(side, || builder::set_offloads(Self::ifname(side), &asked))
     }
 
     /// Limit a side's egress to `rate_bits_per_s` with a `tc tbf` token bucket.
     /// tbf counts link-layer bytes (Ethernet header included) of every segment.
     pub fn rate_limit(&self, side: Side, rate_bits_per_s: u64) -> Result<(), LabError> {
-        let ifn = Self::ifname(side);
-        let ns = self.ns(side);
         // Burst must hold at least one GSO super-packet; the queue ~ a few ms at the rate.
         let burst = (rate_bits_per_s / 8 / 250).max(256 * 1024);
         let limit = (rate_bits_per_s / 8 / 100).max(2 * burst);
-        run(&[
-            "tc",
-            "-n",
-            &ns,
-            "qdisc",
-            "replace",
-            "dev",
-            ifn,
-            "root",
-            "tbf",
-            "rate",
-            &format!("{rate_bits_per_s}bit"),
-            "burst",
-            &burst.to_string(),
-            "limit",
-            &limit.to_string(),
-        ])
-        .map(|_| ())
+        self.in_side(side, || {
+            builder::set_rate(Self::ifname(side), rate_bits_per_s, burst, limit)
+        })
     }
 
     /// Interface counters of a side's veth (or of `lo` with `ifname = "lo"`).
@@ -405,18 +393,6 @@ impl Testbed {
             tx_bytes: read("tx_bytes")?,
             tx_packets: read("tx_packets")?,
         })
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        // Deleting a namespace destroys its veth end, and with it the peer.
-        for side in self.sides() {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(side)])
-                .stderr(std::process::Stdio::null())
-                .status();
-        }
     }
 }
 

@@ -12,20 +12,9 @@ use wirebench_sys::packet::{self, PacketSocket};
 use super::forward::{lock, Forwarder, SOCK_BUF};
 use super::impair::{Direction, EmuConfig, EmuCounters, PathCounters};
 use super::{IF_MA, IF_MB};
-use crate::{run, LabError, Side, Testbed, ADDR_A, ADDR_B, IF_A, IF_B};
-
-/// Deletes the middle namespace on drop.
-#[derive(Debug)]
-struct MiddleNs(String);
-
-impl Drop for MiddleNs {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.0])
-            .stderr(std::process::Stdio::null())
-            .status();
-    }
-}
+use crate::builder::Layout;
+use crate::named::{LabSpec, OffloadSetting};
+use crate::{LabError, Side, Testbed};
 
 /// How an [`EmulatedPath`] is built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,12 +40,13 @@ impl Default for PathOptions {
 }
 
 /// Namespaces A and B joined through namespace M, where two forwarder threads emulate the
-/// link. Stops the forwarders and deletes all three namespaces on drop.
+/// link; built by the crate's one builder as a lab with the emulator is (the test layout,
+/// with the lab's static neighbours and IPv6 off by default). Stops the forwarders and
+/// deletes all three namespaces on drop.
 #[derive(Debug)]
 pub struct EmulatedPath {
     // Field order is drop order: threads first, then the namespaces.
     link: EmuLink,
-    middle: MiddleNs,
     testbed: Testbed,
 }
 
@@ -81,93 +71,24 @@ impl EmulatedPath {
     ) -> Result<EmulatedPath, LabError> {
         a_to_b.validate()?;
         b_to_a.validate()?;
-        let prefix = Testbed::unique_prefix();
-        let middle = MiddleNs(format!("{prefix}-m"));
-        let testbed = Testbed {
-            prefix,
-            paired: true,
+        let mut layout = Layout::test(&Testbed::unique_prefix(), true);
+        layout.static_neighbors = opts.static_neighbors;
+        layout.kernel_ipv6 = !opts.disable_ipv6;
+        // The emulator's offloads (TSO, GSO, transmit checksum off on the endpoints, all of
+        // them and GRO on the middle ends), and GRO off on the endpoints too, so that each
+        // frame an endpoint counts is one the forwarder counted.
+        let spec = LabSpec {
+            mtu: opts.mtu,
+            emulate: true,
+            offloads: vec![OffloadSetting {
+                name: "gro".into(),
+                on: false,
+            }],
+            ..LabSpec::default()
         };
-        let (a, b, m) = (testbed.ns(Side::A), testbed.ns(Side::B), middle.0.clone());
-        for ns in [&a, &b, &m] {
-            run(&["ip", "netns", "add", ns])?;
-        }
-        if opts.disable_ipv6 && std::path::Path::new("/proc/sys/net/ipv6").exists() {
-            for ns in [&a, &b, &m] {
-                for key in ["all", "default"] {
-                    run(&[
-                        "ip",
-                        "netns",
-                        "exec",
-                        ns,
-                        "sysctl",
-                        "-q",
-                        "-w",
-                        &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
-                    ])?;
-                }
-            }
-        }
-        run(&[
-            "ip", "link", "add", IF_A, "netns", &a, "type", "veth", "peer", "name", IF_MA, "netns",
-            &m,
-        ])?;
-        run(&[
-            "ip", "link", "add", IF_B, "netns", &b, "type", "veth", "peer", "name", IF_MB, "netns",
-            &m,
-        ])?;
-        let mtu = opts.mtu.to_string();
-        for (ns, ifn) in [(&a, IF_A), (&b, IF_B), (&m, IF_MA), (&m, IF_MB)] {
-            run(&["ip", "-n", ns, "link", "set", ifn, "mtu", &mtu])?;
-            run(&[
-                "ip", "netns", "exec", ns, "ethtool", "-K", ifn, "tso", "off", "gso", "off", "gro",
-                "off", "tx", "off",
-            ])?;
-        }
-        for ns in [&a, &b, &m] {
-            run(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
-        }
-        for ifn in [IF_MA, IF_MB] {
-            run(&["ip", "-n", &m, "link", "set", ifn, "up"])?;
-        }
-        for (ns, ifn, addr) in [(&a, IF_A, ADDR_A), (&b, IF_B, ADDR_B)] {
-            run(&[
-                "ip",
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                ifn,
-            ])?;
-            run(&["ip", "-n", ns, "link", "set", ifn, "up"])?;
-        }
-        if opts.static_neighbors {
-            let mac_a = testbed.mac(Side::A)?;
-            let mac_b = testbed.mac(Side::B)?;
-            for (ns, ifn, peer, mac) in [(&a, IF_A, ADDR_B, &mac_b), (&b, IF_B, ADDR_A, &mac_a)] {
-                run(&[
-                    "ip",
-                    "-n",
-                    ns,
-                    "neigh",
-                    "replace",
-                    peer,
-                    "lladdr",
-                    mac,
-                    "dev",
-                    ifn,
-                    "nud",
-                    "permanent",
-                ])?;
-            }
-        }
-        let link = EmuLink::attach(&m, IF_MA, IF_MB, a_to_b, b_to_a)?;
-        Ok(EmulatedPath {
-            link,
-            middle,
-            testbed,
-        })
+        let testbed = Testbed::build(layout, &spec)?;
+        let link = EmuLink::attach(testbed.middle_ns(), IF_MA, IF_MB, a_to_b, b_to_a)?;
+        Ok(EmulatedPath { link, testbed })
     }
 
     /// The underlying testbed of sides A and B (namespaces, addresses, `exec`, interface
@@ -184,7 +105,7 @@ impl EmulatedPath {
 
     /// Name of the middle namespace (where the forwarders' sockets live).
     pub fn middle_ns(&self) -> &str {
-        &self.middle.0
+        self.testbed.middle_ns()
     }
 
     /// A `Command` that runs `program` inside a side's namespace.

@@ -1,10 +1,6 @@
-//! Building a named lab (`up`), verifying it against the kernel's read-back, starting its
-//! emulator process, and removing labs (`down`, `down_all`, stale detection).
-//!
-//! Process count of a plain pair: one `ip -batch` in the host namespace (namespaces and
-//! veth), one `ip -batch` per endpoint (run in parallel, from threads that entered the
-//! namespaces), then the read-back (`ip`, `ethtool -k`, `tc` per endpoint, in parallel).
-//! `down` is one `ip -batch` of `netns del`.
+//! Building a named lab (`up`) with the one builder ([`crate::builder`]), verifying it
+//! against the kernel's read-back, starting its emulator process, and removing labs
+//! (`down`, `down_all`, stale detection).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,252 +8,15 @@ use std::time::{Duration, Instant};
 use super::readback::{self, EndpointReport, LabReport};
 use super::spec::on_off;
 use super::state::{self, EmulatorProc, Files, LabState, Phase, ProcRef, STATE_VERSION};
-use super::sys::{self, BatchLine};
+use super::sys;
 use super::{
     is_root, names, DownReport, Endpoint, LabManager, LabSpec, NamedError, OffloadSetting,
-    OwnedLab, StaleLab, CLIENT_MAC, IF_MID_CLIENT, IF_MID_SERVER, SERVER_MAC, STATE_DIR_ENV,
-    SUBNET_IPV4, SUBNET_IPV6,
+    OwnedLab, StaleLab, STATE_DIR_ENV, SUBNET_IPV4, SUBNET_IPV6,
 };
+use crate::builder::{self, Layout, EMU_OFFLOADS_OFF};
 
-/// MACs of the middle ends (never seen by the endpoints: frames are forwarded unchanged).
-const MID_CLIENT_MAC: &str = "02:77:62:00:00:11";
-const MID_SERVER_MAC: &str = "02:77:62:00:00:12";
-/// Offloads switched off on every veth end of an emulated link (see [`crate::emu`]).
-const EMU_OFFLOADS_OFF: &[&str] = &["tx", "tso", "gso"];
 /// How long `up` waits for the emulator to answer.
 const EMULATOR_READY: Duration = Duration::from_secs(5);
-
-fn panicked(ns: &str) -> NamedError {
-    NamedError::Lab(crate::LabError::Panicked { ns: ns.to_string() })
-}
-
-/// The tbf parameters for `rate_bps` on a link with `mtu`: a bucket of 1 ms at the rate
-/// (at least two frames), a queue of 20 ms (at least four buckets).
-pub(crate) fn tbf_params(rate_bps: u64, mtu: u32) -> (u64, u64) {
-    let per_ms = rate_bps / 8 / 1000;
-    let burst = per_ms.max(2 * (u64::from(mtu) + 14)).max(4096);
-    let limit = (per_ms * 20).max(4 * burst);
-    (burst, limit)
-}
-
-fn host_lines(spec: &LabSpec) -> Vec<BatchLine> {
-    let n = &spec.name;
-    let (c, s, m) = (names::client(n), names::server(n), names::middle(n));
-    let mut l = vec![
-        BatchLine::plain(format!("netns add {c}")),
-        BatchLine::plain(format!("netns add {s}")),
-    ];
-    let veth = |a: &str, amac: &str, ans: &str, b: &str, bmac: &str, bns: &str| {
-        BatchLine::plain(format!(
-            "link add {a} address {amac} netns {ans} type veth peer name {b} address {bmac} netns {bns}"
-        ))
-    };
-    let (ic, is) = (Endpoint::Client.ifname(), Endpoint::Server.ifname());
-    if spec.uses_emulator() {
-        l.push(BatchLine::plain(format!("netns add {m}")));
-        l.push(veth(ic, CLIENT_MAC, &c, IF_MID_CLIENT, MID_CLIENT_MAC, &m));
-        l.push(veth(is, SERVER_MAC, &s, IF_MID_SERVER, MID_SERVER_MAC, &m));
-    } else {
-        l.push(veth(ic, CLIENT_MAC, &c, is, SERVER_MAC, &s));
-    }
-    l
-}
-
-fn endpoint_lines(spec: &LabSpec, side: Endpoint) -> Vec<BatchLine> {
-    let ifn = side.ifname();
-    let peer = match side {
-        Endpoint::Client => Endpoint::Server,
-        Endpoint::Server => Endpoint::Client,
-    };
-    let peer_mac = match peer {
-        Endpoint::Client => CLIENT_MAC,
-        Endpoint::Server => SERVER_MAC,
-    };
-    let mtu = spec.mtu.to_string();
-    let mut l = vec![
-        BatchLine::plain("link set lo up"),
-        BatchLine::for_setting(format!("link set {ifn} mtu {mtu}"), "mtu", &mtu),
-        BatchLine::plain(format!("addr add {}/24 dev {ifn}", side.ipv4())),
-    ];
-    if spec.ipv6 {
-        l.push(BatchLine::for_setting(
-            format!("addr add {}/64 dev {ifn} nodad", side.ipv6()),
-            "ipv6",
-            "on",
-        ));
-    }
-    l.push(BatchLine::plain(format!("link set {ifn} up")));
-    l.push(BatchLine::plain(format!(
-        "neigh replace {} lladdr {peer_mac} dev {ifn} nud permanent",
-        peer.ipv4()
-    )));
-    if spec.ipv6 {
-        l.push(BatchLine::plain(format!(
-            "neigh replace {} lladdr {peer_mac} dev {ifn} nud permanent",
-            peer.ipv6()
-        )));
-    }
-    if let Some(cc) = &spec.cc {
-        l.push(BatchLine::for_setting(
-            format!(
-                "route replace {SUBNET_IPV4} dev {ifn} proto kernel scope link src {} congctl {cc}",
-                side.ipv4()
-            ),
-            "cc",
-            cc,
-        ));
-        if spec.ipv6 {
-            l.push(BatchLine::for_setting(
-                format!(
-                    "route replace {SUBNET_IPV6} dev {ifn} proto kernel metric 256 congctl {cc}"
-                ),
-                "cc",
-                cc,
-            ));
-        }
-    }
-    l
-}
-
-/// Inside the namespace: disable IPv6 (unless wanted) and write the spec's sysctls.
-fn write_sysctls(spec: &LabSpec, side: Option<Endpoint>) -> Result<(), NamedError> {
-    if (!spec.ipv6 || side.is_none()) && std::path::Path::new("/proc/sys/net/ipv6").exists() {
-        for key in ["all", "default"] {
-            let path = format!("/proc/sys/net/ipv6/conf/{key}/disable_ipv6");
-            sys::write_proc(&path, "1").map_err(|source| NamedError::Io {
-                what: format!("writing {path}"),
-                source,
-            })?;
-        }
-    }
-    let Some(side) = side else { return Ok(()) };
-    for s in spec
-        .sysctls
-        .iter()
-        .filter(|s| s.sides.includes(side == Endpoint::Client))
-    {
-        sys::write_proc(&s.proc_path(), &s.value).map_err(|e| NamedError::Refused {
-            setting: "sysctl".into(),
-            value: s.to_arg(),
-            detail: format!("writing {} in {}: {e}", s.proc_path(), side.ns(&spec.name)),
-        })?;
-    }
-    Ok(())
-}
-
-/// `ethtool -K` with the offloads an endpoint gets; the outcome is judged on read-back
-/// (which names the setting), so only a missing tool is an error here. A group (`tso`)
-/// is also switched sub-feature by sub-feature, as this device lists them: the legacy
-/// group names of `ethtool` may not cover features newer than the tool (on Linux 6.18,
-/// `tso off` leaves `tx-tcp-accecn-segmentation` on).
-fn apply_offloads(spec: &LabSpec, ifn: &str) -> Result<(), NamedError> {
-    let mut asked: Vec<OffloadSetting> = Vec::new();
-    if spec.uses_emulator() {
-        for f in EMU_OFFLOADS_OFF {
-            asked.push(OffloadSetting {
-                name: f.to_string(),
-                on: false,
-            });
-        }
-    }
-    asked.extend(spec.offloads.iter().cloned());
-    if asked.is_empty() {
-        return Ok(());
-    }
-    let raw = sys::run(Command::new("ethtool").args(["-k", ifn]))?;
-    let mut args: Vec<String> = vec!["-K".into(), ifn.into()];
-    for o in &asked {
-        let (arg, feature) = o.ethtool_names();
-        if readback::evaluate(&raw, feature, None).is_none() {
-            return Err(NamedError::InvalidSetting {
-                setting: "offload".into(),
-                value: o.to_arg(),
-                reason: format!("`ethtool -k {ifn}` lists no feature {feature:?}"),
-            });
-        }
-        let state = on_off(o.on).to_string();
-        args.extend([arg.to_string(), state.clone()]);
-        for sub in readback::subfeatures(&raw, feature) {
-            args.extend([sub, state.clone()]);
-        }
-    }
-    sys::output(Command::new("ethtool").args(&args), None)?;
-    Ok(())
-}
-
-fn configure_endpoint(spec: &LabSpec, side: Endpoint) -> Result<(), NamedError> {
-    let ns = side.ns(&spec.name);
-    let ifn = side.ifname();
-    sys::in_ns(&ns, || {
-        write_sysctls(spec, Some(side))?;
-        sys::ip_batch(None, &[], &endpoint_lines(spec, side))?;
-        apply_offloads(spec, ifn)?;
-        let rate_here = side == Endpoint::Client || spec.rate_both;
-        if let (Some(rate), true) = (spec.rate_bps, rate_here) {
-            let (burst, limit) = tbf_params(rate, spec.mtu);
-            let mut tc = Command::new("tc");
-            tc.args(["qdisc", "replace", "dev", ifn, "root", "tbf", "rate"])
-                .arg(format!("{rate}bit"))
-                .args(["burst", &burst.to_string(), "limit", &limit.to_string()]);
-            sys::run(&mut tc).map_err(|e| NamedError::Refused {
-                setting: "rate".into(),
-                value: format!("{rate}bit"),
-                detail: e.to_string(),
-            })?;
-        }
-        for (flag, mask, file) in [
-            (
-                "rps",
-                spec.rps_of(side == Endpoint::Server),
-                "rx-0/rps_cpus",
-            ),
-            ("xps", spec.xps_cpus.as_ref(), "tx-0/xps_cpus"),
-        ] {
-            let Some(mask) = mask else { continue };
-            let path = format!("/sys/class/net/{ifn}/queues/{file}");
-            let mut tee = Command::new("ip");
-            tee.args(["netns", "exec", &ns, "tee", &path]);
-            let out = sys::output(&mut tee, Some(mask))?;
-            if !out.status.success() {
-                return Err(NamedError::Refused {
-                    setting: flag.into(),
-                    value: mask.clone(),
-                    detail: sys::stderr_text(&out),
-                });
-            }
-        }
-        if let Some(cc) = &spec.cc {
-            // Best effort: a child namespace may only choose an algorithm of
-            // tcp_allowed_congestion_control; the routes carry congctl in any case.
-            let _ = sys::write_proc("/proc/sys/net/ipv4/tcp_congestion_control", cc);
-        }
-        Ok(())
-    })
-}
-
-fn configure_middle(spec: &LabSpec) -> Result<(), NamedError> {
-    let ns = names::middle(&spec.name);
-    let mtu = spec.mtu.to_string();
-    sys::in_ns(&ns, || {
-        write_sysctls(spec, None)?;
-        let mut lines = vec![BatchLine::plain("link set lo up")];
-        for ifn in [IF_MID_CLIENT, IF_MID_SERVER] {
-            lines.push(BatchLine::for_setting(
-                format!("link set {ifn} mtu {mtu}"),
-                "mtu",
-                &mtu,
-            ));
-            lines.push(BatchLine::plain(format!("link set {ifn} up")));
-        }
-        sys::ip_batch(None, &[], &lines)?;
-        for ifn in [IF_MID_CLIENT, IF_MID_SERVER] {
-            sys::run(Command::new("ethtool").args([
-                "-K", ifn, "tso", "off", "gso", "off", "gro", "off", "tx", "off",
-            ]))?;
-        }
-        Ok(())
-    })
-}
 
 fn refused(setting: &str, value: &str, detail: String) -> NamedError {
     NamedError::Refused {
@@ -487,21 +246,9 @@ impl LabManager {
         files: &Files,
         st: &mut LabState,
     ) -> Result<LabReport, NamedError> {
-        sys::ip_batch(None, &[], &host_lines(spec))?;
-        std::thread::scope(|s| -> Result<(), NamedError> {
-            let c = s.spawn(|| configure_endpoint(spec, Endpoint::Client));
-            let m = spec
-                .uses_emulator()
-                .then(|| s.spawn(|| configure_middle(spec)));
-            configure_endpoint(spec, Endpoint::Server)?;
-            c.join()
-                .map_err(|_| panicked(&names::client(&spec.name)))??;
-            if let Some(m) = m {
-                m.join()
-                    .map_err(|_| panicked(&names::middle(&spec.name)))??;
-            }
-            Ok(())
-        })?;
+        // The lab outlives this process: its `down` removes the namespaces (also when a
+        // later step fails, see `build`).
+        builder::create(&Layout::named(&spec.name), spec)?.keep();
         if spec.uses_emulator() {
             st.emulator = Some(self.start_emulator(&spec.name, files, st.owner.is_some())?);
             state::write(&files.state, st)?;
@@ -610,7 +357,7 @@ impl LabManager {
             .as_ref()
             .and_then(|s| s.emulator.as_ref())
             .and_then(state::stop_emulator);
-        let namespaces = sys::netns_delete(&names::all(name))?;
+        let namespaces = builder::teardown(&names::all(name))?;
         files.remove_all();
         Ok(DownReport {
             name: name.to_string(),
@@ -731,14 +478,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tbf_sizes() {
-        // 100 Mbit/s: 12.5 kB per ms, but at least two 9000-byte frames.
-        assert_eq!(tbf_params(100_000_000, 9000), (18_028, 250_000));
-        assert_eq!(tbf_params(10_000_000_000, 1500), (1_250_000, 25_000_000));
-        assert_eq!(tbf_params(1_000_000, 1500), (4096, 16_384));
-    }
-
-    #[test]
     fn stale_reasons_follow_the_recorded_processes() {
         let me = ProcRef::current().unwrap();
         let gone = ProcRef {
@@ -786,25 +525,5 @@ mod tests {
             stale_reasons("x", Ok(None)),
             ["namespaces without a state file"]
         );
-    }
-
-    #[test]
-    fn batch_lines_name_their_settings() {
-        let mut spec = LabSpec::new("t");
-        spec.mtu = 70000;
-        spec.cc = Some("cubic".into());
-        spec.ipv6 = true;
-        let l = endpoint_lines(&spec, Endpoint::Client);
-        let mtu = l.iter().find(|b| b.line.contains("mtu 70000")).unwrap();
-        assert_eq!(mtu.setting, Some(("mtu".into(), "70000".into())));
-        assert_eq!(
-            l.iter()
-                .filter(|b| b.line.contains("congctl cubic"))
-                .count(),
-            2
-        );
-        assert_eq!(host_lines(&spec).len(), 3);
-        spec.impair.loss_pct = 1.0;
-        assert_eq!(host_lines(&spec).len(), 5);
     }
 }

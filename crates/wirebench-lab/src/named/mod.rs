@@ -41,18 +41,20 @@
 //!
 //! # Errors and read-back
 //!
-//! [`LabManager::up`] applies every setting and reads it back from the kernel (MTU with
-//! `ip`, offloads with `ethtool -k`, qdiscs with `tc`, congestion control from the routes,
-//! sysctls from the namespace's `/proc/sys`); a setting the kernel refuses or does not
+//! [`LabManager::up`] builds the lab with the crate's one builder (the one that builds
+//! [`crate::Testbed`] and [`crate::emu::EmulatedPath`] too, with another layout of names
+//! and addresses) and reads every setting back from the kernel (MTU with `ip`, offloads
+//! with `ethtool -k`, qdiscs with `tc`, congestion control from the routes, sysctls from
+//! the namespace's `/proc/sys`); a setting the kernel refuses or does not
 //! reflect is [`NamedError::Refused`] naming the setting and the value, and everything
 //! built so far is removed.
 
 mod build;
 mod emud;
-mod readback;
+pub(crate) mod readback;
 mod spec;
 mod state;
-mod sys;
+pub(crate) mod sys;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};

@@ -269,6 +269,11 @@ impl LabSpec {
     /// congestion control that is not available) are refused by [`super::LabManager::up`].
     pub fn validate(&self) -> Result<(), NamedError> {
         validate_name(&self.name)?;
+        self.validate_settings()
+    }
+
+    /// [`validate`](Self::validate) without the name (which only a named lab has).
+    pub(crate) fn validate_settings(&self) -> Result<(), NamedError> {
         if self.mtu == 0 {
             return Err(invalid("mtu", "0", "must be positive"));
         }

@@ -199,17 +199,6 @@ pub(crate) fn netns_list() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Deletes the given namespaces (those that exist) with one `ip -batch`.
-pub(crate) fn netns_delete(names: &[String]) -> Result<Vec<String>, NamedError> {
-    let present: Vec<String> = names.iter().filter(|n| netns_exists(n)).cloned().collect();
-    let lines: Vec<BatchLine> = present
-        .iter()
-        .map(|n| BatchLine::plain(format!("netns del {n}")))
-        .collect();
-    ip_batch(None, &[], &lines)?;
-    Ok(present)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
