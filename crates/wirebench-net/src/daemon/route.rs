@@ -44,11 +44,25 @@ pub(super) struct Admission<'a> {
     pub(super) group: Option<(u64, u64)>,
 }
 
-/// Join the running admission group `group` of `peer_key` with a test of `flows` flows: true
-/// when the group exists, has room for another test, and its flows stay within `max_flows`.
-pub(super) fn join_group(state: &State, peer_key: &str, group: u64, flows: u64) -> bool {
+/// What joining a running admission group found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GroupJoin {
+    /// Joined: the test runs in its group's peer slot.
+    Joined,
+    /// The group runs but has no room for this test (its tests, or its flows within
+    /// `max_flows`): the test is refused at once, as waiting for a slot of its own would run
+    /// it after its group ended (a loaded test without its load).
+    Full,
+    /// No such group runs (the test is the first of it, or its group ended).
+    Absent,
+}
+
+/// Join the running admission group `group` of `peer_key` with a test of `flows` flows:
+/// [`GroupJoin::Joined`] when the group exists, has room for another test, and its flows
+/// stay within `max_flows`.
+pub(super) fn join_group(state: &State, peer_key: &str, group: u64, flows: u64) -> GroupJoin {
     let Ok(mut m) = state.groups.lock() else {
-        return false;
+        return GroupJoin::Absent;
     };
     match m.get_mut(&(peer_key.to_string(), group)) {
         Some((tests, sum))
@@ -57,9 +71,10 @@ pub(super) fn join_group(state: &State, peer_key: &str, group: u64, flows: u64) 
         {
             *tests += 1;
             *sum += flows;
-            true
+            GroupJoin::Joined
         }
-        _ => false,
+        Some(_) => GroupJoin::Full,
+        None => GroupJoin::Absent,
     }
 }
 
@@ -254,7 +269,11 @@ mod tests {
         let st = state(10);
         let first = admit(&st, "p", 1, Some((7, 4)));
         assert!(!open_group(&st, "p", 7, 1), "the group runs already");
-        assert!(join_group(&st, "p", 7, 6), "room: 4 + 6 flows of 10");
+        assert_eq!(
+            join_group(&st, "p", 7, 6),
+            GroupJoin::Joined,
+            "room: 4 + 6 flows of 10"
+        );
         let second = Admission {
             state: &st,
             token: Token([2; 16]),
@@ -284,14 +303,27 @@ mod tests {
     fn a_group_is_joined_only_within_its_tests_and_flows() {
         let st = state(10);
         let _first = admit(&st, "p", 1, Some((7, 4)));
-        assert!(!join_group(&st, "p", 7, 7), "4 + 7 flows exceed 10");
-        assert!(!join_group(&st, "p", 8, 1), "no such group");
-        assert!(!join_group(&st, "q", 7, 1), "another peer's group");
+        assert_eq!(
+            join_group(&st, "p", 7, 7),
+            GroupJoin::Full,
+            "4 + 7 flows exceed 10"
+        );
+        assert_eq!(
+            join_group(&st, "p", 8, 1),
+            GroupJoin::Absent,
+            "no such group"
+        );
+        assert_eq!(
+            join_group(&st, "q", 7, 1),
+            GroupJoin::Absent,
+            "another peer's group"
+        );
         for _ in 1..ADMISSION_GROUP_TESTS {
-            assert!(join_group(&st, "p", 7, 1));
+            assert_eq!(join_group(&st, "p", 7, 1), GroupJoin::Joined);
         }
-        assert!(
-            !join_group(&st, "p", 7, 1),
+        assert_eq!(
+            join_group(&st, "p", 7, 1),
+            GroupJoin::Full,
             "a group holds at most {ADMISSION_GROUP_TESTS} tests"
         );
     }

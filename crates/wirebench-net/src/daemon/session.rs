@@ -27,7 +27,8 @@ use super::lograte::{log_refused, log_refused_as};
 use super::records::{record, RecordStatus, TestRecord};
 use super::relay::Relay;
 use super::route::{
-    finishing, join_group, open_group, Admission, DataConn, PendingTest, CRR_QUEUE, FINISHING_GRACE,
+    finishing, join_group, open_group, Admission, DataConn, GroupJoin, PendingTest, CRR_QUEUE,
+    FINISHING_GRACE,
 };
 use super::State;
 use crate::conn::Control;
@@ -262,9 +263,18 @@ pub(super) fn admit(
             };
         } else if prev >= cap {
             Some((prev, cap, BusyScope::Server, finishing(state, None)))
-        } else if group.is_some_and(|(g, flows)| join_group(state, peer_key, g, flows)) {
-            // A later test of a running group: the group already holds the peer's slot.
-            return Ok(group);
+        } else if let Some(join) = group
+            .map(|(g, flows)| join_group(state, peer_key, g, flows))
+            .filter(|j| *j != GroupJoin::Absent)
+        {
+            if join == GroupJoin::Joined {
+                // A later test of a running group: the group already holds the peer's slot.
+                return Ok(group);
+            }
+            // A running group without room: refused at once. Waiting for a peer slot of its
+            // own would admit it only once its group (a load) had ended.
+            state.running.fetch_sub(1, Ordering::AcqRel);
+            return Err((1, peer_cap, BusyScope::Peer));
         } else {
             let peer_prev = match state.per_peer.lock() {
                 Ok(mut m) => {
