@@ -146,7 +146,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use wirebench_model::abort::{AbortReason, EngineKind};
+use wirebench_model::abort::AbortReason;
 use wirebench_model::rr::{
     OpenLoopCounts, RrCounts, RrFlowInterval, RrFlowSide, RrInterval, RrRole, RrSide,
 };
@@ -733,7 +733,7 @@ pub fn run(
                 .map(|h| h.and_then(|h| h.join().ok()))
                 .collect::<Vec<Option<FlowEnd>>>()
         });
-        let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
+        let (window_start_ns, stop_ns) = (out.end.window_start_ns, out.end.stop_ns);
         let mut merged = (role == RrRole::Client).then(LatencyHistogram::new);
         let edges = (start, window_start_ns, stop_ns);
         let out_flows: Vec<RrFlowSide> = out
@@ -749,38 +749,22 @@ pub fn run(
                 });
             }
         }
-        let cpu = out
-            .cpu
-            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
-            .ok();
-        EngineOutput {
-            data: RrSide {
-                role,
-                close_mode: crr_client.then_some(cfg.close_mode),
-                window: Span {
-                    start_ns: window_start_ns,
-                    end_ns: stop_ns,
-                },
-                flows: out_flows,
-                latency: merged.as_ref().map(LatencyHistogram::summary),
-                latency_histogram: merged
-                    .as_ref()
-                    .map(wirebench_stats::buckets::LatencyBuckets::of),
-                intervals: out.intervals,
+        let data = RrSide {
+            role,
+            close_mode: crr_client.then_some(cfg.close_mode),
+            window: Span {
+                start_ns: window_start_ns,
+                end_ns: stop_ns,
             },
-            cpu,
-            warnings,
-            aborted: out.aborted,
-            window: out.window_opened.then_some(Span {
-                start_ns: out.window_start_ns,
-                end_ns: out.stop_ns,
-            }),
-            engine: EngineKind::ThreadPerFlow {
-                threads: (n * threads_per_flow) as u32,
-                placement: cfg.timing.pin.placement(n * threads_per_flow),
-            },
-            buffer_offset: cfg.timing.buffer_offset,
-        }
+            flows: out_flows,
+            latency: merged.as_ref().map(LatencyHistogram::summary),
+            latency_histogram: merged
+                .as_ref()
+                .map(wirebench_stats::buckets::LatencyBuckets::of),
+            intervals: out.intervals,
+        };
+        let engine = cfg.timing.pin.thread_per_flow(n * threads_per_flow);
+        EngineOutput::new(data, out.end, warnings, engine, &cfg.timing)
     })
 }
 
