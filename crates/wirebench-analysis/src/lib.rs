@@ -55,7 +55,7 @@ mod tests;
 
 use wirebench_model::result::{Aggregate, RunRecord, RunStatus, Summary, WorkloadSummary};
 use wirebench_model::side::{HostRole, SideReport, SideStatus};
-use wirebench_model::spec::{FlowDir, TestSpec, WorkloadKind};
+use wirebench_model::spec::{CommonSpec, FlowDir, TestSpec, WorkloadKind, WorkloadSpec};
 use wirebench_model::warning::{Noted, Warning};
 use wirebench_stats::ci::{self, ConfidenceLevel, Interval};
 
@@ -217,6 +217,27 @@ fn window_caps(spec: &TestSpec, reports: &[(HostRole, &SideReport)], warnings: &
     }
 }
 
+/// A request/response workload's summary of a test of `common` and `w` from both `ends`
+/// (an empty one when the client has no request/response figures), with no payload
+/// delivered and the transactions (per second, count), if measured.
+fn rr_summary<W: rr::RrWorkload>(
+    (common, w): (&CommonSpec, &W),
+    (client, server): (&SideReport, Option<&SideReport>),
+    warnings: &mut Warnings,
+) -> (WorkloadSummary, (f64, u64), Option<(f64, u64)>) {
+    match rr::summarize((common, w), client, server, warnings) {
+        Some(r) => {
+            let tx = Some((r.transactions_per_s, r.transactions));
+            (WorkloadSummary::Rr(Box::new(r)), (0.0, 0), tx)
+        }
+        None => (
+            WorkloadSummary::Rr(Box::new(rr::empty(common, w))),
+            (0.0, 0),
+            None,
+        ),
+    }
+}
+
 /// Figures derived from both ends' reports of one run. `server` is `None` when the server's
 /// report never arrived; `same_host` says both ends share one kernel (embedded server,
 /// loopback, equal boot ids).
@@ -257,28 +278,22 @@ pub fn summarize_with_iperf3(
         }
     }
     window_caps(spec, &reports, &mut warnings);
-    let (workload, delivered, transactions) = match spec.kind() {
-        WorkloadKind::Stream => {
-            let s = stream::summarize(spec, &reports, server.is_some(), &mut warnings);
+    let common = &spec.common;
+    let ends = (client, server);
+    let (workload, delivered, transactions) = match &spec.workload {
+        WorkloadSpec::Stream(st) => {
+            let s = stream::summarize((common, st), &reports, server.is_some(), &mut warnings);
             let d = stream::delivered(&s);
             (WorkloadSummary::Stream(s), d, None)
         }
-        WorkloadKind::UdpStream => {
-            let u = udp::summarize(spec, &reports, &mut warnings);
+        WorkloadSpec::UdpStream(u) => {
+            let u = udp::summarize((common, u), &reports, &mut warnings);
             let d = udp::delivered(&u);
             (WorkloadSummary::UdpStream(u), d, None)
         }
-        _ => match rr::summarize(spec, client, server, &mut warnings) {
-            Some(r) => {
-                let tx = Some((r.transactions_per_s, r.transactions));
-                (WorkloadSummary::Rr(Box::new(r)), (0.0, 0), tx)
-            }
-            None => (
-                WorkloadSummary::Rr(Box::new(rr::empty(spec))),
-                (0.0, 0),
-                None,
-            ),
-        },
+        WorkloadSpec::Rr(r) => rr_summary((common, r), ends, &mut warnings),
+        WorkloadSpec::Crr(r) => rr_summary((common, r), ends, &mut warnings),
+        WorkloadSpec::UdpRr(r) => rr_summary((common, r), ends, &mut warnings),
     };
     let mut workload = workload;
     if let Some(i3) = iperf3_server {

@@ -22,7 +22,9 @@ use wirebench_model::result::{
 };
 use wirebench_model::rr::{BusyPollFlow, RrCounts, RrInterval, RrSide};
 use wirebench_model::side::{HostRole, SideReport, SideStatus};
-use wirebench_model::spec::{RrLoop, TestSpec, WorkloadKind, WorkloadSpec};
+use wirebench_model::spec::{
+    BusyPoll, CommonSpec, CrrSpec, RrLoop, RrSpec, UdpRrSpec, WorkloadKind,
+};
 use wirebench_model::warning::Warning;
 use wirebench_stats::summary::{jain_index, spread};
 
@@ -32,46 +34,86 @@ use super::{both_completed, per_s, Warnings};
 pub const OPEN_LOOP_BEHIND_FRACTION: f64 = 0.95;
 
 /// The spec's request/response shape: sizes, burst, open-loop rate and cap.
-struct Shape {
+pub(crate) struct Shape {
     request: u32,
     response: u32,
     burst: u32,
     open: Option<(u64, u32)>,
 }
 
-fn shape(spec: &TestSpec) -> Shape {
-    let (request, response) = spec.workload.rr_sizes().unwrap_or((0, 0));
-    let (burst, open) = match &spec.workload {
-        WorkloadSpec::Rr(r) => match r.pacing {
+/// What the request/response analysis reads of a request/response workload's own spec
+/// ([`RrSpec`], [`CrrSpec`], [`UdpRrSpec`]).
+pub(crate) trait RrWorkload {
+    /// The workload's tag.
+    const KIND: WorkloadKind;
+    /// Sizes, burst and open-loop schedule.
+    fn shape(&self) -> Shape;
+    /// The busy polling asked for.
+    fn busy_poll(&self) -> Option<BusyPoll> {
+        None
+    }
+}
+
+impl RrWorkload for RrSpec {
+    const KIND: WorkloadKind = WorkloadKind::Rr;
+    fn shape(&self) -> Shape {
+        let (burst, open) = match self.pacing {
             RrLoop::Closed { burst } => (burst, None),
             RrLoop::Open {
                 transactions_per_s,
                 max_outstanding,
             } => (1, Some((transactions_per_s, max_outstanding))),
-        },
-        WorkloadSpec::Crr(_)
-        | WorkloadSpec::UdpRr(_)
-        | WorkloadSpec::Stream(_)
-        | WorkloadSpec::UdpStream(_) => (1, None),
-    };
-    Shape {
-        request,
-        response,
-        burst,
-        open,
+        };
+        Shape {
+            request: self.request_size_bytes,
+            response: self.response_size_bytes,
+            burst,
+            open,
+        }
+    }
+    fn busy_poll(&self) -> Option<BusyPoll> {
+        self.busy_poll
     }
 }
 
-/// The summary of a run whose client reported no request/response figures.
-pub(crate) fn empty(spec: &TestSpec) -> RrSummary {
-    let s = shape(spec);
+impl RrWorkload for CrrSpec {
+    const KIND: WorkloadKind = WorkloadKind::Crr;
+    fn shape(&self) -> Shape {
+        Shape {
+            request: self.request_size_bytes,
+            response: self.response_size_bytes,
+            burst: 1,
+            open: None,
+        }
+    }
+}
+
+impl RrWorkload for UdpRrSpec {
+    const KIND: WorkloadKind = WorkloadKind::UdpRr;
+    fn shape(&self) -> Shape {
+        Shape {
+            request: self.request_size_bytes,
+            response: self.response_size_bytes,
+            burst: 1,
+            open: None,
+        }
+    }
+    fn busy_poll(&self) -> Option<BusyPoll> {
+        self.busy_poll
+    }
+}
+
+/// The summary of a run of `common` and `w` whose client reported no request/response
+/// figures.
+pub(crate) fn empty<W: RrWorkload>(common: &CommonSpec, w: &W) -> RrSummary {
+    let s = w.shape();
     RrSummary {
-        workload: spec.kind(),
+        workload: W::KIND,
         close_mode: None,
         request_size_bytes: s.request,
         response_size_bytes: s.response,
         burst: s.burst,
-        flows: spec.common.flows,
+        flows: common.flows,
         window_ns: 0,
         transactions: 0,
         transactions_per_s: 0.0,
@@ -90,9 +132,13 @@ pub(crate) fn empty(spec: &TestSpec) -> RrSummary {
     }
 }
 
-/// How each end busy-polled, when the spec asked for it.
-fn busy_poll(spec: &TestSpec, c: &RrSide, s: Option<&RrSide>) -> Option<BusyPollSummary> {
-    let requested = spec.workload.busy_poll()?;
+/// How each end busy-polled, when the spec asked for it (`requested`).
+fn busy_poll(
+    requested: Option<BusyPoll>,
+    c: &RrSide,
+    s: Option<&RrSide>,
+) -> Option<BusyPollSummary> {
+    let requested = requested?;
     let end = |host, side: &RrSide| {
         let applied: Vec<&BusyPollFlow> = side
             .flows
@@ -201,10 +247,11 @@ fn open_loop(
     })
 }
 
-/// The request/response summary, from the client's report (and the server's, if any).
-/// Returns `None` (with a warning) when the client has no request/response figures.
-pub(crate) fn summarize(
-    spec: &TestSpec,
+/// The request/response summary of a test of `common` and `w`, from the client's report
+/// (and the server's, if any). Returns `None` (with a warning) when the client has no
+/// request/response figures.
+pub(crate) fn summarize<W: RrWorkload>(
+    (common, w): (&CommonSpec, &W),
     client: &SideReport,
     server: Option<&SideReport>,
     warnings: &mut Warnings,
@@ -219,7 +266,7 @@ pub(crate) fn summarize(
     let client_total = c.total_sum();
     let server_total = s.map(RrSide::total_sum);
     if let (Some(st), true) = (server_total, both_completed(client, server)) {
-        if spec.kind() == WorkloadKind::Rr && st.transactions != client_total.transactions {
+        if W::KIND == WorkloadKind::Rr && st.transactions != client_total.transactions {
             warnings.run(Warning::RequestsInFlight {
                 server_transactions: st.transactions,
                 client_transactions: client_total.transactions,
@@ -230,17 +277,17 @@ pub(crate) fn summarize(
     let attempts = client_window
         .transactions
         .saturating_add(client_window.lost);
-    let loss_pct = (spec.kind() == WorkloadKind::UdpRr && attempts > 0)
+    let loss_pct = (W::KIND == WorkloadKind::UdpRr && attempts > 0)
         .then(|| client_window.lost as f64 / attempts as f64 * 100.0);
-    let sh = shape(spec);
+    let sh = w.shape();
     let aborted = client.status != SideStatus::Completed;
     Some(RrSummary {
-        workload: spec.kind(),
+        workload: W::KIND,
         close_mode: c.close_mode,
         request_size_bytes: sh.request,
         response_size_bytes: sh.response,
         burst: sh.burst,
-        flows: spec.common.flows,
+        flows: common.flows,
         window_ns,
         transactions: client_window.transactions,
         transactions_per_s: per_s(client_window.transactions, window_ns),
@@ -259,7 +306,7 @@ pub(crate) fn summarize(
             .iter()
             .map(|i| interval_row(HostRole::Client, i))
             .collect(),
-        busy_poll: busy_poll(spec, c, s),
+        busy_poll: busy_poll(w.busy_poll(), c, s),
     })
 }
 

@@ -55,7 +55,7 @@ use wirebench_model::side::{
     ByteInterval, FlowSide, HostRole, PathUsed, RecvWaitStats, Role, SideReport, Span,
     TcpInfoReport, ZeroCopyStats,
 };
-use wirebench_model::spec::{FlowDir, RecvPath, SendPath, TestSpec, WorkloadSpec};
+use wirebench_model::spec::{CommonSpec, FlowDir, RecvPath, SendPath, StreamSpec, TestSpec};
 use wirebench_model::warning::Warning;
 use wirebench_stats::summary::{jain_index, spread};
 
@@ -99,21 +99,25 @@ fn locate<'a>(
 
 /// Flow id → direction, from the spec alone.
 pub(crate) fn spec_flow_map(spec: &TestSpec) -> BTreeMap<u32, FlowDir> {
-    spec.flow_dirs()
-        .into_iter()
+    flow_dir_map(spec.flow_dirs())
+}
+
+/// Flow id → direction of `dirs`, the flows in flow-id order.
+pub(crate) fn flow_dir_map(dirs: Vec<FlowDir>) -> BTreeMap<u32, FlowDir> {
+    dirs.into_iter()
         .enumerate()
         .map(|(i, d)| (u32::try_from(i).unwrap_or(u32::MAX), d))
         .collect()
 }
 
-/// Flow id → direction: the spec's flows, plus any flow a report carries that the spec does
-/// not (with a warning).
+/// Flow id → direction: the spec's flows (`dirs`), plus any flow a report carries that the
+/// spec does not (with a warning).
 fn flow_map(
-    spec: &TestSpec,
+    dirs: Vec<FlowDir>,
     reports: &[(HostRole, &SideReport)],
     warnings: &mut Warnings,
 ) -> BTreeMap<u32, FlowDir> {
-    let mut map = spec_flow_map(spec);
+    let mut map = flow_dir_map(dirs);
     for (host, r) in reports {
         for f in r.stream().map(|s| s.flows.as_slice()).unwrap_or_default() {
             if let std::collections::btree_map::Entry::Vacant(e) = map.entry(f.flow) {
@@ -146,14 +150,14 @@ struct Joined<'a> {
     receiver: Option<(HostRole, &'a FlowSide)>,
 }
 
-/// The stream summary of both ends' reports.
+/// The stream summary of both ends' reports of a test of `common` and `stream`.
 pub(crate) fn summarize(
-    spec: &TestSpec,
+    (common, stream): (&CommonSpec, &StreamSpec),
     reports: &[(HostRole, &SideReport)],
     server_present: bool,
     warnings: &mut Warnings,
 ) -> StreamSummary {
-    let map = flow_map(spec, reports, warnings);
+    let map = flow_map(stream.direction.flow_dirs(common.flows), reports, warnings);
     let joined: Vec<(u32, Joined<'_>)> = map
         .iter()
         .map(|(&flow, &dir)| {
@@ -196,13 +200,7 @@ pub(crate) fn summarize(
             worker_waits,
             both_completed,
             both_present: server_present,
-            stop_after: match &spec.workload {
-                WorkloadSpec::Stream(s) => s.stop_after_bytes.map(|n| (n, spec.common.duration_ms)),
-                WorkloadSpec::Rr(_)
-                | WorkloadSpec::Crr(_)
-                | WorkloadSpec::UdpRr(_)
-                | WorkloadSpec::UdpStream(_) => None,
-            },
+            stop_after: stream.stop_after_bytes.map(|n| (n, common.duration_ms)),
         };
         directions.push(direction_summary(&ctx, &members, &per_flow, warnings));
     }

@@ -40,7 +40,7 @@ use wirebench_model::result::{
     UdpLossAttribution, UdpSummary,
 };
 use wirebench_model::side::{HostRole, SideReport};
-use wirebench_model::spec::{FlowDir, TestSpec, WorkloadSpec};
+use wirebench_model::spec::{CommonSpec, FlowDir, UdpStreamSpec};
 use wirebench_model::udp::{UdpFlowInterval, UdpInterval, UdpRecvReport, UdpSendReport, UdpSide};
 use wirebench_model::warning::Warning;
 
@@ -146,9 +146,9 @@ struct FlowJoin {
     summary: UdpFlowSummary,
 }
 
-/// The UDP stream summary from both ends' reports.
+/// The UDP stream summary from both ends' reports of a test of `common` and `udp`.
 pub(crate) fn summarize(
-    spec: &TestSpec,
+    (common, udp): (&CommonSpec, &UdpStreamSpec),
     reports: &[(HostRole, &SideReport)],
     warnings: &mut Warnings,
 ) -> UdpSummary {
@@ -158,9 +158,9 @@ pub(crate) fn summarize(
             .find(|(x, _)| *x == h)
             .and_then(|(_, r)| r.udp())
     };
+    let map = super::stream::flow_dir_map(udp.direction.flow_dirs(common.flows));
     let mut flows = Vec::new();
-    for (i, dir) in spec.flow_dirs().into_iter().enumerate() {
-        let flow = u32::try_from(i).unwrap_or(u32::MAX);
+    for (&flow, &dir) in &map {
         let snd = end(sender_of(dir)).and_then(|u| u.senders.iter().find(|s| s.flow == flow));
         let rcv = end(receiver_of(dir)).and_then(|u| u.receivers.iter().find(|r| r.flow == flow));
         flows.push(join_flow(flow, dir, snd, rcv, warnings));
@@ -170,7 +170,7 @@ pub(crate) fn summarize(
         let members: Vec<&FlowJoin> = flows.iter().filter(|f| f.summary.dir == dir).collect();
         if !members.is_empty() {
             directions.push(direction(
-                spec,
+                udp,
                 dir,
                 &members,
                 end(receiver_of(dir)),
@@ -182,7 +182,6 @@ pub(crate) fn summarize(
     for d in &directions {
         let host = receiver_of(d.dir);
         if let Some(u) = end(host) {
-            let map = super::stream::spec_flow_map(spec);
             intervals.extend(
                 u.intervals
                     .iter()
@@ -253,7 +252,7 @@ fn join_flow(
 }
 
 fn direction(
-    spec: &TestSpec,
+    udp: &UdpStreamSpec,
     dir: FlowDir,
     members: &[&FlowJoin],
     receiving: Option<&UdpSide>,
@@ -264,13 +263,7 @@ fn direction(
     let window_ns = members.iter().map(|f| f.window_ns).max().unwrap_or(0);
     let sent_bytes: u64 = members.iter().map(|f| f.sent_bytes).sum();
     let recv_bytes: u64 = members.iter().map(|f| f.recv_bytes).sum();
-    let spec_shape = match &spec.workload {
-        WorkloadSpec::UdpStream(u) => (u.datagram_bytes, u.rate_bps),
-        WorkloadSpec::Stream(_)
-        | WorkloadSpec::Rr(_)
-        | WorkloadSpec::Crr(_)
-        | WorkloadSpec::UdpRr(_) => (0, None),
-    };
+    let spec_shape = (udp.datagram_bytes, udp.rate_bps);
     let (datagram_bytes, target) = members.iter().find_map(|f| f.shape).unwrap_or(spec_shape);
     if c.pacing_resets > 0 {
         warnings.run(Warning::PacingFellBehind {

@@ -52,6 +52,8 @@ use wirebench_model::abort::{AbortReason, EngineKind, Placement};
 use wirebench_model::side::{CpuReport, Span};
 use wirebench_model::warning::Warning;
 
+use timeline::RunEnd;
+
 /// Where an engine reports while it runs: one interval sample of type `S` at a time, from
 /// the engine's sampling thread.
 pub trait Sink<S>: Send {
@@ -94,6 +96,37 @@ pub struct EngineOutput<D> {
     pub engine: EngineKind,
     /// Where the engine's data buffers started, bytes past a page boundary.
     pub buffer_offset: usize,
+}
+
+impl<D> EngineOutput<D> {
+    /// The output of a run whose timeline ended as `end`: the workload's `data`, the
+    /// `warnings` so far, then what every engine's output shares — the CPU report (or a
+    /// warning, last, saying why there is none), the abort reason, the window if it opened,
+    /// the `engine` and the buffer offset of `timing`.
+    pub(crate) fn new(
+        data: D,
+        end: RunEnd,
+        mut warnings: Vec<Warning>,
+        engine: EngineKind,
+        timing: &Timing,
+    ) -> Self {
+        let cpu = end
+            .cpu
+            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
+            .ok();
+        EngineOutput {
+            data,
+            cpu,
+            warnings,
+            aborted: end.aborted,
+            window: end.window_opened.then_some(Span {
+                start_ns: end.window_start_ns,
+                end_ns: end.stop_ns,
+            }),
+            engine,
+            buffer_offset: timing.buffer_offset,
+        }
+    }
 }
 
 /// When and where an engine runs, and what bounds it: the parameters every engine config
@@ -167,6 +200,14 @@ impl Pinning {
                 .take(threads.max(1))
                 .map(|&c| c as u32)
                 .collect(),
+        }
+    }
+
+    /// The engine kind of `threads` data threads, one per flow, placed by this pinning.
+    pub fn thread_per_flow(&self, threads: usize) -> EngineKind {
+        EngineKind::ThreadPerFlow {
+            threads: threads as u32,
+            placement: self.placement(threads),
         }
     }
 

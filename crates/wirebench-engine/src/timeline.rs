@@ -147,6 +147,18 @@ const FINISHED_POLL: Duration = Duration::from_millis(1);
 /// What the timeline measured.
 #[derive(Debug)]
 pub(crate) struct Outcome<S, R> {
+    /// How the run's window went, for the engine's output ([`crate::EngineOutput::new`]).
+    pub(crate) end: RunEnd,
+    /// The interval samples, tiling `[0, end]` (none without an interval period).
+    pub(crate) intervals: Vec<S>,
+    /// What the flows handed back (the `join` closure's result).
+    pub(crate) done: R,
+}
+
+/// How a run's measurement window went: its edges, the abort reason and the CPU over it —
+/// what every engine's output carries besides its workload's figures.
+#[derive(Debug)]
+pub(crate) struct RunEnd {
     /// When the window opened (ns); the stop instant if it never did (an empty window).
     pub(crate) window_start_ns: u64,
     /// False if the run stopped (abort, interrupt) before the window opened: no figure
@@ -154,14 +166,10 @@ pub(crate) struct Outcome<S, R> {
     pub(crate) window_opened: bool,
     /// The stop instant, or the abort instant (ns).
     pub(crate) stop_ns: u64,
-    /// The interval samples, tiling `[0, end]` (none without an interval period).
-    pub(crate) intervals: Vec<S>,
     /// Set if the run was aborted, with the reason.
     pub(crate) aborted: Option<AbortReason>,
     /// CPU over [window start, stop instant], or why it was not measured.
     pub(crate) cpu: Result<CpuReport, CpuUnmeasured>,
-    /// What the flows handed back (the `join` closure's result).
-    pub(crate) done: R,
 }
 
 /// The policy's verdict on `moved` bytes at `now`.
@@ -271,12 +279,14 @@ impl Timeline {
             intervals.push(engine.sample(index, interval_start_ns, end_ns));
         }
         Outcome {
-            window_start_ns,
-            window_opened,
-            stop_ns,
+            end: RunEnd {
+                window_start_ns,
+                window_opened,
+                stop_ns,
+                aborted: abort.reason(),
+                cpu: cpu::report(&cpu_before, &cpu_after, self.cpus_used.clone()),
+            },
             intervals,
-            aborted: abort.reason(),
-            cpu: cpu::report(&cpu_before, &cpu_after, self.cpus_used.clone()),
             done,
         }
     }

@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use wirebench_engine::rr::{
-    self, CrrClientFlow, CrrServerFlow, OpenLoop, RrConfig, RrFlows, TcpRrFlow, UdpRrFlow,
-    UDP_SEQ_BYTES,
+    self, CrrClient, CrrClientFlow, CrrServer, CrrServerFlow, OpenLoop, Pacing, RrConfig, RrFlows,
+    TcpRrClient, TcpRrFlow, TcpRrServer, UdpRrClient, UdpRrFlow, UdpRrServer, UDP_SEQ_BYTES,
 };
 use wirebench_engine::{Abort, EngineOutput, NullSink, Sink, Timing};
 use wirebench_model::abort::{AbortReason, EngineKind};
@@ -45,6 +45,23 @@ fn cfg(warmup_ms: u64, duration_ms: u64) -> RrConfig {
     }
 }
 
+/// A TCP RR client end of one flow (flow 0) on `stream`.
+fn tcp_client_end(stream: TcpStream, pacing: Pacing) -> RrFlows {
+    RrFlows::TcpClient(TcpRrClient {
+        flows: vec![TcpRrFlow { flow: 0, stream }],
+        pacing,
+        busy_poll: None,
+    })
+}
+
+/// A TCP RR server end of one flow (flow 0) on `stream`.
+fn tcp_server_end(stream: TcpStream) -> RrFlows {
+    RrFlows::TcpServer(TcpRrServer {
+        flows: vec![TcpRrFlow { flow: 0, stream }],
+        busy_poll: None,
+    })
+}
+
 fn window_s(o: &RrOutput) -> f64 {
     o.data.window.len_ns() as f64 / 1e9
 }
@@ -64,32 +81,15 @@ impl Sink<RrInterval> for Collect {
     }
 }
 
-/// Run a TCP RR client against the engine's own server on one connection pair.
-fn tcp_rr_both(c: &RrConfig) -> (RrOutput, RrOutput, Vec<RrInterval>) {
+/// Run a TCP RR client paced by `pacing` against the engine's own server on one connection
+/// pair.
+fn tcp_rr_both(c: &RrConfig, pacing: Pacing) -> (RrOutput, RrOutput, Vec<RrInterval>) {
     let (cs, ss) = tcp_pair();
     let abort = Abort::new();
     thread::scope(|sc| {
-        let server = sc.spawn(|| {
-            rr::run(
-                c,
-                RrFlows::TcpServer(vec![TcpRrFlow {
-                    flow: 0,
-                    stream: ss,
-                }]),
-                &mut NullSink,
-                &abort,
-            )
-        });
+        let server = sc.spawn(|| rr::run(c, tcp_server_end(ss), &mut NullSink, &abort));
         let mut sink = Collect::default();
-        let client = rr::run(
-            c,
-            RrFlows::TcpClient(vec![TcpRrFlow {
-                flow: 0,
-                stream: cs,
-            }]),
-            &mut sink,
-            &abort,
-        );
+        let client = rr::run(c, tcp_client_end(cs, pacing), &mut sink, &abort);
         (client, server.join().unwrap(), sink.0)
     })
 }
@@ -101,7 +101,7 @@ fn tcp_rr_client_and_server_agree() {
     let _g = serial();
     let mut c = cfg(100, 500);
     c.timing.interval = Some(Duration::from_millis(100));
-    let (client, server, live) = tcp_rr_both(&c);
+    let (client, server, live) = tcp_rr_both(&c, Pacing::default());
     let (ct, st) = (client.data.total_sum(), server.data.total_sum());
     let lat = client.data.latency.unwrap();
     eprintln!(
@@ -257,10 +257,10 @@ fn sequential_server(s: TcpStream, req: usize, resp: usize, service: Duration) -
     }
 }
 
-fn tcp_client(c: &RrConfig, stream: TcpStream) -> RrOutput {
+fn tcp_client(c: &RrConfig, pacing: Pacing, stream: TcpStream) -> RrOutput {
     rr::run(
         c,
-        RrFlows::TcpClient(vec![TcpRrFlow { flow: 0, stream }]),
+        tcp_client_end(stream, pacing),
         &mut NullSink,
         &Abort::new(),
     )
@@ -276,7 +276,7 @@ fn tcp_rr_slow_server_latency_and_rate() {
     let server = delay_line_server(ss, 1, 1, Duration::from_millis(2));
     let mut c = cfg(50, 600);
     c.timing.interval = Some(Duration::from_millis(100));
-    let out = tcp_client(&c, cs);
+    let out = tcp_client(&c, Pacing::default(), cs);
     let lat = out.data.latency.unwrap();
     let w = out.data.window_sum().transactions;
     let tps = w as f64 / window_s(&out);
@@ -343,13 +343,7 @@ fn tcp_rr_burst_multiplies_transactions() {
     let run = |burst: u32| {
         let (cs, ss) = tcp_pair();
         let server = delay_line_server(ss, 1, 1, Duration::from_millis(2));
-        let out = tcp_client(
-            &RrConfig {
-                burst,
-                ..cfg(50, 500)
-            },
-            cs,
-        );
+        let out = tcp_client(&cfg(50, 500), Pacing::Closed { burst }, cs);
         assert_eq!(out.data.total_sum().transactions, server.join());
         assert_eq!(out.data.flows[0].error, None);
         out
@@ -394,14 +388,11 @@ fn open_loop_overload_shows_queueing_latency() {
     let (cs, ss) = tcp_pair();
     // Capacity ≈ 1 / 2 ms ≈ 480/s; ask for 1000/s.
     let server = sequential_server(ss, 1, 1, Duration::from_millis(2));
-    let c = RrConfig {
-        open_loop: Some(OpenLoop {
-            per_s: 1000,
-            max_outstanding: 1000,
-        }),
-        ..cfg(0, 600)
-    };
-    let out = tcp_client(&c, cs);
+    let pacing = Pacing::Open(OpenLoop {
+        per_s: 1000,
+        max_outstanding: 1000,
+    });
+    let out = tcp_client(&cfg(0, 600), pacing, cs);
     let ol = out.data.flows[0].open_loop.unwrap();
     let lat = out.data.latency.unwrap();
     let achieved_per_s = flow_achieved_per_s(&out, 0);
@@ -446,14 +437,11 @@ fn open_loop_cap_counts_missed_slots() {
     let _g = serial();
     let (cs, ss) = tcp_pair();
     let server = sequential_server(ss, 1, 1, Duration::from_millis(2));
-    let c = RrConfig {
-        open_loop: Some(OpenLoop {
-            per_s: 1000,
-            max_outstanding: 20,
-        }),
-        ..cfg(0, 500)
-    };
-    let out = tcp_client(&c, cs);
+    let pacing = Pacing::Open(OpenLoop {
+        per_s: 1000,
+        max_outstanding: 20,
+    });
+    let out = tcp_client(&cfg(0, 500), pacing, cs);
     let ol = out.data.flows[0].open_loop.unwrap();
     let lat = out.data.latency.unwrap();
     eprintln!(
@@ -474,14 +462,11 @@ fn open_loop_cap_counts_missed_slots() {
 #[test]
 fn open_loop_low_rate_is_achieved() {
     let _g = serial();
-    let c = RrConfig {
-        open_loop: Some(OpenLoop {
-            per_s: 200,
-            max_outstanding: 100,
-        }),
-        ..cfg(100, 1000)
-    };
-    let (client, server, _) = tcp_rr_both(&c);
+    let pacing = Pacing::Open(OpenLoop {
+        per_s: 200,
+        max_outstanding: 100,
+    });
+    let (client, server, _) = tcp_rr_both(&cfg(100, 1000), pacing);
     let ol = client.data.flows[0].open_loop.unwrap();
     let lat = client.data.latency.unwrap();
     let achieved_per_s = flow_achieved_per_s(&client, 0);
@@ -559,13 +544,19 @@ fn crr_hand_server(
     (addr, seen, h)
 }
 
-fn crr_client_run(c: &RrConfig, addr: SocketAddr) -> RrOutput {
+fn crr_client_run(c: &RrConfig, close_mode: CloseMode, addr: SocketAddr) -> RrOutput {
     rr::run(
         c,
-        RrFlows::CrrClient(vec![CrrClientFlow {
-            flow: 0,
-            connect: Box::new(move || TcpStream::connect_timeout(&addr, Duration::from_secs(1))),
-        }]),
+        RrFlows::CrrClient(CrrClient {
+            flows: vec![CrrClientFlow {
+                flow: 0,
+                connect: Box::new(move || {
+                    TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+                }),
+            }],
+            close_mode,
+            ..CrrClient::default()
+        }),
         &mut NullSink,
         &Abort::new(),
     )
@@ -580,10 +571,9 @@ fn crr_close_modes_seen_by_a_hand_made_server() {
         let c = RrConfig {
             request_size_bytes: 10,
             response_size_bytes: 20,
-            close_mode: mode,
             ..cfg(0, 300)
         };
-        let out = crr_client_run(&c, addr);
+        let out = crr_client_run(&c, mode, addr);
         let t = out.data.total_sum();
         // Let the server see the last close: wait until it has classified as many closes as
         // the client made connections (bounded; the counts are checked exactly below).
@@ -642,24 +632,24 @@ fn crr_client_against_engine_server() {
                 }
             }
         });
-        let c = RrConfig {
-            close_mode: mode,
-            ..cfg(50, 300)
-        };
+        let c = cfg(50, 300);
         let abort = Abort::new();
         let (client, server) = thread::scope(|sc| {
             let server = sc.spawn(|| {
                 rr::run(
                     &c,
-                    RrFlows::CrrServer(vec![CrrServerFlow {
-                        flow: 0,
-                        accepted: rx,
-                    }]),
+                    RrFlows::CrrServer(CrrServer {
+                        flows: vec![CrrServerFlow {
+                            flow: 0,
+                            accepted: rx,
+                        }],
+                        ..CrrServer::default()
+                    }),
                     &mut NullSink,
                     &abort,
                 )
             });
-            let client = crr_client_run(&c, addr);
+            let client = crr_client_run(&c, mode, addr);
             stop.store(true, Ordering::SeqCst);
             acceptor.join().unwrap();
             (client, server.join().unwrap())
@@ -707,7 +697,7 @@ fn crr_connect_errors_are_counted_and_the_test_goes_on() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let out = crr_client_run(&cfg(0, 200), addr);
+    let out = crr_client_run(&cfg(0, 200), CloseMode::Orderly, addr);
     let t = out.data.total_sum();
     eprintln!(
         "CRR to a closed port: {} connect errors in 200 ms",
@@ -797,38 +787,41 @@ fn udp_hand_server(
     }
 }
 
+/// A UDP RR client of one flow against `addr`, a transaction lost after `timeout`.
 fn udp_client_run(
-    c: &RrConfig,
+    (c, timeout): (&RrConfig, Duration),
     addr: SocketAddr,
     sink: &mut dyn Sink<RrInterval>,
     abort: &Abort,
 ) -> RrOutput {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.connect(addr).unwrap();
-    rr::run(
-        c,
-        RrFlows::UdpClient(vec![UdpRrFlow { flow: 0, socket: s }]),
-        sink,
-        abort,
-    )
+    let flows = RrFlows::UdpClient(UdpRrClient {
+        flows: vec![UdpRrFlow { flow: 0, socket: s }],
+        timeout,
+        busy_poll: None,
+    });
+    rr::run(c, flows, sink, abort)
 }
 
-fn udp_cfg(duration_ms: u64, timeout_ms: u64) -> RrConfig {
-    RrConfig {
+/// A UDP RR run's configuration (16-byte requests, 32-byte responses) and the client's
+/// timeout.
+fn udp_cfg(duration_ms: u64, timeout_ms: u64) -> (RrConfig, Duration) {
+    let c = RrConfig {
         request_size_bytes: 16,
         response_size_bytes: 32,
-        udp_timeout: Duration::from_millis(timeout_ms),
         ..cfg(0, duration_ms)
-    }
+    };
+    (c, Duration::from_millis(timeout_ms))
 }
 
 #[test]
 fn udp_rr_lost_equals_the_dropped_requests() {
     let _g = serial();
     let srv = udp_hand_server(32, 10, None, Duration::ZERO);
-    let mut c = udp_cfg(500, 50);
+    let (mut c, timeout) = udp_cfg(500, 50);
     c.timing.interval = Some(Duration::from_millis(100));
-    let out = udp_client_run(&c, srv.addr, &mut NullSink, &Abort::new());
+    let out = udp_client_run((&c, timeout), srv.addr, &mut NullSink, &Abort::new());
     srv.stop.store(true, Ordering::SeqCst);
     srv.handle.join().unwrap();
     let t = out.data.total_sum();
@@ -875,7 +868,8 @@ fn udp_rr_late_response_is_not_taken_for_the_current_one() {
     let _g = serial();
     // Request 5 is answered 60 ms later; the client's timeout is 20 ms.
     let srv = udp_hand_server(32, 0, Some(5), Duration::from_millis(60));
-    let out = udp_client_run(&udp_cfg(400, 20), srv.addr, &mut NullSink, &Abort::new());
+    let (c, timeout) = udp_cfg(400, 20);
+    let out = udp_client_run((&c, timeout), srv.addr, &mut NullSink, &Abort::new());
     srv.stop.store(true, Ordering::SeqCst);
     srv.handle.join().unwrap();
     let t = out.data.total_sum();
@@ -905,16 +899,19 @@ fn udp_server_counts_garbage_and_answers_the_rest() {
     let _g = serial();
     let ss = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = ss.local_addr().unwrap();
-    let c = udp_cfg(400, 100);
+    let (c, timeout) = udp_cfg(400, 100);
     let abort = Abort::new();
     let (server, client, hand_answers) = thread::scope(|sc| {
         let server = sc.spawn(|| {
             rr::run(
                 &c,
-                RrFlows::UdpServer(vec![UdpRrFlow {
-                    flow: 0,
-                    socket: ss,
-                }]),
+                RrFlows::UdpServer(UdpRrServer {
+                    flows: vec![UdpRrFlow {
+                        flow: 0,
+                        socket: ss,
+                    }],
+                    busy_poll: None,
+                }),
                 &mut NullSink,
                 &abort,
             )
@@ -937,7 +934,7 @@ fn udp_server_counts_garbage_and_answers_the_rest() {
             answers.push((n, u64::from_be_bytes(buf[..8].try_into().unwrap())));
         }
         // And the engine's client alongside.
-        let client = udp_client_run(&c, addr, &mut NullSink, &abort);
+        let client = udp_client_run((&c, timeout), addr, &mut NullSink, &abort);
         (server.join().unwrap(), client, answers)
     });
     let (st, ct) = (server.data.total_sum(), client.data.total_sum());
@@ -980,9 +977,9 @@ impl Sink<RrInterval> for SignalAt {
 #[test]
 fn abort_is_honoured_by_every_workload() {
     let _g = serial();
+    // A UDP client's timeout and a CRR transaction's longest wait on its peer.
+    let (udp_timeout, peer_timeout) = (Duration::from_secs(5), Duration::from_secs(10));
     let long = RrConfig {
-        udp_timeout: Duration::from_secs(5),
-        peer_timeout: Duration::from_secs(10),
         request_size_bytes: 8,
         response_size_bytes: 8,
         // Intervals only to learn, from the engine's own sampler, that 200 ms of the run
@@ -992,7 +989,6 @@ fn abort_is_honoured_by_every_workload() {
             drain_limit: Duration::from_secs(10),
             ..cfg(0, 10_000).timing
         },
-        ..cfg(0, 10_000)
     };
     let check = |name: &str, f: &dyn Fn(&Abort, &mut dyn Sink<RrInterval>) -> RrOutput| {
         let abort = Abort::new();
@@ -1030,26 +1026,8 @@ fn abort_is_honoured_by_every_workload() {
     check("tcp rr", &|abort, sink| {
         let (cs, ss) = tcp_pair();
         thread::scope(|sc| {
-            let srv = sc.spawn(|| {
-                rr::run(
-                    &long,
-                    RrFlows::TcpServer(vec![TcpRrFlow {
-                        flow: 0,
-                        stream: ss,
-                    }]),
-                    &mut NullSink,
-                    abort,
-                )
-            });
-            let out = rr::run(
-                &long,
-                RrFlows::TcpClient(vec![TcpRrFlow {
-                    flow: 0,
-                    stream: cs,
-                }]),
-                sink,
-                abort,
-            );
+            let srv = sc.spawn(|| rr::run(&long, tcp_server_end(ss), &mut NullSink, abort));
+            let out = rr::run(&long, tcp_client_end(cs, Pacing::default()), sink, abort);
             assert!(srv.join().unwrap().aborted.is_some());
             out
         })
@@ -1057,76 +1035,60 @@ fn abort_is_honoured_by_every_workload() {
     // TCP RR client waiting on a server that never answers.
     check("tcp rr, silent server", &|abort, sink| {
         let (cs, _ss) = tcp_pair();
-        rr::run(
-            &long,
-            RrFlows::TcpClient(vec![TcpRrFlow {
-                flow: 0,
-                stream: cs,
-            }]),
-            sink,
-            abort,
-        )
+        rr::run(&long, tcp_client_end(cs, Pacing::default()), sink, abort)
     });
     // Open loop against a silent server (sender at the cap, receiver waiting).
     check("open loop, silent server", &|abort, sink| {
         let (cs, _ss) = tcp_pair();
-        let c = RrConfig {
-            open_loop: Some(OpenLoop {
-                per_s: 1000,
-                max_outstanding: 10,
-            }),
-            ..long.clone()
-        };
-        rr::run(
-            &c,
-            RrFlows::TcpClient(vec![TcpRrFlow {
-                flow: 0,
-                stream: cs,
-            }]),
-            sink,
-            abort,
-        )
+        let pacing = Pacing::Open(OpenLoop {
+            per_s: 1000,
+            max_outstanding: 10,
+        });
+        rr::run(&long, tcp_client_end(cs, pacing), sink, abort)
     });
     // CRR against a server that accepts but never answers (10 s peer timeout).
     check("crr, silent server", &|abort, sink| {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        rr::run(
-            &long,
-            RrFlows::CrrClient(vec![CrrClientFlow {
+        let flows = RrFlows::CrrClient(CrrClient {
+            flows: vec![CrrClientFlow {
                 flow: 0,
                 connect: Box::new(move || TcpStream::connect(addr)),
-            }]),
-            sink,
-            abort,
-        )
+            }],
+            peer_timeout,
+            ..CrrClient::default()
+        });
+        rr::run(&long, flows, sink, abort)
     });
     // CRR server whose channel stays open.
     check("crr server", &|abort, sink| {
         let (_tx, rx) = mpsc::channel();
-        rr::run(
-            &long,
-            RrFlows::CrrServer(vec![CrrServerFlow {
+        let flows = RrFlows::CrrServer(CrrServer {
+            flows: vec![CrrServerFlow {
                 flow: 0,
                 accepted: rx,
-            }]),
-            sink,
-            abort,
-        )
+            }],
+            peer_timeout,
+        });
+        rr::run(&long, flows, sink, abort)
     });
     // UDP client with a 5 s timeout against a socket that never answers.
     check("udp, silent server", &|abort, sink| {
         let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
-        udp_client_run(&long, silent.local_addr().unwrap(), sink, abort)
-    });
-    check("udp server", &|abort, sink| {
-        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-        rr::run(
-            &long,
-            RrFlows::UdpServer(vec![UdpRrFlow { flow: 0, socket: s }]),
+        udp_client_run(
+            (&long, udp_timeout),
+            silent.local_addr().unwrap(),
             sink,
             abort,
         )
+    });
+    check("udp server", &|abort, sink| {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let flows = RrFlows::UdpServer(UdpRrServer {
+            flows: vec![UdpRrFlow { flow: 0, socket: s }],
+            busy_poll: None,
+        });
+        rr::run(&long, flows, sink, abort)
     });
 }
 
@@ -1141,30 +1103,34 @@ fn multiple_flows_are_counted_separately_and_merged() {
         let srv = sc.spawn(|| {
             rr::run(
                 &c,
-                RrFlows::TcpServer(
-                    ss.into_iter()
+                RrFlows::TcpServer(TcpRrServer {
+                    flows: ss
+                        .into_iter()
                         .enumerate()
                         .map(|(i, stream)| TcpRrFlow {
                             flow: i as u32,
                             stream,
                         })
                         .collect(),
-                ),
+                    busy_poll: None,
+                }),
                 &mut NullSink,
                 &abort,
             )
         });
         let cl = rr::run(
             &c,
-            RrFlows::TcpClient(
-                cs.into_iter()
+            RrFlows::TcpClient(TcpRrClient {
+                flows: cs
+                    .into_iter()
                     .enumerate()
                     .map(|(i, stream)| TcpRrFlow {
                         flow: i as u32,
                         stream,
                     })
                     .collect(),
-            ),
+                ..TcpRrClient::default()
+            }),
             &mut NullSink,
             &abort,
         );
@@ -1269,23 +1235,10 @@ fn max_rate_policy_aborts_an_rr_run() {
     let abort = Abort::new();
     let t0 = Instant::now();
     let (client, server) = thread::scope(|sc| {
-        let server = sc.spawn(|| {
-            rr::run(
-                &server_cfg,
-                RrFlows::TcpServer(vec![TcpRrFlow {
-                    flow: 0,
-                    stream: ss,
-                }]),
-                &mut NullSink,
-                &abort,
-            )
-        });
+        let server = sc.spawn(|| rr::run(&server_cfg, tcp_server_end(ss), &mut NullSink, &abort));
         let client = rr::run(
             &client_cfg,
-            RrFlows::TcpClient(vec![TcpRrFlow {
-                flow: 0,
-                stream: cs,
-            }]),
+            tcp_client_end(cs, Pacing::default()),
             &mut NullSink,
             &abort,
         );

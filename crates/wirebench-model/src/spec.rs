@@ -611,6 +611,15 @@ impl TestSpec {
         }
     }
 
+    /// The byte count after which each direction stops, if the test asks for one (stream
+    /// only).
+    pub fn stop_after_bytes(&self) -> Option<u64> {
+        match &self.workload {
+            WorkloadSpec::Stream(s) => s.stop_after_bytes,
+            _ => None,
+        }
+    }
+
     /// Number of data connections (flows) the test carries: twice `flows` for bidir.
     pub fn connection_count(&self) -> u32 {
         match self.direction() {

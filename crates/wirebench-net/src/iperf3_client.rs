@@ -146,7 +146,9 @@ pub fn params_of(spec: &TestSpec) -> Result<Params, String> {
             }
             (p, u.datagram_bytes)
         }
-        _ => return Err("--iperf3 runs TCP stream and UDP tests only".into()),
+        WorkloadSpec::Rr(_) | WorkloadSpec::Crr(_) | WorkloadSpec::UdpRr(_) => {
+            return Err("--iperf3 runs TCP stream and UDP tests only".into())
+        }
     };
     if p.block_size_problem().is_some() {
         return Err(format!(

@@ -14,7 +14,8 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use wirebench_engine::rr::{
-    ConnectFn, CrrServerFlow, OpenLoop, RrConfig, RrFlows, TcpRrFlow, UdpRrFlow,
+    ConnectFn, CrrClient, CrrClientFlow, CrrServer, CrrServerFlow, OpenLoop, Pacing, RrConfig,
+    RrFlows, TcpRrClient, TcpRrFlow, TcpRrServer, UdpRrClient, UdpRrFlow, UdpRrServer,
 };
 use wirebench_engine::stream::{FlowPlan, StreamConfig};
 use wirebench_engine::udp::{UdpConfig, UdpPlan, UdpRecvSocket, UdpSendFlow};
@@ -136,19 +137,40 @@ pub(crate) fn stream_config(c: &CommonSpec, s: &StreamSpec, end: &EndParams) -> 
     }
 }
 
-/// The engine configuration of a request/response workload of these sizes.
-fn rr_config(c: &CommonSpec, end: &EndParams, req: u32, resp: u32) -> RrConfig {
-    RrConfig {
+/// The job of a request/response end running `flows` (which carry their workload's own
+/// parameters), with the configuration every request/response workload shares: the common
+/// timing and the `(request, response)` sizes. `keep` stays open until the engine ends.
+fn rr_job(
+    c: &CommonSpec,
+    end: &EndParams,
+    (req, resp): (u32, u32),
+    flows: RrFlows,
+    keep: Vec<TcpStream>,
+) -> Box<dyn EngineJob> {
+    let cfg = RrConfig {
         timing: timing(c, end, end_pinning(end)),
         request_size_bytes: req as usize,
         response_size_bytes: resp as usize,
-        peer_timeout: CRR_PEER_TIMEOUT,
-        ..RrConfig::default()
-    }
+    };
+    Box::new(RrJob { cfg, flows, keep })
 }
 
 fn busy_poll_us(b: Option<BusyPoll>) -> Option<u32> {
     b.map(|b| b.so_busy_poll_us)
+}
+
+/// The engine's pacing of a TCP RR client.
+fn pacing(p: RrLoop) -> Pacing {
+    match p {
+        RrLoop::Closed { burst } => Pacing::Closed { burst },
+        RrLoop::Open {
+            transactions_per_s,
+            max_outstanding,
+        } => Pacing::Open(OpenLoop {
+            per_s: transactions_per_s,
+            max_outstanding,
+        }),
+    }
 }
 
 /// The stream flows of `host` over its connections, in flow-id order: each flow's direction
@@ -182,25 +204,7 @@ impl WorkloadSetup for Setup<'_, StreamSpec> {
 impl WorkloadSetup for Setup<'_, RrSpec> {
     fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
         let w = self.workload;
-        let mut cfg = rr_config(
-            self.common,
-            end,
-            w.request_size_bytes,
-            w.response_size_bytes,
-        );
-        cfg.busy_poll = busy_poll_us(w.busy_poll);
-        match w.pacing {
-            RrLoop::Closed { burst } => cfg.burst = burst,
-            RrLoop::Open {
-                transactions_per_s,
-                max_outstanding,
-            } => {
-                cfg.open_loop = Some(OpenLoop {
-                    per_s: transactions_per_s,
-                    max_outstanding,
-                })
-            }
-        }
+        let busy_poll = busy_poll_us(w.busy_poll);
         let mut flows: Vec<TcpRrFlow> = s
             .conns
             .into_iter()
@@ -208,14 +212,15 @@ impl WorkloadSetup for Setup<'_, RrSpec> {
             .collect();
         flows.sort_by_key(|f| f.flow);
         let flows = match end.host {
-            HostRole::Client => RrFlows::TcpClient(flows),
-            HostRole::Server => RrFlows::TcpServer(flows),
+            HostRole::Client => RrFlows::TcpClient(TcpRrClient {
+                flows,
+                pacing: pacing(w.pacing),
+                busy_poll,
+            }),
+            HostRole::Server => RrFlows::TcpServer(TcpRrServer { flows, busy_poll }),
         };
-        Ok(Box::new(RrJob {
-            cfg,
-            flows,
-            keep: Vec::new(),
-        }))
+        let sizes = (w.request_size_bytes, w.response_size_bytes);
+        Ok(rr_job(self.common, end, sizes, flows, Vec::new()))
     }
 }
 
@@ -226,27 +231,23 @@ impl WorkloadSetup for Setup<'_, CrrSpec> {
 
     fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
         let w = self.workload;
-        let mut cfg = rr_config(
-            self.common,
-            end,
-            w.request_size_bytes,
-            w.response_size_bytes,
-        );
-        cfg.close_mode = w.close_mode;
         let flows = match end.host {
-            HostRole::Client => RrFlows::CrrClient(
-                s.crr_client
+            HostRole::Client => RrFlows::CrrClient(CrrClient {
+                flows: s
+                    .crr_client
                     .into_iter()
-                    .map(|(flow, connect)| wirebench_engine::rr::CrrClientFlow { flow, connect })
+                    .map(|(flow, connect)| CrrClientFlow { flow, connect })
                     .collect(),
-            ),
-            HostRole::Server => RrFlows::CrrServer(s.crr_server),
+                close_mode: w.close_mode,
+                peer_timeout: CRR_PEER_TIMEOUT,
+            }),
+            HostRole::Server => RrFlows::CrrServer(CrrServer {
+                flows: s.crr_server,
+                peer_timeout: CRR_PEER_TIMEOUT,
+            }),
         };
-        Ok(Box::new(RrJob {
-            cfg,
-            flows,
-            keep: Vec::new(),
-        }))
+        let sizes = (w.request_size_bytes, w.response_size_bytes);
+        Ok(rr_job(self.common, end, sizes, flows, Vec::new()))
     }
 }
 
@@ -257,14 +258,7 @@ impl WorkloadSetup for Setup<'_, UdpRrSpec> {
 
     fn plan(&self, end: &EndParams, s: EndSockets) -> Result<Box<dyn EngineJob>, NetError> {
         let w = self.workload;
-        let mut cfg = rr_config(
-            self.common,
-            end,
-            w.request_size_bytes,
-            w.response_size_bytes,
-        );
-        cfg.busy_poll = busy_poll_us(w.busy_poll);
-        cfg.udp_timeout = ms(w.timeout_ms);
+        let busy_poll = busy_poll_us(w.busy_poll);
         let mut flows = Vec::new();
         for (flow, socket, peer) in s.udp {
             // Both ends talk to their peer only: a server never answers anybody else.
@@ -277,14 +271,15 @@ impl WorkloadSetup for Setup<'_, UdpRrSpec> {
         }
         flows.sort_by_key(|f| f.flow);
         let flows = match end.host {
-            HostRole::Client => RrFlows::UdpClient(flows),
-            HostRole::Server => RrFlows::UdpServer(flows),
+            HostRole::Client => RrFlows::UdpClient(UdpRrClient {
+                flows,
+                timeout: ms(w.timeout_ms),
+                busy_poll,
+            }),
+            HostRole::Server => RrFlows::UdpServer(UdpRrServer { flows, busy_poll }),
         };
-        Ok(Box::new(RrJob {
-            cfg,
-            flows,
-            keep: sockets_of(s.conns),
-        }))
+        let sizes = (w.request_size_bytes, w.response_size_bytes);
+        Ok(rr_job(self.common, end, sizes, flows, sockets_of(s.conns)))
     }
 }
 

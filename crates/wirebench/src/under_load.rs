@@ -62,11 +62,7 @@ impl LoadPlan {
     /// and DSCP as the test; long enough to cover it), validated.
     pub fn load_spec(&self, rr: &TestSpec) -> Result<TestSpec, ErrorInfo> {
         let c = &rr.common;
-        let tcp = match &rr.workload {
-            WorkloadSpec::Rr(r) => r.tcp.clone(),
-            WorkloadSpec::Crr(r) => r.tcp.clone(),
-            _ => TcpOptions::default(),
-        };
+        let tcp = rr.tcp().cloned().unwrap_or_default();
         let shape = StreamShape {
             flows: self.flows,
             direction: self.direction,

@@ -18,7 +18,14 @@ use super::{ConnectFn, FlowCtx, ERROR_BACKOFF};
 use crate::buffers;
 use crate::util::is_timeout;
 
-pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
+/// A client flow: each connection closed by `close_mode`, each transaction waiting at most
+/// `peer_timeout` on the server.
+pub(super) fn client(
+    ctx: &FlowCtx,
+    connect: &mut ConnectFn,
+    close_mode: CloseMode,
+    peer_timeout: Duration,
+) -> FlowEnd {
     let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
     let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(true));
@@ -35,7 +42,8 @@ pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
                 continue;
             }
         };
-        match transaction(ctx, &s, &req, &mut resp, t0, &mut end.addresses) {
+        let close = (close_mode, peer_timeout);
+        match transaction(ctx, &s, (&req, &mut resp), t0, &mut end.addresses, close) {
             Ok(latency) => ctx.client_transaction(&mut end.tally, latency),
             Err(_) if ctx.aborted() => break,
             Err(e) => {
@@ -53,26 +61,25 @@ pub(super) fn client(ctx: &FlowCtx, connect: &mut ConnectFn) -> FlowEnd {
     end
 }
 
-/// One CRR transaction on a fresh connection; returns connect-to-response latency. The
-/// connection's addresses go to `addresses` once the response is in (outside the latency,
-/// before the close).
+/// One CRR transaction on a fresh connection, closed by `close_mode` and waiting at most
+/// `limit` on the server; returns connect-to-response latency. The connection's addresses go
+/// to `addresses` once the response is in (outside the latency, before the close).
 fn transaction(
     ctx: &FlowCtx,
     s: &TcpStream,
-    req: &[u8],
-    resp: &mut [u8],
+    (req, resp): (&[u8], &mut [u8]),
     t0: Instant,
     addresses: &mut Addresses,
+    (close_mode, limit): (CloseMode, Duration),
 ) -> Result<Duration, FlowError> {
     prepare_tcp(s).map_err(|e| FlowError::os(Step::SocketOptions, &e))?;
-    let limit = ctx.cfg.peer_timeout;
     let deadline = Instant::now() + limit;
     let give_up = || ctx.aborted() || Instant::now() > deadline;
     write_full(s, req, &give_up).map_err(|e| e.at(Step::RequestWrite, limit))?;
     read_full(s, resp, &give_up).map_err(|e| e.at(Step::ResponseRead, limit))?;
     let latency = t0.elapsed();
     addresses.read(s.local_addr(), s.peer_addr());
-    match ctx.cfg.close_mode {
+    match close_mode {
         CloseMode::Orderly => {
             let left = deadline.saturating_duration_since(Instant::now());
             orderly_finish(s, ctx, left)?;
@@ -86,7 +93,9 @@ fn transaction(
     Ok(latency)
 }
 
-pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
+/// A server flow over the connections `rx` hands it, each transaction waiting at most
+/// `peer_timeout` on the client.
+pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>, peer_timeout: Duration) -> FlowEnd {
     let mut req = buffers::zeroed(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
     let resp = payload(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
     let mut end = FlowEnd::new(Tally::new(false));
@@ -98,7 +107,7 @@ pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => break,
         };
-        match serve(ctx, &s, &mut req, &resp, &mut end.addresses) {
+        match serve(ctx, &s, (&mut req, &resp), &mut end.addresses, peer_timeout) {
             Ok(reset) => {
                 let w = ctx.in_window();
                 end.tally.transaction(w, None);
@@ -126,18 +135,18 @@ pub(super) fn server(ctx: &FlowCtx, rx: &Receiver<TcpStream>) -> FlowEnd {
     end
 }
 
-/// Serve one CRR connection; `Ok(true)` if the client closed with RST, `Ok(false)` with FIN.
-/// The connection's addresses go to `addresses` once the response is written (off the
-/// client's round trip; a reset that already closed the socket keeps the previous ones).
+/// Serve one CRR connection, waiting at most `limit` on the client; `Ok(true)` if the client
+/// closed with RST, `Ok(false)` with FIN. The connection's addresses go to `addresses` once
+/// the response is written (off the client's round trip; a reset that already closed the
+/// socket keeps the previous ones).
 fn serve(
     ctx: &FlowCtx,
     s: &TcpStream,
-    req: &mut [u8],
-    resp: &[u8],
+    (req, resp): (&mut [u8], &[u8]),
     addresses: &mut Addresses,
+    limit: Duration,
 ) -> Result<bool, FlowError> {
     prepare_tcp(s).map_err(|e| FlowError::os(Step::SocketOptions, &e))?;
-    let limit = ctx.cfg.peer_timeout;
     let deadline = Instant::now() + limit;
     let give_up = || ctx.aborted() || Instant::now() > deadline;
     read_full(s, req, &give_up).map_err(|e| e.at(Step::RequestRead, limit))?;

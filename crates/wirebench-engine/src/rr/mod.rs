@@ -1,7 +1,8 @@
 //! Request/response workloads: netperf's TCP_RR, TCP_CRR and UDP_RR.
 //!
-//! One entry point, [`run`], takes an [`RrConfig`] and the flows of one end ([`RrFlows`]: the
-//! variant names the workload and the role) and returns what that end measured
+//! One entry point, [`run`], takes the [`RrConfig`] every workload shares and the flows of
+//! one end ([`RrFlows`]: the variant names the workload and the role and carries the
+//! parameters only they use) and returns what that end measured
 //! (an [`EngineOutput`] of [`RrSide`]). The engine never opens or accepts anything tied to
 //! addresses: it gets
 //! connected TCP streams, a connect closure (CRR client), a channel of accepted streams (CRR
@@ -22,11 +23,11 @@
 //!   written (CRR: when the client's close has been seen). Latencies are recorded for window
 //!   transactions only, so `latency.count == window.transactions` on a client.
 //! - **After the stop instant** a TCP RR client stops sending new requests, reads the
-//!   responses still owed to it (bounded by [`RrConfig::drain_limit`]), then closes in order
-//!   (shutdown write, wait for the server's EOF). Those late responses count in the total,
+//!   responses still owed to it (bounded by [`Timing::drain_limit`]), then closes in
+//!   order (shutdown write, wait for the server's EOF). Those late responses count in the total,
 //!   not in the window, so when both ends finish cleanly the client's total transactions
 //!   equal the server's exactly. A CRR or UDP client finishes the transaction it is in
-//!   (bounded by [`RrConfig::peer_timeout`] / [`RrConfig::udp_timeout`]).
+//!   (bounded by [`CrrClient::peer_timeout`] / [`UdpRrClient::timeout`]).
 //! - **Servers** serve until the client is done: TCP RR until EOF; CRR until the channel of
 //!   accepted connections is disconnected; CRR and UDP also end once nothing has arrived for
 //!   [`SERVER_IDLE_AFTER_STOP`] after their stop instant, or for [`SERVER_IDLE_AFTER_PEER`]
@@ -38,22 +39,22 @@
 //!   less than that.
 //! - **Abort**: the window ends at the abort instant (empty if aborted during the warm-up);
 //!   flows notice within about 100 ms and [`EngineOutput::aborted`] is set.
-//! - **Intervals** ([`RrConfig::interval`]; a zero period means none) tile `[0, end]`, the
+//! - **Intervals** ([`Timing::interval`]; a zero period means none) tile `[0, end]`, the
 //!   last one covering the drain.
 //!
 //! The caller's thread samples: it runs the timeline driver shared by every engine (the
 //! crate-private `timeline` module), with this engine's counters and interval type.
 //!
 //! # Workloads
-//! - **TCP RR, closed loop** (default): per flow, write a request of
-//!   `request_size_bytes`, read exactly `response_size_bytes`; with [`RrConfig::burst`] `N`,
-//!   `N` requests are written up front and one new request after each response (netperf
+//! - **TCP RR, closed loop** ([`Pacing::Closed`], the default): per flow, write a request
+//!   of `request_size_bytes`, read exactly `response_size_bytes`; with `burst` `N`, `N`
+//!   requests are written up front and one new request after each response (netperf
 //!   `-b`), so `N` transactions are in flight. Latency: from just before the request's write
 //!   to the arrival of the last byte of its response. TCP_NODELAY is set on every socket. As
 //!   with netperf, the `N` requests written before any response is read should fit the socket
 //!   buffers; if they do not, both ends block writing and the flow ends with an error once the
 //!   drain limit after the stop has passed.
-//! - **TCP RR, open loop** ([`RrConfig::open_loop`]): the rate is **per flow**. Request `k`
+//! - **TCP RR, open loop** ([`Pacing::Open`]): the rate is **per flow**. Request `k`
 //!   (from 0) is scheduled at `start + k / rate`, where `start` is the call to [`run`]. A
 //!   sender thread writes requests on schedule; a receiver thread reads responses. TCP keeps
 //!   order, so the `k`-th response answers request `k`, and its latency is measured **from
@@ -77,7 +78,7 @@
 //!   failed step `errors`; a counted transaction is one where every step succeeded, so
 //!   `transactions + errors + connect_errors` = attempts.
 //! - **UDP RR**: the client sends a request datagram on its connected socket and waits up to
-//!   [`RrConfig::udp_timeout`] (default [`DEFAULT_UDP_TIMEOUT`], 100 ms) for the response;
+//!   [`UdpRrClient::timeout`] (default [`DEFAULT_UDP_TIMEOUT`], 100 ms) for the response;
 //!   a timeout counts the transaction as `lost` and the client goes on with the next one.
 //!   The first 8 bytes of each request carry a sequence number (big-endian `u64`, from 0) that
 //!   the server echoes in the first 8 bytes of its response, so a response to an earlier
@@ -90,8 +91,8 @@
 //!   sender with `response_size_bytes`; anything else is `garbage`, not answered.
 //!
 //! # Busy polling
-//! With [`RrConfig::busy_poll`] (TCP RR and UDP RR), every data socket is made non-blocking
-//! and SO_BUSY_POLL is set (unless 0) and read back ([`RrFlowSide::busy_poll`]). A flow
+//! With [`TcpRrClient::busy_poll`] (and the other TCP RR and UDP RR ends'), every data
+//! socket is made non-blocking and SO_BUSY_POLL is set (unless 0) and read back ([`RrFlowSide::busy_poll`]). A flow
 //! thread's reads and writes then never sleep: a call that finds nothing returns at once and
 //! the thread yields the CPU (`sched_yield`) and tries again, so a thread with a CPU of its
 //! own spins and one sharing a CPU with the other end hands it over instead of waiting for a
@@ -115,9 +116,9 @@
 //! Each interval is an [`RrInterval`] (transactions and lost per flow; on a client the
 //! median and 99th percentile round trip of the transactions completed in the interval, per
 //! flow and all flows merged), reported live to the [`Sink`] and kept in
-//! [`RrSide::intervals`] (only when [`RrConfig::interval`] is set).
+//! [`RrSide::intervals`] (only when [`Timing::interval`] is set).
 //! Samples tile `[0, end]` exactly, so their transactions add up to each flow's total. The
-//! rate policy ([`RrConfig::policy`]) counts `transactions × (request + response)` bytes.
+//! rate policy ([`Timing::policy`]) counts `transactions × (request + response)` bytes.
 //!
 //! # Addresses
 //! Each flow reports its data socket's local and peer address ([`RrFlowSide::local`],
@@ -130,7 +131,11 @@
 //! (full reads and writes, the orderly close, the tally) in `io`; the sampler in `sample`.
 //!
 //! [`stream`]: crate::stream
+//! [`Timing::drain_limit`]: crate::Timing::drain_limit
+//! [`Timing::interval`]: crate::Timing::interval
+//! [`Timing::policy`]: crate::Timing::policy
 
+mod config;
 mod crr;
 mod io;
 mod sample;
@@ -138,20 +143,24 @@ mod tcp;
 mod udp;
 mod waker;
 
-use std::io as stdio;
-use std::net::{TcpStream, UdpSocket};
+pub use config::{
+    ConnectFn, CrrClient, CrrClientFlow, CrrServer, CrrServerFlow, OpenLoop, Pacing, RrConfig,
+    RrFlows, TcpRrClient, TcpRrFlow, TcpRrServer, UdpRrClient, UdpRrFlow, UdpRrServer,
+    DEFAULT_PEER_TIMEOUT, DEFAULT_UDP_TIMEOUT,
+};
+
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc;
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use wirebench_model::abort::{AbortReason, EngineKind};
+use wirebench_model::abort::AbortReason;
 use wirebench_model::rr::{
     OpenLoopCounts, RrCounts, RrFlowInterval, RrFlowSide, RrInterval, RrRole, RrSide,
 };
 use wirebench_model::side::Span;
-use wirebench_model::spec::CloseMode;
 use wirebench_model::warning::{DataThread, FlowError, Step, Warning};
 use wirebench_stats::latency::LatencyHistogram;
 use wirebench_sys::thread::CpuTimes;
@@ -161,7 +170,8 @@ use crate::cpu::CpuSnapshot;
 use crate::pace::Schedule;
 use crate::threads::{account_thread, started, DataThreads};
 use crate::timeline::{Engine, Timeline};
-use crate::{EngineOutput, Sink, Timing};
+use crate::{EngineOutput, Sink};
+use config::{ClientLoop, Job};
 use io::{prepare_tcp, Addresses, FlowEnd, Tally};
 use sample::{RrSampler, RttScratch};
 use socket2::SockRef;
@@ -182,166 +192,6 @@ pub const SERVER_IDLE_AFTER_PEER: Duration = Duration::from_millis(1);
 
 /// Pause after a failed connect (CRR) or a failed UDP send before the next attempt.
 const ERROR_BACKOFF: Duration = Duration::from_millis(1);
-
-/// Open-loop (fixed-rate) parameters of a TCP RR client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpenLoop {
-    /// Requests scheduled per second, **per flow**.
-    pub per_s: u64,
-    /// Most requests outstanding (sent, not yet answered) per flow; at the cap the sender
-    /// waits and the schedule keeps running (see the module docs).
-    pub max_outstanding: u32,
-}
-
-/// Parameters of a request/response run at one end (built from a validated spec; fields
-/// that do not apply to a workload or role are ignored).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RrConfig {
-    /// Warm-up, duration, intervals, drain, pinning, policy and buffer placement.
-    pub timing: Timing,
-    /// Bytes per request.
-    pub request_size_bytes: usize,
-    /// Bytes per response.
-    pub response_size_bytes: usize,
-    /// TCP RR closed loop: transactions in flight per flow (netperf `-b`); 1 = one at a time.
-    pub burst: u32,
-    /// TCP RR only: fixed-rate client instead of the closed loop.
-    pub open_loop: Option<OpenLoop>,
-    /// TCP CRR client: how to close each connection.
-    pub close_mode: CloseMode,
-    /// TCP CRR (both roles): longest one connection's transaction may wait on the peer
-    /// (request, response, close) before it counts as an error.
-    pub peer_timeout: Duration,
-    /// UDP RR client: wait for a response before the transaction counts as lost.
-    pub udp_timeout: Duration,
-    /// TCP RR and UDP RR: busy polling (see the module docs); the value is SO_BUSY_POLL in
-    /// microseconds (0: spin without setting it). `None`: blocking calls.
-    pub busy_poll: Option<u32>,
-}
-
-impl Default for RrConfig {
-    /// [`Timing::default`], 1-byte request and response, burst 1, closed loop, orderly
-    /// close, 1 s peer timeout, 100 ms UDP timeout, no busy polling.
-    fn default() -> Self {
-        RrConfig {
-            timing: Timing::default(),
-            request_size_bytes: 1,
-            response_size_bytes: 1,
-            burst: 1,
-            open_loop: None,
-            close_mode: CloseMode::Orderly,
-            peer_timeout: Duration::from_secs(1),
-            udp_timeout: Duration::from_millis(100),
-            busy_poll: None,
-        }
-    }
-}
-
-/// One connected TCP RR data connection (options other than TCP_NODELAY already applied;
-/// the engine sets TCP_NODELAY and its own socket timeouts).
-#[derive(Debug)]
-pub struct TcpRrFlow {
-    /// Flow id.
-    pub flow: u32,
-    /// The connected socket.
-    pub stream: TcpStream,
-}
-
-/// Opens one CRR connection, ready for the request (the daemon writes its data hello inside).
-/// It must bound its own waits (e.g. `TcpStream::connect_timeout`).
-pub type ConnectFn = Box<dyn FnMut() -> stdio::Result<TcpStream> + Send>;
-
-/// One CRR client flow.
-pub struct CrrClientFlow {
-    /// Flow id.
-    pub flow: u32,
-    /// Called once per transaction.
-    pub connect: ConnectFn,
-}
-
-impl std::fmt::Debug for CrrClientFlow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CrrClientFlow")
-            .field("flow", &self.flow)
-            .finish_non_exhaustive()
-    }
-}
-
-/// One CRR server flow: the connections accepted for it, in order. The flow ends when every
-/// sender of the channel is dropped (or, after the stop instant, when idle — see the module
-/// docs).
-#[derive(Debug)]
-pub struct CrrServerFlow {
-    /// Flow id.
-    pub flow: u32,
-    /// Newly accepted connections (hello already consumed).
-    pub accepted: Receiver<TcpStream>,
-}
-
-/// One UDP RR flow: on a client a **connected** socket (`UdpSocket::connect` to the server),
-/// on a server a socket connected to its client.
-#[derive(Debug)]
-pub struct UdpRrFlow {
-    /// Flow id.
-    pub flow: u32,
-    /// The socket.
-    pub socket: UdpSocket,
-}
-
-/// The flows of one end; the variant selects workload and role.
-#[derive(Debug)]
-pub enum RrFlows {
-    /// TCP RR client.
-    TcpClient(Vec<TcpRrFlow>),
-    /// TCP RR server.
-    TcpServer(Vec<TcpRrFlow>),
-    /// TCP CRR client.
-    CrrClient(Vec<CrrClientFlow>),
-    /// TCP CRR server.
-    CrrServer(Vec<CrrServerFlow>),
-    /// UDP RR client.
-    UdpClient(Vec<UdpRrFlow>),
-    /// UDP RR server.
-    UdpServer(Vec<UdpRrFlow>),
-}
-
-/// One flow's work, whatever the workload.
-enum Job {
-    TcpClient(TcpStream),
-    TcpServer(TcpStream),
-    CrrClient(ConnectFn),
-    CrrServer(Receiver<TcpStream>),
-    UdpClient(UdpSocket),
-    UdpServer(UdpSocket),
-}
-
-impl RrFlows {
-    /// This end's role.
-    pub fn role(&self) -> RrRole {
-        match self {
-            RrFlows::TcpClient(_) | RrFlows::CrrClient(_) | RrFlows::UdpClient(_) => RrRole::Client,
-            _ => RrRole::Server,
-        }
-    }
-
-    fn is_crr_client(&self) -> bool {
-        matches!(self, RrFlows::CrrClient(_))
-    }
-
-    fn into_jobs(self) -> Vec<(u32, Job)> {
-        fn map<T>(v: Vec<T>, f: impl Fn(T) -> (u32, Job)) -> Vec<(u32, Job)> {
-            v.into_iter().map(f).collect()
-        }
-        match self {
-            RrFlows::TcpClient(v) => map(v, |f| (f.flow, Job::TcpClient(f.stream))),
-            RrFlows::TcpServer(v) => map(v, |f| (f.flow, Job::TcpServer(f.stream))),
-            RrFlows::CrrClient(v) => map(v, |f| (f.flow, Job::CrrClient(f.connect))),
-            RrFlows::CrrServer(v) => map(v, |f| (f.flow, Job::CrrServer(f.accepted))),
-            RrFlows::UdpClient(v) => map(v, |f| (f.flow, Job::UdpClient(f.socket))),
-            RrFlows::UdpServer(v) => map(v, |f| (f.flow, Job::UdpServer(f.socket))),
-        }
-    }
-}
 
 const PHASE_WARMUP: u8 = 0;
 const PHASE_WINDOW: u8 = 1;
@@ -461,19 +311,6 @@ impl FlowCtx<'_> {
     }
 }
 
-/// True when this end's flows are TCP RR flows that block in their reads with no timeout and
-/// are ended by the [`Waker`]: closed-loop clients and servers without busy polling (an
-/// open-loop client's two threads and a busy-polling flow keep their poll periods).
-fn blocking_reads(cfg: &RrConfig, jobs: &[(u32, Job)]) -> bool {
-    cfg.busy_poll.is_none()
-        && !jobs.is_empty()
-        && jobs.iter().all(|(_, j)| match j {
-            Job::TcpClient(_) => cfg.open_loop.is_none(),
-            Job::TcpServer(_) => true,
-            _ => false,
-        })
-}
-
 /// Run `f` on `s` once its TCP options (and busy polling, if asked) are set; a flow that
 /// could not set them ends at once.
 fn with_tcp(
@@ -509,34 +346,50 @@ fn with_tcp(
 }
 
 fn flow_thread(ctx: &FlowCtx, job: Job, tid_tx: mpsc::Sender<(usize, i32)>) -> FlowEnd {
-    let open_loop = ctx.cfg.open_loop;
-    let busy = ctx.cfg.busy_poll;
     let slot = 2 * ctx.idx;
-    // Only an open-loop client needs the channel beyond registration (for its sender thread);
-    // everyone else must drop it at once, since the sampler waits for all senders to go.
-    let (keep_tx, reg_tx) = match (&job, open_loop) {
-        (Job::TcpClient(_), Some(_)) => (Some(tid_tx.clone()), tid_tx),
-        _ => (None, tid_tx),
-    };
     let final_cpu = &ctx.shared.final_cpu;
     let cpu = ctx.cfg.timing.pin.thread_cpu(slot);
     // Read while the socket is connected (a CRR flow reads its connections' own).
     let addresses = match &job {
-        Job::TcpClient(s) | Job::TcpServer(s) => Some(Addresses::of(s.local_addr(), s.peer_addr())),
-        Job::UdpClient(s) | Job::UdpServer(s) => Some(Addresses::of(s.local_addr(), s.peer_addr())),
-        Job::CrrClient(_) | Job::CrrServer(_) => None,
+        Job::TcpClient { stream: s, .. } | Job::TcpServer { stream: s, .. } => {
+            Some(Addresses::of(s.local_addr(), s.peer_addr()))
+        }
+        Job::UdpClient { socket: s, .. } | Job::UdpServer { socket: s, .. } => {
+            Some(Addresses::of(s.local_addr(), s.peer_addr()))
+        }
+        Job::CrrClient { .. } | Job::CrrServer { .. } => None,
     };
     let woken = ctx.waker.is_some();
-    let (mut end, pin_err) = account_thread(final_cpu, slot, reg_tx, cpu, move || match job {
-        Job::TcpClient(s) => with_tcp(&s, (true, woken), busy, |s| match (open_loop, keep_tx) {
-            (Some(ol), Some(tx)) => tcp::client_open(ctx, s, &ol, tx),
-            _ => tcp::client_closed(ctx, s),
+    // Only an open-loop client keeps a sender of the channel beyond registration (its job's,
+    // for its sender thread); `tid_tx` goes at once, since the sampler waits for all senders
+    // to go.
+    let (mut end, pin_err) = account_thread(final_cpu, slot, tid_tx, cpu, move || match job {
+        Job::TcpClient {
+            stream,
+            run,
+            busy_poll,
+        } => with_tcp(&stream, (true, woken), busy_poll, |s| match run {
+            ClientLoop::Closed { burst } => tcp::client_closed(ctx, s, burst),
+            ClientLoop::Open(ol, tx) => tcp::client_open(ctx, s, &ol, tx),
         }),
-        Job::TcpServer(s) => with_tcp(&s, (false, woken), busy, |s| tcp::server(ctx, s)),
-        Job::CrrClient(mut connect) => crr::client(ctx, &mut connect),
-        Job::CrrServer(rx) => crr::server(ctx, &rx),
-        Job::UdpClient(s) => udp::client(ctx, &s),
-        Job::UdpServer(s) => udp::server(ctx, &s),
+        Job::TcpServer { stream, busy_poll } => {
+            with_tcp(&stream, (false, woken), busy_poll, |s| tcp::server(ctx, s))
+        }
+        Job::CrrClient {
+            mut connect,
+            close_mode,
+            peer_timeout,
+        } => crr::client(ctx, &mut connect, close_mode, peer_timeout),
+        Job::CrrServer {
+            accepted,
+            peer_timeout,
+        } => crr::server(ctx, &accepted, peer_timeout),
+        Job::UdpClient {
+            socket,
+            timeout,
+            busy_poll,
+        } => udp::client(ctx, &socket, timeout, busy_poll),
+        Job::UdpServer { socket, busy_poll } => udp::server(ctx, &socket, busy_poll),
     });
     if let Some(e) = pin_err {
         end.error.get_or_insert(FlowError::os(Step::Pin, &e));
@@ -571,11 +424,12 @@ fn open_loop_counts(
 }
 
 /// The report of one flow from what its thread handed back (`None`: it panicked), with its
-/// window round trips merged into `merged`; `edges` = (start, window start ns, stop ns).
+/// window round trips merged into `merged`; `open_loop`: an open-loop client's schedule;
+/// `edges` = (start, window start ns, stop ns).
 fn flow_side(
     flow: u32,
     res: Option<FlowEnd>,
-    cfg: &RrConfig,
+    open_loop: Option<OpenLoop>,
     edges: (Instant, u64, u64),
     merged: Option<&mut LatencyHistogram>,
     warnings: &mut Vec<Warning>,
@@ -603,7 +457,7 @@ fn flow_side(
         h.summary()
     });
     let (start, window_start_ns, stop_ns) = edges;
-    let open_loop = cfg.open_loop.zip(end.open_loop).map(|(ol, (sent, peak))| {
+    let open_loop = open_loop.zip(end.open_loop).map(|(ol, (sent, peak))| {
         open_loop_counts(&ol, start, window_start_ns, stop_ns, sent, peak)
     });
     RrFlowSide {
@@ -631,12 +485,15 @@ pub fn run(
     abort: &Abort,
 ) -> EngineOutput<RrSide> {
     let role = flows.role();
-    let crr_client = flows.is_crr_client();
-    let jobs = flows.into_jobs();
-    let waker = blocking_reads(cfg, &jobs)
+    let close_mode = flows.close_mode();
+    let open_loop = flows.open_loop();
+    let blocking_reads = flows.blocking_reads();
+    let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
+    let jobs = flows.into_jobs(&tid_tx);
+    let waker = blocking_reads
         .then(|| {
             Waker::new(jobs.iter().filter_map(|(_, j)| match j {
-                Job::TcpClient(s) | Job::TcpServer(s) => Some(s),
+                Job::TcpClient { stream, .. } | Job::TcpServer { stream, .. } => Some(stream),
                 _ => None,
             }))
         })
@@ -665,13 +522,9 @@ pub fn run(
         },
         final_cpu: (0..2 * n).map(|_| Mutex::new(None)).collect(),
     };
-    let threads_per_flow = if cfg.open_loop.is_some() && role == RrRole::Client {
-        2
-    } else {
-        1
-    };
+    // An open-loop client runs a sender thread beside each flow's.
+    let threads_per_flow = if open_loop.is_some() { 2 } else { 1 };
     let mut warnings = Vec::new();
-    let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
     let at_start = CpuSnapshot::take(0, &[], &|_| None);
 
     thread::scope(|scope| {
@@ -733,14 +586,16 @@ pub fn run(
                 .map(|h| h.and_then(|h| h.join().ok()))
                 .collect::<Vec<Option<FlowEnd>>>()
         });
-        let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
+        let (window_start_ns, stop_ns) = (out.end.window_start_ns, out.end.stop_ns);
         let mut merged = (role == RrRole::Client).then(LatencyHistogram::new);
         let edges = (start, window_start_ns, stop_ns);
         let out_flows: Vec<RrFlowSide> = out
             .done
             .into_iter()
             .zip(&ids)
-            .map(|(res, &flow)| flow_side(flow, res, cfg, edges, merged.as_mut(), &mut warnings))
+            .map(|(res, &flow)| {
+                flow_side(flow, res, open_loop, edges, merged.as_mut(), &mut warnings)
+            })
             .collect();
         if let Some(m) = &merged {
             if m.clamped_count() > 0 {
@@ -749,38 +604,22 @@ pub fn run(
                 });
             }
         }
-        let cpu = out
-            .cpu
-            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
-            .ok();
-        EngineOutput {
-            data: RrSide {
-                role,
-                close_mode: crr_client.then_some(cfg.close_mode),
-                window: Span {
-                    start_ns: window_start_ns,
-                    end_ns: stop_ns,
-                },
-                flows: out_flows,
-                latency: merged.as_ref().map(LatencyHistogram::summary),
-                latency_histogram: merged
-                    .as_ref()
-                    .map(wirebench_stats::buckets::LatencyBuckets::of),
-                intervals: out.intervals,
+        let data = RrSide {
+            role,
+            close_mode,
+            window: Span {
+                start_ns: window_start_ns,
+                end_ns: stop_ns,
             },
-            cpu,
-            warnings,
-            aborted: out.aborted,
-            window: out.window_opened.then_some(Span {
-                start_ns: out.window_start_ns,
-                end_ns: out.stop_ns,
-            }),
-            engine: EngineKind::ThreadPerFlow {
-                threads: (n * threads_per_flow) as u32,
-                placement: cfg.timing.pin.placement(n * threads_per_flow),
-            },
-            buffer_offset: cfg.timing.buffer_offset,
-        }
+            flows: out_flows,
+            latency: merged.as_ref().map(LatencyHistogram::summary),
+            latency_histogram: merged
+                .as_ref()
+                .map(wirebench_stats::buckets::LatencyBuckets::of),
+            intervals: out.intervals,
+        };
+        let engine = cfg.timing.pin.thread_per_flow(n * threads_per_flow);
+        EngineOutput::new(data, out.end, warnings, engine, &cfg.timing)
     })
 }
 

@@ -17,10 +17,11 @@ use crate::buffers;
 use crate::pace::{wait_until, Schedule};
 use crate::threads::account_thread;
 
-pub(super) fn client_closed(ctx: &FlowCtx, s: &TcpStream) -> FlowEnd {
+/// A closed-loop client flow with `burst` transactions in flight.
+pub(super) fn client_closed(ctx: &FlowCtx, s: &TcpStream, burst: u32) -> FlowEnd {
     let req = payload(ctx.cfg.request_size_bytes, ctx.cfg.timing.buffer_offset);
     let mut resp = buffers::zeroed(ctx.cfg.response_size_bytes, ctx.cfg.timing.buffer_offset);
-    let burst = ctx.cfg.burst.max(1) as usize;
+    let burst = burst.max(1) as usize;
     let mut sent_at: VecDeque<Instant> = VecDeque::with_capacity(burst);
     let mut end = FlowEnd::new(Tally::new(true));
     let give_up = || ctx.aborted() || ctx.drain_expired();

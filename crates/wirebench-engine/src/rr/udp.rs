@@ -28,10 +28,10 @@ fn seq_of(buf: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(*buf.first_chunk::<UDP_SEQ_BYTES>()?))
 }
 
-/// Busy polling on `s` when the config asks for it, recorded in `end`; false (with the
-/// flow's error set) if the socket could not be made non-blocking.
-fn apply_busy_poll(ctx: &FlowCtx, s: &UdpSocket, end: &mut FlowEnd) -> bool {
-    let Some(us) = ctx.cfg.busy_poll else {
+/// Busy polling on `s` when the end asks for it (`asked`, SO_BUSY_POLL µs), recorded in
+/// `end`; false (with the flow's error set) if the socket could not be made non-blocking.
+fn apply_busy_poll(asked: Option<u32>, s: &UdpSocket, end: &mut FlowEnd) -> bool {
+    let Some(us) = asked else {
         return true;
     };
     match busy_poll(SockRef::from(s), us) {
@@ -46,7 +46,14 @@ fn apply_busy_poll(ctx: &FlowCtx, s: &UdpSocket, end: &mut FlowEnd) -> bool {
     }
 }
 
-pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
+/// A client flow: a transaction is lost after `timeout` without its response; `busy_poll`
+/// as the end asks.
+pub(super) fn client(
+    ctx: &FlowCtx,
+    s: &UdpSocket,
+    timeout: Duration,
+    busy_poll: Option<u32>,
+) -> FlowEnd {
     let mut end = FlowEnd::new(Tally::new(true));
     if let Err(e) = s.peer_addr() {
         end.error = Some(FlowError::os(Step::Connect, &e));
@@ -59,7 +66,6 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
     let resp_len = ctx.cfg.response_size_bytes;
     // One spare byte so that an oversized datagram shows up as longer than expected.
     let mut buf = buffers::zeroed(resp_len + 1, ctx.cfg.timing.buffer_offset);
-    let timeout = ctx.cfg.udp_timeout;
     let base_to = timeout.min(POLL_TIMEOUT);
     if let Err(e) = s
         .set_read_timeout(Some(base_to))
@@ -68,8 +74,8 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         end.error = Some(FlowError::os(Step::SocketOptions, &e));
         return end;
     }
-    let busy = ctx.cfg.busy_poll.is_some();
-    if !apply_busy_poll(ctx, s, &mut end) {
+    let busy = busy_poll.is_some();
+    if !apply_busy_poll(busy_poll, s, &mut end) {
         return end;
     }
     let mut cur_to = base_to;
@@ -152,7 +158,8 @@ pub(super) fn client(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
     end
 }
 
-pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
+/// A server flow; `busy_poll` as the end asks.
+pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket, busy_poll: Option<u32>) -> FlowEnd {
     let mut end = FlowEnd::new(Tally::new(false));
     if let Err(e) = s
         .set_read_timeout(Some(POLL_TIMEOUT))
@@ -161,7 +168,7 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket) -> FlowEnd {
         end.error = Some(FlowError::os(Step::SocketOptions, &e));
         return end;
     }
-    if !apply_busy_poll(ctx, s, &mut end) {
+    if !apply_busy_poll(busy_poll, s, &mut end) {
         return end;
     }
     let req_len = ctx.cfg.request_size_bytes;

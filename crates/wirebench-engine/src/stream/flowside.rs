@@ -452,7 +452,7 @@ impl<'a> Run<'a> {
             cpus_used: cfg.timing.pin.cpus_used(nthreads),
         };
         let out = timeline.run(&mut sampler, threads, at_start, abort, join);
-        let (window_start_ns, stop_ns) = (out.window_start_ns, out.stop_ns);
+        let (window_start_ns, stop_ns) = (out.end.window_start_ns, out.end.stop_ns);
 
         let mut flows = Vec::with_capacity(n);
         let mut fallbacks = Vec::new();
@@ -464,7 +464,7 @@ impl<'a> Run<'a> {
                 .unwrap_or_else(|| shared.counters[i].0.load(Ordering::Relaxed));
             let (window_bytes, window_end_ns) = match role {
                 // Stopped before the window opened: nothing was measured.
-                _ if !out.window_opened => (0, stop_ns),
+                _ if !out.end.window_opened => (0, stop_ns),
                 // A sender that sent its whole budget: its window ends with its last send.
                 Role::Sender => {
                     let end = done
@@ -519,26 +519,12 @@ impl<'a> Run<'a> {
                 reason,
             });
         }
-        let cpu = out
-            .cpu
-            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
-            .ok();
-        EngineOutput {
-            data: StreamSide {
-                flows,
-                intervals: out.intervals,
-                worker_waits: Vec::new(),
-            },
-            cpu,
-            warnings,
-            aborted: out.aborted,
-            window: out.window_opened.then_some(Span {
-                start_ns: out.window_start_ns,
-                end_ns: out.stop_ns,
-            }),
-            engine,
-            buffer_offset: cfg.timing.buffer_offset,
-        }
+        let data = StreamSide {
+            flows,
+            intervals: out.intervals,
+            worker_waits: Vec::new(),
+        };
+        EngineOutput::new(data, out.end, warnings, engine, &cfg.timing)
     }
 }
 

@@ -54,7 +54,6 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use wirebench_model::abort::EngineKind;
 use wirebench_model::side::{ByteInterval, PathUsed, Role, StreamSide, VerifyCounts};
 use wirebench_model::spec::{FlowDir, RecvPath, RecvWait, SendPath};
 use wirebench_model::warning::{Cause, DataThread, EpollBlocker, FlowError, Step, Warning};
@@ -440,10 +439,7 @@ fn run_threads(
     };
     // One data thread per flow: thread slot = flow index.
     let shared = Shared::for_plans(Instant::now(), cfg, &plans, n);
-    let engine = EngineKind::ThreadPerFlow {
-        threads: n as u32,
-        placement: cfg.timing.pin.placement(n),
-    };
+    let engine = cfg.timing.pin.thread_per_flow(n);
     let mut run = Run::new(cfg, &shared, &plans, engine, n);
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
     thread::scope(|scope| {

@@ -79,7 +79,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
-use wirebench_model::abort::EngineKind;
 
 use crate::buffers;
 use wirebench_model::side::{Role, Span};
@@ -565,37 +564,21 @@ pub fn run(
         let mut results = out.done.into_iter();
         let senders = collect_senders(cfg, &plan, &shared, results.by_ref(), &mut warnings);
         let (receivers, sockets) = collect_receivers(cfg, &plan, results, &mut warnings);
-        let cpu = out
-            .cpu
-            .map_err(|reason| warnings.push(Warning::CpuNotMeasured { reason }))
-            .ok();
-        EngineOutput {
-            data: UdpSide {
-                senders,
-                receivers,
-                sockets,
-                intervals: out.intervals,
-                host_drops: snmp_start.and_then(|a| {
-                    let b = wirebench_sys::udp::udp_snmp().ok()?;
-                    Some(UdpHostDrops {
-                        rcvbuf_errors: b.rcvbuf_errors.saturating_sub(a.rcvbuf_errors),
-                        in_errors: b.in_errors.saturating_sub(a.in_errors),
-                    })
-                }),
-            },
-            cpu,
-            warnings,
-            aborted: out.aborted,
-            window: out.window_opened.then_some(Span {
-                start_ns: out.window_start_ns,
-                end_ns: out.stop_ns,
+        let data = UdpSide {
+            senders,
+            receivers,
+            sockets,
+            intervals: out.intervals,
+            host_drops: snmp_start.and_then(|a| {
+                let b = wirebench_sys::udp::udp_snmp().ok()?;
+                Some(UdpHostDrops {
+                    rcvbuf_errors: b.rcvbuf_errors.saturating_sub(a.rcvbuf_errors),
+                    in_errors: b.in_errors.saturating_sub(a.in_errors),
+                })
             }),
-            engine: EngineKind::ThreadPerFlow {
-                threads: n_threads as u32,
-                placement: cfg.timing.pin.placement(n_threads),
-            },
-            buffer_offset: cfg.timing.buffer_offset,
-        }
+        };
+        let engine = cfg.timing.pin.thread_per_flow(n_threads);
+        EngineOutput::new(data, out.end, warnings, engine, &cfg.timing)
     });
     Ok(out)
 }

@@ -124,7 +124,13 @@ fn run_rows(run: &RunRecord, spec: Option<&TestSpec>) -> Vec<(String, Vec<String
                 Some(WorkloadSpec::Stream(w)) => {
                     (w.send_size_bytes.to_string(), w.recv_size_bytes.to_string())
                 }
-                _ => (String::new(), String::new()),
+                Some(
+                    WorkloadSpec::Rr(_)
+                    | WorkloadSpec::Crr(_)
+                    | WorkloadSpec::UdpRr(_)
+                    | WorkloadSpec::UdpStream(_),
+                )
+                | None => (String::new(), String::new()),
             };
             let cc = s.map(|s| s.congestion.join(";")).unwrap_or_default();
             st.directions

@@ -206,10 +206,7 @@ fn common_line(s: &TestSpec, measured: Option<f64>) -> String {
             ""
         }
     );
-    let count = match &s.workload {
-        wirebench_model::spec::WorkloadSpec::Stream(st) => st.stop_after_bytes,
-        _ => None,
-    };
+    let count = s.stop_after_bytes();
     match (count, measured) {
         (Some(n), m) => {
             let _ = write!(t, "stopping after {} per direction", units::size(n));

@@ -83,7 +83,7 @@ pub(crate) fn spec_head(s: &TestSpec) -> String {
             busy_head(&mut t, r.busy_poll);
             t
         }
-        _ => "rr".into(),
+        WorkloadSpec::Stream(_) | WorkloadSpec::UdpStream(_) => "rr".into(),
     }
 }
 
