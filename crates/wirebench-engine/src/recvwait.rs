@@ -140,21 +140,12 @@ pub(crate) fn rcvbuf_bytes(fd: impl AsFd) -> u64 {
     rustix::net::sockopt::socket_recv_buffer_size(fd).map_or(0, |b| b as u64)
 }
 
-/// A connected loopback TCP pair (client, accepted end), for the waiters' tests.
-#[cfg(test)]
-pub(crate) fn loopback_pair() -> (TcpStream, TcpStream) {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let (s, _) = l.accept().unwrap();
-    (c, s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
 
-    use loopback_pair as pair;
+    use wirebench_testkit::net::loopback_pair as pair;
 
     #[test]
     fn paths_that_wait_their_own_way_have_no_waiter() {

@@ -11,7 +11,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Mutex, MutexGuard};
+
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -21,11 +21,10 @@ use wirebench_lab::{Side, ADDR_A, ADDR_B, IF_A, IF_B};
 const MS: Duration = Duration::from_millis(1);
 
 /// Held by the tests whose figures depend on timing (RTT, hold-back gaps) and by the ones
-/// that load both CPUs (TCP transfers), so that they do not disturb each other.
-static TIMING: Mutex<()> = Mutex::new(());
-
-fn timing_lock() -> MutexGuard<'static, ()> {
-    TIMING.lock().unwrap_or_else(|p| p.into_inner())
+/// that load both CPUs (TCP transfers), so that they do not disturb each other: the test
+/// kit's run lock, which the other measuring tests of this binary take too.
+fn timing_lock() -> wirebench_testkit::Held<std::sync::RwLockWriteGuard<'static, ()>> {
+    wirebench_testkit::serial()
 }
 
 fn lab_available() -> bool {

@@ -11,7 +11,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
+
 use std::time::{Duration, Instant};
 
 use wirebench_lab::named::{
@@ -19,10 +19,10 @@ use wirebench_lab::named::{
     NamedError, CLIENT_IPV4, CLIENT_IPV6, SERVER_IPV4, SERVER_IPV6,
 };
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+/// The named-lab tests share one state directory and the labs' fixed names: one at a time,
+/// under the test kit's run lock (they also start emulators that load the CPUs).
+fn serial() -> wirebench_testkit::Held<std::sync::RwLockWriteGuard<'static, ()>> {
+    wirebench_testkit::serial()
 }
 
 /// The manager the tests use: default state directory, the emulator binary of this crate.

@@ -328,18 +328,13 @@ impl WorkloadSetup for Setup<'_, UdpStreamSpec> {
 
 #[cfg(test)]
 mod tests {
-    use std::net::TcpListener;
 
     use wirebench_model::side::Role;
     use wirebench_model::spec::{Direction, StreamSpec, WorkloadSpec};
 
     use super::*;
 
-    fn pair() -> (TcpStream, TcpStream) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        (c, l.accept().unwrap().0)
-    }
+    use wirebench_testkit::net::loopback_pair as pair;
 
     #[test]
     fn stream_plans_give_each_end_its_role_and_drop_unknown_flows() {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -31,11 +31,9 @@ use wirebench_sys::perf::{
 };
 use wirebench_sys::require;
 
-/// One profiling test at a time: each samples every CPU.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-pub(crate) fn lock() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+/// One profiling test at a time (each samples every CPU): the test kit's run lock.
+pub(crate) fn lock() -> wirebench_testkit::Held<std::sync::RwLockWriteGuard<'static, ()>> {
+    wirebench_testkit::serial()
 }
 
 /// True if perf events can be opened here (else the test skips or, if required, fails).

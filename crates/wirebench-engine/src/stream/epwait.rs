@@ -144,7 +144,7 @@ mod tests {
     use std::time::Instant;
     use wirebench_model::spec::{NAPS_BEFORE_BLOCK, NAP_US};
 
-    use crate::recvwait::loopback_pair as pair;
+    use wirebench_testkit::net::loopback_pair as pair;
 
     fn watching(s: &TcpStream) -> OwnedFd {
         let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
