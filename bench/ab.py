@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Two wirebench builds, one test, interleaved: is the new build faster, slower or the same?
+
+    python3 bench/ab.py OLD_BIN NEW_BIN [--rounds N] -- rr -t 2 -A 0,0
+
+Each round runs the test once with each build, alternating which goes first (ABBA), with
+`--json --no-save`; the figure is the client's headline rate (stream: payload bits per second
+at the receivers, all directions; rr: transactions per second). Printed: each build's
+figures and median, and the median of the per-round new/old ratios with their range (a drift
+of the machine moves both builds of a round alike). Needs nothing but the two binaries;
+the test's own flags decide placement and congestion control.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+
+
+def headline(r):
+    """The client's headline figure of a RunResult: (value, unit)."""
+    w = r["runs"][0]["summary"]["workload"]
+    if "rr" in w:
+        return w["rr"]["transactions_per_s"] / 1e3, "k tx/s"
+    if "stream" in w:
+        return sum(d["receiver_throughput_bps"] for d in w["stream"]["directions"]) / 1e9, "Gbit/s"
+    raise SystemExit(f"no headline figure in {list(w)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("old")
+    ap.add_argument("new")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("test", nargs=argparse.REMAINDER, help="-- then the test and its flags")
+    a = ap.parse_args()
+    test = [t for t in a.test if t != "--"] or ["rr", "-t", "2", "-A", "0,0"]
+    bins = {"old": a.old, "new": a.new}
+    res = {k: [] for k in bins}
+    unit = ""
+    for i in range(a.rounds):
+        for k in (["old", "new"] if i % 2 == 0 else ["new", "old"]):
+            out = subprocess.run([bins[k], *test, "--json", "--no-save"], capture_output=True, text=True, timeout=300)
+            if out.returncode != 0:
+                raise SystemExit(f"{k}: exit {out.returncode}: {out.stderr.strip()[:500]}")
+            v, unit = headline(json.loads(out.stdout))
+            res[k].append(v)
+    for k, v in res.items():
+        print(f"{k}: {', '.join(f'{x:.1f}' for x in v)} {unit}; median {statistics.median(v):.1f}")
+    ratios = [n / o for n, o in zip(res["new"], res["old"])]
+    print(f"new/old per round: median {statistics.median(ratios):.3f} [{min(ratios):.2f}-{max(ratios):.2f}]")
+
+
+if __name__ == "__main__":
+    main()
