@@ -14,6 +14,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 
 
 def headline(r):
@@ -31,9 +32,11 @@ def main():
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("test", nargs=argparse.REMAINDER, help="-- then the test and its flags")
-    a = ap.parse_args()
-    test = [t for t in a.test if t != "--"] or ["rr", "-t", "2", "-A", "0,0"]
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    # The test and its flags, after `--`.
+    test = argv[cut + 1 :] or ["rr", "-t", "2", "-A", "0,0"]
     bins = {"old": a.old, "new": a.new}
     res = {k: [] for k in bins}
     unit = ""
