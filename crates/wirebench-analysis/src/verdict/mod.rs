@@ -711,6 +711,64 @@ mod tests {
         receiver_busy(&reports, &[cpu], fwd)
     }
 
+    /// The server end receiving alone in the forward direction, and what `reader_starved`
+    /// finds with its CPU figures `cpu`.
+    fn starved(cpu: EndCpu) -> Option<wirebench_model::verdict::StarvedReader> {
+        let fwd = FlowDir::ClientToServer;
+        let client = stream_report(
+            HostRole::Client,
+            vec![flow_side(0, fwd, Role::Sender, 1, 1, 0, 1)],
+            None,
+        );
+        let server = stream_report(
+            HostRole::Server,
+            vec![flow_side(0, fwd, Role::Receiver, 1, 1, 0, 1)],
+            None,
+        );
+        let reports = [(HostRole::Client, &client), (HostRole::Server, &server)];
+        reader_starved(&reports, &[cpu], fwd)
+    }
+
+    /// A light receiver that waited a tenth of the window while other processes held half a
+    /// CPU or more was starved; without the wait, or without the other processes, it was
+    /// not (it was slow, or the two ends waited for each other); a starved reader's first
+    /// suggestion is a quieter host.
+    #[test]
+    fn a_reader_that_waited_while_others_held_its_cpu_was_starved() {
+        let mut c = server_cpu(12.0, vec![1], 1, 100.0);
+        c.threads_run_delay_ns = Some(600_000_000);
+        c.other_util_pct_of_one_cpu = Some(150.0);
+        let s = starved(c.clone()).expect("starved");
+        assert_eq!(s.host, HostRole::Server);
+        assert!((s.threads_run_delay_pct - 60.0).abs() < 1e-9, "{s:?}");
+        assert_eq!(
+            (s.threads_util_pct_of_one_cpu, s.other_util_pct_of_one_cpu),
+            (12.0, 150.0)
+        );
+        let mut quiet = c.clone();
+        quiet.other_util_pct_of_one_cpu = Some(20.0);
+        assert_eq!(starved(quiet), None, "the ends waited for each other");
+        let mut ran = c.clone();
+        ran.threads_run_delay_ns = Some(50_000_000);
+        assert_eq!(starved(ran), None, "it hardly waited");
+        let mut older = c;
+        older.threads_run_delay_ns = None;
+        assert_eq!(starved(older), None, "no run-queue figure (an older peer)");
+        let limiter = Limiter::ReceiveWindow {
+            dir: FlowDir::ClientToServer,
+            limited_pct: 70.0,
+            receiver_busy_pct: None,
+            rcvbuf_bytes: Some(8 << 20),
+            rcvbuf_autotuned: false,
+            bdp_bytes: Some(100_000),
+            reader_behind: true,
+            reader_starved: Some(s),
+        };
+        let got = stream_suggestions(&limiter, AutotunedSums::default());
+        assert_eq!(got[0], Suggestion::QuietHost, "{got:?}");
+        assert!(!got.contains(&Suggestion::CheaperReceiver), "{got:?}");
+    }
+
     /// A busy receiver behind many autotuned buffers is told to try smaller fixed ones; one
     /// flow, a fixed window or a receiver with time to spare keeps the old advice.
     #[test]
