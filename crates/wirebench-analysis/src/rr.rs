@@ -48,9 +48,19 @@ pub(crate) trait RrWorkload {
     const KIND: WorkloadKind;
     /// Sizes, burst and open-loop schedule.
     fn shape(&self) -> Shape;
-    /// The busy polling asked for.
-    fn busy_poll(&self) -> Option<BusyPoll> {
-        None
+    /// The busy polling asked for (no default: each workload says whether it has any).
+    fn busy_poll(&self) -> Option<BusyPoll>;
+}
+
+impl Shape {
+    /// One transaction in flight at a time, closed loop: CRR and UDP RR.
+    fn one_at_a_time(request: u32, response: u32) -> Shape {
+        Shape {
+            request,
+            response,
+            burst: 1,
+            open: None,
+        }
     }
 }
 
@@ -79,24 +89,17 @@ impl RrWorkload for RrSpec {
 impl RrWorkload for CrrSpec {
     const KIND: WorkloadKind = WorkloadKind::Crr;
     fn shape(&self) -> Shape {
-        Shape {
-            request: self.request_size_bytes,
-            response: self.response_size_bytes,
-            burst: 1,
-            open: None,
-        }
+        Shape::one_at_a_time(self.request_size_bytes, self.response_size_bytes)
+    }
+    fn busy_poll(&self) -> Option<BusyPoll> {
+        None
     }
 }
 
 impl RrWorkload for UdpRrSpec {
     const KIND: WorkloadKind = WorkloadKind::UdpRr;
     fn shape(&self) -> Shape {
-        Shape {
-            request: self.request_size_bytes,
-            response: self.response_size_bytes,
-            burst: 1,
-            open: None,
-        }
+        Shape::one_at_a_time(self.request_size_bytes, self.response_size_bytes)
     }
     fn busy_poll(&self) -> Option<BusyPoll> {
         self.busy_poll
