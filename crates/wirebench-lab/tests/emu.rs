@@ -23,7 +23,7 @@ const MS: Duration = Duration::from_millis(1);
 /// Held by the tests whose figures depend on timing (RTT, hold-back gaps) and by the ones
 /// that load both CPUs (TCP transfers), so that they do not disturb each other: the test
 /// kit's run lock, which the other measuring tests of this binary take too.
-fn timing_lock() -> wirebench_testkit::Held<std::sync::RwLockWriteGuard<'static, ()>> {
+fn timing_lock() -> wirebench_testkit::Held<wirebench_testkit::RunGuard> {
     wirebench_testkit::serial()
 }
 

@@ -21,7 +21,7 @@ use wirebench_lab::named::{
 
 /// The named-lab tests share one state directory and the labs' fixed names: one at a time,
 /// under the test kit's run lock (they also start emulators that load the CPUs).
-fn serial() -> wirebench_testkit::Held<std::sync::RwLockWriteGuard<'static, ()>> {
+fn serial() -> wirebench_testkit::Held<wirebench_testkit::RunGuard> {
     wirebench_testkit::serial()
 }
 

@@ -32,7 +32,7 @@ use wirebench_sys::perf::{
 use wirebench_sys::require;
 
 /// One profiling test at a time (each samples every CPU): the test kit's run lock.
-pub(crate) fn lock() -> wirebench_testkit::Held<std::sync::RwLockWriteGuard<'static, ()>> {
+pub(crate) fn lock() -> wirebench_testkit::Held<wirebench_testkit::RunGuard> {
     wirebench_testkit::serial()
 }
 

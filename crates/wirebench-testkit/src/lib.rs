@@ -15,7 +15,7 @@ pub mod threads;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use wirebench_lab::{Side, Testbed};
@@ -48,20 +48,96 @@ pub fn bin() -> &'static str {
     })
 }
 
-/// Every end-to-end test holds this lock: measurement tests alone (write), the others
-/// shared (read), so that a measurement never shares the CPUs with another test of this
-/// binary, while the tests that measure nothing still run side by side.
-static RUN_LOCK: RwLock<()> = RwLock::new(());
+/// Every end-to-end test holds this lock: measurement tests alone ([`serial`]), the others
+/// side by side ([`shared`]), so that a measurement never shares the CPUs with another test
+/// of this binary, while the tests that measure nothing still run side by side.
+///
+/// It prefers the shared side: a shared test starts whenever no measurement runs, even while
+/// measurements wait. libtest hands tests to its threads in name order, so a lock that let a
+/// waiting measurement hold back every shared test behind it (as `std::sync::RwLock` does)
+/// turned each measurement into a barrier: the threads idled until the longest shared test
+/// before it ended. Measurements wait instead until no shared test runs; the list is finite,
+/// so each gets its turn.
+static RUN_LOCK: RunLock = RunLock::new();
 
-/// Measurement tests take this lock so that no other test competes for the two CPUs.
-pub fn serial() -> Held<RwLockWriteGuard<'static, ()>> {
-    Held::new(RUN_LOCK.write().unwrap_or_else(|e| e.into_inner()))
+/// At most this many shared tests run at once. The workspace runs more test threads than
+/// that (`RUST_TEST_THREADS` in `.cargo/config.toml`): libtest hands out tests in name order,
+/// and a thread whose measurement waits for the lock is a thread no shared test can use, so
+/// with few threads the shared tests ran nearly one at a time between measurements. With
+/// many threads they run this many wide, mostly ahead of the measurements.
+pub const SHARED_AT_ONCE: usize = 4;
+
+/// The run lock's state: shared holders, and whether a measurement holds it.
+struct RunLock {
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+impl RunLock {
+    const fn new() -> RunLock {
+        RunLock {
+            state: Mutex::new((0, false)),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn acquire(&'static self, kind: RunKind) -> RunGuard {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let (shared, exclusive) = *st;
+            let free = match kind {
+                RunKind::Shared => !exclusive && shared < SHARED_AT_ONCE,
+                RunKind::Serial => !exclusive && shared == 0,
+            };
+            if free {
+                break;
+            }
+            st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        match kind {
+            RunKind::Shared => st.0 += 1,
+            RunKind::Serial => st.1 = true,
+        }
+        RunGuard { lock: self, kind }
+    }
+}
+
+/// Which side of the run lock a test holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunKind {
+    /// A measurement: alone.
+    Serial,
+    /// Measures nothing: beside other shared tests.
+    Shared,
+}
+
+/// One test's hold on the run lock; released when dropped (also when the test panics).
+pub struct RunGuard {
+    lock: &'static RunLock,
+    kind: RunKind,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        let mut st = self.lock.state.lock().unwrap_or_else(|e| e.into_inner());
+        match self.kind {
+            RunKind::Shared => st.0 -= 1,
+            RunKind::Serial => st.1 = false,
+        }
+        drop(st);
+        self.lock.changed.notify_all();
+    }
+}
+
+/// Measurement tests take this so that no other test competes for the two CPUs.
+pub fn serial() -> Held<RunGuard> {
+    Held::new(RUN_LOCK.acquire(RunKind::Serial))
 }
 
 /// Tests that measure nothing take this: they run beside each other, never beside a
 /// measurement test.
-pub fn shared() -> Held<RwLockReadGuard<'static, ()>> {
-    Held::new(RUN_LOCK.read().unwrap_or_else(|e| e.into_inner()))
+pub fn shared() -> Held<RunGuard> {
+    Held::new(RUN_LOCK.acquire(RunKind::Shared))
 }
 
 /// A held run lock. When `WIREBENCH_TEST_TIMES` names a file, dropping it appends how long
@@ -483,4 +559,68 @@ pub fn write_alice_keys(path: &std::path::Path, mode: u32) {
     )
     .unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A measurement waiting for the lock does not hold back a shared test, and never runs
+    /// beside one: a shared holder, a measurement that queues behind it, then a second shared
+    /// test that starts before the measurement, which starts only once both shared tests end.
+    #[test]
+    fn shared_tests_pass_a_waiting_measurement_which_then_runs_alone() {
+        static LOCK: RunLock = RunLock::new();
+        let first = LOCK.acquire(RunKind::Shared);
+        let running = Arc::new(AtomicUsize::new(1));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let r = Arc::clone(&running);
+        let measurement = std::thread::spawn(move || {
+            let _g = LOCK.acquire(RunKind::Serial);
+            tx.send(r.load(Ordering::SeqCst)).unwrap();
+        });
+        // The measurement is waiting (it cannot have the lock while `first` is held).
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            rx.try_recv().is_err(),
+            "a measurement ran beside a shared test"
+        );
+        // On a thread: with a lock that holds shared tests back behind a waiting
+        // measurement, this would wait for ever; here it fails after 10 s.
+        let (gtx, grx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || gtx.send(LOCK.acquire(RunKind::Shared)).unwrap());
+        let second = grx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a shared test waited behind a waiting measurement");
+        running.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(LOCK.state.lock().unwrap().0, 2);
+        drop(first);
+        running.fetch_sub(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            rx.try_recv().is_err(),
+            "a measurement ran beside a shared test"
+        );
+        running.fetch_sub(1, Ordering::SeqCst);
+        drop(second);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 0);
+        measurement.join().unwrap();
+        // And a shared test waits while the measurement holds the lock.
+        let held = LOCK.acquire(RunKind::Serial);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shared = std::thread::spawn(move || {
+            let _g = LOCK.acquire(RunKind::Shared);
+            tx.send(()).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            rx.try_recv().is_err(),
+            "a shared test ran beside a measurement"
+        );
+        drop(held);
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        shared.join().unwrap();
+    }
 }

@@ -874,7 +874,7 @@ fn absurd_requests_refused_and_enforced_while_running() {
 /// intervals, about 2 MiB, above the default 1 MiB frame cap) is accepted at both ends.
 #[test]
 fn large_results_are_accepted() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&[
         "stream", "-t", "3", "-i", "0.1", "-P", "256", "--bidir", "-l", "16K", "--json",
     ]);
@@ -892,7 +892,7 @@ fn large_results_are_accepted() {
 /// bound, records the test with its partial intervals, frees everything and serves the next.
 #[test]
 fn a_killed_or_stopped_client_is_noticed_in_every_mode() {
-    let _g = serial();
+    let _g = shared();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     let mut n = 1; // the baseline's test
@@ -923,7 +923,7 @@ fn a_killed_or_stopped_client_is_noticed_in_every_mode() {
 #[test]
 fn a_link_cut_mid_test_is_noticed_at_both_ends() {
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = wirebench_lab::Testbed::pair(1500).expect("testbed");
     let mut c = tb.command(wirebench_lab::Side::B, BIN);
     c.args([
@@ -1111,7 +1111,7 @@ fn rst_on_data_and_control_is_a_classified_error() {
 /// saves its partial result.
 #[test]
 fn sigterm_during_a_test_keeps_partial_results() {
-    let _g = serial();
+    let _g = shared();
     let mut d = LocalDaemon::start(FAST);
     let out = tempfile_path::TempPath::new("out");
     let mut c = std::process::Command::new(BIN);
@@ -1205,7 +1205,7 @@ fn sigterm_during_a_test_keeps_partial_results() {
 #[test]
 fn an_impaired_control_path_completes_or_fails_cleanly() {
     require_netns();
-    let _g = serial();
+    let _g = shared();
     use wirebench_lab::emu::{Direction as Dir, EmuConfig, EmulatedPath};
     let bad = |seed| EmuConfig {
         jitter: Duration::from_millis(50),

@@ -96,7 +96,7 @@ fn stock_iperf3_client_option_matrix_in_a_namespace_pair() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let mut c = tb.command(Side::B, BIN);
     c.args([
@@ -189,7 +189,7 @@ fn two_iperf3_clients_at_once() {
     if !have_iperf3() {
         return;
     }
-    let _g = serial();
+    let _g = shared();
     let d = LocalDaemon::start(&[
         "--iperf3",
         "--iperf3-port",
@@ -244,7 +244,7 @@ fn iperf3_clients_meet_the_daemons_policy() {
     if !have_iperf3() {
         return;
     }
-    let _g = serial();
+    let _g = shared();
     let d = LocalDaemon::start(&[
         "--iperf3",
         "--iperf3-port",
@@ -328,7 +328,7 @@ fn hostile_iperf3_clients_leave_the_daemon_serving() {
     if !have_iperf3() {
         return;
     }
-    let _g = serial();
+    let _g = shared();
     let d = LocalDaemon::start(&[
         "--iperf3",
         "--iperf3-port",
@@ -468,7 +468,7 @@ fn stock_iperf3_udp_clients_in_a_namespace_pair() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let mut c = tb.command(Side::B, BIN);
     c.args([
@@ -605,7 +605,7 @@ fn hostile_iperf3_udp_clients_leave_the_daemon_serving() {
     if !have_iperf3() {
         return;
     }
-    let _g = serial();
+    let _g = shared();
     let d = LocalDaemon::start(&[
         "--iperf3",
         "--iperf3-port",
@@ -678,7 +678,7 @@ fn iperf3_over_ipv6_both_ways() {
     if !have_iperf3() {
         return;
     }
-    let _g = serial();
+    let _g = shared();
     // A stock client against the daemon.
     let d = LocalDaemon::start(&["--bind", "::1", "--iperf3", "--iperf3-port", "0"]);
     let addr = iperf3_addr(&d);

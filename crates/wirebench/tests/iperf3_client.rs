@@ -88,7 +88,7 @@ fn stream_iperf3_against_a_stock_server_reconciles() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let cases: &[(&[&str], u16)] = &[
         (&["-t", "1"], 5201),
@@ -236,7 +236,7 @@ fn stream_iperf3_human_output_shows_both_ends() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let server = iperf3_server(&tb, 5201, &["-1"]);
     let ran = wb_in(
@@ -286,7 +286,7 @@ fn a_busy_iperf3_server_and_retry() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let port = 5313u16;
     let mut server = iperf3_server(&tb, port, &[]);
@@ -419,7 +419,7 @@ fn udp_iperf3_against_a_stock_server_accounts_for_every_datagram() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let cases: &[(bool, u32, u16)] = &[
         (false, 0, 5321),
@@ -553,7 +553,7 @@ fn udp_iperf3_human_output_shows_both_ends() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let server = iperf3_server(&tb, 5325, &["-1"]);
     let mut c = tb.command(Side::A, BIN);
@@ -608,7 +608,7 @@ fn stream_iperf3_bidir_bytes_and_omit_against_a_stock_server() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let rmem_max: u64 = tb
         .exec(Side::B, &["cat", "/proc/sys/net/ipv4/tcp_rmem"])
@@ -770,7 +770,7 @@ fn an_interrupted_iperf3_test_frees_the_server() {
         return;
     }
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let port = 5324u16;
     let log = std::env::temp_dir().join(format!("wb-iperf3-int-{}.log", std::process::id()));

@@ -280,7 +280,7 @@ fn json_fits_the_schema_and_is_cached_per_boot() {
 /// were not cached.
 #[test]
 fn an_unwritable_state_dir_is_said_not_fatal() {
-    let _g = serial();
+    let _g = shared();
     let dir = StateDir::new("ro");
     let blocker = dir.0.join("file");
     std::fs::write(&blocker, b"x").unwrap();

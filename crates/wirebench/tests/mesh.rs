@@ -171,7 +171,7 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
 
 #[test]
 fn a_full_mesh_measures_every_pair_once_with_exclusive_hosts_and_a_down_host_recorded() {
-    let _g = serial();
+    let _g = shared();
     if !have_netns() {
         return;
     }
@@ -270,7 +270,7 @@ fn a_full_mesh_measures_every_pair_once_with_exclusive_hosts_and_a_down_host_rec
 
 #[test]
 fn an_incast_plan_runs_its_clients_at_once() {
-    let _g = serial();
+    let _g = shared();
     if !have_netns() {
         return;
     }
@@ -310,7 +310,7 @@ fn an_incast_plan_runs_its_clients_at_once() {
 /// with the mesh's client and server (read back with `history list --json`).
 #[test]
 fn a_ring_repeated_by_every_and_count_is_saved_test_by_test() {
-    let _g = serial();
+    let _g = shared();
     if !have_netns() {
         return;
     }

@@ -115,7 +115,7 @@ fn assert_sends_completed(snd: &FlowSide) {
 
 #[test]
 fn every_send_path_reconciles_and_verifies() {
-    let _g = serial();
+    let _g = shared();
     for path in [
         SendPath::Copy,
         SendPath::Sendfile,
@@ -167,7 +167,7 @@ fn every_send_path_reconciles_and_verifies() {
 
 #[test]
 fn every_recv_path_reconciles_and_verifies_where_it_can() {
-    let _g = serial();
+    let _g = shared();
     for path in [
         RecvPath::Copy,
         RecvPath::Discard,
@@ -214,7 +214,7 @@ fn every_recv_path_reconciles_and_verifies_where_it_can() {
 /// 64 KiB loopback segments cannot be mapped, MSG_ZEROCOPY's page fragments mostly can).
 #[test]
 fn zerocopy_into_zerocopy_receive_maps_pages() {
-    let _g = serial();
+    let _g = shared();
     let r = stream(
         &[
             "--send-path",
@@ -244,7 +244,7 @@ fn zerocopy_into_zerocopy_receive_maps_pages() {
 /// sendfile and the client receives with io_uring.
 #[test]
 fn reverse_paths_apply_to_the_server_sender() {
-    let _g = serial();
+    let _g = shared();
     let r = stream(
         &[
             "-R",
@@ -271,7 +271,7 @@ fn reverse_paths_apply_to_the_server_sender() {
 /// same environment, so both ends fall back.
 #[test]
 fn unavailable_paths_fall_back_to_copy_with_a_warning() {
-    let _g = serial();
+    let _g = shared();
     let r = stream(
         &[
             "--send-path",

@@ -134,7 +134,7 @@ fn forward_loopback_reconciles_with_kernel_counters() {
 
 #[test]
 fn reverse_loopback() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "1", "--reverse", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
@@ -148,7 +148,7 @@ fn reverse_loopback() {
 
 #[test]
 fn bidir_loopback_two_flows_each_way() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "1", "--bidir", "-P", "2", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
@@ -158,7 +158,7 @@ fn bidir_loopback_two_flows_each_way() {
 
 #[test]
 fn four_flows_each_accounted() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "1", "-P", "4", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
@@ -223,7 +223,7 @@ fn warmup_is_excluded_and_intervals_partition_the_bytes() {
 
 #[test]
 fn live_interval_lines_are_printed() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "1", "-i", "0.25"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines = r
@@ -670,7 +670,7 @@ fn congestion_control_is_applied_at_both_ends_and_recorded() {
 
 #[test]
 fn window_sets_socket_buffers_and_reports_what_the_kernel_chose() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "0.5", "-w", "256K", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
@@ -685,7 +685,7 @@ fn window_sets_socket_buffers_and_reports_what_the_kernel_chose() {
 
 #[test]
 fn ipv6_loopback_and_affinity() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-6", "-t", "0.5", "--affinity", "0,1", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
@@ -701,7 +701,7 @@ fn ipv6_loopback_and_affinity() {
 #[test]
 fn daemon_recovers_from_a_killed_or_stopped_client() {
     require_netns();
-    let _g = serial();
+    let _g = shared();
     let tb = Testbed::pair(1500).expect("testbed");
     let _d = daemon_in(&tb, Side::B, &["--max-tests", "1"]);
     for (sig, bound_s) in [("-KILL", 2u64), ("-STOP", 8)] {
@@ -745,7 +745,7 @@ fn daemon_recovers_from_a_killed_or_stopped_client() {
 
 #[test]
 fn interrupt_prints_the_partial_result() {
-    let _g = serial();
+    let _g = shared();
     let mut c = std::process::Command::new(BIN);
     c.args(["stream", "-t", "30", "-i", "0.5", "--json-stream"])
         .stderr(std::process::Stdio::null());
@@ -775,7 +775,7 @@ fn interrupt_prints_the_partial_result() {
 /// flow still reconciles with the other end and with the kernel, and fairness is reported.
 #[test]
 fn many_flows_run_on_the_epoll_engine_and_reconcile() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&[
         "stream", "-t", "1", "-P", "64", "--bidir", "-C", "cubic", "--json",
     ]);
@@ -804,7 +804,7 @@ fn many_flows_run_on_the_epoll_engine_and_reconcile() {
 /// at both ends, error-free, and reconciles with the kernel's TCP_INFO counters.
 #[test]
 fn thousand_flows_end_to_end_are_all_accounted_for() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "1.5", "-P", "1000", "-C", "cubic", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let res = r.json();
@@ -1074,7 +1074,7 @@ fn tempfile_dir(tag: &str) -> std::path::PathBuf {
 /// copy with a field of the wrong type does not.
 #[test]
 fn a_result_validates_against_the_published_schema() {
-    let _g = serial();
+    let _g = shared();
     let r = wb(&["stream", "-t", "0.3", "-i", "0.1", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();

@@ -138,7 +138,12 @@ mod tests {
     use wirebench_model::result::RunStatus;
     use wirebench_net::runner::failed_result;
 
-    /// Sleeps a while per test; host `down` refuses at once.
+    /// How long a fake test takes. Tests that start together must overlap by their spans:
+    /// 100 ms leaves room for thread starts delayed on a machine whose two CPUs run dozens
+    /// of other tests (15 ms did not, once, beside the workspace's 32 test threads).
+    const FAKE_TEST: Duration = Duration::from_millis(100);
+
+    /// Sleeps [`FAKE_TEST`] per test; host `down` refuses at once.
     struct Fake {
         down: Option<usize>,
         calls: Mutex<Vec<(usize, usize)>>,
@@ -155,7 +160,7 @@ mod tests {
                     ErrorInfo::new(ErrorKind::Connect, "connection refused".to_string()),
                 );
             }
-            std::thread::sleep(Duration::from_millis(15));
+            std::thread::sleep(FAKE_TEST);
             let mut r = failed_result(
                 None,
                 None,
@@ -209,7 +214,7 @@ mod tests {
         pairs.dedup();
         assert_eq!((all.len(), pairs.len()), (30, 30));
         assert!(exclusive(&all));
-        // Disjoint pairs ran at once: 10 rounds of 15 ms, far less than 30 tests in a row.
+        // Disjoint pairs ran at once: 10 rounds of a fake test, far less than 30 in a row.
         let span = all.iter().map(|o| o.ended_unix_ms).max().unwrap()
             - all.iter().map(|o| o.started_unix_ms).min().unwrap();
         let at_once = all

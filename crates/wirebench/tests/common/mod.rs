@@ -10,14 +10,14 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_wirebench");
 
 /// Measurement tests take this lock so that no other test competes for the two CPUs
 /// ([`wirebench_testkit::serial`], after naming the binary under test).
-pub fn serial() -> Held<std::sync::RwLockWriteGuard<'static, ()>> {
+pub fn serial() -> Held<RunGuard> {
     use_binary(BIN);
     wirebench_testkit::serial()
 }
 
 /// Tests that measure nothing take this ([`wirebench_testkit::shared`], after naming the
 /// binary under test).
-pub fn shared() -> Held<std::sync::RwLockReadGuard<'static, ()>> {
+pub fn shared() -> Held<RunGuard> {
     use_binary(BIN);
     wirebench_testkit::shared()
 }
