@@ -808,9 +808,15 @@ fn a_torn_records_tail_after_sigkill_is_moved_aside_on_restart() {
     let path = dir.join("records.jsonl");
     let p = path.to_str().unwrap().to_string();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
+    // No rotation here, by either daemon (the default rotates at 64 MiB, about ten of these
+    // records, and more than four may be written before the kill): a rotation between
+    // counting four records and the kill, or at the restarted daemon's first record, would
+    // leave a fresh file.
     let mut d = LocalDaemon::start_exact(&[
         "--records",
         &p,
+        "--records-max-size",
+        "1G",
         "--max-tests-per-peer",
         "4",
         "--max-flows",
@@ -909,7 +915,7 @@ fn a_torn_records_tail_after_sigkill_is_moved_aside_on_restart() {
         }
     );
     // Restart on the same file.
-    let d2 = LocalDaemon::start_exact(&["--records", &p]);
+    let d2 = LocalDaemon::start_exact(&["--records", &p, "--records-max-size", "1G"]);
     assert_eq!(d2.log_count("torn line"), 1, "log:\n{}", d2.log_text());
     let (recs, rest) = strict_records(&path);
     assert!(rest.is_empty(), "the torn tail is still there");
