@@ -42,6 +42,12 @@ pub(super) struct ConnSlot {
     pub(super) state: Arc<State>,
     pub(super) ip: IpAddr,
     pub(super) handshake: Option<u64>,
+    /// The connection's place in accept order (the listener accepts one at a time, so this
+    /// is the order in which the kernel completed the connections). Each connection's
+    /// handshake runs on its own thread, and those may finish in any order on a busy host;
+    /// where the order matters (an iperf3 client's streams: their ids and, with `--bidir`,
+    /// their directions follow the order it opened them) this restores it.
+    pub(super) accepted_seq: u64,
 }
 
 impl ConnSlot {
@@ -137,6 +143,7 @@ pub(super) fn admit_connection(stream: TcpStream, state: &Arc<State>, frontend: 
         state: Arc::clone(state),
         ip: peer.ip(),
         handshake: None,
+        accepted_seq: state.accepted.fetch_add(1, Ordering::Relaxed),
     };
     // Register as handshaking; at the cap, evict the oldest handshake that is not merely
     // waiting for its thread first. One with a complete data handshake queued is a

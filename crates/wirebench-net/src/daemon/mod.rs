@@ -208,6 +208,9 @@ struct State {
     log_limiter: Mutex<LogLimiter>,
     shutdown: AtomicBool,
     evicted: AtomicU64,
+    /// Connections accepted so far, all listeners: each connection's place in accept order
+    /// ([`accept::ConnSlot::accepted_seq`]).
+    accepted: AtomicU64,
     /// Profiles being taken now (at most `cfg.max_profiles`).
     profiles: AtomicU32,
     /// The cookies of the iperf3 tests in progress.
@@ -246,6 +249,7 @@ impl State {
             log_limiter: Mutex::new(LogLimiter::new()),
             shutdown: AtomicBool::new(false),
             evicted: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
             profiles: AtomicU32::new(0),
             iperf3_routes: Mutex::new(HashMap::new()),
             refusals: Refusals::default(),

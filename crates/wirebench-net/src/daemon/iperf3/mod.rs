@@ -377,27 +377,43 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Collect the TCP data connections, routed here by the test's cookie.
+    /// Collect the TCP data connections, routed here by the test's cookie, and number them
+    /// in the order they were accepted: iperf3 opens its streams one after another, and a
+    /// stream's id and (with `--bidir`) its direction follow that order. Each connection's
+    /// cookie is read on a thread of its own, so they reach this channel in any order on a
+    /// busy host (in arrival order, a `--bidir` test once sent on the client's sending
+    /// stream and read the one it receives on: 0 bytes received of 1.3 MB sent).
     fn collect_tcp(
         &mut self,
         want: usize,
         rx: &mpsc::Receiver<(TcpStream, ConnSlot)>,
     ) -> Result<Collected, AbortReason> {
-        let mut sockets = EndSockets::default();
-        while sockets.conns.len() < want {
-            while let Ok((s, slot)) = rx.try_recv() {
-                let flow = sockets.conns.len() as u32;
-                sockets.conns.push((flow, s));
-                self.data_slots.push(slot);
+        let mut arrived = Vec::with_capacity(want);
+        while arrived.len() < want {
+            while let Ok(conn) = rx.try_recv() {
+                arrived.push(conn);
             }
-            if sockets.conns.len() >= want {
+            if arrived.len() >= want {
                 break;
             }
             if let Some(o) = self.step_collecting()? {
+                self.data_slots
+                    .extend(arrived.into_iter().map(|(_, slot)| slot));
                 return Ok(Collected::Ended(o));
             }
         }
-        Ok(Collected::Sockets(sockets))
+        Ok(Collected::Sockets(self.in_accept_order(arrived)))
+    }
+
+    /// The data connections numbered in accept order; their slots kept for the test's life.
+    fn in_accept_order(&mut self, mut arrived: Vec<(TcpStream, ConnSlot)>) -> EndSockets {
+        arrived.sort_by_key(|(_, slot)| slot.accepted_seq);
+        let mut sockets = EndSockets::default();
+        for (flow, (s, slot)) in arrived.into_iter().enumerate() {
+            sockets.conns.push((flow as u32, s));
+            self.data_slots.push(slot);
+        }
+        sockets
     }
 
     /// Take the iperf3 UDP port for this test's stream setup ([`udp`]), one test at a time,
