@@ -236,6 +236,86 @@ fn two_iperf3_clients_at_once() {
     assert!(s0 < e1 && s1 < e0, "{recs:?}");
 }
 
+/// A relay in front of the daemon's iperf3 port for `conns` connections: each one accepted is
+/// connected onward at once, in order (so the daemon accepts them in the client's order),
+/// and the bytes copied both ways; the client's bytes on connection `held` (0 = the control
+/// connection) wait `delay` before the first is passed on.
+fn holding_relay(
+    to: SocketAddr,
+    conns: usize,
+    held: usize,
+    delay: Duration,
+) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = l.local_addr().unwrap();
+    let h = std::thread::spawn(move || {
+        let mut copies = Vec::new();
+        for i in 0..conns {
+            let (c, _) = l.accept().expect("relay accept");
+            let u = TcpStream::connect(to).expect("relay connect");
+            let (c2, u2) = (c.try_clone().unwrap(), u.try_clone().unwrap());
+            let wait = if i == held { delay } else { Duration::ZERO };
+            copies.push(std::thread::spawn(move || pipe(c, u, wait)));
+            copies.push(std::thread::spawn(move || pipe(u2, c2, Duration::ZERO)));
+        }
+        for c in copies {
+            let _ = c.join();
+        }
+    });
+    (at, h)
+}
+
+/// Copy `from` into `to` after `wait`, then pass the end on.
+fn pipe(mut from: TcpStream, mut to: TcpStream, wait: Duration) {
+    std::thread::sleep(wait);
+    let _ = std::io::copy(&mut from, &mut to);
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+/// A `--bidir` client's streams are numbered in the order the daemon accepted them, not in
+/// the order their cookies were read (each on a thread of its own): through a relay that
+/// holds back the first data stream's cookie for 300 ms, the second stream's arrives first,
+/// and the daemon must still receive on the stream iperf3 sends on. (Numbered by arrival,
+/// the daemon sent on iperf3's sending stream and read its receiving one: 0 bytes received.)
+#[test]
+fn bidir_streams_keep_their_directions_when_their_cookies_arrive_out_of_order() {
+    if !have_iperf3() {
+        return;
+    }
+    let _g = shared();
+    let d = LocalDaemon::start(&["--iperf3", "--iperf3-port", "0"]);
+    // The control connection, then the two data streams (-P 1 --bidir): hold the first.
+    let (relay, relayed) = holding_relay(iperf3_addr(&d), 3, 1, Duration::from_millis(300));
+    let j = iperf3_json(
+        Command::new("iperf3"),
+        relay,
+        &["-t", "1", "--bidir", "-l", "64K"],
+    );
+    relayed.join().unwrap();
+    let rec = &d.wait_records(1, Duration::from_secs(10))[0];
+    assert_eq!(rec["status"], "completed", "{rec}");
+    let flows = server_flows(rec);
+    let received: u64 = flows
+        .iter()
+        .filter(|f| f.0 == "receiver")
+        .map(|f| f.1)
+        .sum();
+    let sent: u64 = flows.iter().filter(|f| f.0 == "sender").map(|f| f.1).sum();
+    let iperf3_sent = j["end"]["sum_sent"]["bytes"].as_u64().unwrap();
+    let iperf3_got = j["end"]["sum_received_bidir_reverse"]["bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(iperf3_sent > 0, "{}", j["end"]);
+    assert_eq!(
+        received, iperf3_sent,
+        "the daemon's receiver against iperf3's sender"
+    );
+    assert!(
+        iperf3_got > 0 && iperf3_got <= sent,
+        "iperf3 received {iperf3_got}, the daemon sent {sent}"
+    );
+}
+
 /// The daemon's policy applies to iperf3 clients: past --max-tests the client is told the
 /// server is busy; past --max-flows and --max-duration it is refused with iperf3's codes
 /// (which the stock client prints), and RSA authentication is refused with a clear log line.
