@@ -248,10 +248,26 @@ fn holding_relay(
 ) -> (SocketAddr, std::thread::JoinHandle<()>) {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let at = l.local_addr().unwrap();
+    // Every wait is bounded: the accepts by a deadline, the copies by a read timeout.
+    l.set_nonblocking(true).unwrap();
     let h = std::thread::spawn(move || {
         let mut copies = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
         for i in 0..conns {
-            let (c, _) = l.accept().expect("relay accept");
+            let c = loop {
+                match l.accept() {
+                    Ok((c, _)) => break c,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        assert!(
+                            Instant::now() < deadline,
+                            "relay: {i} of {conns} connections"
+                        );
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(e) => panic!("relay accept: {e}"),
+                }
+            };
+            c.set_nonblocking(false).unwrap();
             let u = TcpStream::connect(to).expect("relay connect");
             let (c2, u2) = (c.try_clone().unwrap(), u.try_clone().unwrap());
             let wait = if i == held { delay } else { Duration::ZERO };
@@ -265,8 +281,10 @@ fn holding_relay(
     (at, h)
 }
 
-/// Copy `from` into `to` after `wait`, then pass the end on.
+/// Copy `from` into `to` after `wait`, then pass the end on; a side silent for 30 s ends
+/// the copy too.
 fn pipe(mut from: TcpStream, mut to: TcpStream, wait: Duration) {
+    let _ = from.set_read_timeout(Some(Duration::from_secs(30)));
     std::thread::sleep(wait);
     let _ = std::io::copy(&mut from, &mut to);
     let _ = to.shutdown(std::net::Shutdown::Write);
