@@ -96,7 +96,7 @@ fn many_flows_are_summarised_unless_asked() {
 /// the flag; `--csv -o FILE` writes CSV there (and stdout gets it too); `-o -` is stdout.
 #[test]
 fn output_is_checked_first_and_written_in_the_format_asked() {
-    let _g = shared();
+    let _g = shared_timed();
     let t = Instant::now();
     let r = wb(&["stream", "-t", "5", "-o", "/nonexistent-wb-dir/r.json"]);
     assert_eq!(r.code, 1, "{}", r.stderr);

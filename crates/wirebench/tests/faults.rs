@@ -56,7 +56,7 @@ fn key_pointers(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
 
 #[test]
 fn hostile_frame_lengths_are_refused_before_allocation() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     // Virtual memory, which an untouched reservation does grow (RSS would not).
@@ -87,7 +87,7 @@ fn hostile_frame_lengths_are_refused_before_allocation() {
 
 #[test]
 fn truncated_handshakes_close_at_the_absolute_deadline() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     let hello = wirebench_proto::frame::encode(&Message::Hello(wirebench_proto::message::Hello {
@@ -122,7 +122,7 @@ fn truncated_handshakes_close_at_the_absolute_deadline() {
 /// is served meanwhile; a concurrent test is unaffected.
 #[test]
 fn a_slow_drip_never_extends_the_handshake_deadline() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     let mut extra = FAST.to_vec();
     // The background test and the legitimate client come from one address: allow it two
@@ -171,7 +171,7 @@ fn a_slow_drip_never_extends_the_handshake_deadline() {
 /// handshakes are evicted and a newcomer still gets its test.
 #[test]
 fn a_slow_drip_from_many_sources_evicts_the_oldest_handshakes() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     let extra = [
         "--max-handshakes",
@@ -228,7 +228,7 @@ fn a_burst_of_ready_data_connections_is_not_evicted() {
 /// level: a typed error naming the field.
 #[test]
 fn every_spec_field_wrong_missing_duplicated_or_unknown_is_named() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     // The specs that omit an optional field are admitted and abandoned one after the other,
     // all from one address; this test is about decoding, not admission: let one peer use
     // every slot (--max-tests, default 4), as before the per-peer cap (default 1) existed.
@@ -320,7 +320,7 @@ fn every_spec_field_wrong_missing_duplicated_or_unknown_is_named() {
 /// own validation), each naming its field.
 #[test]
 fn out_of_range_values_are_refused_by_the_server() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(FAST);
     let cases: &[(&str, serde_json::Value, &str)] = &[
         (
@@ -414,7 +414,7 @@ fn out_of_range_values_are_refused_by_the_server() {
 
 #[test]
 fn hostile_encodings_get_a_bounded_clear_error() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
@@ -441,7 +441,7 @@ fn hostile_encodings_get_a_bounded_clear_error() {
 /// concurrent test is unaffected.
 #[test]
 fn non_protocol_traffic_is_closed_and_logged_at_a_bounded_rate() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     // The background test and the legitimate client come from one address: allow it two
     // tests at once (the per-peer cap defaults to 1).
     let mut extra = FAST.to_vec();
@@ -485,7 +485,7 @@ fn non_protocol_traffic_is_closed_and_logged_at_a_bounded_rate() {
 
 #[test]
 fn ten_thousand_connect_close_and_rst_leak_nothing() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     for i in 0..10_000 {
@@ -653,7 +653,7 @@ fn authentication_failures_are_identical_and_replay_fails() {
 /// running test is unaffected.
 #[test]
 fn stale_and_foreign_data_tokens_are_refused() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(FAST);
     let mut r = Raw::connect(d.addr);
     r.hello();
@@ -712,7 +712,7 @@ fn bad_key_files_stop_the_daemon_naming_the_file() {
 /// off and the daemon serves again once they are gone.
 #[test]
 fn descriptor_exhaustion_backs_off_and_recovers() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let mut c = std::process::Command::new("sh");
     c.args([
         "-c",
@@ -737,7 +737,7 @@ fn descriptor_exhaustion_backs_off_and_recovers() {
 /// Two tests side by side at a cap of two; a third gets `busy` with a retry hint at once.
 #[test]
 fn tests_up_to_the_cap_run_and_the_next_gets_busy_at_once() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let mut extra = FAST.to_vec();
     // Every client here comes from one address: the per-peer cap (default 1) is raised
     // above the server's so that the server's cap of two is the one reached.
@@ -766,7 +766,7 @@ fn tests_up_to_the_cap_run_and_the_next_gets_busy_at_once() {
 /// running, and the test is recorded as aborted with partial results.
 #[test]
 fn absurd_requests_refused_and_enforced_while_running() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let mut extra = FAST.to_vec();
     extra.extend(["--max-rate", "100M", "--max-duration", "60"]);
     let d = LocalDaemon::start(&extra);
@@ -892,7 +892,7 @@ fn large_results_are_accepted() {
 /// bound, records the test with its partial intervals, frees everything and serves the next.
 #[test]
 fn a_killed_or_stopped_client_is_noticed_in_every_mode() {
-    let _g = shared();
+    let _g = shared_timed();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     let mut n = 1; // the baseline's test
@@ -923,7 +923,7 @@ fn a_killed_or_stopped_client_is_noticed_in_every_mode() {
 #[test]
 fn a_link_cut_mid_test_is_noticed_at_both_ends() {
     require_netns();
-    let _g = shared();
+    let _g = shared_timed();
     let tb = wirebench_lab::Testbed::pair(1500).expect("testbed");
     let mut c = tb.command(wirebench_lab::Side::B, BIN);
     c.args([
@@ -1026,7 +1026,7 @@ fn a_link_cut_mid_test_is_noticed_at_both_ends() {
 /// process death (SIGPIPE ignored), the test recorded.
 #[test]
 fn rst_on_data_and_control_is_a_classified_error() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     for (i, reverse) in [false, true].into_iter().enumerate() {
@@ -1111,7 +1111,7 @@ fn rst_on_data_and_control_is_a_classified_error() {
 /// saves its partial result.
 #[test]
 fn sigterm_during_a_test_keeps_partial_results() {
-    let _g = shared();
+    let _g = shared_timed();
     let mut d = LocalDaemon::start(FAST);
     let out = tempfile_path::TempPath::new("out");
     let mut c = std::process::Command::new(BIN);
@@ -1205,7 +1205,7 @@ fn sigterm_during_a_test_keeps_partial_results() {
 #[test]
 fn an_impaired_control_path_completes_or_fails_cleanly() {
     require_netns();
-    let _g = shared();
+    let _g = shared_timed();
     use wirebench_lab::emu::{Direction as Dir, EmuConfig, EmulatedPath};
     let bad = |seed| EmuConfig {
         jitter: Duration::from_millis(50),
@@ -1348,7 +1348,7 @@ const SOAK_HOSTILE: &str =
 /// `WIREBENCH_SOAK=N` sets the count (CI runs 200; the long run is `WIREBENCH_SOAK=2000`).
 #[test]
 fn soak_with_random_aborts_stays_flat() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let n: usize = std::env::var("WIREBENCH_SOAK")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -1502,7 +1502,7 @@ fn soak_with_random_aborts_stays_flat() {
 /// that died pass `assert_back_to`).
 #[test]
 fn usage_of_a_dead_or_zombie_process_fails() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     use common::daemon::usage_of;
     let mut exited = std::process::Command::new("true").spawn().unwrap();
     let pid = exited.id();

@@ -412,7 +412,7 @@ fn raw_controls(b: &[u8]) -> Vec<u8> {
 /// header.
 #[test]
 fn memory_held_for_the_peer_is_bounded_and_results_follow_elapsed_time() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let _ = wirebench_sys::process::raise_nofile_limit(8192);
     const FLOWS: u32 = 512;
     // Eleven records of one frame each must fit the records file before it rotates.
@@ -546,7 +546,7 @@ fn drain(sock: &UdpSocket, within: Duration) -> usize {
 /// the daemon serves a legitimate client afterwards.
 #[test]
 fn a_udp_hello_from_a_third_host_gets_nothing() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
     let third = UdpSocket::bind("127.0.0.55:0").expect("bind 127.0.0.55");
     let mut reached_third = 0;
@@ -723,7 +723,7 @@ fn settle(path: &Path) {
 /// logs the failure once and the recovery once.
 #[test]
 fn records_stay_whole_lines_on_a_full_disk_and_resume_when_space_returns() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let Some(fs) = Tmpfs::mount("64k") else {
         assert!(!wirebench_sys::require::capability(
             "tmpfs",
@@ -803,7 +803,7 @@ fn records_stay_whole_lines_on_a_full_disk_and_resume_when_space_returns() {
 /// the last line.)
 #[test]
 fn a_torn_records_tail_after_sigkill_is_moved_aside_on_restart() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let dir = TempDir::new("kill");
     let path = dir.join("records.jsonl");
     let p = path.to_str().unwrap().to_string();
@@ -971,7 +971,7 @@ fn a_fifo_as_the_records_file_is_refused_at_start() {
 /// whose error messages, software and identity carry terminal escapes, prints them escaped.
 #[test]
 fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start_exact(&["--handshake-timeout", "2", "--idle-timeout", "3"]);
     // Hello: magic, then software.
     let mut c = Raw::try_connect(d.addr, None).unwrap();
@@ -1146,7 +1146,7 @@ fn peer_text_never_reaches_a_log_or_a_terminal_raw() {
 /// bind address is gone (its veth pair deleted inside a namespace): it exits within 5 s.
 #[test]
 fn sighup_records_the_test_and_sigterm_needs_no_bind_address() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let mut d = LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
     let mut c = Command::new(BIN);
@@ -1403,7 +1403,7 @@ fn the_client_does_not_believe_an_impossible_server() {
 /// error within 5 s, and the refused connections are let go of.
 #[test]
 fn data_connection_refusal_names_the_limit() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let d = LocalDaemon::start(&["--max-conns-per-source", "3"]);
     let base = d.baseline();
     let port = d.addr.port().to_string();
@@ -1489,7 +1489,7 @@ fn zero_limits_are_refused() {
 /// Test ids are unique across two daemon starts on one records file.
 #[test]
 fn test_ids_are_unique_across_restarts() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let dir = TempDir::new("ids");
     let path = dir.join("records.jsonl");
     let p = path.to_str().unwrap().to_string();

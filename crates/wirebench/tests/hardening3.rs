@@ -343,7 +343,7 @@ fn every_writer_goes_through_safefile() {
 /// `--insecure-key-file`); a device is refused at once instead of read without end.
 #[test]
 fn key_files_readable_by_others_or_devices_are_refused() {
-    let _shared = crate::common::shared();
+    let _shared = crate::common::shared_timed();
     let s = Scratch::new("keys");
     let key = s.path("keys");
     common::write_alice_keys(&key, 0o644);

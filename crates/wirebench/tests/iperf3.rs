@@ -426,7 +426,7 @@ fn hostile_iperf3_clients_leave_the_daemon_serving() {
     if !have_iperf3() {
         return;
     }
-    let _g = shared();
+    let _g = shared_timed();
     let d = LocalDaemon::start(&[
         "--iperf3",
         "--iperf3-port",
@@ -703,7 +703,7 @@ fn hostile_iperf3_udp_clients_leave_the_daemon_serving() {
     if !have_iperf3() {
         return;
     }
-    let _g = shared();
+    let _g = shared_timed();
     let d = LocalDaemon::start(&[
         "--iperf3",
         "--iperf3-port",
@@ -776,7 +776,7 @@ fn iperf3_over_ipv6_both_ways() {
     if !have_iperf3() {
         return;
     }
-    let _g = shared();
+    let _g = shared_timed();
     // A stock client against the daemon.
     let d = LocalDaemon::start(&["--bind", "::1", "--iperf3", "--iperf3-port", "0"]);
     let addr = iperf3_addr(&d);

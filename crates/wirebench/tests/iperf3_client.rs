@@ -286,7 +286,7 @@ fn a_busy_iperf3_server_and_retry() {
         return;
     }
     require_netns();
-    let _g = shared();
+    let _g = shared_timed();
     let tb = Testbed::pair(1500).expect("testbed");
     let port = 5313u16;
     let mut server = iperf3_server(&tb, port, &[]);

@@ -36,7 +36,7 @@ fn children_running(parent: u32, cmdline: &str) -> Vec<u32> {
 #[test]
 fn exec_passes_sigterm_on_and_up_says_why_offloads_are_off() {
     require_netns();
-    let _g = shared();
+    let _g = shared_timed();
     let dir = std::env::temp_dir().join(format!("wb-lab-exec-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

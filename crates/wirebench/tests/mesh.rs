@@ -171,7 +171,7 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
 
 #[test]
 fn a_full_mesh_measures_every_pair_once_with_exclusive_hosts_and_a_down_host_recorded() {
-    let _g = shared();
+    let _g = shared_timed();
     if !have_netns() {
         return;
     }

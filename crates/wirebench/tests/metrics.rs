@@ -85,7 +85,7 @@ impl Drop for Killed {
 
 #[test]
 fn the_last_result_and_refusals_are_exported_and_prometheus_scrapes_them() {
-    let _g = shared();
+    let _g = shared_timed();
     let d = LocalDaemon::start(&["--metrics", "127.0.0.1:0"]);
     let maddr = metrics_addr(&d);
     let port = d.addr.port().to_string();

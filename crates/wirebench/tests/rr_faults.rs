@@ -13,7 +13,7 @@ const FAST: &[&str] = &["--handshake-timeout", "1", "--idle-timeout", "2"];
 
 #[test]
 fn client_killed_or_stopped_in_rr_crr_udp_rr_and_udp_tests() {
-    let _g = shared();
+    let _g = shared_timed();
     let d = LocalDaemon::start(FAST);
     let base = d.baseline();
     let mut n = 1; // the baseline's test

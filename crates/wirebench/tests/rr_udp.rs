@@ -150,7 +150,8 @@ fn open_loop_meets_its_schedule_and_reports_achieved_rate() {
 
 #[test]
 fn crr_closes_orderly_by_default_and_abortively_on_request() {
-    let _s = serial();
+    // Shared: close counts are exact; 100 transactions in 1 s holds on a busy host.
+    let _s = shared();
     let r = ok(&["crr", "-t", "1", "--json"]);
     let s = rr(&r);
     assert_eq!(s.close_mode, Some(CloseMode::Orderly));
@@ -210,7 +211,9 @@ fn udp_rr_on_loopback_loses_nothing() {
 /// server's own the client's peer; CRR: the last connection's).
 #[test]
 fn interval_round_trips_and_flow_addresses_of_the_request_response_workloads() {
-    let _s = serial();
+    // Shared: a median of merged samples lies between its parts' medians whatever the
+    // load (the 2 % is the histograms' precision); addresses and counts are exact.
+    let _s = shared();
     for args in [&["rr"][..], &["crr"][..], &["rr", "--udp"][..]] {
         let mut a = args.to_vec();
         a.extend(["-t", "2", "-i", "0.5", "-P", "2", "--json"]);

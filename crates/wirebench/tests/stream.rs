@@ -701,7 +701,7 @@ fn ipv6_loopback_and_affinity() {
 #[test]
 fn daemon_recovers_from_a_killed_or_stopped_client() {
     require_netns();
-    let _g = shared();
+    let _g = shared_timed();
     let tb = Testbed::pair(1500).expect("testbed");
     let _d = daemon_in(&tb, Side::B, &["--max-tests", "1"]);
     for (sig, bound_s) in [("-KILL", 2u64), ("-STOP", 8)] {
@@ -745,7 +745,7 @@ fn daemon_recovers_from_a_killed_or_stopped_client() {
 
 #[test]
 fn interrupt_prints_the_partial_result() {
-    let _g = shared();
+    let _g = shared_timed();
     let mut c = std::process::Command::new(BIN);
     c.args(["stream", "-t", "30", "-i", "0.5", "--json-stream"])
         .stderr(std::process::Stdio::null());

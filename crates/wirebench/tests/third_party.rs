@@ -246,7 +246,7 @@ fn live_intervals_are_relayed() {
 /// third-party test at once, and the partial figures of both ends still come back.
 #[test]
 fn an_interrupted_third_party_test_keeps_both_ends_partial_reports() {
-    let _g = shared();
+    let _g = shared_timed();
     let keys = Keys::new(&format!("alice {KEY}\n"));
     let target = daemon(&keys, "target", &[]);
     let agent = daemon(&keys, "agent", &["--allow-third-party"]);

@@ -87,7 +87,9 @@ fn host_default_cc() -> String {
 /// host default), whatever that default is.
 #[test]
 fn rr_reports_the_congestion_control_its_sockets_run() {
-    let _g = serial();
+    // Shared: names only (ss filtered to this test's daemon port; no test changes the host's
+    // default algorithm, the labs set theirs inside their namespaces).
+    let _g = shared();
     let (seen, r) = rr_watched("rr", &["-C", "reno"], None);
     assert!(seen.iter().any(|n| n == "reno"), "ss: {seen:?}");
     assert_eq!(r.status, RunStatus::Completed);
@@ -121,7 +123,8 @@ fn rr_reports_the_congestion_control_its_sockets_run() {
 /// apart: a name other than reno or the default would be a data connection on the wrong one).
 #[test]
 fn crr_reports_the_congestion_control_its_sockets_run() {
-    let _g = serial();
+    // Shared: names only, as above.
+    let _g = shared();
     let (seen, r) = rr_watched("crr", &["-C", "reno"], Some("reno"));
     assert!(seen.iter().any(|n| n == "reno"), "ss: {seen:?}");
     let default = host_default_cc();
@@ -270,7 +273,9 @@ fn ss_pacing_and_mss(port: u16) -> Vec<(Option<f64>, Option<u32>)> {
 fn socket_options_reach_the_kernel() {
     use wirebench_lab::{Side, Testbed, ADDR_B, IF_B};
     require_netns();
-    let _g = serial();
+    // Shared: socket options as ss and a capture see them, in a testbed of its own; a
+    // capture that misses segments under load only lowers both counts.
+    let _g = shared_timed();
     let tb = Testbed::pair(1500).unwrap();
     let mut c = tb.command(Side::B, BIN);
     c.args(["serve", "--bind", ADDR_B, "--allow-unauthenticated"]);
@@ -509,7 +514,9 @@ fn ss_max_notsent(filter: &str, samples: u32) -> (usize, u64) {
 fn notsent_lowat_holds_unsent_data_in_the_sender() {
     const LOWAT: u64 = 16 << 10;
     const CALL: u64 = 128 << 10;
-    let _g = serial();
+    // Shared: the bounds are the kernel's (a write starts below the limit; a paced sender's
+    // queue fills), not rates; ss is filtered to this test's daemon port.
+    let _g = shared();
     let d = common::daemon::LocalDaemon::start(&[]);
     let port = d.addr.port();
     let run = |flows: &str, reverse: bool, lowat: bool| {
@@ -579,7 +586,8 @@ fn notsent_lowat_holds_unsent_data_in_the_sender() {
 /// bound, so the loaded test is refused (busy) instead.
 #[test]
 fn under_load_runs_against_a_daemon_with_default_limits() {
-    let _g = serial();
+    // Shared: admission and overlap in the daemon's records, no figure.
+    let _g = shared();
     let d = common::daemon::LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
     let args = [

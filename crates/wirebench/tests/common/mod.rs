@@ -21,3 +21,10 @@ pub fn shared() -> Held<RunGuard> {
     use_binary(BIN);
     wirebench_testkit::shared()
 }
+
+/// Tests that measure nothing but assert a wall-clock bound take this
+/// ([`wirebench_testkit::shared_timed`], after naming the binary under test).
+pub fn shared_timed() -> Held<RunGuard> {
+    use_binary(BIN);
+    wirebench_testkit::shared_timed()
+}
