@@ -507,7 +507,8 @@ fn wait_points(dir: &Path, n: usize) {
 #[test]
 fn resume_after_sigkill() {
     require_netns();
-    let _g = serial();
+    // Shared: which points exist and that nothing is left; no figure.
+    let _g = shared();
     let mut s = Scratch::new("resume");
     let file = s.file(FOUR_CELLS);
     let out = s.out();

@@ -130,7 +130,8 @@ fn hockney_t0_is_the_emulated_round_trip() {
 /// senders wrote, the receivers read; and its figure is the single test's.
 #[test]
 fn every_point_reconciles_its_bytes() {
-    let _g = serial();
+    // Shared: byte accounting and the point's figure against its own result; no rate.
+    let _g = shared();
     let db = std::env::temp_dir().join(format!("wb-sweep-history-{}.db", std::process::id()));
     let _ = std::fs::remove_file(&db);
     let r = wb(&[
@@ -263,7 +264,8 @@ fn point_files(dir: &std::path::Path) -> Vec<SweepPoint> {
 /// fewer points) together with the point files written after it.
 #[test]
 fn resume_after_sigkill_completes_the_same_point_set() {
-    let _g = serial();
+    // Shared: which points exist before and after the kill; no figure.
+    let _g = shared();
     let dir = std::env::temp_dir().join(format!("wb-sweep-resume-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.display().to_string();
