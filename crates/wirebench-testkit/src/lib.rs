@@ -49,8 +49,9 @@ pub fn bin() -> &'static str {
 }
 
 /// Every end-to-end test holds this lock: measurement tests alone ([`serial`]), the others
-/// side by side ([`shared`]), so that a measurement never shares the CPUs with another test
-/// of this binary, while the tests that measure nothing still run side by side.
+/// side by side ([`shared`], or [`shared_timed`] with a wall-clock bound), so that a
+/// measurement never shares the CPUs with another test of this binary, while the tests that
+/// measure nothing still run side by side.
 ///
 /// It prefers the shared side: a shared test starts whenever no measurement runs, even while
 /// measurements wait. libtest hands tests to its threads in name order, so a lock that let a
@@ -193,8 +194,8 @@ pub fn shared_timed() -> Held<RunGuard> {
 
 /// A held run lock. When `WIREBENCH_TEST_TIMES` names a file, dropping it appends a line:
 /// how long the test held the lock (s), the test's name (libtest names each test's thread
-/// after it), the lock's kind (serial or shared) and when the test took it (s since the
-/// process's first test took it), so that the suite's slowest tests can be listed
+/// after it), the lock's kind (`serial`, `shared` or `timed`) and when the test took it (s
+/// since the process's first test took it), so that the suite's slowest tests can be listed
 /// (`sort -rn FILE | head`) and its timeline drawn.
 pub struct Held<G> {
     _guard: G,
@@ -710,7 +711,7 @@ mod tests {
         let timed = std::thread::spawn(move || {
             let g = LOCK.acquire(RunKind::SharedTimed);
             tx.send(LOCK.state.lock().unwrap().shared).unwrap();
-            // Holds it until told to let go (the channel below is dropped).
+            // The guard goes back to the test, which holds it while it checks the next rule.
             g
         });
         let mut light = light;

@@ -274,7 +274,8 @@ fn socket_options_reach_the_kernel() {
     use wirebench_lab::{Side, Testbed, ADDR_B, IF_B};
     require_netns();
     // Shared: socket options as ss and a capture see them, in a testbed of its own; a
-    // capture that misses segments under load only lowers both counts.
+    // capture that misses segments under load only lowers both counts. Timed: the capture
+    // runs for 4 s and ss is polled for at most 10 s.
     let _g = shared_timed();
     let tb = Testbed::pair(1500).unwrap();
     let mut c = tb.command(Side::B, BIN);

@@ -847,7 +847,8 @@ fn a_shaped_path_beside_busy_cpus_is_the_path_not_the_cpu() {
 fn a_routes_congctl_does_not_override_the_requested_algorithm() {
     use std::time::{Duration, Instant};
     require_netns();
-    // Shared: algorithm names and warnings only, in a testbed of its own.
+    // Shared: algorithm names and warnings only, in a testbed of its own; timed, as ss is
+    // polled for at most 5 s per workload.
     let _g = shared_timed();
     let tb = wirebench_lab::Testbed::pair(1500).expect("testbed");
     tb.set_congestion("cubic").unwrap();
