@@ -16,7 +16,9 @@
 //!   wirebench's threads idle is not a CPU-bound test. The warning names the CPU, its busy
 //!   share and the threads' share.
 //! - A note when both ends share one kernel (their system-wide figures count the same CPUs),
-//!   and when /proc/stat (tick-sampled) shows less than the threads' exact time.
+//!   and when /proc/stat shows less busy time than the threads' exact time (it should not:
+//!   busy is the window less the kernel's timed idle, see [`wirebench_stats::cpu`]; each
+//!   read truncates to 10 ms).
 
 use wirebench_model::result::EndCpu;
 use wirebench_model::side::{CpuReport, HostRole, SideReport};
@@ -89,9 +91,9 @@ pub(crate) fn end(
         threads_ns as f64 / window_ns as f64 * 100.0
     };
     let sys = &c.system;
-    // /proc/stat is sampled at the scheduler tick: short bursts of work between idle periods
-    // (a paced sender, a request/response ping-pong) can escape it, while the threads' own
-    // times are exact. Say so when the machine-wide figure is below the threads' alone.
+    // The machine-wide busy time should hold the threads' own (exact) time; say so when it
+    // does not (a kernel without timed idle samples idle at the tick too, and short bursts
+    // of work between idle stretches then escape it).
     let system_ns = sys.total.busy_pct / 100.0 * f64::from(sys.cpus) * window_ns as f64;
     if threads_ns > 20_000_000 && (threads_ns as f64) > 1.5 * system_ns {
         warnings.run(Warning::ProcStatBelowThreads {

@@ -155,7 +155,9 @@ pub fn report(
     let (Some(b), Some(a)) = (&before.system, &after.system) else {
         return Err(CpuUnmeasured::ProcStatUnreadable);
     };
-    let system = system_utilization(b, a).map_err(|e| CpuUnmeasured::Incomparable {
+    // Both snapshots read /proc/stat first thing after taking their time.
+    let window_ns = after.at_ns.saturating_sub(before.at_ns);
+    let system = system_utilization(b, a, window_ns).map_err(|e| CpuUnmeasured::Incomparable {
         detail: e.to_string(),
     })?;
     let others = before

@@ -208,6 +208,10 @@ pub struct CpuProfile {
     /// `unsampled` category).
     #[serde(default)]
     pub unsampled_busy_ns: u64,
+    /// Busy samples' time on this CPU beyond what `/proc/stat` counts busy, moved to idle,
+    /// ns (see [`ProfileReport::oversampled_busy_ns`]).
+    #[serde(default)]
+    pub oversampled_busy_ns: u64,
     /// CPU ns per category, in [`ProfileCategory::ALL`] order (15 entries; 14, without
     /// `sampler`, and 13, without `unsampled` either, in results recorded before they
     /// existed: read it with [`CpuProfile::category_ns`]); sums to the window.
@@ -263,6 +267,14 @@ pub struct ProfileReport {
     /// `unsampled` category.
     #[serde(default)]
     pub unsampled_busy_ns: u64,
+    /// Time the busy samples stood for beyond what `/proc/stat` counts busy over the same
+    /// window, counted idle instead, ns (all CPUs): a CPU that halts for tens of
+    /// microseconds at a time gives no idle samples, and the samples due while it was
+    /// halted are taken late, in whatever runs once it wakes. The busy categories shrink in
+    /// proportion (see docs/PROFILE.md). 0 without `/proc/stat` and in results recorded
+    /// before protocol version 16.
+    #[serde(default)]
+    pub oversampled_busy_ns: u64,
     /// Whether `/proc/stat`, read as sampling started and stopped, split the unsampled
     /// time into idle and busy (else it was all counted idle).
     #[serde(default)]
@@ -417,6 +429,7 @@ mod tests {
             samples: 0,
             unsampled_idle_ns: 0,
             unsampled_busy_ns: 0,
+            oversampled_busy_ns: 0,
             cpu_ns: (0..n as u64).map(|i| i * 10).collect(),
         };
         let now = cpu(15);

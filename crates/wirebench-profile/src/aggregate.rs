@@ -233,7 +233,7 @@ impl Aggregator {
         let unsampled_k = ProfileCategory::Unsampled.index();
         let mut totals = [0u64; N];
         let mut per_cpu = Vec::with_capacity(self.cpus.len());
-        let (mut idle_total, mut busy_total) = (0u64, 0u64);
+        let (mut idle_total, mut busy_total, mut over_total) = (0u64, 0u64, 0u64);
         for (cpu, c) in self.cpus.iter().zip(&self.per_cpu) {
             let mut ns: Vec<u64> = (0..N).map(|k| cpu_ns_of(c, k)).collect();
             let sampled: u64 = ns.iter().sum();
@@ -247,6 +247,8 @@ impl Aggregator {
             ns[unsampled_k] += unsampled_busy;
             idle_total += unsampled_idle;
             busy_total += unsampled_busy;
+            let oversampled = move_oversampled_busy(&mut ns, idle, window_ns, cpu_idle_pct);
+            over_total += oversampled;
             for k in 0..N {
                 totals[k] += ns[k];
             }
@@ -255,6 +257,7 @@ impl Aggregator {
                 samples: c.samples.iter().sum(),
                 unsampled_idle_ns: unsampled_idle,
                 unsampled_busy_ns: unsampled_busy,
+                oversampled_busy_ns: oversampled,
                 cpu_ns: ns,
             });
         }
@@ -287,6 +290,7 @@ impl Aggregator {
             throttled: finished.stats.throttled,
             unsampled_idle_ns: idle_total,
             unsampled_busy_ns: busy_total,
+            oversampled_busy_ns: over_total,
             idle_from_proc_stat: idle_pct.is_some(),
             kernel_symbols: self.symbols.kernel_status,
             categories,
@@ -324,6 +328,52 @@ pub fn split_unsampled(
     (idle, unsampled - idle)
 }
 
+/// Moves to idle the busy samples' time beyond what `/proc/stat` counts busy, for a CPU
+/// whose idle (`ns[idle]`, unsampled idle time included) is still short of what
+/// `/proc/stat` counts idle (`idle_pct` of `window_ns`): the busy categories shrink in
+/// proportion by that shortfall (at most all of their time; the nanoseconds their rounding
+/// down leaves move too). Returns the ns moved.
+///
+/// A halted CPU gives no samples on this project's KVM guests: a receiver that naps for
+/// tens of microseconds thousands of times a second left its CPU about 30 % idle by
+/// `/proc/stat` with not one idle sample in 7 s. The samples due while the CPU was halted
+/// are taken, late, in whatever ran once it woke, so busy samples can stand for more than
+/// the CPU's busy time. `idle_pct` is the kernel's timed idle over the window (see
+/// `wirebench_stats::cpu`); without it nothing moves.
+pub fn move_oversampled_busy(
+    ns: &mut [u64],
+    idle: usize,
+    window_ns: u64,
+    idle_pct: Option<f64>,
+) -> u64 {
+    let Some(p) = idle_pct else {
+        return 0;
+    };
+    let idle_ns = (p.clamp(0.0, 100.0) / 100.0 * window_ns as f64) as u64;
+    let busy: u64 = ns
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| k != idle)
+        .map(|(_, v)| *v)
+        .sum();
+    let shortfall = idle_ns.saturating_sub(ns[idle]).min(busy);
+    if shortfall == 0 {
+        return 0;
+    }
+    let keep = busy - shortfall;
+    let mut kept = 0u64;
+    for (k, v) in ns.iter_mut().enumerate() {
+        if k != idle {
+            *v = (u128::from(*v) * u128::from(keep) / u128::from(busy)) as u64;
+            kept += *v;
+        }
+    }
+    // What rounding down left over is idle too: the CPU's total stays the same.
+    let moved = busy - kept;
+    ns[idle] += moved;
+    moved
+}
+
 /// `part` as a percentage of `whole` (0 for an empty whole).
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -348,7 +398,7 @@ fn top_symbols(counts: &HashMap<Box<str>, u64>) -> Vec<SymbolSamples> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_unsampled;
+    use super::{move_oversampled_busy, split_unsampled};
 
     const S: u64 = 1_000_000_000;
 
@@ -376,5 +426,33 @@ mod tests {
         // Out-of-range shares are clamped; nothing unsampled, nothing to split.
         assert_eq!(split_unsampled(0, 0, S, Some(150.0)), (0, 0));
         assert_eq!(split_unsampled(100, 0, S, Some(-5.0)), (0, 100));
+    }
+
+    #[test]
+    fn busy_samples_beyond_what_proc_stat_counts_busy_are_idle() {
+        const S: u64 = 1_000_000_000;
+        // Categories: [busy a, busy b, idle]. 70 % sampled busy (a 0.5 s, b 0.2 s), 30 %
+        // idle; /proc/stat counts 40 % idle: 0.1 s of busy samples move, a and b shrink
+        // by a seventh each, and the total stays the window.
+        let mut ns = vec![500_000_000, 200_000_000, 300_000_000];
+        let moved = move_oversampled_busy(&mut ns, 2, S, Some(40.0));
+        // 100 ms, and the nanosecond rounding down left.
+        assert_eq!(moved, 100_000_001);
+        assert_eq!(ns, vec![428_571_428, 171_428_571, 400_000_001]);
+        assert_eq!(ns.iter().sum::<u64>(), S);
+        // Idle already at or above /proc/stat's idle: nothing moves.
+        let mut ns = vec![500_000_000, 100_000_000, 400_000_000];
+        assert_eq!(move_oversampled_busy(&mut ns, 2, S, Some(40.0)), 0);
+        assert_eq!(ns, vec![500_000_000, 100_000_000, 400_000_000]);
+        // Without /proc/stat: nothing moves.
+        let mut ns = vec![900_000_000, 0, 100_000_000];
+        assert_eq!(move_oversampled_busy(&mut ns, 2, S, None), 0);
+        // At most all the busy time moves (a CPU /proc/stat counts all idle).
+        let mut ns = vec![600_000_000, 0, 0];
+        assert_eq!(
+            move_oversampled_busy(&mut ns, 2, 600_000_000, Some(100.0)),
+            600_000_000
+        );
+        assert_eq!(ns, vec![0, 0, 600_000_000]);
     }
 }

@@ -24,8 +24,10 @@ pub mod kallsyms;
 pub mod tick;
 pub mod usersyms;
 
+use std::time::Instant;
 pub use wirebench_model::profile::ProfileCategory;
 use wirebench_model::profile::{ProfileReport, ProfileUnavailable};
+
 use wirebench_stats::cpu::{parse_proc_stat, system_utilization, ProcStat};
 use wirebench_sys::perf::{EventChoice, PerfError, Running, Sampler, SamplerConfig};
 
@@ -126,7 +128,7 @@ pub struct RunningProfile {
     /// `/proc/stat` just before sampling started, and just after it stopped: which share of
     /// each CPU's window was idle, to tell the unsampled time that was idle from the time
     /// that was busy.
-    proc_stat: (Option<ProcStat>, Option<ProcStat>),
+    proc_stat: (Option<ProcStatAt>, Option<ProcStatAt>),
     /// Whether [`RunningProfile::disable`] ran.
     disabled: bool,
 }
@@ -154,12 +156,16 @@ impl RunningProfile {
             self.disable()?;
         }
         let idle = match &self.proc_stat {
-            (Some(before), Some(after)) => system_utilization(before, after).ok().map(|u| {
-                u.per_cpu
-                    .iter()
-                    .map(|(cpu, b)| (*cpu, b.idle_pct))
-                    .collect::<Vec<_>>()
-            }),
+            (Some((before, t0)), Some((after, t1))) => {
+                let window_ns =
+                    u64::try_from(t1.duration_since(*t0).as_nanos()).unwrap_or(u64::MAX);
+                system_utilization(before, after, window_ns).ok().map(|u| {
+                    u.per_cpu
+                        .iter()
+                        .map(|(cpu, b)| (*cpu, b.idle_pct))
+                        .collect::<Vec<_>>()
+                })
+            }
             _ => None,
         };
         let finished = self.running.stop().map_err(|e| unavailable(&e))?;
@@ -169,11 +175,16 @@ impl RunningProfile {
     }
 }
 
-/// `/proc/stat` now, if it can be read and parsed.
-fn proc_stat() -> Option<ProcStat> {
+/// A `/proc/stat` snapshot and when it was read.
+type ProcStatAt = (ProcStat, Instant);
+
+/// `/proc/stat` now, if it can be read and parsed, and when.
+fn proc_stat() -> Option<ProcStatAt> {
+    let at = Instant::now();
     wirebench_sys::host::read_proc_stat()
         .ok()
         .and_then(|t| parse_proc_stat(&t).ok())
+        .map(|s| (s, at))
 }
 
 /// A profile following a measurement window: prepared before it (events opened, symbols

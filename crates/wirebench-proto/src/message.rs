@@ -40,8 +40,10 @@ pub const HELLO_MAGIC: &str = "wirebench";
 /// `common.buffer_offset_bytes` in the spec and `buffer_offset_bytes` in a side report, which
 /// a version 13 peer would refuse; 15: third-party tests — the `ticket_request`, `ticket`,
 /// `third_party`, `relaying` and `relayed` messages, `test.ticket` and the error code
-/// `not_permitted`, which a version 14 peer would refuse).
-pub const PROTOCOL_VERSION: u16 = 15;
+/// `not_permitted`, which a version 14 peer would refuse; 16: CPU busy time against the
+/// window — `unattributed_pct` in each CPU breakdown and a profile's `oversampled_busy_ns`,
+/// per CPU and in all, which a version 15 peer would refuse).
+pub const PROTOCOL_VERSION: u16 = 16;
 
 /// Every control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -37,6 +37,7 @@ pub fn full_side_report(host: HostRole) -> SideReport {
         steal_pct: 0.0,
         idle_pct: 49.75,
         busy_pct: 50.25,
+        unattributed_pct: 0.0,
     };
     SideReport {
         host,
@@ -234,6 +235,7 @@ pub fn full_profile() -> ProfileReport {
         throttled: 0,
         unsampled_idle_ns: 500_000,
         unsampled_busy_ns: 250_000,
+        oversampled_busy_ns: 125_000,
         idle_from_proc_stat: true,
         kernel_symbols: KernelSymbols::Resolved,
         categories: ProfileCategory::ALL
@@ -255,6 +257,7 @@ pub fn full_profile() -> ProfileReport {
             samples: 4000,
             unsampled_idle_ns: 0,
             unsampled_busy_ns: 0,
+            oversampled_busy_ns: 125_000,
             cpu_ns: vec![71_428_571; 14],
         }],
     }

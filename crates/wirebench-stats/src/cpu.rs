@@ -1,9 +1,25 @@
 //! CPU utilization from `/proc/stat` snapshots.
 //!
-//! `/proc/stat` counts, per CPU, the time spent in each state since boot in USER_HZ ticks.
-//! Utilization over a window is the share of each state in the tick delta between two
-//! snapshots. `busy` = everything except `idle` and `iowait` (netperf and `mpstat` agree).
-//! `guest` time is already included in `user` by the kernel and is not added again.
+//! `/proc/stat` counts, per CPU, the time spent in each state since boot in USER_HZ units
+//! (10 ms). The kernel measures two kinds of state differently:
+//!
+//! - `idle` and `iowait` are *timed*: on a tickless kernel (NO_HZ, the norm) each idle
+//!   stretch is clocked from its start to its end, to the nanosecond, then shown in 10 ms
+//!   units.
+//! - `user`, `system`, `irq`, `softirq` and `steal` are *sampled* (tick accounting, unless
+//!   the kernel has IRQ time accounting and full dynticks): each timer tick gives a whole
+//!   tick to whatever runs at that instant. A CPU that works in bursts shorter than a tick
+//!   and idles between them is often idle when the tick fires, and its work is counted
+//!   nowhere. A 1 Gbit/s paced loopback stream pinned to one CPU (2-vCPU Intel Xeon, Linux
+//!   6.18, 250 Hz) ran its threads for 0.43 s in 5.03 s (the processes' own CPU time): the
+//!   busy ticks summed to 0.06 s, and all of that CPU's counters to 4.62 s, not 5.03 s.
+//!
+//! So utilization is taken against the wall-clock window, not against the ticks counted:
+//! `idle_pct` is the timed idle over the window and `busy_pct` the rest of the window (0.47
+//! s in that example), and the sampled states split `busy_pct` in their own proportions.
+//! `busy` is everything except `idle` and `iowait` (netperf and `mpstat` agree on that;
+//! both divide by the ticks counted). `guest` time is already included in `user` by the
+//! kernel and is not added again.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,6 +74,10 @@ pub struct CpuBreakdown {
     pub idle_pct: f64,
     /// 100 - idle_pct.
     pub busy_pct: f64,
+    /// Busy time no tick sampled, so no state (user, system, ...) can be named for it: all
+    /// of `busy_pct` when the window holds busy time but not one busy tick, else 0.
+    #[serde(default)]
+    pub unattributed_pct: f64,
 }
 
 /// System-wide utilization over a window, from two `/proc/stat` snapshots.
@@ -73,9 +93,13 @@ pub struct SystemCpuUtil {
     pub busiest_cpu: u32,
     /// Its breakdown.
     pub busiest: CpuBreakdown,
-    /// Total ticks elapsed per CPU in the window (USER_HZ, normally 100 per second).
+    /// Ticks counted per CPU in the window, all states (USER_HZ, 100 per second of the
+    /// window on a fully busy CPU; fewer when busy bursts fell between ticks).
     pub window_ticks: u64,
 }
+
+/// One `/proc/stat` unit (USER_HZ is 100 for `/proc` on every Linux), in ns.
+pub const USER_HZ_NS: u64 = 10_000_000;
 
 /// Errors from parsing or combining `/proc/stat` snapshots.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -257,14 +281,29 @@ impl Delta {
         }
     }
 
-    /// Percentages. A CPU with no elapsed ticks gets all zeros (nothing was observed).
-    fn breakdown(&self) -> CpuBreakdown {
-        let total = self.ticks() as f64;
-        if total <= 0.0 || !total.is_finite() {
+    /// Ticks of the sampled (busy) states.
+    fn busy_ticks(&self) -> u128 {
+        self.ticks().saturating_sub(self.idle_iowait)
+    }
+
+    /// Percentages of a window of `window_ns` (per CPU summed: a sum of `n` CPUs' deltas
+    /// takes `n` windows). Idle is the timed idle over the window, busy the rest; the
+    /// sampled states split busy in their tick proportions. A CPU with no elapsed ticks, or
+    /// an empty window, gets all zeros (nothing was observed).
+    fn breakdown(&self, window_ns: u128) -> CpuBreakdown {
+        let window_units = window_ns as f64 / USER_HZ_NS as f64;
+        if self.ticks() == 0 || window_units <= 0.0 || !window_units.is_finite() {
             return CpuBreakdown::default();
         }
-        let pct = |x: u128| ((x as f64) * 100.0 / total).clamp(0.0, 100.0);
-        let idle_pct = pct(self.idle_iowait);
+        let idle_pct = (self.idle_iowait as f64 * 100.0 / window_units).clamp(0.0, 100.0);
+        let busy_pct = 100.0 - idle_pct;
+        let busy_ticks = self.busy_ticks() as f64;
+        let (share, unattributed_pct) = if busy_ticks > 0.0 {
+            (busy_pct / busy_ticks, 0.0)
+        } else {
+            (0.0, busy_pct)
+        };
+        let pct = |x: u128| ((x as f64) * share).clamp(0.0, 100.0);
         CpuBreakdown {
             user_pct: pct(self.user.saturating_add(self.nice)),
             system_pct: pct(self.system),
@@ -272,38 +311,52 @@ impl Delta {
             softirq_pct: pct(self.softirq),
             steal_pct: pct(self.steal),
             idle_pct,
-            busy_pct: (100.0 - idle_pct).clamp(0.0, 100.0),
+            busy_pct,
+            unattributed_pct,
         }
     }
 }
 
-/// Utilization between two snapshots, `before` taken first.
+/// Utilization between two snapshots, `before` taken first and `window_ns` before `after`.
 ///
 /// Only CPUs whose `cpuN` line appears in both snapshots are used (CPUs may be hot-plugged
 /// in between); `per_cpu` follows the order of `after`. The `total` breakdown is computed
 /// from the sum of those CPUs' deltas, so it describes exactly the CPUs counted in `cpus`
 /// (without hotplug this equals the delta of the aggregate `cpu` line). For each CPU, with
-/// `T` = all ticks elapsed on it:
+/// `W` = the window in USER_HZ units (`window_ns` / 10 ms) and `B` = the busy ticks
+/// (user+nice+system+irq+softirq+steal):
 ///
-/// - `user_pct` = 100·(user+nice)/T, `system_pct` = 100·system/T, `irq_pct`,
-///   `softirq_pct`, `steal_pct` likewise;
-/// - `idle_pct` = 100·(idle+iowait)/T and `busy_pct` = 100 − `idle_pct`.
+/// - `idle_pct` = 100·(idle+iowait)/W (the kernel times idle; clamped to 0–100) and
+///   `busy_pct` = 100 − `idle_pct`;
+/// - `user_pct` = `busy_pct`·(user+nice)/B, `system_pct` = `busy_pct`·system/B, `irq_pct`,
+///   `softirq_pct`, `steal_pct` likewise (the kernel samples these once a tick);
+/// - `unattributed_pct` = `busy_pct` when B is 0, else 0.
 ///
-/// The first five and `idle_pct` sum to 100. A CPU with no elapsed ticks (possible in a
-/// window shorter than one tick) reports all zeros. `busiest_cpu` is the CPU with the
+/// The five states, `unattributed_pct` and `idle_pct` sum to 100. A CPU with no elapsed
+/// ticks (possible in a window shorter than one tick) reports all zeros. Both reads hold
+/// up to 10 ms of truncation each, so a CPU's busy share is known to ±2 tick units over
+/// the window (±2 % of a 1 s window). `busiest_cpu` is the CPU with the
 /// highest `busy_pct` (the first one on ties); `window_ticks` is the total ticks elapsed over
 /// all counted CPUs divided by `cpus`.
 ///
 /// # Errors
 ///
-/// [`CpuError::NotComparable`] if no CPU appears in both snapshots, no tick elapsed, or a
-/// counter of a counted CPU went backwards (`idle` and `iowait` are checked as a sum, as the
-/// kernel may move time from `iowait` to `idle`).
-pub fn system_utilization(before: &ProcStat, after: &ProcStat) -> Result<SystemCpuUtil, CpuError> {
+/// [`CpuError::NotComparable`] if the window is empty, no CPU appears in both snapshots, no
+/// tick elapsed, or a counter of a counted CPU went backwards (`idle` and `iowait` are
+/// checked as a sum, as the kernel may move time from `iowait` to `idle`).
+pub fn system_utilization(
+    before: &ProcStat,
+    after: &ProcStat,
+    window_ns: u64,
+) -> Result<SystemCpuUtil, CpuError> {
+    if window_ns == 0 {
+        return Err(CpuError::NotComparable("empty window".into()));
+    }
     let mut per_cpu = Vec::with_capacity(after.per_cpu.len());
     let mut sum = Delta::default();
     let mut busiest: Option<(u32, CpuBreakdown)> = None;
     let mut cpus: u32 = 0;
+    let mut observed: u32 = 0;
 
     let mut earlier: BTreeMap<u32, &CpuTicks> = BTreeMap::new();
     for (n, ticks) in &before.per_cpu {
@@ -316,7 +369,10 @@ pub fn system_utilization(before: &ProcStat, after: &ProcStat) -> Result<SystemC
             continue;
         };
         let delta = Delta::between(&format!("cpu{n}"), b, a)?;
-        let breakdown = delta.breakdown();
+        let breakdown = delta.breakdown(u128::from(window_ns));
+        if delta.ticks() > 0 {
+            observed = observed.saturating_add(1);
+        }
         sum = sum.saturating_add(delta);
         cpus = cpus.saturating_add(1);
         per_cpu.push((n, breakdown));
@@ -338,9 +394,11 @@ pub fn system_utilization(before: &ProcStat, after: &ProcStat) -> Result<SystemC
     if ticks == 0 {
         return Err(CpuError::NotComparable("no ticks elapsed".into()));
     }
+    // The total spans the windows of the CPUs observed (those with ticks), as their own
+    // breakdowns do.
     Ok(SystemCpuUtil {
         cpus,
-        total: sum.breakdown(),
+        total: sum.breakdown(u128::from(window_ns) * u128::from(observed)),
         per_cpu,
         busiest_cpu,
         busiest,
@@ -381,6 +439,9 @@ procs_running 3
 procs_blocked 0
 softirq 183500 0 21755 12 39 1137 231 21459 2263
 ";
+
+    /// A window of 100 ticks (one second).
+    const SEC: u64 = 1_000_000_000;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
@@ -428,7 +489,7 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
     fn utilization_of_real_sample() {
         let before = parse_proc_stat(BEFORE).unwrap();
         let after = parse_proc_stat(AFTER).unwrap();
-        let u = system_utilization(&before, &after).unwrap();
+        let u = system_utilization(&before, &after, SEC).unwrap();
         assert_eq!(u.cpus, 2);
         assert_eq!(u.window_ticks, 100);
         assert_eq!(u.per_cpu.len(), 2);
@@ -539,7 +600,7 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
             (2, [0, 0, 0, 100, 0, 0, 0, 0]),
             (3, [100, 0, 0, 0, 0, 0, 0, 0]),
         ]);
-        let u = system_utilization(&before, &after).unwrap();
+        let u = system_utilization(&before, &after, SEC).unwrap();
         assert_eq!(u.cpus, 2);
         assert_eq!(
             u.per_cpu.iter().map(|&(n, _)| n).collect::<Vec<_>>(),
@@ -559,7 +620,7 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
             (1, [0, 0, 0, 20, 0, 0, 80, 0]),
             (2, [0, 0, 60, 40, 0, 0, 0, 0]),
         ]);
-        let u = system_utilization(&before, &after).unwrap();
+        let u = system_utilization(&before, &after, SEC).unwrap();
         assert_eq!(u.busiest_cpu, 1);
         assert!(close(u.busiest.softirq_pct, 80.0));
         assert!(close(u.busiest.busy_pct, 80.0));
@@ -569,7 +630,7 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
     fn iowait_moving_into_idle_is_accepted() {
         let before = snap(&[(0, [0, 0, 0, 100, 10, 0, 0, 0])]);
         let after = snap(&[(0, [50, 0, 0, 155, 5, 0, 0, 0])]);
-        let u = system_utilization(&before, &after).unwrap();
+        let u = system_utilization(&before, &after, SEC).unwrap();
         assert!(close(u.total.idle_pct, 50.0));
         assert!(close(u.total.busy_pct, 50.0));
     }
@@ -579,31 +640,31 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
         let a = snap(&[(0, [10, 0, 0, 10, 0, 0, 0, 0])]);
         // No elapsed ticks.
         assert!(matches!(
-            system_utilization(&a, &a),
+            system_utilization(&a, &a, SEC),
             Err(CpuError::NotComparable(_))
         ));
         // Counter went backwards (swapped snapshots).
         let b = snap(&[(0, [20, 0, 0, 20, 0, 0, 0, 0])]);
-        assert!(system_utilization(&a, &b).is_ok());
+        assert!(system_utilization(&a, &b, SEC).is_ok());
         assert!(matches!(
-            system_utilization(&b, &a),
+            system_utilization(&b, &a, SEC),
             Err(CpuError::NotComparable(_))
         ));
         // idle+iowait went backwards.
         let c = snap(&[(0, [30, 0, 0, 5, 0, 0, 0, 0])]);
         assert!(matches!(
-            system_utilization(&a, &c),
+            system_utilization(&a, &c, SEC),
             Err(CpuError::NotComparable(_))
         ));
         // No CPU in common, or no per-CPU lines at all.
         let d = snap(&[(1, [20, 0, 0, 20, 0, 0, 0, 0])]);
         assert!(matches!(
-            system_utilization(&a, &d),
+            system_utilization(&a, &d, SEC),
             Err(CpuError::NotComparable(_))
         ));
         let empty = ProcStat::default();
         assert!(matches!(
-            system_utilization(&empty, &empty),
+            system_utilization(&empty, &empty, SEC),
             Err(CpuError::NotComparable(_))
         ));
     }
@@ -612,7 +673,7 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
     fn idle_cpu_without_ticks_reports_zeros() {
         let before = snap(&[(0, [0; 8]), (1, [5; 8])]);
         let after = snap(&[(0, [10, 0, 0, 10, 0, 0, 0, 0]), (1, [5; 8])]);
-        let u = system_utilization(&before, &after).unwrap();
+        let u = system_utilization(&before, &after, SEC / 5).unwrap();
         assert_eq!(u.per_cpu[1].1, CpuBreakdown::default());
         assert_eq!(u.busiest_cpu, 0);
         assert_eq!(u.window_ticks, 10);
@@ -622,11 +683,69 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
     fn extreme_counters_do_not_overflow() {
         let before = snap(&[(0, [0; 8])]);
         let after = snap(&[(0, [u64::MAX; 8])]);
-        let u = system_utilization(&before, &after).unwrap();
+        let u = system_utilization(&before, &after, u64::MAX).unwrap();
         let t = u.total;
-        let sum = t.user_pct + t.system_pct + t.irq_pct + t.softirq_pct + t.steal_pct + t.idle_pct;
+        let sum = t.user_pct
+            + t.system_pct
+            + t.irq_pct
+            + t.softirq_pct
+            + t.steal_pct
+            + t.unattributed_pct
+            + t.idle_pct;
         assert!((sum - 100.0).abs() < 1e-9);
         assert_eq!(u.window_ticks, u64::MAX);
+    }
+
+    /// A CPU busy in bursts shorter than a tick: the kernel timed 4.56 s idle in a 5.03 s
+    /// window but sampled only 6 busy ticks (2 user, 3 system, 1 softirq), and counted
+    /// 4.62 s in all. Busy is the 0.47 s of the window not idle, split 2:3:1; the tick
+    /// shares would have said 1.3 %.
+    #[test]
+    fn busy_is_the_window_less_the_timed_idle() {
+        let before = snap(&[(0, [0; 8])]);
+        let after = snap(&[(0, [2, 0, 3, 450, 6, 0, 1, 0])]);
+        let u = system_utilization(&before, &after, 5_030_000_000).unwrap();
+        let b = u.per_cpu[0].1;
+        let busy = 100.0 * (503.0 - 456.0) / 503.0;
+        assert!(close(b.busy_pct, busy), "{b:?}");
+        assert!(close(b.idle_pct, 100.0 - busy), "{b:?}");
+        assert!(close(b.user_pct, busy * 2.0 / 6.0), "{b:?}");
+        assert!(close(b.system_pct, busy * 3.0 / 6.0), "{b:?}");
+        assert!(close(b.softirq_pct, busy / 6.0), "{b:?}");
+        assert_eq!(b.unattributed_pct, 0.0);
+        assert_eq!(u.window_ticks, 462);
+        assert_eq!(u.total, b);
+    }
+
+    /// Busy time without one busy tick is busy, with no state to name: unattributed.
+    #[test]
+    fn busy_time_no_tick_sampled_is_unattributed() {
+        let before = snap(&[(0, [0; 8]), (1, [0; 8])]);
+        let after = snap(&[
+            (0, [0, 0, 0, 90, 0, 0, 0, 0]),
+            (1, [0, 0, 0, 100, 0, 0, 0, 0]),
+        ]);
+        let u = system_utilization(&before, &after, SEC).unwrap();
+        assert_breakdown(&u.per_cpu[0].1, [0.0, 0.0, 0.0, 0.0, 0.0, 90.0, 10.0]);
+        assert!(close(u.per_cpu[0].1.unattributed_pct, 10.0));
+        assert_eq!(u.per_cpu[1].1.unattributed_pct, 0.0);
+        assert!(close(u.total.busy_pct, 5.0));
+        assert!(close(u.total.unattributed_pct, 5.0));
+        assert_eq!(u.busiest_cpu, 0);
+    }
+
+    /// Idle read as more than the window (each read truncates to 10 ms): all idle, never
+    /// negative busy; an empty window is refused.
+    #[test]
+    fn idle_beyond_the_window_is_all_idle_and_an_empty_window_is_refused() {
+        let before = snap(&[(0, [0; 8])]);
+        let after = snap(&[(0, [1, 0, 0, 101, 0, 0, 0, 0])]);
+        let u = system_utilization(&before, &after, SEC).unwrap();
+        assert_breakdown(&u.total, [0.0, 0.0, 0.0, 0.0, 0.0, 100.0, 0.0]);
+        assert!(matches!(
+            system_utilization(&before, &after, 0),
+            Err(CpuError::NotComparable(_))
+        ));
     }
 
     fn ticks8() -> impl Strategy<Value = [u64; 8]> {
@@ -666,6 +785,7 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
         #[test]
         fn utilization_sums_to_100(
             pairs in prop::collection::vec((ticks8(), ticks8()), 1..16),
+            window_ns in 1u64..u64::MAX,
         ) {
             let before: Vec<(u32, [u64; 8])> =
                 pairs.iter().enumerate().map(|(i, (b, _))| (i as u32, *b)).collect();
@@ -681,7 +801,7 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
                 })
                 .collect();
             let elapsed: u64 = pairs.iter().flat_map(|(_, d)| d.iter()).sum();
-            match system_utilization(&snap(&before), &snap(&after)) {
+            match system_utilization(&snap(&before), &snap(&after), window_ns) {
                 Err(e) => prop_assert!(elapsed == 0, "{e}"),
                 Ok(u) => {
                     prop_assert_eq!(u.cpus as usize, pairs.len());
@@ -691,13 +811,13 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
                     for b in all {
                         let parts = [
                             b.user_pct, b.system_pct, b.irq_pct, b.softirq_pct, b.steal_pct,
-                            b.idle_pct, b.busy_pct,
+                            b.unattributed_pct, b.idle_pct, b.busy_pct,
                         ];
                         for p in parts {
                             prop_assert!((0.0..=100.0).contains(&p), "{b:?}");
                         }
                         let sum = b.user_pct + b.system_pct + b.irq_pct + b.softirq_pct
-                            + b.steal_pct + b.idle_pct;
+                            + b.steal_pct + b.unattributed_pct + b.idle_pct;
                         let observed = sum != 0.0; // a CPU with no ticks reports zeros
                         if observed {
                             prop_assert!((sum - 100.0).abs() < 1e-6, "{b:?}");

@@ -546,11 +546,13 @@ fn unsampled_busy_time_is_not_called_idle() {
         .map(|(_, b)| b.busy_pct)
         .expect("CPU 1 in /proc/stat");
     eprintln!(
-        "receiver CPU 1 over {:.2} s: profiled busy {:.2} s (unsampled busy {:.2} s), threads \
-         {:.2} s, /proc/stat busy {proc_stat_busy_pct:.1} %",
+        "receiver CPU 1 over {:.2} s: profiled busy {:.2} s (unsampled busy {:.2} s, busy \
+         samples beyond /proc/stat's busy moved to idle {:.2} s), threads {:.2} s, /proc/stat \
+         busy {proc_stat_busy_pct:.1} %",
         p.window_ns as f64 / 1e9,
         busy_ns / 1e9,
         p.unsampled_busy_ns as f64 / 1e9,
+        p.oversampled_busy_ns as f64 / 1e9,
         threads_ns / 1e9
     );
     // Tick-resolution thread times and windows that differ by a few ms: 10 % and 100 ms.

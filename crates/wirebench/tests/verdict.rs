@@ -114,7 +114,7 @@ fn a_receiver_that_falls_behind_is_named() {
     let mut seen = Vec::new();
     let (r, wall, server_cpu, busy_s) = loop {
         let before = process_cpu_s(d.pid());
-        let cpu1_before = proc_stat_cpu_busy_total(1);
+        let cpu1_idle_before = proc_stat_cpu_idle_ns(1);
         let t0 = std::time::Instant::now();
         let r = wb(&[
             "stream",
@@ -135,9 +135,8 @@ fn a_receiver_that_falls_behind_is_named() {
         ]);
         let wall = t0.elapsed().as_secs_f64();
         let server_cpu = process_cpu_s(d.pid()) - before;
-        let cpu1 = proc_stat_cpu_busy_total(1);
-        let cpu1_busy_pct =
-            100.0 * (cpu1.0 - cpu1_before.0) as f64 / (cpu1.1 - cpu1_before.1).max(1) as f64;
+        let cpu1_idle_s = (proc_stat_cpu_idle_ns(1) - cpu1_idle_before) as f64 / 1e9;
+        let cpu1_busy_pct = (100.0 * (1.0 - cpu1_idle_s / wall)).max(0.0);
         assert_eq!(r.code, 0, "{}", r.stderr);
         // Ground truth for the receiver's busy time, seconds: the daemon process's own CPU
         // time (/proc/PID/stat) or, where other processes share its CPU 1, that CPU's busy

@@ -116,6 +116,7 @@ pub(crate) fn breakdown(busy: f64) -> CpuBreakdown {
         steal_pct: 0.0,
         idle_pct: 100.0 - busy,
         busy_pct: busy,
+        unattributed_pct: 0.0,
     }
 }
 

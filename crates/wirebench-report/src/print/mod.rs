@@ -265,9 +265,16 @@ fn spec_line(s: &TestSpec, measured: Option<f64>) -> String {
     format!("{head}; {}", common_line(s, measured))
 }
 
+/// Busy share and its split; the busy time no tick sampled (so no state is known for it)
+/// appears only when there is some.
 fn breakdown(b: &CpuBreakdown) -> String {
+    let unattributed = if b.unattributed_pct > 0.0 {
+        format!(", no tick sampled {:.1}", b.unattributed_pct)
+    } else {
+        String::new()
+    };
     format!(
-        "busy {:5.1} %  (user {:.1}, system {:.1}, softirq {:.1}, irq {:.1}, steal {:.1})",
+        "busy {:5.1} %  (user {:.1}, system {:.1}, softirq {:.1}, irq {:.1}, steal {:.1}{unattributed})",
         b.busy_pct, b.user_pct, b.system_pct, b.softirq_pct, b.irq_pct, b.steal_pct
     )
 }

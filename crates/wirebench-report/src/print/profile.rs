@@ -249,6 +249,16 @@ pub(crate) fn block(
             r.unsampled_busy_ns as f64 / 1e9
         );
     }
+    if r.oversampled_busy_ns > r.window_cpu_ns() / 100 {
+        let _ = writeln!(
+            out,
+            "  idle includes {:.3} s that busy samples stood for beyond what /proc/stat counts \
+             busy: a CPU\n  halted for microseconds at a time gives no samples, and the ones due \
+             meanwhile are taken\n  in whatever runs once it wakes; the busy categories above \
+             shrank in proportion",
+            r.oversampled_busy_ns as f64 / 1e9
+        );
+    }
     if r.per_cpu.len() > 1 {
         for c in &r.per_cpu {
             let mut cats: Vec<(ProfileCategory, u64)> = ProfileCategory::ALL

@@ -106,9 +106,15 @@ impl LoadMark {
     /// busy time (`/proc/stat`) less this process's own CPU time.
     fn other_busy_pct(&self, later: &LoadMark) -> Option<f64> {
         let (b, a) = (self.stat.as_ref()?, later.stat.as_ref()?);
-        let u = wirebench_stats::cpu::system_utilization(b, a).ok()?;
+        let window_ns = later.at.duration_since(self.at).as_nanos();
+        let u = wirebench_stats::cpu::system_utilization(
+            b,
+            a,
+            u64::try_from(window_ns).unwrap_or(u64::MAX),
+        )
+        .ok()?;
         let own_ns = later.own_ns?.saturating_sub(self.own_ns?) as f64;
-        let all_ns = later.at.duration_since(self.at).as_nanos() as f64 * f64::from(u.cpus);
+        let all_ns = window_ns as f64 * f64::from(u.cpus);
         (all_ns > 0.0).then(|| (u.total.busy_pct - own_ns / all_ns * 100.0).max(0.0))
     }
 }
