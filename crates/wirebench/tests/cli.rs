@@ -183,14 +183,16 @@ fn progress_bars_on_a_terminal_only() {
         let _ = std::fs::remove_file(&log);
         out
     };
-    let out = tty("stream -t 3.5 -i 0");
+    // Paced (-b): what is checked is the bar, not the rate, and unpaced runs would keep
+    // both CPUs busy beside the other tests.
+    let out = tty("stream -t 3.5 -i 0 -b 200M");
     assert!(
         out.contains("measuring: ") && out.contains("of about 4 s"),
         "{out}"
     );
-    let out = tty("sweep stream --msg-size 1K,2K,4K --perturb 0 --no-remeasure -t 1.2");
+    let out = tty("sweep stream --msg-size 1K,2K,4K --perturb 0 --no-remeasure -t 1.2 -b 200M");
     assert!(out.contains("points,") && out.contains("ETA"), "{out}");
-    let piped = wb(&["stream", "-t", "3.5", "-i", "0"]);
+    let piped = wb(&["stream", "-t", "3.5", "-i", "0", "-b", "200M"]);
     assert_eq!(piped.code, 0);
     assert!(!piped.stdout.contains("measuring") && !piped.stderr.contains("measuring"));
 }

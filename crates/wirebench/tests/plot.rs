@@ -289,6 +289,10 @@ fn an_under_load_result_plots_its_boxes_and_reports_in_a_real_browser() {
         "0.25",
         "--under-load",
         "1",
+        // Paced: the figure is checked, not the load (unpaced, it kept both CPUs busy beside
+        // the other shared tests).
+        "--load-rate",
+        "200M",
         "--json",
         "-o",
         &json,
@@ -354,6 +358,8 @@ fn an_under_load_sweep_plots_latency_against_the_load() {
         "rr",
         "--under-load",
         "1,2",
+        "--load-rate",
+        "200M",
         "-t",
         "0.3",
         "-o",
@@ -475,6 +481,10 @@ fn a_sweep_plots_its_curve_and_reports_in_a_real_browser() {
         "0",
         "--flows",
         "1,2",
+        // Paced: the figure's structure is checked, not the curve (unpaced, 14 points kept
+        // both CPUs busy beside the other shared tests).
+        "-b",
+        "200M",
         "-t",
         "0.3",
         "-o",
@@ -493,7 +503,12 @@ fn a_sweep_plots_its_curve_and_reports_in_a_real_browser() {
             .any(|x| x == "TCP stream throughput vs --msg-size"),
         "{texts:?}"
     );
-    assert!(texts.iter().any(|x| x == "--flows 1") && texts.iter().any(|x| x == "--flows 2"));
+    // Each variant's legend names what sets it apart (--flows) and what the points share
+    // beyond the defaults (the pacing rate).
+    for flows in ["--flows 1", "--flows 2"] {
+        let legend = format!("{flows}, --rate 200.0 Mbit/s");
+        assert!(texts.contains(&legend), "{legend}: {texts:?}");
+    }
     assert!(
         texts.iter().any(|x| x.ends_with("KiB")),
         "a byte axis: {texts:?}"
@@ -522,7 +537,7 @@ fn a_sweep_plots_its_curve_and_reports_in_a_real_browser() {
     // A test's page too.
     let json = dir.path("s.json");
     assert_eq!(
-        wb(&["stream", "-t", "0.5", "-i", "0.1", "--json", "-o", &json]).code,
+        wb(&["stream", "-t", "0.5", "-i", "0.1", "-b", "200M", "--json", "-o", &json]).code,
         0
     );
     let page = dir.path("s.html");

@@ -601,6 +601,10 @@ fn under_load_runs_against_a_daemon_with_default_limits() {
         "0.5",
         "--under-load",
         "1",
+        // Paced: the overlap is checked, not the load's rate (unpaced, it kept both CPUs busy
+        // beside the other shared tests).
+        "--load-rate",
+        "200M",
         "--json",
     ];
     let r = wb(&args);
