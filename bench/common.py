@@ -341,12 +341,25 @@ def run_timed(argv, timeout, nofile=False, during=None, during_at=None):
 # ───────────── host facts ─────────────
 
 def read_proc_stat():
-    """(busy, total) jiffies summed over all CPUs: busy = everything but idle and iowait."""
+    """(idle CPU-seconds of all CPUs so far, monotonic time of the read, CPUs listed).
+
+    The kernel times idle and iowait per idle stretch (tickless kernels) but samples the busy
+    states once a tick, so bursts between ticks escape the busy counters: busy time over a
+    span is CPUs x span less the idle, never the busy jiffies (wirebench's CPU figures are
+    taken the same way; see crates/wirebench-stats/src/cpu.rs)."""
+    t = time.monotonic()
     with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
+        lines = f.read().splitlines()
+    v = [int(x) for x in lines[0].split()[1:]]
+    cpus = sum(1 for ln in lines[1:] if ln.startswith("cpu"))
     idle = v[3] + (v[4] if len(v) > 4 else 0)
-    total = sum(v[:8])  # guest time is already inside user
-    return total - idle, total
+    return idle / CLK_TCK, t, cpus
+
+
+def busy_cpu_s(before, after):
+    """Busy CPU-seconds of all CPUs between two read_proc_stat() readings."""
+    (i0, t0, n), (i1, t1, _) = before, after
+    return max(0.0, n * (t1 - t0) - (i1 - i0))
 
 
 def loadavg():

@@ -58,8 +58,9 @@ METHOD
                     time of the tool's own processes (all threads): the client's from wait4()'s
                     rusage, the server's as the delta of /proc/PID/stat utime+stime(+cutime+
                     cstime) of the long-lived server process (and any children) over the run.
-                    "machine busy" is the /proc/stat busy delta of all CPUs over the same
-                    interval (shows load from outside the tools).
+                    "machine busy" is all CPUs' time over the same interval less the idle
+                    time /proc/stat timed (shows load from outside the tools; busy jiffies
+                    miss work done between ticks).
     service demand  streams: CPU us per KiB (1024 bytes) delivered, sender = client process,
                     receiver = server process, over the whole process lifetime / all payload
                     bytes the tool says were delivered (warm-up included); identical for every
@@ -102,7 +103,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import host_defaults  # noqa: E402
 import run_tools as T  # noqa: E402
-from common import CLK_TCK, SetupError, Testbed, read_proc_stat, run_timed, sh  # noqa: E402
+from common import SetupError, Testbed, busy_cpu_s, read_proc_stat, run_timed, sh  # noqa: E402
 from run_report import targets, write_outputs  # noqa: E402
 
 ALL_PATHS = ["loopback", "veth-1500", "veth-9000", "veth-65520"]
@@ -277,11 +278,11 @@ def cc_seen(ns, port_hint=None):
 def measure(argv, server, timeout, nofile=False, observe=None, observe_at=None):
     """Run one client; return (Timed, server CPU-s, machine busy CPU-s) over its run."""
     s0 = server.cpu_s() if server else 0.0
-    b0, _ = read_proc_stat()
+    b0 = read_proc_stat()
     out = run_timed(argv, timeout, nofile=nofile, during=observe, during_at=observe_at)
-    b1, _ = read_proc_stat()
+    b1 = read_proc_stat()
     s1 = server.cpu_s() if server else 0.0
-    return out, max(0.0, s1 - s0), (b1 - b0) / CLK_TCK
+    return out, max(0.0, s1 - s0), busy_cpu_s(b0, b1)
 
 
 def stream_path(tb, args, keys, runs, log):
@@ -529,8 +530,8 @@ def main():
     facts["loadavg_after"] = common.loadavg()
     b1 = read_proc_stat()
     b0 = facts.pop("proc_stat_busy_start")
-    facts["machine_busy_cores_whole_run"] = (b1[0] - b0[0]) / max(1, b1[1] - b0[1]) * len(
-        facts["cpus_usable"]) if b1[1] > b0[1] else None
+    facts["machine_busy_cores_whole_run"] = (busy_cpu_s(b0, b1) / (b1[1] - b0[1])
+                                             if b1[1] > b0[1] else None)
     elapsed = time.monotonic() - t_start
     checks = targets(runs, args) if runs else []
     missed = [c for c in checks if c["verdict"] != "PASS"]
