@@ -317,12 +317,43 @@ impl Delta {
     }
 }
 
+/// The mean of `n` breakdowns (all zeros when `n` is 0).
+fn mean_breakdown<'a>(parts: impl Iterator<Item = &'a CpuBreakdown>, n: u32) -> CpuBreakdown {
+    let mut t = CpuBreakdown::default();
+    if n == 0 {
+        return t;
+    }
+    for b in parts {
+        t.user_pct += b.user_pct;
+        t.system_pct += b.system_pct;
+        t.irq_pct += b.irq_pct;
+        t.softirq_pct += b.softirq_pct;
+        t.steal_pct += b.steal_pct;
+        t.idle_pct += b.idle_pct;
+        t.busy_pct += b.busy_pct;
+        t.unattributed_pct += b.unattributed_pct;
+    }
+    let n = f64::from(n);
+    let mean = |x: f64| (x / n).clamp(0.0, 100.0);
+    CpuBreakdown {
+        user_pct: mean(t.user_pct),
+        system_pct: mean(t.system_pct),
+        irq_pct: mean(t.irq_pct),
+        softirq_pct: mean(t.softirq_pct),
+        steal_pct: mean(t.steal_pct),
+        idle_pct: mean(t.idle_pct),
+        busy_pct: mean(t.busy_pct),
+        unattributed_pct: mean(t.unattributed_pct),
+    }
+}
+
 /// Utilization between two snapshots, `before` taken first and `window_ns` before `after`.
 ///
 /// Only CPUs whose `cpuN` line appears in both snapshots are used (CPUs may be hot-plugged
-/// in between); `per_cpu` follows the order of `after`. The `total` breakdown is computed
-/// from the sum of those CPUs' deltas, so it describes exactly the CPUs counted in `cpus`
-/// (without hotplug this equals the delta of the aggregate `cpu` line). For each CPU, with
+/// in between); `per_cpu` follows the order of `after`. The `total` breakdown is the mean of
+/// those CPUs' breakdowns (each split by its own ticks: one CPU's work that no tick sampled
+/// stays unattributed rather than taking another CPU's proportions), so it describes exactly
+/// the CPUs counted in `cpus`. For each CPU, with
 /// `W` = the window in USER_HZ units (`window_ns` / 10 ms) and `B` = the busy ticks
 /// (user+nice+system+irq+softirq+steal):
 ///
@@ -357,6 +388,7 @@ pub fn system_utilization(
     let mut busiest: Option<(u32, CpuBreakdown)> = None;
     let mut cpus: u32 = 0;
     let mut observed: u32 = 0;
+    let mut ticked: BTreeSet<u32> = BTreeSet::new();
 
     let mut earlier: BTreeMap<u32, &CpuTicks> = BTreeMap::new();
     for (n, ticks) in &before.per_cpu {
@@ -372,6 +404,7 @@ pub fn system_utilization(
         let breakdown = delta.breakdown(u128::from(window_ns));
         if delta.ticks() > 0 {
             observed = observed.saturating_add(1);
+            ticked.insert(n);
         }
         sum = sum.saturating_add(delta);
         cpus = cpus.saturating_add(1);
@@ -394,11 +427,19 @@ pub fn system_utilization(
     if ticks == 0 {
         return Err(CpuError::NotComparable("no ticks elapsed".into()));
     }
-    // The total spans the windows of the CPUs observed (those with ticks), as their own
-    // breakdowns do.
+    // The total is the mean of the observed CPUs' breakdowns (those with ticks): each CPU's
+    // busy time is split by its own ticks, so a CPU whose work no tick sampled stays
+    // unattributed instead of taking another CPU's proportions.
+    let total = mean_breakdown(
+        per_cpu
+            .iter()
+            .filter(|(n, _)| ticked.contains(n))
+            .map(|(_, b)| b),
+        observed,
+    );
     Ok(SystemCpuUtil {
         cpus,
-        total: sum.breakdown(u128::from(window_ns) * u128::from(observed)),
+        total,
         per_cpu,
         busiest_cpu,
         busiest,
@@ -732,6 +773,22 @@ softirq 183500 0 21755 12 39 1137 231 21459 2263
         assert!(close(u.total.busy_pct, 5.0));
         assert!(close(u.total.unattributed_pct, 5.0));
         assert_eq!(u.busiest_cpu, 0);
+    }
+
+    /// The total splits each CPU's busy time by that CPU's ticks: CPU 1's unsampled work is
+    /// not given CPU 0's system ticks.
+    #[test]
+    fn the_total_is_the_mean_of_the_cpus() {
+        let before = snap(&[(0, [0; 8]), (1, [0; 8])]);
+        let after = snap(&[
+            (0, [0, 0, 2, 98, 0, 0, 0, 0]),
+            (1, [0, 0, 0, 96, 0, 0, 0, 0]),
+        ]);
+        let u = system_utilization(&before, &after, SEC).unwrap();
+        assert!(close(u.total.busy_pct, 3.0), "{:?}", u.total);
+        assert!(close(u.total.system_pct, 1.0), "{:?}", u.total);
+        assert!(close(u.total.unattributed_pct, 2.0), "{:?}", u.total);
+        assert_eq!(u.busiest_cpu, 1);
     }
 
     /// Idle read as more than the window (each read truncates to 10 ms): all idle, never
