@@ -286,10 +286,9 @@ impl Delta {
         self.ticks().saturating_sub(self.idle_iowait)
     }
 
-    /// Percentages of a window of `window_ns` (per CPU summed: a sum of `n` CPUs' deltas
-    /// takes `n` windows). Idle is the timed idle over the window, busy the rest; the
-    /// sampled states split busy in their tick proportions. A CPU with no elapsed ticks, or
-    /// an empty window, gets all zeros (nothing was observed).
+    /// One CPU's percentages of a window of `window_ns`. Idle is the timed idle over the
+    /// window, busy the rest; the sampled states split busy in their tick proportions. A
+    /// CPU with no elapsed ticks, or an empty window, gets all zeros (nothing was observed).
     fn breakdown(&self, window_ns: u128) -> CpuBreakdown {
         let window_units = window_ns as f64 / USER_HZ_NS as f64;
         if self.ticks() == 0 || window_units <= 0.0 || !window_units.is_finite() {
@@ -387,7 +386,6 @@ pub fn system_utilization(
     let mut sum = Delta::default();
     let mut busiest: Option<(u32, CpuBreakdown)> = None;
     let mut cpus: u32 = 0;
-    let mut observed: u32 = 0;
     let mut ticked: BTreeSet<u32> = BTreeSet::new();
 
     let mut earlier: BTreeMap<u32, &CpuTicks> = BTreeMap::new();
@@ -403,7 +401,6 @@ pub fn system_utilization(
         let delta = Delta::between(&format!("cpu{n}"), b, a)?;
         let breakdown = delta.breakdown(u128::from(window_ns));
         if delta.ticks() > 0 {
-            observed = observed.saturating_add(1);
             ticked.insert(n);
         }
         sum = sum.saturating_add(delta);
@@ -435,7 +432,7 @@ pub fn system_utilization(
             .iter()
             .filter(|(n, _)| ticked.contains(n))
             .map(|(_, b)| b),
-        observed,
+        u32::try_from(ticked.len()).unwrap_or(u32::MAX),
     );
     Ok(SystemCpuUtil {
         cpus,
