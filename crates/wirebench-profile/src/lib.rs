@@ -25,9 +25,9 @@ pub mod tick;
 pub mod usersyms;
 
 use std::time::Instant;
+
 pub use wirebench_model::profile::ProfileCategory;
 use wirebench_model::profile::{ProfileReport, ProfileUnavailable};
-
 use wirebench_stats::cpu::{parse_proc_stat, system_utilization, ProcStat};
 use wirebench_sys::perf::{EventChoice, PerfError, Running, Sampler, SamplerConfig};
 

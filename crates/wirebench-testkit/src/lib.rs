@@ -66,9 +66,8 @@ static RUN_LOCK: RunLock = RunLock::new();
 /// and a thread whose measurement waits for the lock is a thread no shared test can use, so
 /// with few threads the shared tests ran nearly one at a time between measurements. With
 /// more threads than tests they run this many wide, all ahead of the measurements. Most of
-/// them wait
-/// (on daemons, deadlines, namespaces being built) more than they compute: the wirebench
-/// crate's end-to-end binary took 347 s four wide and 312 s eight wide on 2 vCPUs
+/// them wait (on daemons, deadlines, namespaces being built) more than they compute: the
+/// wirebench crate's end-to-end binary took 347 s four wide and 312 s eight wide on 2 vCPUs
 /// (2026-11-30), with the same tests passing.
 pub const SHARED_AT_ONCE: usize = 8;
 

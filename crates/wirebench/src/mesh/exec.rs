@@ -140,7 +140,8 @@ mod tests {
 
     /// How long a fake test takes. Tests that start together must overlap by their spans:
     /// 100 ms leaves room for thread starts delayed on a machine whose two CPUs run dozens
-    /// of other tests (15 ms did not, once, beside 32 test threads of the workspace's unit tests).
+    /// of other tests (15 ms did not, once, beside 32 test threads of the workspace's unit
+    /// tests).
     const FAKE_TEST: Duration = Duration::from_millis(100);
 
     /// Sleeps [`FAKE_TEST`] per test; host `down` refuses at once.
