@@ -459,9 +459,24 @@ mod tests {
             (n..=n + 16).contains(&received),
             "bytes_received {received}"
         );
+        // Loopback can drop too: a reader that is not scheduled lets the
+        // receive queue outgrow its memory, and the kernel prunes it (CI saw
+        // 14,875 bytes retransmitted here). Whatever was retransmitted, the
+        // kernel counts it in `bytes_sent` as well (tcp_transmit_skb adds
+        // every data segment it sends; tcp_retransmit_skb adds to
+        // `bytes_retrans` only the ones that left), and in the segment count.
         let sent = ci.bytes_sent.unwrap();
-        assert!(sent >= n, "bytes_sent {sent}");
-        assert_eq!(ci.bytes_retrans.unwrap(), 0);
+        let retrans = ci.bytes_retrans.unwrap();
+        assert!(
+            sent >= n + retrans,
+            "bytes_sent {sent} < {n} + bytes_retrans {retrans}"
+        );
+        assert_eq!(
+            retrans > 0,
+            ci.retransmits_total > 0,
+            "bytes_retrans {retrans}, segments retransmitted {}",
+            ci.retransmits_total
+        );
         assert!(ci.snd_mss_bytes > 0);
         assert!(si.rcv_mss_bytes > 0);
         assert!(ci.snd_cwnd_segments > 0);
