@@ -137,7 +137,7 @@ fn median(v: &mut [f64]) -> f64 {
 
 #[test]
 fn mtu_offload_rate_cc_read_back_and_tcp_rate() {
-    let _s = serial();
+    let _s = wirebench_testkit::link_bound();
     let m = mgr();
     let name = lab_name("a");
     let mut spec = LabSpec::new(&name);
@@ -336,7 +336,7 @@ fn tcp_rr(name: &str, server: SocketAddr, n: usize) -> Vec<f64> {
 
 #[test]
 fn emulated_delay_and_loss() {
-    let _s = serial();
+    let _s = wirebench_testkit::link_bound();
     let m = mgr();
     let name = lab_name("e");
     let mut spec = LabSpec::new(&name);

@@ -48,10 +48,11 @@ pub fn bin() -> &'static str {
     })
 }
 
-/// Every end-to-end test holds this lock: measurement tests alone ([`serial`]), the others
-/// side by side ([`shared`], or [`shared_timed`] with a wall-clock bound), so that a
-/// measurement never shares the CPUs with another test of this binary, while the tests that
-/// measure nothing still run side by side.
+/// Every end-to-end test holds this lock: measurement tests alone ([`serial`]), or beside
+/// a few others whose figures their links set and which leave the CPUs mostly idle
+/// ([`link_bound`]); the others side by side ([`shared`], or [`shared_timed`] with a
+/// wall-clock bound), so that a measurement never shares the CPUs with a test that competes
+/// for them, while the tests that measure nothing still run side by side.
 ///
 /// It prefers the shared side: a shared test starts whenever no measurement runs, even while
 /// measurements wait. libtest hands tests to its threads in name order, so a lock that let a
@@ -77,6 +78,14 @@ pub const SHARED_AT_ONCE: usize = 8;
 /// bound failed (a 100 ms test took 1.17 s beside seven other tests, 2026-11-30).
 pub const SHARED_BESIDE_TIMED: usize = 4;
 
+/// At most this many [`link_bound`] measurements run at once. Each uses well under a quarter
+/// of a CPU (its traffic is shaped or paced far below what the CPUs carry), so three leave
+/// both CPUs mostly idle: what they measure is set by their links, not by the CPUs. In the
+/// wirebench crate's end-to-end binary the serial phase used 0.9 of its 2 CPUs on average
+/// (2026-11-30, `WIREBENCH_TEST_TIMES` beside a `/proc/stat` reading per second); eleven of its
+/// measurements used 0.02–0.22 of a CPU each, 43 s of the phase's 190 s one after the other.
+pub const LINK_BOUND_AT_ONCE: usize = 3;
+
 /// The run lock's state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct LockState {
@@ -86,6 +95,8 @@ struct LockState {
     timed: usize,
     /// Whether a measurement holds the lock.
     exclusive: bool,
+    /// Link-bound measurements holding the lock.
+    link_bound: usize,
 }
 
 struct RunLock {
@@ -100,6 +111,7 @@ impl RunLock {
                 shared: 0,
                 timed: 0,
                 exclusive: false,
+                link_bound: 0,
             }),
             changed: Condvar::new(),
         }
@@ -112,16 +124,19 @@ impl RunLock {
                 shared,
                 timed,
                 exclusive,
+                link_bound,
             } = *st;
             let wide = if timed > 0 {
                 SHARED_BESIDE_TIMED
             } else {
                 SHARED_AT_ONCE
             };
+            let measuring = exclusive || link_bound > 0;
             let free = match kind {
-                RunKind::Shared => !exclusive && shared < wide,
-                RunKind::SharedTimed => !exclusive && shared < SHARED_BESIDE_TIMED,
-                RunKind::Serial => !exclusive && shared == 0,
+                RunKind::Shared => !measuring && shared < wide,
+                RunKind::SharedTimed => !measuring && shared < SHARED_BESIDE_TIMED,
+                RunKind::Serial => !measuring && shared == 0,
+                RunKind::LinkBound => !exclusive && shared == 0 && link_bound < LINK_BOUND_AT_ONCE,
             };
             if free {
                 break;
@@ -135,6 +150,7 @@ impl RunLock {
                 st.timed += 1;
             }
             RunKind::Serial => st.exclusive = true,
+            RunKind::LinkBound => st.link_bound += 1,
         }
         RunGuard { lock: self, kind }
     }
@@ -150,6 +166,10 @@ pub enum RunKind {
     /// Measures nothing but holds a wall-clock bound: beside at most
     /// [`SHARED_BESIDE_TIMED`] − 1 other shared tests.
     SharedTimed,
+    /// A measurement whose figures a shaped or emulated link sets, using a small share of a
+    /// CPU: beside at most [`LINK_BOUND_AT_ONCE`] − 1 others of its kind, never beside any
+    /// other test.
+    LinkBound,
 }
 
 /// One test's hold on the run lock; released when dropped (also when the test panics).
@@ -168,6 +188,7 @@ impl Drop for RunGuard {
                 st.timed -= 1;
             }
             RunKind::Serial => st.exclusive = false,
+            RunKind::LinkBound => st.link_bound -= 1,
         }
         drop(st);
         self.lock.changed.notify_all();
@@ -177,6 +198,19 @@ impl Drop for RunGuard {
 /// Measurement tests take this so that no other test competes for the two CPUs.
 pub fn serial() -> Held<RunGuard> {
     Held::new(RUN_LOCK.acquire(RunKind::Serial), RunKind::Serial)
+}
+
+/// Measurements whose figures a shaped or emulated link sets (a tbf or nftables rule, the
+/// emulator's delay, loss or reordering, a paced rate far below what the CPUs carry) take
+/// this: at most [`LINK_BOUND_AT_ONCE`] of them run at once, never beside another test.
+///
+/// A test qualifies only if (a) it used under a quarter of a CPU when it ran alone (measured
+/// with `WIREBENCH_TEST_TIMES` beside a `/proc/stat` reading per second), (b) every counter it
+/// checks belongs to its own namespaces, sockets or processes (no host-wide `/proc/net/snmp`,
+/// `/proc/stat` or loopback interface counter), and (c) none of its bounds is on CPU time.
+/// Everything else that measures takes [`serial`].
+pub fn link_bound() -> Held<RunGuard> {
+    Held::new(RUN_LOCK.acquire(RunKind::LinkBound), RunKind::LinkBound)
 }
 
 /// Tests that measure nothing take this: they run beside each other, never beside a
@@ -194,7 +228,7 @@ pub fn shared_timed() -> Held<RunGuard> {
 
 /// A held run lock. When `WIREBENCH_TEST_TIMES` names a file, dropping it appends a line:
 /// how long the test held the lock (s), the test's name (libtest names each test's thread
-/// after it), the lock's kind (`serial`, `shared` or `timed`) and when the test took it (s
+/// after it), the lock's kind (`serial`, `link`, `shared` or `timed`) and when the test took it (s
 /// since the process's first test took it), so that the suite's slowest tests can be listed
 /// (`sort -rn FILE | head`) and its timeline drawn.
 pub struct Held<G> {
@@ -229,6 +263,7 @@ impl<G> Drop for Held<G> {
             RunKind::Serial => "serial",
             RunKind::Shared => "shared",
             RunKind::SharedTimed => "timed",
+            RunKind::LinkBound => "link",
         };
         let began = self
             .since
@@ -747,6 +782,64 @@ mod tests {
             .expect("a light test waits once the timed one ends");
         drop(fifth);
         drop(light);
+        assert_eq!(*LOCK.state.lock().unwrap(), LockState::default());
+    }
+    /// Link-bound measurements run up to three at once and beside nothing else: a fourth
+    /// waits, a serial measurement waits until none runs, a shared test likewise; and none
+    /// starts while a serial measurement or a shared test holds the lock.
+    #[test]
+    fn link_bound_measurements_share_only_with_their_own_kind() {
+        static LOCK: RunLock = RunLock::new();
+        fn waits(kind: RunKind) -> std::sync::mpsc::Receiver<RunGuard> {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(LOCK.acquire(kind)).unwrap());
+            rx
+        }
+        let still_waiting = |rx: &std::sync::mpsc::Receiver<RunGuard>, what: &str| {
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(rx.try_recv().is_err(), "{what}");
+        };
+        let mut links: Vec<RunGuard> = (0..LINK_BOUND_AT_ONCE)
+            .map(|_| LOCK.acquire(RunKind::LinkBound))
+            .collect();
+        assert_eq!(LOCK.state.lock().unwrap().link_bound, LINK_BOUND_AT_ONCE);
+        let fourth = waits(RunKind::LinkBound);
+        let serial = waits(RunKind::Serial);
+        let shared = waits(RunKind::Shared);
+        still_waiting(&fourth, "a fourth link-bound measurement ran");
+        still_waiting(&serial, "a serial measurement ran beside link-bound ones");
+        still_waiting(&shared, "a shared test ran beside link-bound measurements");
+        // One ends: the fourth takes its place; the others still wait.
+        links.pop();
+        links.push(
+            fourth
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the fourth link-bound measurement"),
+        );
+        still_waiting(&serial, "a serial measurement ran beside link-bound ones");
+        still_waiting(&shared, "a shared test ran beside link-bound measurements");
+        // All end: the shared test or the serial measurement goes first, the other after it.
+        drop(links);
+        let first = loop {
+            if let Ok(g) = shared.try_recv() {
+                break g;
+            }
+            if let Ok(g) = serial.try_recv() {
+                break g;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let second = match first.kind {
+            RunKind::Shared => &serial,
+            _ => &shared,
+        };
+        still_waiting(second, "a shared test and a serial measurement ran at once");
+        drop(first);
+        let second = second.recv_timeout(Duration::from_secs(10)).unwrap();
+        let after = waits(RunKind::LinkBound);
+        still_waiting(&after, "a link-bound measurement ran beside another test");
+        drop(second);
+        drop(after.recv_timeout(Duration::from_secs(10)).unwrap());
         assert_eq!(*LOCK.state.lock().unwrap(), LockState::default());
     }
 }

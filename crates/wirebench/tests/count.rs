@@ -130,7 +130,7 @@ fn bytes_count_on_the_io_uring_and_sendfile_paths() {
 /// the duration bound.
 #[test]
 fn a_paced_count_takes_the_time_its_rate_says() {
-    let _g = serial();
+    let _g = link_bound();
     let d = run_json(&["stream", "-n", "1000000", "-b", "8M", "-t", "60"]);
     let run = &d["runs"][0];
     assert_exact(run, 1_000_000, 1);

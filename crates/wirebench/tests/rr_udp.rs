@@ -427,7 +427,7 @@ fn udp_ports_of(pid: u32) -> Vec<u16> {
 
 #[test]
 fn garbage_datagrams_at_the_receiver_are_counted_as_invalid() {
-    let _s = serial();
+    let _s = link_bound();
     let d = LocalDaemon::start(&[]);
     let port = d.addr.port().to_string();
     let client = std::thread::spawn(move || {
@@ -503,7 +503,7 @@ fn garbage_datagrams_at_the_receiver_are_counted_as_invalid() {
 #[test]
 fn rr_latency_over_a_1ms_each_way_path() {
     require_netns();
-    let _s = serial();
+    let _s = link_bound();
     let (path, d) = delayed_path_with_daemon(Duration::from_millis(1));
     let port = d.addr.port().to_string();
     let mut c = path.command(Side::A, BIN);
@@ -617,7 +617,7 @@ fn check_interval_loss(r: &RunResult) {
 #[test]
 fn udp_loss_equals_an_nftables_random_drop_exactly() {
     require_netns();
-    let _s = serial();
+    let _s = link_bound();
     let tb = Testbed::pair(1500).unwrap();
     // Drop 2% of the test's 1000-byte datagrams (UDP length 1008) arriving at B, at random,
     // and count what was dropped. The UDP setup hello (24 bytes) is never dropped.
@@ -753,7 +753,7 @@ fn capture(
 #[test]
 fn udp_duplicates_and_reordering_match_a_capture_and_the_emulator() {
     require_netns();
-    let _s = serial();
+    let _s = link_bound();
     let impaired = EmuConfig {
         dup: 0.02,
         reorder: 0.02,

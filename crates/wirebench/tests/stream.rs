@@ -322,7 +322,7 @@ fn loopback_bytes_match_interface_counters_in_a_private_namespace() {
 #[test]
 fn veth_rate_limited_to_1gbit_measures_the_limit() {
     require_netns();
-    let _g = serial();
+    let _g = link_bound();
     let tb = Testbed::pair(1500).expect("testbed");
     tb.rate_limit(Side::A, 1_000_000_000).unwrap();
     let _d = daemon_in(&tb, Side::B, &[]);
@@ -410,7 +410,7 @@ fn tbf_payload_bps(bps: f64, mss: f64) -> f64 {
 #[test]
 fn a_rate_that_changes_during_the_run_is_named() {
     require_netns();
-    let _g = serial();
+    let _g = link_bound();
     let tb = Testbed::pair(1500).expect("testbed");
     tb.rate_limit(Side::A, 200_000_000).unwrap();
     let _d = daemon_in(&tb, Side::B, &[]);

@@ -24,7 +24,7 @@ fn sweep_json(stdout: &str, stderr: &str) -> SweepResult {
 #[test]
 fn saturation_equals_a_tbf_rate_limit() {
     require_netns();
-    let _g = serial();
+    let _g = link_bound();
     let tb = Testbed::pair(1500).expect("testbed");
     tb.rate_limit(Side::A, 100_000_000).unwrap();
     let _d = daemon_in(&tb, Side::B, &[]);
@@ -76,7 +76,7 @@ fn saturation_equals_a_tbf_rate_limit() {
 #[test]
 fn hockney_t0_is_the_emulated_round_trip() {
     require_netns();
-    let _g = serial();
+    let _g = link_bound();
     let (path, d) = delayed_path_with_daemon(Duration::from_millis(1));
     let port = d.addr.port().to_string();
     let mut c = path.command(Side::A, BIN);

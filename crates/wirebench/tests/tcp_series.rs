@@ -116,7 +116,7 @@ fn retransmits_cwnd_and_rtt_per_interval_on_a_lossy_path() {
 #[test]
 fn srtt_per_interval_follows_an_emulated_delay() {
     require_netns();
-    let _g = serial();
+    let _g = link_bound();
     let (path, d) = delayed_path_with_daemon(Duration::from_millis(5));
     let port = d.addr.port().to_string();
     let mut c = path.command(Side::A, BIN);

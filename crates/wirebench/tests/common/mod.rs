@@ -28,3 +28,10 @@ pub fn shared_timed() -> Held<RunGuard> {
     use_binary(BIN);
     wirebench_testkit::shared_timed()
 }
+
+/// Measurements whose figures a shaped or emulated link sets, using a small share of a CPU,
+/// take this ([`wirebench_testkit::link_bound`], after naming the binary under test).
+pub fn link_bound() -> Held<RunGuard> {
+    use_binary(BIN);
+    wirebench_testkit::link_bound()
+}
