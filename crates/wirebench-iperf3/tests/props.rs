@@ -1,5 +1,6 @@
 //! Property tests: the fuzz target bodies on arbitrary bytes (cargo-fuzz needs nightly), and
-//! round trips of the parameters and results.
+//! round trips of the parameters and results; and the fuzz crate's targets checked against
+//! the bodies they call.
 
 use proptest::prelude::*;
 use wirebench_iperf3::fuzz_targets;
@@ -86,4 +87,129 @@ proptest! {
         };
         prop_assert_eq!(Params::decode(p.encode().as_bytes()).unwrap(), p);
     }
+}
+
+/// A fuzz target's name, the path it calls its body by, and the body.
+type FuzzBody = (&'static str, &'static str, fn(&[u8]));
+
+/// Every fuzz body of the workspace: the name of the cargo-fuzz target that runs it, the
+/// path the target calls it by, and the body (the compiler checks that the path exists with
+/// the signature the targets call).
+const FUZZ_BODIES: [FuzzBody; 11] = [
+    (
+        "frame",
+        "wirebench_proto::fuzz_targets::frame",
+        wirebench_proto::fuzz_targets::frame,
+    ),
+    (
+        "hello",
+        "wirebench_proto::fuzz_targets::hello",
+        wirebench_proto::fuzz_targets::hello,
+    ),
+    (
+        "test_spec",
+        "wirebench_proto::fuzz_targets::test_spec",
+        wirebench_proto::fuzz_targets::test_spec,
+    ),
+    (
+        "results",
+        "wirebench_proto::fuzz_targets::results",
+        wirebench_proto::fuzz_targets::results,
+    ),
+    (
+        "data_hello",
+        "wirebench_proto::fuzz_targets::data_hello",
+        wirebench_proto::fuzz_targets::data_hello,
+    ),
+    (
+        "udp_datagram",
+        "wirebench_proto::fuzz_targets::udp_datagram",
+        wirebench_proto::fuzz_targets::udp_datagram,
+    ),
+    (
+        "auth",
+        "wirebench_proto::fuzz_targets::auth",
+        wirebench_proto::fuzz_targets::auth,
+    ),
+    (
+        "udp_setup",
+        "wirebench_proto::udpsetup::fuzz_udp_setup",
+        wirebench_proto::udpsetup::fuzz_udp_setup,
+    ),
+    (
+        "iperf3_server",
+        "wirebench_iperf3::fuzz_targets::iperf3_server",
+        fuzz_targets::iperf3_server,
+    ),
+    (
+        "iperf3_json",
+        "wirebench_iperf3::fuzz_targets::iperf3_json",
+        fuzz_targets::iperf3_json,
+    ),
+    (
+        "iperf3_client",
+        "wirebench_iperf3::fuzz_targets::iperf3_client",
+        fuzz_targets::iperf3_client,
+    ),
+];
+
+/// The fuzz crate (`fuzz/`, a workspace of its own that cargo-fuzz builds with nightly) is
+/// not compiled by this workspace's build: its targets are checked here instead. Each target
+/// `fuzz/Cargo.toml` declares is a file of exactly the one shape below, calling the body of
+/// its name in the crate that owns it (the table above, checked by the compiler), so that a
+/// renamed or removed body, a target left out of the manifest or a target with code of its
+/// own fails here; the bodies themselves run in the property tests above and in
+/// wirebench-proto's.
+#[test]
+fn every_fuzz_target_is_the_template_calling_its_body() {
+    let fuzz = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz");
+    let manifest: toml::Table = std::fs::read_to_string(format!("{fuzz}/Cargo.toml"))
+        .expect("fuzz/Cargo.toml")
+        .parse()
+        .expect("fuzz/Cargo.toml parses");
+    let deps = manifest["dependencies"].as_table().expect("[dependencies]");
+    for (krate, path) in [
+        ("wirebench-proto", "../crates/wirebench-proto"),
+        ("wirebench-iperf3", "../crates/wirebench-iperf3"),
+    ] {
+        assert_eq!(deps[krate]["path"].as_str(), Some(path), "{krate}");
+    }
+    assert!(deps.contains_key("libfuzzer-sys"));
+    let bins = manifest["bin"].as_array().expect("[[bin]] targets");
+    let mut declared: Vec<&str> = Vec::new();
+    for bin in bins {
+        let name = bin["name"].as_str().expect("a target's name");
+        assert_eq!(
+            bin["path"].as_str(),
+            Some(format!("fuzz_targets/{name}.rs").as_str()),
+            "{name}"
+        );
+        let (_, call, body) = FUZZ_BODIES
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .unwrap_or_else(|| panic!("fuzz target {name}: no body of that name in the table"));
+        let text = std::fs::read_to_string(format!("{fuzz}/fuzz_targets/{name}.rs"))
+            .unwrap_or_else(|e| panic!("fuzz target {name}: {e}"));
+        let want = format!(
+            "#![no_main]\n\nuse libfuzzer_sys::fuzz_target;\n\nfuzz_target!(|data: &[u8]| {{\n    \
+             {call}(data);\n}});\n"
+        );
+        assert_eq!(text, want, "fuzz/fuzz_targets/{name}.rs");
+        body(b"");
+        declared.push(name);
+    }
+    declared.sort_unstable();
+    let mut files: Vec<String> = std::fs::read_dir(format!("{fuzz}/fuzz_targets"))
+        .expect("fuzz/fuzz_targets")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort_unstable();
+    let mut named: Vec<&str> = FUZZ_BODIES.iter().map(|(n, _, _)| *n).collect();
+    named.sort_unstable();
+    assert_eq!(
+        declared, named,
+        "targets in fuzz/Cargo.toml against the bodies"
+    );
+    let want_files: Vec<String> = named.iter().map(|n| format!("{n}.rs")).collect();
+    assert_eq!(files, want_files, "files in fuzz/fuzz_targets");
 }
