@@ -29,10 +29,15 @@ fn flows(r: &RunResult, host: HostRole) -> &[FlowSide] {
     &side(r, host).stream().expect("stream counts").flows
 }
 
-/// `wirebench stream -t 1 -C cubic --json ARGS` with `env` set, on loopback.
+/// `wirebench stream -t 1 -b 200M -C cubic --json ARGS` with `env` set, on loopback. These
+/// tests check what each path counts, not how fast it goes: paced, each run costs a tenth of
+/// a CPU instead of both CPUs (the send and receive paths' tests took 17.6 s of CPU
+/// unpaced, 2026-11-30), and every path still carries 25 MB in calls of every size the
+/// pacer hands it (MSG_ZEROCOPY into TCP_ZEROCOPY_RECEIVE still maps pages: 6.5-7.4 MB of
+/// 25 MB in three runs).
 fn stream(args: &[&str], env: &[(&str, &str)]) -> RunResult {
     let mut c = Command::new(BIN);
-    c.args(["stream", "-t", "1", "-C", "cubic", "--json"])
+    c.args(["stream", "-t", "1", "-b", "200M", "-C", "cubic", "--json"])
         .args(args);
     for (k, v) in env {
         c.env(k, v);
