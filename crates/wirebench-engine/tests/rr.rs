@@ -384,7 +384,7 @@ fn slots_before(ns: u64, per_s: u64) -> u64 {
 
 #[test]
 fn open_loop_overload_shows_queueing_latency() {
-    let _g = serial();
+    let _g = wirebench_testkit::link_bound();
     let (cs, ss) = tcp_pair();
     // Capacity ≈ 1 / 2 ms ≈ 480/s; ask for 1000/s.
     let server = sequential_server(ss, 1, 1, Duration::from_millis(2));
@@ -461,7 +461,7 @@ fn open_loop_cap_counts_missed_slots() {
 
 #[test]
 fn open_loop_low_rate_is_achieved() {
-    let _g = serial();
+    let _g = wirebench_testkit::link_bound();
     let pacing = Pacing::Open(OpenLoop {
         per_s: 200,
         max_outstanding: 100,
@@ -976,7 +976,7 @@ impl Sink<RrInterval> for SignalAt {
 
 #[test]
 fn abort_is_honoured_by_every_workload() {
-    let _g = serial();
+    let _g = wirebench_testkit::link_bound();
     // A UDP client's timeout and a CRR transaction's longest wait on its peer.
     let (udp_timeout, peer_timeout) = (Duration::from_secs(5), Duration::from_secs(10));
     let long = RrConfig {

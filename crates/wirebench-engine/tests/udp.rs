@@ -182,7 +182,7 @@ fn run_and_abort(
 /// (their start instants differ slightly). 50 Mbit/s for 1 s after a 200 ms warm-up.
 #[test]
 fn paced_flow_arrives_complete_at_the_requested_rate() {
-    let _g = traffic_lock();
+    let _g = wirebench_testkit::link_bound();
     let rate = 50_000_000u64;
     let mut cfg = config(1200, Some(rate), 200, 1000);
     cfg.timing.interval = Some(Duration::from_millis(250));

@@ -533,7 +533,9 @@ fn sweep_output_is_not_replaced_and_resume_checks_points() {
     let d = s.path("sw");
     let ds = d.to_str().unwrap();
     let sweep = |extra: &[&str]| {
-        let mut a = vec!["sweep", "stream", "-l", "64K,128K", "-t", "0.2", "-o", ds];
+        let mut a = vec![
+            "sweep", "stream", "-l", "64K,128K", "-t", "0.2", "-b", "200M", "-o", ds,
+        ];
         a.extend_from_slice(extra);
         wb(&a)
     };

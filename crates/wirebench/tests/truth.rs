@@ -90,7 +90,9 @@ fn rr_reports_the_congestion_control_its_sockets_run() {
     // Shared: names only (ss filtered to this test's daemon port; no test changes the host's
     // default algorithm, the labs set theirs inside their namespaces).
     let _g = shared();
-    let (seen, r) = rr_watched("rr", &["-C", "reno"], None);
+    // Open loop at 2,000 transactions/s: a closed loop would keep both CPUs busy for the
+    // 3 s the names are watched (2.6 s of CPU per run against 0.3 s).
+    let (seen, r) = rr_watched("rr", &["-C", "reno", "-b", "2000"], None);
     assert!(seen.iter().any(|n| n == "reno"), "ss: {seen:?}");
     assert_eq!(r.status, RunStatus::Completed);
     let s = r.runs[0].summary.as_ref().unwrap();
@@ -109,7 +111,7 @@ fn rr_reports_the_congestion_control_its_sockets_run() {
     }
 
     let default = host_default_cc();
-    let (seen, r) = rr_watched("rr", &[], None);
+    let (seen, r) = rr_watched("rr", &["-b", "2000"], None);
     // The control and the data connection, both ends: four sockets; ss must have seen them.
     assert!(seen.len() >= 2, "ss saw {seen:?}");
     assert!(seen.iter().all(|n| *n == default), "ss: {seen:?}");
