@@ -590,11 +590,13 @@ impl Raw {
     }
 }
 
-/// Start `wirebench ARGS -H <daemon> -p <port> -t 30 -i 0.2` against `d`, send it `sig`
-/// ("-KILL" or "-STOP") once it has printed four live interval lines (0.8 s into the test),
-/// and wait for the daemon's record of that test (its `n`-th, 1-based). Asserts the daemon
-/// noticed within 4.5 s and recorded the test as failed; returns the record. The client is
-/// killed and reaped before returning.
+/// Start `wirebench ARGS -H <daemon> -p <port> -t 30 -i 0.2` against `d` (a stream paced at
+/// 200 Mbit/s: what is checked is what the daemon notices and records, and an unpaced stream
+/// kept both CPUs busy beside the tests that hold wall-clock bounds), send it `sig` ("-KILL"
+/// or "-STOP") once it has printed four live interval lines (0.8 s into the test), and wait
+/// for the daemon's record of that test (its `n`-th, 1-based). Asserts the daemon noticed
+/// within 4.5 s and recorded the test as failed; returns the record. The client is killed
+/// and reaped before returning.
 pub fn client_signalled_mid_test(
     d: &LocalDaemon,
     args: &[&str],
@@ -610,6 +612,11 @@ pub fn client_signalled_mid_test(
             &d.addr.port().to_string(),
         ])
         .args(["-t", "30", "-i", "0.2"])
+        .args(if args.first() == Some(&"stream") {
+            &["-b", "200M"][..]
+        } else {
+            &[]
+        })
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -78,6 +78,13 @@ pub const SHARED_AT_ONCE: usize = 8;
 /// bound failed (a 100 ms test took 1.17 s beside seven other tests, 2026-11-30).
 pub const SHARED_BESIDE_TIMED: usize = 4;
 
+/// At most this many [`shared_timed`] tests run at once while no other shared test runs.
+/// Most of them wait on daemons' deadlines and timeouts: four at a time, alone, they used
+/// 0.85-0.92 of the 2 CPUs (2026-11-30, `WIREBENCH_TEST_TIMES` beside a `/proc/stat` reading
+/// per second), once the clients they kill or stop mid-test were paced. The bound that failed
+/// eight wide did so beside seven tests of which most were not timed ones.
+pub const TIMED_AT_ONCE: usize = 6;
+
 /// At most this many [`link_bound`] measurements run at once. Each uses well under a quarter
 /// of a CPU (its traffic is shaped or paced far below what the CPUs carry), so three leave
 /// both CPUs mostly idle: what they measure is set by their links, not by the CPUs. In the
@@ -132,9 +139,14 @@ impl RunLock {
                 SHARED_AT_ONCE
             };
             let measuring = exclusive || link_bound > 0;
+            let timed_wide = if shared > timed {
+                SHARED_BESIDE_TIMED
+            } else {
+                TIMED_AT_ONCE
+            };
             let free = match kind {
                 RunKind::Shared => !measuring && shared < wide,
-                RunKind::SharedTimed => !measuring && shared < SHARED_BESIDE_TIMED,
+                RunKind::SharedTimed => !measuring && shared < timed_wide,
                 RunKind::Serial => !measuring && shared == 0,
                 RunKind::LinkBound => !exclusive && shared == 0 && link_bound < LINK_BOUND_AT_ONCE,
             };
@@ -164,7 +176,8 @@ pub enum RunKind {
     /// Measures nothing: beside other shared tests.
     Shared,
     /// Measures nothing but holds a wall-clock bound: beside at most
-    /// [`SHARED_BESIDE_TIMED`] − 1 other shared tests.
+    /// [`SHARED_BESIDE_TIMED`] − 1 other shared tests, or [`TIMED_AT_ONCE`] − 1 other timed
+    /// ones when no other shared test runs.
     SharedTimed,
     /// A measurement whose figures a shaped or emulated link sets, using a small share of a
     /// CPU: beside at most [`LINK_BOUND_AT_ONCE`] − 1 others of its kind, never beside any
@@ -221,7 +234,8 @@ pub fn shared() -> Held<RunGuard> {
 
 /// Tests that measure nothing but assert a wall-clock bound (a deadline, a client served
 /// within a second during a flood) take this: like [`shared`], with at most
-/// [`SHARED_BESIDE_TIMED`] shared tests running while they do.
+/// [`SHARED_BESIDE_TIMED`] shared tests running while they do, or [`TIMED_AT_ONCE`] when
+/// all of them are timed ones.
 pub fn shared_timed() -> Held<RunGuard> {
     Held::new(RUN_LOCK.acquire(RunKind::SharedTimed), RunKind::SharedTimed)
 }
@@ -840,6 +854,57 @@ mod tests {
         still_waiting(&after, "a link-bound measurement ran beside another test");
         drop(second);
         drop(after.recv_timeout(Duration::from_secs(10)).unwrap());
+        assert_eq!(*LOCK.state.lock().unwrap(), LockState::default());
+    }
+    /// Timed tests alone run six at once; a seventh waits, and so does an untimed shared
+    /// test until at most three run; beside an untimed one, a timed test has at most three
+    /// others.
+    #[test]
+    fn timed_tests_alone_run_six_at_once_and_four_beside_others() {
+        static LOCK: RunLock = RunLock::new();
+        fn waits(kind: RunKind) -> std::sync::mpsc::Receiver<RunGuard> {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(LOCK.acquire(kind)).unwrap());
+            rx
+        }
+        let still_waiting = |rx: &std::sync::mpsc::Receiver<RunGuard>, what: &str| {
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(rx.try_recv().is_err(), "{what}");
+        };
+        let mut timed: Vec<RunGuard> = (0..TIMED_AT_ONCE)
+            .map(|_| {
+                waits(RunKind::SharedTimed)
+                    .recv_timeout(Duration::from_secs(10))
+                    .expect("six timed tests at once")
+            })
+            .collect();
+        let seventh = waits(RunKind::SharedTimed);
+        still_waiting(&seventh, "a seventh timed test ran");
+        timed.pop();
+        timed.push(
+            seventh
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the seventh timed test once one ends"),
+        );
+        // Six timed tests, then an untimed one waits until at most three run.
+        let untimed = waits(RunKind::Shared);
+        while timed.len() > SHARED_BESIDE_TIMED - 1 {
+            still_waiting(
+                &untimed,
+                "an untimed test ran beside four or more timed ones",
+            );
+            timed.pop();
+        }
+        let untimed = untimed
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the untimed test once three timed ones run");
+        assert_eq!(LOCK.state.lock().unwrap().shared, SHARED_BESIDE_TIMED);
+        // Beside an untimed test, a timed one has at most three others.
+        let another = waits(RunKind::SharedTimed);
+        still_waiting(&another, "a timed test ran beside four others");
+        drop(untimed);
+        drop(another.recv_timeout(Duration::from_secs(10)).unwrap());
+        drop(timed);
         assert_eq!(*LOCK.state.lock().unwrap(), LockState::default());
     }
 }
