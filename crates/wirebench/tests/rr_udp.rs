@@ -121,7 +121,7 @@ fn burst_keeps_n_in_flight_and_counts_still_match() {
 
 #[test]
 fn open_loop_meets_its_schedule_and_reports_achieved_rate() {
-    let _s = serial();
+    let _s = link_bound();
     let r = ok(&["rr", "-t", "2", "--rate", "2000", "--json"]);
     let s = rr(&r);
     let ol = s.open_loop.as_ref().expect("open loop");
@@ -361,7 +361,7 @@ fn udp_stream_forward_reverse_bidir_exact_on_loopback() {
 /// is lost unless a socket overflowed, which the attribution would show).
 #[test]
 fn udp_live_lines_show_interval_loss_and_jitter() {
-    let _s = serial();
+    let _s = link_bound();
     let ran = wb(&["udp", "-t", "1", "-i", "0.5", "-b", "10M"]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     let live: Vec<&str> = ran.stdout.lines().filter(|l| l.starts_with('[')).collect();
