@@ -242,9 +242,9 @@ pub fn shared_timed() -> Held<RunGuard> {
 
 /// A held run lock. When `WIREBENCH_TEST_TIMES` names a file, dropping it appends a line:
 /// how long the test held the lock (s), the test's name (libtest names each test's thread
-/// after it), the lock's kind (`serial`, `link`, `shared` or `timed`) and when the test took it (s
-/// since the process's first test took it), so that the suite's slowest tests can be listed
-/// (`sort -rn FILE | head`) and its timeline drawn.
+/// after it), the lock's kind (`serial`, `link`, `shared` or `timed`) and when the test took
+/// it (s since the process's first test took it), so that the suite's slowest tests can be
+/// listed (`sort -rn FILE | head`) and its timeline drawn.
 pub struct Held<G> {
     _guard: G,
     kind: RunKind,
@@ -689,6 +689,7 @@ pub fn write_alice_keys(path: &std::path::Path, mode: u32) {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc::Receiver;
     use std::sync::Arc;
 
     /// A measurement waiting for the lock does not hold back a shared test, and never runs
@@ -798,28 +799,33 @@ mod tests {
         drop(light);
         assert_eq!(*LOCK.state.lock().unwrap(), LockState::default());
     }
+
+    /// A thread that takes `kind` on `lock` and hands the guard over once it has it.
+    fn waits(lock: &'static RunLock, kind: RunKind) -> Receiver<RunGuard> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(lock.acquire(kind)).unwrap());
+        rx
+    }
+
+    /// Asserts that the thread behind `rx` still waits 50 ms on.
+    fn still_waiting(rx: &Receiver<RunGuard>, what: &str) {
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "{what}");
+    }
+
     /// Link-bound measurements run up to three at once and beside nothing else: a fourth
     /// waits, a serial measurement waits until none runs, a shared test likewise; and none
     /// starts while a serial measurement or a shared test holds the lock.
     #[test]
     fn link_bound_measurements_share_only_with_their_own_kind() {
         static LOCK: RunLock = RunLock::new();
-        fn waits(kind: RunKind) -> std::sync::mpsc::Receiver<RunGuard> {
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || tx.send(LOCK.acquire(kind)).unwrap());
-            rx
-        }
-        let still_waiting = |rx: &std::sync::mpsc::Receiver<RunGuard>, what: &str| {
-            std::thread::sleep(Duration::from_millis(50));
-            assert!(rx.try_recv().is_err(), "{what}");
-        };
         let mut links: Vec<RunGuard> = (0..LINK_BOUND_AT_ONCE)
             .map(|_| LOCK.acquire(RunKind::LinkBound))
             .collect();
         assert_eq!(LOCK.state.lock().unwrap().link_bound, LINK_BOUND_AT_ONCE);
-        let fourth = waits(RunKind::LinkBound);
-        let serial = waits(RunKind::Serial);
-        let shared = waits(RunKind::Shared);
+        let fourth = waits(&LOCK, RunKind::LinkBound);
+        let serial = waits(&LOCK, RunKind::Serial);
+        let shared = waits(&LOCK, RunKind::Shared);
         still_waiting(&fourth, "a fourth link-bound measurement ran");
         still_waiting(&serial, "a serial measurement ran beside link-bound ones");
         still_waiting(&shared, "a shared test ran beside link-bound measurements");
@@ -834,6 +840,7 @@ mod tests {
         still_waiting(&shared, "a shared test ran beside link-bound measurements");
         // All end: the shared test or the serial measurement goes first, the other after it.
         drop(links);
+        let deadline = Instant::now() + Duration::from_secs(10);
         let first = loop {
             if let Ok(g) = shared.try_recv() {
                 break g;
@@ -841,6 +848,10 @@ mod tests {
             if let Ok(g) = serial.try_recv() {
                 break g;
             }
+            assert!(
+                Instant::now() < deadline,
+                "neither ran once the link-bound ones ended"
+            );
             std::thread::sleep(Duration::from_millis(5));
         };
         let second = match first.kind {
@@ -850,35 +861,27 @@ mod tests {
         still_waiting(second, "a shared test and a serial measurement ran at once");
         drop(first);
         let second = second.recv_timeout(Duration::from_secs(10)).unwrap();
-        let after = waits(RunKind::LinkBound);
+        let after = waits(&LOCK, RunKind::LinkBound);
         still_waiting(&after, "a link-bound measurement ran beside another test");
         drop(second);
         drop(after.recv_timeout(Duration::from_secs(10)).unwrap());
         assert_eq!(*LOCK.state.lock().unwrap(), LockState::default());
     }
+
     /// Timed tests alone run six at once; a seventh waits, and so does an untimed shared
     /// test until at most three run; beside an untimed one, a timed test has at most three
     /// others.
     #[test]
     fn timed_tests_alone_run_six_at_once_and_four_beside_others() {
         static LOCK: RunLock = RunLock::new();
-        fn waits(kind: RunKind) -> std::sync::mpsc::Receiver<RunGuard> {
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || tx.send(LOCK.acquire(kind)).unwrap());
-            rx
-        }
-        let still_waiting = |rx: &std::sync::mpsc::Receiver<RunGuard>, what: &str| {
-            std::thread::sleep(Duration::from_millis(50));
-            assert!(rx.try_recv().is_err(), "{what}");
-        };
         let mut timed: Vec<RunGuard> = (0..TIMED_AT_ONCE)
             .map(|_| {
-                waits(RunKind::SharedTimed)
+                waits(&LOCK, RunKind::SharedTimed)
                     .recv_timeout(Duration::from_secs(10))
                     .expect("six timed tests at once")
             })
             .collect();
-        let seventh = waits(RunKind::SharedTimed);
+        let seventh = waits(&LOCK, RunKind::SharedTimed);
         still_waiting(&seventh, "a seventh timed test ran");
         timed.pop();
         timed.push(
@@ -887,7 +890,7 @@ mod tests {
                 .expect("the seventh timed test once one ends"),
         );
         // Six timed tests, then an untimed one waits until at most three run.
-        let untimed = waits(RunKind::Shared);
+        let untimed = waits(&LOCK, RunKind::Shared);
         while timed.len() > SHARED_BESIDE_TIMED - 1 {
             still_waiting(
                 &untimed,
@@ -900,7 +903,7 @@ mod tests {
             .expect("the untimed test once three timed ones run");
         assert_eq!(LOCK.state.lock().unwrap().shared, SHARED_BESIDE_TIMED);
         // Beside an untimed test, a timed one has at most three others.
-        let another = waits(RunKind::SharedTimed);
+        let another = waits(&LOCK, RunKind::SharedTimed);
         still_waiting(&another, "a timed test ran beside four others");
         drop(untimed);
         drop(another.recv_timeout(Duration::from_secs(10)).unwrap());

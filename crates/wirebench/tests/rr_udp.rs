@@ -326,17 +326,21 @@ fn udp_stream_forward_reverse_bidir_exact_on_loopback() {
             assert_eq!(d.receiver_bytes, d.counts.window_received * 1200);
             // Paced at 50 Mbit/s: 1 s of 1200-byte datagrams is 5208 of them — unless the
             // sender was descheduled past its catch-up allowance, which it reports (and the
-            // summary warns about) instead of bursting.
+            // summary warns about) instead of bursting. Within the allowance it may be up to
+            // MAX_CATCH_UP_DATAGRAMS behind at either edge of the window (behind at the start:
+            // the overdue ones leave inside it; behind at the end: the window closes first;
+            // CI saw 5204 with no reset), plus a slot at each edge.
             let expect = 50e6 / (1200.0 * 8.0);
             let got = d.counts.window_sent as f64;
+            let slack = wirebench_engine::udp::MAX_CATCH_UP_DATAGRAMS as f64 + 2.0;
             if d.counts.pacing_resets == 0 {
                 assert!(
-                    (got - expect).abs() <= 2.0,
-                    "{dir:?}: sent {got}, expected {expect}"
+                    (got - expect).abs() <= slack,
+                    "{dir:?}: sent {got}, expected {expect} ± {slack}"
                 );
             } else {
                 // Behind schedule (a loaded machine): never ahead of it, and said so.
-                assert!(got <= expect + 2.0 && got > 0.0, "{dir:?}: {d:?}");
+                assert!(got <= expect + slack && got > 0.0, "{dir:?}: {d:?}");
                 let warnings = &summary(&r).warnings;
                 assert!(
                     warnings.iter().any(|w| matches!(
