@@ -285,7 +285,7 @@ fn delay_adds_to_rtt_and_changes_at_run_time() {
     if !lab_available() {
         return;
     }
-    let _serial = wirebench_testkit::link_bound();
+    let _link = wirebench_testkit::link_bound();
     let one_ms = EmuConfig::default().with_delay(MS);
     let path = EmulatedPath::new(1500, one_ms.clone(), one_ms).unwrap();
     let p = ping(&path, 20, 50 * MS, 200 * MS);
