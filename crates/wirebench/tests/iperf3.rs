@@ -587,6 +587,11 @@ fn stock_iperf3_udp_clients_in_a_namespace_pair() {
         } else {
             (Side::B, wirebench_lab::IF_B)
         };
+        // The interface's counters are read before the table exists and after its counters
+        // are listed, so that every packet the hook counts was counted by the interface in
+        // that span too (a stray packet of the previous case between the two reads, counted
+        // by the hook and not by the interface, once failed this, 8,941 against 8,940).
+        let before = tb.counters(rx_side, rx_if).unwrap();
         // A fresh table: count every packet reaching input, the test's datagrams, and drop
         // `per_mille` of them at random.
         nft(
@@ -599,12 +604,11 @@ fn stock_iperf3_udp_clients_in_a_namespace_pair() {
             ),
         );
         let args: Vec<&str> = udp.iter().chain(extra.iter()).copied().collect();
-        let before = tb.counters(rx_side, rx_if).unwrap();
         let drops_before = udp_rcvbuf_errors(&tb, Side::A);
         let j = iperf3_json(tb.command(Side::A, "iperf3"), addr, &args);
-        let after = tb.counters(rx_side, rx_if).unwrap();
         let client_socket_drops = udp_rcvbuf_errors(&tb, Side::A) - drops_before;
         let counts = nft_counts(&nft(&tb, rx_side, "list table inet wbiu\n"));
+        let after = tb.counters(rx_side, rx_if).unwrap();
         let [all_input, datagrams, dropped] = counts[..] else {
             panic!("nft counters: {counts:?}")
         };
