@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use wirebench_engine::rr::{
     self, CrrClient, CrrClientFlow, CrrServer, CrrServerFlow, OpenLoop, Pacing, RrConfig, RrFlows,
-    TcpRrClient, TcpRrFlow, TcpRrServer, UdpRrClient, UdpRrFlow, UdpRrServer, UDP_SEQ_BYTES,
+    TcpRrClient, TcpRrFlow, TcpRrServer, UdpRrClient, UdpRrFlow, UdpRrServer,
+    SERVER_IDLE_AFTER_STOP, UDP_SEQ_BYTES,
 };
 use wirebench_engine::{Abort, EngineOutput, NullSink, Sink, Timing};
 use wirebench_model::abort::{AbortReason, EngineKind};
@@ -954,6 +955,153 @@ fn udp_server_counts_garbage_and_answers_the_rest() {
     assert!(ct.late <= ct.lost && ct.lost * 1000 < ct.transactions);
     assert!(ct.transactions > 100);
     assert_eq!(server.data.flows[0].error, None);
+}
+
+/// The flows that block without a receive timeout (a TCP RR client and server, a UDP RR
+/// server) read with none set while they run — a timeout arms a kernel timer on every read
+/// that blocks — and the waker still ends them: the UDP server (i) once nothing has arrived
+/// for [`SERVER_IDLE_AFTER_STOP`] past its stop instant and not before, (ii) soon after its
+/// caller says the client has finished. A UDP client keeps its timeout: it is the loss
+/// timeout of its transactions. The options are read from duplicates of the sockets while
+/// the flows run.
+#[test]
+fn blocking_flows_read_without_a_timeout_and_the_waker_ends_them() {
+    let _g = wirebench_testkit::shared();
+    // TCP: both ends' sockets, read 150 ms into a 400 ms run.
+    let (cs, ss) = tcp_pair();
+    let (cd, sd) = (cs.try_clone().unwrap(), ss.try_clone().unwrap());
+    let c = cfg(0, 400);
+    let abort = Abort::new();
+    let (timeouts, client, server) = thread::scope(|sc| {
+        let server = sc.spawn(|| rr::run(&c, tcp_server_end(ss), &mut NullSink, &abort));
+        let client = sc.spawn(|| {
+            rr::run(
+                &c,
+                tcp_client_end(cs, Pacing::default()),
+                &mut NullSink,
+                &abort,
+            )
+        });
+        thread::sleep(Duration::from_millis(150));
+        let t = (cd.read_timeout().unwrap(), sd.read_timeout().unwrap());
+        (t, client.join().unwrap(), server.join().unwrap())
+    });
+    assert_eq!(
+        timeouts,
+        (None, None),
+        "TCP client's and server's SO_RCVTIMEO while running"
+    );
+    let (ct, st) = (client.data.total_sum(), server.data.total_sum());
+    assert!(
+        ct.transactions > 0 && ct.transactions == st.transactions,
+        "{ct:?} {st:?}"
+    );
+    assert_eq!(
+        (
+            client.data.flows[0].error.as_ref(),
+            server.data.flows[0].error.as_ref()
+        ),
+        (None, None)
+    );
+
+    // UDP: an engine client against an engine server, each ended two ways.
+    for peer_finishes in [false, true] {
+        let ss = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (addr, sd) = (ss.local_addr().unwrap(), ss.try_clone().unwrap());
+        // The client runs 100 ms, the server 300: the client has finished before the
+        // server's stop instant, so only the peer rule can end the server before its stop
+        // instant + SERVER_IDLE_AFTER_STOP.
+        let (c, timeout) = udp_cfg(300, 200);
+        let (cc, _) = udp_cfg(100, 200);
+        let (server_abort, client_abort) = (Abort::new(), Abort::new());
+        let started = Instant::now();
+        let (server_timeout, client_timeout, server, server_ended, client) = thread::scope(|sc| {
+            let server = sc.spawn(|| {
+                let out = rr::run(
+                    &c,
+                    RrFlows::UdpServer(UdpRrServer {
+                        flows: vec![UdpRrFlow {
+                            flow: 0,
+                            socket: ss,
+                        }],
+                        busy_poll: None,
+                    }),
+                    &mut NullSink,
+                    &server_abort,
+                );
+                (out, started.elapsed())
+            });
+            let cs = UdpSocket::bind("127.0.0.1:0").unwrap();
+            cs.connect(addr).unwrap();
+            let cd = cs.try_clone().unwrap();
+            let client = sc.spawn(|| {
+                let flows = RrFlows::UdpClient(UdpRrClient {
+                    flows: vec![UdpRrFlow {
+                        flow: 0,
+                        socket: cs,
+                    }],
+                    timeout,
+                    busy_poll: None,
+                });
+                rr::run(&cc, flows, &mut NullSink, &client_abort)
+            });
+            thread::sleep(Duration::from_millis(150));
+            let t = (sd.read_timeout().unwrap(), cd.read_timeout().unwrap());
+            let client = client.join().unwrap();
+            if peer_finishes {
+                server_abort.peer_finished();
+            }
+            let (server, ended) = server.join().unwrap();
+            (t.0, t.1, server, ended, client)
+        });
+        assert_eq!(
+            server_timeout, None,
+            "UDP server's SO_RCVTIMEO while running"
+        );
+        assert!(
+            client_timeout.is_some_and(|t| t <= timeout),
+            "UDP client's SO_RCVTIMEO {client_timeout:?}: at most its loss timeout {timeout:?}"
+        );
+        let (ct, st) = (client.data.total_sum(), server.data.total_sum());
+        eprintln!(
+            "UDP, peer finishes: {peer_finishes}: server ended {:.0} ms after the start; \
+             client {} transactions, {} lost; server {}",
+            server_ended.as_secs_f64() * 1e3,
+            ct.transactions,
+            ct.lost,
+            st.transactions
+        );
+        assert!(
+            ct.transactions > 0 && st.transactions >= ct.transactions,
+            "{ct:?} {st:?}"
+        );
+        assert_eq!(st.transactions, ct.transactions + ct.lost, "{ct:?} {st:?}");
+        assert_eq!(server.data.flows[0].error, None);
+        assert_eq!(
+            server.aborted, None,
+            "the server ended by its end rules, not an abort"
+        );
+        let stop = c.timing.duration;
+        if peer_finishes {
+            // Noticed at its stop instant, within the waker's period (1 ms from then on) and
+            // 200 ms of a busy machine's delay; the idle rule could not have ended it before
+            // 250 ms past the stop instant.
+            assert!(
+                server_ended < stop + Duration::from_millis(200),
+                "the server ended {server_ended:?} after its start although the client had finished"
+            );
+        } else {
+            assert!(
+                server_ended >= stop + SERVER_IDLE_AFTER_STOP,
+                "the server ended {server_ended:?} after its start: before being idle for \
+                 {SERVER_IDLE_AFTER_STOP:?} past its stop instant"
+            );
+            assert!(
+                server_ended < stop + c.timing.drain_limit + Duration::from_secs(1),
+                "{server_ended:?}"
+            );
+        }
+    }
 }
 
 // ───────── (h) abort ─────────

@@ -302,9 +302,10 @@ impl RrFlows {
         }
     }
 
-    /// True when these are TCP RR flows that block in their reads with no timeout and are
-    /// ended by the waker: closed-loop clients and servers without busy polling (an
-    /// open-loop client's two threads and a busy-polling flow keep their poll periods).
+    /// True when these are flows that block in their reads with no timeout and are ended by
+    /// the waker: closed-loop TCP RR clients, TCP RR servers and UDP RR servers, without busy
+    /// polling (an open-loop client's two threads, a busy-polling flow and a UDP client,
+    /// whose receive timeout is its transactions' loss timeout, keep their timeouts).
     pub(super) fn blocking_reads(&self) -> bool {
         match self {
             RrFlows::TcpClient(c) => {
@@ -313,10 +314,8 @@ impl RrFlows {
                     && !c.flows.is_empty()
             }
             RrFlows::TcpServer(s) => s.busy_poll.is_none() && !s.flows.is_empty(),
-            RrFlows::CrrClient(_)
-            | RrFlows::CrrServer(_)
-            | RrFlows::UdpClient(_)
-            | RrFlows::UdpServer(_) => false,
+            RrFlows::UdpServer(s) => s.busy_poll.is_none() && !s.flows.is_empty(),
+            RrFlows::CrrClient(_) | RrFlows::CrrServer(_) | RrFlows::UdpClient(_) => false,
         }
     }
 

@@ -93,16 +93,21 @@ pub(super) fn recv_raw(s: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// One recvfrom(2) with `flags`, made as a raw system call (see [`send_raw`]): the bytes
-/// received and their IP source.
+/// received and their IP source, or `None` when no datagram came: the socket was shut down
+/// for reading (the waker's doing) and nothing is left queued.
 pub(super) fn recv_from_raw(
     s: impl AsFd,
     buf: &mut [u8],
     flags: rustix::net::RecvFlags,
-) -> io::Result<(usize, SocketAddr)> {
+) -> io::Result<Option<(usize, SocketAddr)>> {
     let (n, _, from) = rustix::net::recvfrom(s, buf, flags)?;
-    from.and_then(|a| SocketAddr::try_from(a).ok())
-        .map(|a| (n, a))
-        .ok_or_else(|| io::Error::other("a datagram without an IP source"))
+    match from {
+        None if n == 0 => Ok(None),
+        from => from
+            .and_then(|a| SocketAddr::try_from(a).ok())
+            .map(|a| Some((n, a)))
+            .ok_or_else(|| io::Error::other("a datagram without an IP source")),
+    }
 }
 
 /// One sendto(2) to `peer`, made as a raw system call (see [`send_raw`]).

@@ -34,7 +34,10 @@
 //!   once the caller said the client has finished ([`Abort::peer_finished`]: its results
 //!   arrived, so every request it will send has been sent and answered or given up on; after
 //!   the stop instant servers wake every [`SERVER_IDLE_AFTER_PEER`] to notice, from one poll
-//!   period before it on). Every server waits at most
+//!   period before it on). A UDP server without busy polling counts only its answers as
+//!   activity: its reads block with no timeout and the `waker` thread applies these rules
+//!   (shutting its socket down for reading), where a CRR server wakes on its own. Every
+//!   server waits at most
 //!   `drain_limit` past its own stop instant, so the two ends' start instants may differ by
 //!   less than that.
 //! - **Abort**: the window ends at the abort instant (empty if aborted during the warm-up);
@@ -150,6 +153,7 @@ pub use config::{
 };
 
 use std::net::TcpStream;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -175,7 +179,7 @@ use config::{ClientLoop, Job};
 use io::{prepare_tcp, Addresses, FlowEnd, Tally};
 use sample::{RrSampler, RttScratch};
 use socket2::SockRef;
-use waker::Waker;
+use waker::{EndRule, Waker};
 
 /// How often blocked calls wake up to look at the stop and abort flags.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -488,14 +492,23 @@ pub fn run(
     let close_mode = flows.close_mode();
     let open_loop = flows.open_loop();
     let blocking_reads = flows.blocking_reads();
+    let rule = if matches!(flows, RrFlows::UdpServer(_)) {
+        EndRule::UdpServer
+    } else {
+        EndRule::Tcp
+    };
     let (tid_tx, tid_rx) = mpsc::channel::<(usize, i32)>();
     let jobs = flows.into_jobs(&tid_tx);
     let waker = blocking_reads
         .then(|| {
-            Waker::new(jobs.iter().filter_map(|(_, j)| match j {
-                Job::TcpClient { stream, .. } | Job::TcpServer { stream, .. } => Some(stream),
+            let fds = jobs.iter().filter_map(|(_, j)| match j {
+                Job::TcpClient { stream, .. } | Job::TcpServer { stream, .. } => {
+                    Some(stream.as_fd())
+                }
+                Job::UdpServer { socket, .. } => Some(socket.as_fd()),
                 _ => None,
-            }))
+            });
+            Waker::new(fds, rule)
         })
         .flatten();
     let waker = waker.as_ref();
@@ -549,11 +562,13 @@ pub fn run(
         }
         if let Some(w) = waker {
             let shared = &shared;
-            let spawned = thread::Builder::new()
-                .name("wb-waker".into())
-                .spawn_scoped(scope, move || {
-                    w.watch(shared, abort, cfg.timing.drain_limit)
-                });
+            let spawned =
+                thread::Builder::new()
+                    .name("wb-waker".into())
+                    .spawn_scoped(scope, move || {
+                        let planned_stop = start + cfg.timing.warmup + cfg.timing.duration;
+                        w.watch(shared, abort, cfg.timing.drain_limit, planned_stop)
+                    });
             if let Err(e) = spawned {
                 // Without the waker nothing would end a blocked read: stop the flows now.
                 abort.abort(AbortReason::EngineFailed {

@@ -158,11 +158,14 @@ pub(super) fn client(
     end
 }
 
-/// A server flow; `busy_poll` as the end asks.
+/// A server flow; `busy_poll` as the end asks. With the run's waker (`ctx.waker`) its reads
+/// block with no timeout and it ends when the waker shuts its socket down for reading (see
+/// the `waker` module); without, it wakes every poll period to look at its end rules.
 pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket, busy_poll: Option<u32>) -> FlowEnd {
     let mut end = FlowEnd::new(Tally::new(false));
+    let woken = ctx.waker.is_some();
     if let Err(e) = s
-        .set_read_timeout(Some(POLL_TIMEOUT))
+        .set_read_timeout((!woken).then_some(POLL_TIMEOUT))
         .and_then(|()| s.set_write_timeout(Some(POLL_TIMEOUT)))
     {
         end.error = Some(FlowError::os(Step::SocketOptions, &e));
@@ -184,10 +187,15 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket, busy_poll: Option<u32>) -> Fl
     // each answer goes out on the socket's cached route with send(2), where sendto(2) with
     // an address looks the route up again for every datagram.
     let connected = s.peer_addr().ok();
-    while !ctx.aborted() && !ctx.server_done(last_activity) {
-        if ctx.server_poll() != poll {
-            poll = ctx.server_poll();
-            let _ = s.set_read_timeout(Some(poll));
+    while !ctx.aborted() {
+        if !woken {
+            if ctx.server_done(last_activity) {
+                break;
+            }
+            if ctx.server_poll() != poll {
+                poll = ctx.server_poll();
+                let _ = s.set_read_timeout(Some(poll));
+            }
         }
         // The client has finished: every request it sent is queued here already (or was
         // given up on), so answer what is queued without waiting and end once it is empty.
@@ -201,8 +209,10 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket, busy_poll: Option<u32>) -> Fl
             recv_from_raw(s, &mut buf, rustix::net::RecvFlags::empty())
         };
         match received {
-            Ok((n, peer)) => {
-                last_activity = Instant::now();
+            Ok(Some((n, peer))) => {
+                if !woken {
+                    last_activity = Instant::now();
+                }
                 if n != req_len || n < UDP_SEQ_BYTES {
                     end.tally.count(ctx.in_window(), |c| c.garbage += 1);
                 } else {
@@ -221,6 +231,8 @@ pub(super) fn server(ctx: &FlowCtx, s: &UdpSocket, busy_poll: Option<u32>) -> Fl
                 }
                 ctx.publish(&end.tally);
             }
+            // Shut down for reading by the waker and nothing left queued: the flow's end.
+            Ok(None) => break,
             Err(e) if is_timeout(&e) => spin_yield(&e),
             Err(e) => {
                 end.tally.count(ctx.in_window(), |c| c.errors += 1);
