@@ -63,6 +63,23 @@ fn tcp_server_end(stream: TcpStream) -> RrFlows {
     })
 }
 
+/// A UDP RR client end of one flow (flow 0) on `socket`, a transaction lost after `timeout`.
+fn udp_client_end(socket: UdpSocket, timeout: Duration) -> RrFlows {
+    RrFlows::UdpClient(UdpRrClient {
+        flows: vec![UdpRrFlow { flow: 0, socket }],
+        timeout,
+        busy_poll: None,
+    })
+}
+
+/// A UDP RR server end of one flow (flow 0) on `socket`.
+fn udp_server_end(socket: UdpSocket) -> RrFlows {
+    RrFlows::UdpServer(UdpRrServer {
+        flows: vec![UdpRrFlow { flow: 0, socket }],
+        busy_poll: None,
+    })
+}
+
 fn window_s(o: &RrOutput) -> f64 {
     o.data.window.len_ns() as f64 / 1e9
 }
@@ -797,12 +814,7 @@ fn udp_client_run(
 ) -> RrOutput {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.connect(addr).unwrap();
-    let flows = RrFlows::UdpClient(UdpRrClient {
-        flows: vec![UdpRrFlow { flow: 0, socket: s }],
-        timeout,
-        busy_poll: None,
-    });
-    rr::run(c, flows, sink, abort)
+    rr::run(c, udp_client_end(s, timeout), sink, abort)
 }
 
 /// A UDP RR run's configuration (16-byte requests, 32-byte responses) and the client's
@@ -903,20 +915,7 @@ fn udp_server_counts_garbage_and_answers_the_rest() {
     let (c, timeout) = udp_cfg(400, 100);
     let abort = Abort::new();
     let (server, client, hand_answers) = thread::scope(|sc| {
-        let server = sc.spawn(|| {
-            rr::run(
-                &c,
-                RrFlows::UdpServer(UdpRrServer {
-                    flows: vec![UdpRrFlow {
-                        flow: 0,
-                        socket: ss,
-                    }],
-                    busy_poll: None,
-                }),
-                &mut NullSink,
-                &abort,
-            )
-        });
+        let server = sc.spawn(|| rr::run(&c, udp_server_end(ss), &mut NullSink, &abort));
         // A hand-made client: garbage of every kind, then 5 well-formed requests.
         let raw = UdpSocket::bind("127.0.0.1:0").unwrap();
         raw.connect(addr).unwrap();
@@ -1017,33 +1016,19 @@ fn blocking_flows_read_without_a_timeout_and_the_waker_ends_them() {
         let started = Instant::now();
         let (server_timeout, client_timeout, server, server_ended, client) = thread::scope(|sc| {
             let server = sc.spawn(|| {
-                let out = rr::run(
-                    &c,
-                    RrFlows::UdpServer(UdpRrServer {
-                        flows: vec![UdpRrFlow {
-                            flow: 0,
-                            socket: ss,
-                        }],
-                        busy_poll: None,
-                    }),
-                    &mut NullSink,
-                    &server_abort,
-                );
+                let out = rr::run(&c, udp_server_end(ss), &mut NullSink, &server_abort);
                 (out, started.elapsed())
             });
             let cs = UdpSocket::bind("127.0.0.1:0").unwrap();
             cs.connect(addr).unwrap();
             let cd = cs.try_clone().unwrap();
             let client = sc.spawn(|| {
-                let flows = RrFlows::UdpClient(UdpRrClient {
-                    flows: vec![UdpRrFlow {
-                        flow: 0,
-                        socket: cs,
-                    }],
-                    timeout,
-                    busy_poll: None,
-                });
-                rr::run(&cc, flows, &mut NullSink, &client_abort)
+                rr::run(
+                    &cc,
+                    udp_client_end(cs, timeout),
+                    &mut NullSink,
+                    &client_abort,
+                )
             });
             thread::sleep(Duration::from_millis(150));
             let t = (sd.read_timeout().unwrap(), cd.read_timeout().unwrap());
@@ -1232,11 +1217,7 @@ fn abort_is_honoured_by_every_workload() {
     });
     check("udp server", &|abort, sink| {
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let flows = RrFlows::UdpServer(UdpRrServer {
-            flows: vec![UdpRrFlow { flow: 0, socket: s }],
-            busy_poll: None,
-        });
-        rr::run(&long, flows, sink, abort)
+        rr::run(&long, udp_server_end(s), sink, abort)
     });
 }
 
