@@ -45,6 +45,3 @@ pub mod udp_summary;
 pub mod validate;
 pub mod verdict;
 pub mod warning;
-
-#[cfg(test)]
-mod tests;

@@ -1,10 +1,10 @@
 //! Unit tests of the model: validation rules, JSON shapes, round trips.
 
-use crate::abort::AbortReason;
-use crate::side::{HostRole, Role};
-use crate::spec::*;
-use crate::validate::*;
-use crate::warning::{Noted, Warning};
+use wirebench_model::abort::AbortReason;
+use wirebench_model::side::{HostRole, Role};
+use wirebench_model::spec::*;
+use wirebench_model::validate::*;
+use wirebench_model::warning::{Noted, Warning};
 
 fn stream() -> (TestSpec, Limits) {
     (TestSpec::stream_default(), Limits::default())
@@ -311,7 +311,7 @@ fn field_names_match_serde() {
     for p in RecvPath::ALL {
         assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
     }
-    let e = crate::error::ErrorKind::InvalidSpec;
+    let e = wirebench_model::error::ErrorKind::InvalidSpec;
     assert_eq!(serde_json::to_value(e).unwrap(), e.as_str());
 }
 
@@ -344,7 +344,7 @@ fn warnings_are_code_and_params() {
 
 #[test]
 fn iso8601_dates() {
-    use crate::result::iso8601_utc;
+    use wirebench_model::result::iso8601_utc;
     assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
     // 2000-02-29 (a leap day of a century leap year).
     assert_eq!(iso8601_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
@@ -355,7 +355,7 @@ fn iso8601_dates() {
 
 #[test]
 fn summed_peer_counts_saturate_instead_of_wrapping() {
-    use crate::side::{RecvWaitStats, ZeroCopyStats};
+    use wirebench_model::side::{RecvWaitStats, ZeroCopyStats};
     let huge = RecvWaitStats {
         naps: u64::MAX,
         epoll_workers: u32::MAX,
@@ -414,7 +414,7 @@ fn serde_names<T: serde::Serialize>(items: &[T]) -> std::collections::BTreeSet<S
 #[test]
 fn the_lists_of_factors_limits_and_fields_are_complete() {
     // Every variant is in the derived schema; `ALL` must name each once.
-    use crate::sweep::FactorName;
+    use wirebench_model::sweep::FactorName;
     let factors = schema_names(schemars::schema_for!(FactorName));
     assert_eq!(factors.len(), FactorName::ALL.len());
     assert_eq!(serde_names(&FactorName::ALL), factors);
