@@ -24,6 +24,3 @@ pub mod udpsetup;
 
 #[doc(hidden)]
 pub mod fuzz_targets;
-
-#[cfg(test)]
-mod testutil;

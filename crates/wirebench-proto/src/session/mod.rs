@@ -564,8 +564,3 @@ mod server;
 
 pub use client::ClientSession;
 pub use server::{ServerAuth, ServerSession};
-
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod tests_third_party;

@@ -1,14 +1,18 @@
-//! Unit tests of the third-party sessions: tickets, the agent's request, relaying.
+//! Tests of the third-party sessions: tickets, the agent's request, relaying.
 use std::sync::{Arc, Mutex};
 
-use super::*;
-use crate::auth::{Key, KeyTable, Nonce};
-use crate::data::Token;
-use crate::message::{ErrorCode, RelayOutcome, Relayed, TestRequest};
+use std::time::{Duration, Instant};
+use wirebench_proto::message::Message;
+use wirebench_proto::session::*;
+use wirebench_proto::ticket::TicketError;
+
 use crate::testutil::full_side_report;
-use crate::ticket::TicketBook;
 use wirebench_model::side::HostRole;
 use wirebench_model::spec::{Limits, TestSpec};
+use wirebench_proto::auth::{Key, KeyTable, Nonce};
+use wirebench_proto::data::Token;
+use wirebench_proto::message::{ErrorCode, RelayOutcome, Relayed, TestRequest};
+use wirebench_proto::ticket::TicketBook;
 
 const ALICE_KEY: &str = "00112233445566778899aabbccddeeff";
 
@@ -21,7 +25,7 @@ fn server(
     let keys = KeyTable::parse(&format!("alice {ALICE_KEY}\n")).unwrap();
     ServerSession::new(t0, Timeouts::default(), Limits::default(), "srv".into()).with_auth(
         ServerAuth {
-            nonce: Nonce([seed; crate::auth::NONCE_BYTES]),
+            nonce: Nonce([seed; wirebench_proto::auth::NONCE_BYTES]),
             server_identity: "lab-1".into(),
             keys: Some(Arc::new(keys)),
             tickets: Some(book.clone()),
@@ -40,9 +44,9 @@ fn client(t0: Instant, spec: &TestSpec, key: Option<&str>) -> ClientSession {
 }
 
 fn hello() -> Message {
-    Message::Hello(crate::message::Hello {
-        magic: crate::message::HELLO_MAGIC.into(),
-        version: crate::message::PROTOCOL_VERSION,
+    Message::Hello(wirebench_proto::message::Hello {
+        magic: wirebench_proto::message::HELLO_MAGIC.into(),
+        version: wirebench_proto::message::PROTOCOL_VERSION,
         software: "cli".into(),
     })
 }
@@ -283,7 +287,7 @@ fn third_party_messages_out_of_place_are_unexpected() {
     let spec = TestSpec::stream_default();
     // A plain test client does not take a relayed account or a ticket.
     let (mut c, _) = ClientSession::new(t0, Timeouts::default(), spec, "cli".into());
-    let r = Message::Relaying(crate::message::Relaying { test_id: 1 });
+    let r = Message::Relaying(wirebench_proto::message::Relaying { test_id: 1 });
     assert!(matches!(
         c.handle(t0, r),
         Err(SessionError::Unexpected { .. })

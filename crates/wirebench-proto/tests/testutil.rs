@@ -1,4 +1,4 @@
-//! Sample values shared by the unit tests.
+//! Sample values shared by the tests.
 
 use wirebench_model::abort::{AbortReason, EngineKind, Placement};
 use wirebench_model::profile::{
@@ -14,7 +14,7 @@ use wirebench_model::warning::{
 };
 use wirebench_stats::cpu::{CpuBreakdown, SystemCpuUtil};
 
-use crate::message::*;
+use wirebench_proto::message::*;
 
 fn span(start_ns: u64, end_ns: u64) -> Span {
     Span { start_ns, end_ns }
@@ -517,7 +517,7 @@ pub fn all_messages() -> Vec<Message> {
             running: 4,
             cap: 4,
             retry_after_ms: 1500,
-            scope: crate::message::BusyScope::Server,
+            scope: wirebench_proto::message::BusyScope::Server,
         }),
         Message::Error(ErrorMsg {
             code: ErrorCode::InvalidSpec,
@@ -586,7 +586,7 @@ pub fn all_messages() -> Vec<Message> {
         }),
         Message::ThirdParty(Box::new(ThirdPartyRequest {
             spec: TestSpec::stream_default(),
-            auth: Some(crate::auth::AuthProof {
+            auth: Some(wirebench_proto::auth::AuthProof {
                 identity: "alice".into(),
                 mac: "ab".repeat(32),
             }),

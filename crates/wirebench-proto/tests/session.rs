@@ -1,17 +1,25 @@
-//! Unit tests of the session state machines.
+//! Tests of the session state machines (`wirebench_proto::session`).
 use std::sync::Arc;
 
-use super::*;
-use crate::auth::{self, Key, KeyTable, Nonce};
-use crate::data::Token;
-use crate::message::{
-    AbortMsg, Accepted, Busy, BusyScope, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message,
-    TestRequest, Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
-};
+use std::time::{Duration, Instant};
+use wirebench_proto::auth::AuthError;
+use wirebench_proto::frame::{ABSOLUTE_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES};
+use wirebench_proto::message::Empty;
+use wirebench_proto::session::*;
+
 use crate::testutil::{all_messages, full_side_report};
 use wirebench_model::abort::AbortReason;
 use wirebench_model::side::{HostRole, IntervalData};
 use wirebench_model::spec::{Limits, TestSpec};
+use wirebench_proto::auth::{self, Key, KeyTable, Nonce};
+use wirebench_proto::data::Token;
+use wirebench_proto::message::{
+    AbortMsg, Accepted, Busy, BusyScope, ErrorCode, ErrorMsg, Hello, IntervalMsg, Message,
+    TestRequest, Welcome, HELLO_MAGIC, PROTOCOL_VERSION,
+};
+
+/// An empty message body.
+const EMPTY: Empty = Empty {};
 
 const S: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
@@ -970,7 +978,7 @@ fn client_busy_and_bad_server() {
         running: 4,
         cap: 4,
         retry_after_ms: 250,
-        scope: crate::message::BusyScope::Server,
+        scope: wirebench_proto::message::BusyScope::Server,
     };
     let (mut c, t) = client_at(Phase::AwaitAccept);
     let e = c.handle(t, Message::Busy(busy.clone())).unwrap_err();
@@ -1098,8 +1106,8 @@ fn client_and_server_talk_to_each_other() {
             match a {
                 Action::Send(m) => {
                     // Through the wire format.
-                    let frame = crate::frame::encode(&m);
-                    let m = crate::frame::decode_payload(&frame[4..]).unwrap();
+                    let frame = wirebench_proto::frame::encode(&m);
+                    let m = wirebench_proto::frame::decode_payload(&frame[4..]).unwrap();
                     log.push(format!("c>{}", message_kind(&m)));
                     server_actions.extend(s.handle(t, m).unwrap());
                 }
