@@ -299,7 +299,7 @@ fn unit_words(u: FigureUnit) -> &'static str {
 
 /// Which values a figure's boxes show: run values when both sides have at least three
 /// runs (what Welch's t judges), else the interval samples (what Mann–Whitney judges).
-fn box_samples<'v>(x: &'v Values, y: &'v Values) -> (&'v [f64], &'v [f64], &'static str) {
+pub fn box_samples<'v>(x: &'v Values, y: &'v Values) -> (&'v [f64], &'v [f64], &'static str) {
     if x.runs.len() >= 3 && y.runs.len() >= 3 {
         (&x.runs, &y.runs, "one value per run")
     } else if !x.intervals.is_empty() && !y.intervals.is_empty() {
@@ -376,27 +376,5 @@ fn results_table(results: &[RunResult]) -> DataTable {
                 ]
             })
             .collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn box_samples_prefer_runs_when_both_sides_have_three() {
-        let v = |runs: &[f64], iv: &[f64]| Values {
-            runs: runs.to_vec(),
-            intervals: iv.to_vec(),
-            unit: Some(FigureUnit::Bps),
-        };
-        let (a, b) = (
-            v(&[1.0, 2.0, 3.0], &[9.0; 6]),
-            v(&[4.0, 5.0, 6.0], &[8.0; 6]),
-        );
-        assert_eq!(box_samples(&a, &b).2, "one value per run");
-        let (a, b) = (v(&[1.0], &[9.0; 6]), v(&[4.0, 5.0, 6.0], &[8.0; 6]));
-        let (x, y, what) = box_samples(&a, &b);
-        assert_eq!((x.len(), y.len(), what), (6, 6, "one value per interval"));
     }
 }

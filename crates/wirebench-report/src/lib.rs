@@ -20,6 +20,3 @@ pub mod mesh_page;
 pub mod page;
 pub mod print;
 pub mod study_page;
-
-#[cfg(test)]
-mod tests;

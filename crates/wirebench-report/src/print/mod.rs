@@ -20,8 +20,8 @@ mod csv;
 mod iperf3;
 pub mod limits;
 pub mod mesh;
-pub(crate) mod profile;
-pub(crate) mod rr;
+pub mod profile;
+pub mod rr;
 mod stream;
 pub mod study;
 pub mod sweep;
@@ -155,7 +155,7 @@ pub(crate) fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
 }
 
 /// The JSON name of a run status.
-pub(crate) fn status_name(s: RunStatus) -> &'static str {
+pub fn status_name(s: RunStatus) -> &'static str {
     match s {
         RunStatus::Completed => "completed",
         RunStatus::Interrupted => "interrupted",

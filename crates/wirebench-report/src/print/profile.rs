@@ -15,10 +15,10 @@ use wirebench_model::text::escape;
 use crate::label;
 
 /// Characters of the stacked bar.
-const BAR_WIDTH: usize = 64;
+pub const BAR_WIDTH: usize = 64;
 
 /// The glyph of each category in the bar, in [`ProfileCategory::ALL`] order.
-const GLYPHS: [char; 15] = [
+pub const GLYPHS: [char; 15] = [
     '█', '▓', '▒', '░', '▞', '▚', '▙', '▟', '▛', '▜', '▀', '▗', '▄', '?', '·',
 ];
 
@@ -45,7 +45,7 @@ pub(crate) fn category_name(c: ProfileCategory) -> &'static str {
 
 /// The stacked bar: each category gets its share of [`BAR_WIDTH`] cells (largest
 /// remainders round up, so the cells add up to the width).
-pub(crate) fn bar(pcts: &[(ProfileCategory, f64)]) -> String {
+pub fn bar(pcts: &[(ProfileCategory, f64)]) -> String {
     let total: f64 = pcts.iter().map(|p| p.1.max(0.0)).sum();
     if total <= 0.0 {
         return " ".repeat(BAR_WIDTH);
@@ -72,7 +72,7 @@ pub(crate) fn bar(pcts: &[(ProfileCategory, f64)]) -> String {
 }
 
 /// A CPU list as ranges (`0-3,6`).
-fn cpu_list(cpus: &[u32]) -> String {
+pub fn cpu_list(cpus: &[u32]) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
     while i < cpus.len() {
@@ -110,13 +110,13 @@ fn fit(s: &str, max: usize) -> String {
 /// The half-width of a category share's 95 % confidence interval, percentage points, for
 /// `samples` samples: 1.96·√(p(1−p)/n) at its widest (p = ½), i.e. 98/√n. Samples of a
 /// cpu-clock timer are not independent draws, so this is the sampling error alone.
-pub(crate) fn share_margin_pct(samples: u64) -> f64 {
+pub fn share_margin_pct(samples: u64) -> f64 {
     98.0 / (samples.max(1) as f64).sqrt()
 }
 
 /// The sampling rate and its expected cost, in words: measured by `wirebench limits` on
 /// this boot, or not measured.
-pub(crate) fn cost_line(c: &ProfileCost) -> String {
+pub fn cost_line(c: &ProfileCost) -> String {
     match &c.expected {
         Some(e) if e.unresolved => format!(
             "sampling {} Hz per CPU: expected cost unresolved: the `wirebench limits` probe of {} \
@@ -343,38 +343,5 @@ pub fn unavailable(r: &ProfileUnavailable) -> String {
         ProfileUnavailable::Failed { detail } => {
             format!("no CPU profile: the sampler failed ({})", escape(detail))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn share_margin_follows_the_binomial_bound() {
-        // 2,500 samples (about 10 s at 241 Hz): ±1.96 points; 100 samples ±9.8.
-        assert!((share_margin_pct(2500) - 1.96).abs() < 1e-9);
-        assert!((share_margin_pct(100) - 9.8).abs() < 1e-9);
-        assert!(share_margin_pct(0).is_finite());
-    }
-
-    #[test]
-    fn bar_cells_add_up_and_follow_shares() {
-        let b = bar(&[
-            (ProfileCategory::Copy, 50.0),
-            (ProfileCategory::Tcp, 25.0),
-            (ProfileCategory::Idle, 25.0),
-        ]);
-        assert_eq!(b.chars().count(), BAR_WIDTH);
-        assert_eq!(b.chars().filter(|&c| c == '█').count(), 32);
-        let tcp = GLYPHS[ProfileCategory::Tcp.index()];
-        assert_eq!(b.chars().filter(|&c| c == tcp).count(), 16);
-        let b = bar(&[
-            (ProfileCategory::Copy, 33.3),
-            (ProfileCategory::Tcp, 33.3),
-            (ProfileCategory::Idle, 33.4),
-        ]);
-        assert_eq!(b.chars().count(), BAR_WIDTH);
-        assert_eq!(cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
     }
 }

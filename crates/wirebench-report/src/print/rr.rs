@@ -337,9 +337,7 @@ pub(crate) fn under_load_text(u: &wirebench_model::result::UnderLoad) -> String 
 
 /// What the induced latency at the 99th percentile says, as a sentence (empty without a
 /// reading).
-pub(crate) fn induced_p99_reading_text(
-    r: Option<wirebench_model::result::InducedReading>,
-) -> String {
+pub fn induced_p99_reading_text(r: Option<wirebench_model::result::InducedReading>) -> String {
     use super::units::duration_ns;
     use wirebench_model::result::InducedReading as R;
     match r {
@@ -364,7 +362,7 @@ pub(crate) fn induced_p99_reading_text(
 }
 
 /// What the induced latency at the median says, as a sentence (empty without a reading).
-pub(crate) fn induced_reading_text(r: Option<wirebench_model::result::InducedReading>) -> String {
+pub fn induced_reading_text(r: Option<wirebench_model::result::InducedReading>) -> String {
     use super::units::duration_ns;
     use wirebench_model::result::InducedReading as R;
     match r {

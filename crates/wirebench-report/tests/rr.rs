@@ -8,8 +8,8 @@ use wirebench_model::spec::{RrLoop, TestSpec, WorkloadKind};
 use wirebench_model::warning::{Cause, FlowError, Step, Warning};
 
 use super::*;
-use crate::print;
 use wirebench_analysis::summarize;
+use wirebench_report::print;
 
 #[test]
 fn server_totals_and_requests_in_flight() {

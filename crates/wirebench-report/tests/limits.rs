@@ -8,8 +8,8 @@ use wirebench_model::limits::{
 use wirebench_model::side::Environment;
 
 use super::*;
-use crate::print::limits::{binary_size, human, minute_utc, physical_line, Provenance};
 use wirebench_analysis::limits::{limits_result, LimitsRun};
+use wirebench_report::print::limits::{binary_size, human, minute_utc, physical_line, Provenance};
 
 #[test]
 fn the_document_carries_the_host_the_figures_and_the_notes() {
@@ -125,7 +125,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
     let unresolved = wirebench_analysis::limits::profile_cost(250, Some(&l));
     assert!(unresolved.expected.as_ref().unwrap().unresolved);
     assert_eq!(
-        crate::print::profile::cost_line(&unresolved),
+        wirebench_report::print::profile::cost_line(&unresolved),
         "sampling 250 Hz per CPU: expected cost unresolved: the `wirebench limits` probe of \
          2023-11-14 22:13 UTC could not tell the sampler's cost from other work (some of its \
          pairs ran faster sampled than alone); `wirebench limits --refresh` on a quieter \
@@ -163,7 +163,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         12.0
     ));
     assert_eq!(
-        crate::print::profile::cost_line(&c),
+        wirebench_report::print::profile::cost_line(&c),
         "sampling 250 Hz per CPU: expected cost ≈ 0.75 % of one CPU per sampled CPU (30.00 µs \
          per sample × 250 Hz; `wirebench limits` probe of 2023-11-14 22:13 UTC, which measured \
          +12.0 % at 4000 Hz)"
@@ -171,7 +171,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
     let none = wirebench_analysis::limits::profile_cost(250, None);
     assert_eq!(none.expected, None);
     assert_eq!(
-        crate::print::profile::cost_line(&none),
+        wirebench_report::print::profile::cost_line(&none),
         "sampling 250 Hz per CPU: expected cost not measured: run `wirebench limits`"
     );
     assert_eq!(l.loopback, None);
@@ -348,7 +348,7 @@ fn the_loopback_ceiling_is_the_limit_only_when_comparable() {
             .expect("ceiling evidence")
     };
     let text = |v: &Verdict| {
-        crate::print::verdict::lines(v)
+        wirebench_report::print::verdict::lines(v)
             .into_iter()
             .map(|(_, l)| l)
             .collect::<Vec<_>>()

@@ -11,9 +11,9 @@ use wirebench_model::warning::{
 };
 
 use super::*;
-use crate::print;
 use wirebench_analysis::live::{self, LiveRows};
 use wirebench_analysis::summarize;
+use wirebench_report::print;
 
 #[test]
 fn bidir_has_both_directions() {

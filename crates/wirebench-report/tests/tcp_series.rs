@@ -5,8 +5,8 @@ use wirebench_model::side::{FlowTcpSample, Role};
 use wirebench_model::spec::FlowDir;
 
 use super::*;
-use crate::figures::{run_figures, Drawing, FigureKind};
 use wirebench_analysis::summarize;
+use wirebench_report::figures::{run_figures, Drawing, FigureKind};
 
 fn sample(flow: u32, cwnd: u32, srtt_us: u32, retrans: u32, at_close: bool) -> FlowTcpSample {
     FlowTcpSample {

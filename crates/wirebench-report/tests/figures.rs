@@ -9,8 +9,8 @@ use wirebench_model::sweep::{
 use wirebench_plot::Annotation;
 
 use super::result_for;
-use crate::figures::{sweep_figures, FigureKind};
 use wirebench_analysis::sweep::analyze;
+use wirebench_report::figures::{sweep_figures, FigureKind};
 
 fn point(index: u32, size: u64, flows: u64, bps: f64) -> SweepPoint {
     SweepPoint {

@@ -13,8 +13,8 @@ use wirebench_model::warning::{CpuUnmeasured, Noted, Warning};
 use wirebench_stats::ci::ConfidenceLevel;
 
 use super::*;
-use crate::print;
 use wirebench_analysis::{aggregate, summarize};
+use wirebench_report::print;
 
 // ───── CSV ─────
 
@@ -893,11 +893,11 @@ fn a_limit_named_in_the_message_is_not_named_twice() {
          once (`serve --max-tests-per-peer`); retry in 500 ms",
     );
     e.limit = Some(LimitName::MaxTestsPerPeer);
-    let t = crate::print::error_text(&e);
+    let t = wirebench_report::print::error_text(&e);
     assert_eq!(t.matches("--max-tests-per-peer").count(), 1, "{t}");
     assert!(!t.contains("  "), "{t}");
     e.message = "server busy".into();
-    let t = crate::print::error_text(&e);
+    let t = wirebench_report::print::error_text(&e);
     assert!(
         t.ends_with("(the server's limit `serve --max-tests-per-peer`)"),
         "{t}"

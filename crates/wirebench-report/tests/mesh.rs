@@ -59,7 +59,7 @@ fn sample() -> MeshResult {
 
 #[test]
 fn the_summary_has_the_matrix_and_the_reasons() {
-    let text = crate::print::mesh::summary(&sample());
+    let text = wirebench_report::print::mesh::summary(&sample());
     assert!(text.contains("Receiver throughput per pair"), "{text}");
     assert!(text.contains("9.000") || text.contains("9.00"), "{text}");
     assert!(text.contains("4 test(s), 2 completed, 2 not"), "{text}");
@@ -77,7 +77,7 @@ fn the_summary_has_the_matrix_and_the_reasons() {
 
 #[test]
 fn the_page_draws_a_cell_per_pair_and_names_the_missing_ones() {
-    let page = crate::mesh_page::page(&sample());
+    let page = wirebench_report::mesh_page::page(&sample());
     assert_eq!(page.matches("class=\"cell\"").count(), 9, "3 × 3 cells");
     assert!(page.contains("Receiver throughput per pair"));
     assert!(

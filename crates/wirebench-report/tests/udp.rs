@@ -6,9 +6,9 @@ use wirebench_model::spec::{Direction, FlowDir};
 use wirebench_model::warning::{Cause, FlowError, Impossibility, OsError, Step, Warning};
 
 use super::*;
-use crate::print;
 use wirebench_analysis::live::{self, LiveRows};
 use wirebench_analysis::summarize;
+use wirebench_report::print;
 
 #[test]
 fn missing_reports_are_warned_and_count_as_lost() {
