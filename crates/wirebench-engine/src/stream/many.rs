@@ -19,7 +19,8 @@
 //! sending flows and `EPOLLIN` for receiving ones. A ready flow moves at most
 //! [`calls_per_turn`] messages before the worker turns to the next ready flow, so that the
 //! flows of a worker share it round-robin and a round over them moves at most about
-//! [`ROUND_BYTES`]. Worker `w` is pinned as
+//! [`ROUND_BYTES`]; a sending flow's first turn is one write of its share of
+//! [`FIRST_ROUND_BYTES`], so that every flow starts early in the test. Worker `w` is pinned as
 //! [`Pinning::thread_cpu`]`(w)` says ([`StreamConfig::pin`]).
 //! The sampling thread is the caller's, as in [`crate::stream`]. A worker with receiving
 //! flows waits for events as [`StreamConfig::recv_wait`] asks (`auto`: zero-timeout
@@ -98,6 +99,28 @@ pub const CALLS_PER_EVENT: usize = 4;
 /// 2026-11-29). 256 MiB keeps the full turn up to 64 flows of 1 MiB per worker (`-P 128`
 /// on 2 workers), as before.
 pub const ROUND_BYTES: u64 = 256 << 20;
+
+/// Most bytes a worker's first round over its sending flows moves: every flow's first write
+/// is capped at its share ([`first_turn_bytes`]). At the start every send buffer is empty and
+/// takes a whole message, so without the cap the first round moved one message per flow
+/// (500 MiB for 500 flows of 1 MiB) before the last flow wrote its first byte; on a loaded
+/// 2-vCPU machine that took longer than a 1.5 s test, and a flow of 1000 moved nothing
+/// (Intel Xeon VM, 2026-11-30, CI). Later rounds are short by themselves: a full send buffer
+/// takes only what its receiver has read.
+pub const FIRST_ROUND_BYTES: u64 = 64 << 20;
+
+/// The smallest first write a sending flow gets ([`first_turn_bytes`]), above a first
+/// congestion window of ten 1,460-byte segments.
+pub const MIN_FIRST_TURN_BYTES: usize = 16 << 10;
+
+/// The first write of each sending flow on a worker of `flows` flows moving `msg_bytes`
+/// messages: its share of [`FIRST_ROUND_BYTES`], at least [`MIN_FIRST_TURN_BYTES`], at most
+/// one message.
+pub fn first_turn_bytes(flows: usize, msg_bytes: usize) -> usize {
+    let share = FIRST_ROUND_BYTES / flows.max(1) as u64;
+    let share = usize::try_from(share).unwrap_or(usize::MAX);
+    share.max(MIN_FIRST_TURN_BYTES).min(msg_bytes.max(1))
+}
 
 /// The calls a flow's turn gets on a worker of `flows` flows moving `msg_bytes` messages:
 /// [`CALLS_PER_EVENT`], fewer when a round of that many would move more than
@@ -188,6 +211,8 @@ struct Worker<'a> {
     wait: Option<EpollWait>,
     /// Calls per flow's turn ([`calls_per_turn`] of its flows and message size).
     calls: usize,
+    /// A sending flow's first turn: one write of at most this ([`first_turn_bytes`]).
+    first_turn: usize,
 }
 
 impl<'a> Worker<'a> {
@@ -237,7 +262,8 @@ impl<'a> Worker<'a> {
         self.active -= 1;
     }
 
-    /// A sender's turn: write up to `calls` messages.
+    /// A sender's turn: write up to `calls` messages; a flow's first turn is one write of at
+    /// most `first_turn` bytes.
     fn send(&mut self, i: usize) {
         let msg = self.env.cfg.send_size_bytes.max(1);
         let payload = self.env.payload;
@@ -251,7 +277,9 @@ impl<'a> Worker<'a> {
                 return self.begin_close(i);
             }
             let Some(s) = f.stream.as_ref() else { return };
-            let len = usize::try_from(left).map_or(msg, |l| l.min(msg));
+            let first = f.total == 0;
+            let cap = if first { self.first_turn } else { msg };
+            let len = usize::try_from(left).map_or(cap, |l| l.min(cap));
             let res = (&*s).write(payload.window(f.total, len));
             match res {
                 Ok(0) => {
@@ -265,7 +293,7 @@ impl<'a> Worker<'a> {
                     if total == budget {
                         continue;
                     }
-                    if n < len {
+                    if first || n < len {
                         return;
                     }
                 }
@@ -501,6 +529,7 @@ fn run_worker<'a>(
             plans.len(),
             env.cfg.send_size_bytes.max(env.cfg.recv_size_bytes),
         ),
+        first_turn: first_turn_bytes(plans.len(), env.cfg.send_size_bytes),
     };
     let mut setup_errors = Vec::new();
     for (i, (idx, plan)) in plans.into_iter().enumerate() {
@@ -668,5 +697,23 @@ mod tests {
         // In between: as many as fit in a round.
         assert_eq!(calls_per_turn(128, 1 << 20), 2);
         assert_eq!(calls_per_turn(0, 0), CALLS_PER_EVENT);
+    }
+
+    #[test]
+    fn a_first_round_over_many_flows_moves_a_share_each() {
+        // 512 flows of 1 MiB messages: 128 KiB each, 64 MiB in all; 500 flows (1000 on 2
+        // workers): 131 KiB each, never more than 64 MiB in all.
+        assert_eq!(first_turn_bytes(512, 1 << 20), 128 << 10);
+        assert_eq!(first_turn_bytes(500, 1 << 20), 134_217);
+        assert!(500 * first_turn_bytes(500, 1 << 20) as u64 <= FIRST_ROUND_BYTES);
+        // A few flows: one whole message, never more.
+        assert_eq!(first_turn_bytes(1, 1 << 20), 1 << 20);
+        assert_eq!(first_turn_bytes(64, 1 << 20), 1 << 20);
+        assert_eq!(first_turn_bytes(4, 100), 100);
+        // 10,000 flows on one worker: the floor, 160 MiB in all.
+        assert_eq!(first_turn_bytes(10_000, 256 << 10), MIN_FIRST_TURN_BYTES);
+        // Messages below the floor stay whole; nothing is zero.
+        assert_eq!(first_turn_bytes(10_000, 4096), 4096);
+        assert_eq!(first_turn_bytes(0, 0), 1);
     }
 }
