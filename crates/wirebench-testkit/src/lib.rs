@@ -10,6 +10,7 @@
 pub mod daemon;
 pub mod net;
 pub mod spec;
+pub mod steal;
 pub mod streamed;
 pub mod threads;
 
