@@ -191,6 +191,27 @@ mod tests {
         }
     }
 
+    /// A value just above a bucket edge that HdrHistogram keeps with values below the edge
+    /// is counted in the bucket below: the largest recorded value can then lie up to 0.1 %
+    /// past the last bucket's upper edge (never more), as the module says.
+    #[test]
+    fn a_value_just_above_an_edge_is_counted_below_it() {
+        // An edge between 2^17 and 2^18 ns, where HdrHistogram's unit at 3 significant
+        // digits is 64 ns, that is not a multiple of it.
+        let i = (index(140_000)..index(250_000))
+            .find(|&i| !edge(i).is_multiple_of(64))
+            .expect("an unaligned edge");
+        let v = edge(i);
+        let mut h = LatencyHistogram::new();
+        h.record(v);
+        let b = LatencyBuckets::of(&h);
+        assert_eq!(b.buckets.len(), 1);
+        let only = b.buckets[0];
+        assert_eq!(only.hi_ns, v, "{only:?}");
+        assert_eq!(h.summary().max_ns, v);
+        assert!((v as f64) <= only.hi_ns as f64 * 1.001);
+    }
+
     #[test]
     fn empty_and_single() {
         assert!(LatencyBuckets::of(&LatencyHistogram::new())

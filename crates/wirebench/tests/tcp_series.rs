@@ -147,7 +147,7 @@ fn srtt_per_interval_follows_an_emulated_delay() {
 
 /// The rr histogram counts every window transaction once, and the reported p50 and p99 lie
 /// in the buckets the histogram's own ranks point at (within the bucket width and the 0.1 %
-/// of the percentiles' 3 significant digits).
+/// of the percentiles' 3 significant digits), as do the smallest and largest values.
 #[test]
 fn the_round_trip_histogram_counts_every_transaction() {
     let _g = serial();
@@ -172,7 +172,21 @@ fn the_round_trip_histogram_counts_every_transaction() {
             "q {q}: {p} ns not in {b:?}"
         );
     }
-    assert!(h.buckets[0].lo_ns <= l.min_ns && l.max_ns < h.buckets.last().unwrap().hi_ns);
+    // The extremes lie in the first and last buckets, up to the histogram's placement: a
+    // value within 0.1 % above an edge (HdrHistogram's 3 significant digits) is counted in the
+    // bucket below it (wirebench_stats::buckets), so the largest can reach 0.1 % past the
+    // last bucket's upper edge. A CI run had it so.
+    let (first, last) = (h.buckets[0], *h.buckets.last().unwrap());
+    assert!(
+        first.lo_ns <= l.min_ns,
+        "min {} ns below {first:?}",
+        l.min_ns
+    );
+    assert!(
+        l.max_ns as f64 <= last.hi_ns as f64 * 1.001,
+        "max {} ns above {last:?}",
+        l.max_ns
+    );
 }
 
 /// Forty flows run on the epoll engine: every interval has one row for the direction (none
