@@ -70,7 +70,8 @@ pub enum ProfileCategory {
     /// Busy CPU time no sample stands for: time of the window in which `/proc/stat` counts
     /// a sampled CPU busy but no sample was taken, because the sampling timer's interrupt
     /// did not reach the CPU (interrupts disabled, or a virtual CPU held by its
-    /// hypervisor; which, cannot be told from inside). Not classified: where it went is
+    /// hypervisor: `/proc/stat` counts the latter as `steal`, which the end's CPU figures
+    /// carry and the human text sets beside this). Not classified: where it went is
     /// unknown (see [`ProfileReport::unsampled_busy_ns`]).
     Unsampled,
     /// The idle task's idle loop (halt, cpuidle), and the window's unsampled CPU time that

@@ -149,6 +149,23 @@ pub enum Limiter {
         /// Other processes' CPU time over the window, percent of one CPU.
         other_util_pct_of_one_cpu: f64,
     },
+    /// The hypervisor took the virtual CPU the test needed: the CPU was saturated, and for
+    /// a large share of the window (`steal` in `/proc/stat`) the host ran something else
+    /// on it while this guest had work to run. The test got less than a CPU; neither its
+    /// work nor this guest's other processes were the limit.
+    HostSteal {
+        /// The end whose threads could run on it (`None`: both, or it cannot be told).
+        host: Option<HostRole>,
+        /// The CPU.
+        cpu: u32,
+        /// Its busy time, percent of the window (stolen time included).
+        busy_pct: f64,
+        /// Of which stolen by the hypervisor, percent of the window.
+        steal_pct: f64,
+        /// The data threads' CPU time of the end(s) that could run there, percent of one
+        /// CPU (the most of them).
+        threads_util_pct_of_one_cpu: f64,
+    },
     /// This machine's memory copy bandwidth (`wirebench limits`): the payload times the
     /// copies made of it on this machine reached most of the bandwidth measured at the
     /// call size.
@@ -235,6 +252,11 @@ pub enum Evidence {
         /// percent of the window.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threads_run_delay_pct: Option<f64>,
+        /// Of its busy time, the time the hypervisor ran something else on this virtual CPU
+        /// (`steal` in `/proc/stat`), percent of the window (absent in results recorded
+        /// before it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        steal_pct: Option<f64>,
     },
     /// The largest non-idle category of an end's profile (`--profile`).
     ProfileTop {
@@ -393,6 +415,9 @@ pub enum Suggestion {
     /// A quieter host, or CPUs of the test's own (`-A` away from the busy ones): other
     /// processes held the CPUs the test waited for.
     QuietHost,
+    /// A virtual machine whose CPUs the hypervisor does not share (dedicated vCPUs, a less
+    /// contended host or instance type), or a bare-metal host: the host took the test's CPU.
+    DedicatedCpus,
     /// `wirebench limits --refresh`: a cached limit the run exceeded was measured low.
     RefreshLimits,
     /// Look at the path's bottleneck (its links' rates, shapers, `tc -s qdisc`): the path

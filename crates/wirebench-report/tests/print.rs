@@ -903,3 +903,156 @@ fn a_limit_named_in_the_message_is_not_named_twice() {
         "{t}"
     );
 }
+
+// ───── verdict ─────
+
+/// A CPU the hypervisor took: the limiter and the evidence say how much, and what to try is
+/// a machine whose CPUs are not shared; a CPU with less than a percent stolen says nothing
+/// about steal.
+#[test]
+fn the_hosts_steal_is_worded_with_its_share() {
+    use wirebench_model::verdict::{Evidence, Limiter, Suggestion, Verdict};
+    let busiest = |steal_pct| Evidence::BusiestCpu {
+        host: HostRole::Client,
+        cpu: 1,
+        busy_pct: 100.0,
+        softirq_pct: 3.0,
+        cpus_used: vec![1],
+        threads_util_pct_of_one_cpu: Some(48.0),
+        threads_run_delay_pct: None,
+        steal_pct,
+    };
+    let v = Verdict {
+        limiter: Limiter::HostSteal {
+            host: Some(HostRole::Client),
+            cpu: 1,
+            busy_pct: 100.0,
+            steal_pct: 51.0,
+            threads_util_pct_of_one_cpu: 48.0,
+        },
+        evidence: vec![busiest(Some(51.0))],
+        suggestions: vec![Suggestion::DedicatedCpus],
+        missing: Vec::new(),
+    };
+    let lines = print::verdict::lines(&v);
+    let text = |key: &str| {
+        lines
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, l)| l.clone())
+            .unwrap_or_else(|| panic!("no {key:?} in {lines:?}"))
+    };
+    let limiter = text("verdict: limited by ");
+    assert!(
+        limiter
+            .starts_with("the host beneath this virtual machine: CPU 1 100 % busy, of which 51 %")
+            && limiter.contains("the client's threads used 48.0 % of one CPU"),
+        "{limiter}"
+    );
+    assert!(
+        text("evidence: ")
+            .contains("busiest CPU 1 100 % (3 % softirq, 51 % taken by the hypervisor)"),
+        "{lines:?}"
+    );
+    assert!(text("to test it: ").starts_with("a virtual machine with dedicated CPUs"));
+    // Under a percent (or a result recorded before steal was kept): no word of it.
+    for steal in [Some(0.4), None] {
+        let e = print::verdict::lines(&Verdict {
+            evidence: vec![busiest(steal)],
+            ..v.clone()
+        });
+        assert!(
+            e.iter()
+                .any(|(_, l)| l.contains("busiest CPU 1 100 % (3 % softirq); its threads")),
+            "{e:?}"
+        );
+    }
+}
+
+/// A profile with unsampled busy time on a host whose hypervisor took CPU time: the human
+/// text says how much `/proc/stat` counted stolen over the same CPUs; without steal it
+/// says nothing of it.
+#[test]
+fn unsampled_busy_time_names_what_the_hypervisor_took() {
+    use wirebench_model::profile::{
+        CategoryProfile, CpuProfile, KernelSymbols, ProfileCategory, ProfileEvent, ProfileReport,
+    };
+    let (spec, mut client, server) = forward_two();
+    let window_ns = 1_000_000_000u64;
+    let cpus: Vec<u32> = (0..4).collect();
+    // Each CPU: half the window sampled busy (other), half unsampled busy.
+    let half = window_ns / 2;
+    let ns = |k: ProfileCategory| -> u64 {
+        match k {
+            ProfileCategory::Other | ProfileCategory::Unsampled => half,
+            _ => 0,
+        }
+    };
+    let per_cpu_ns: Vec<u64> = ProfileCategory::ALL.iter().map(|&k| ns(k)).collect();
+    client.profile = Some(ProfileReport {
+        event: ProfileEvent::CpuClock,
+        freq_hz: 4000,
+        period: 250_000,
+        cpus: cpus.clone(),
+        window_ns,
+        samples: 4 * 2000,
+        lost_samples: 0,
+        throttled: 0,
+        unsampled_idle_ns: 0,
+        unsampled_busy_ns: 4 * half,
+        oversampled_busy_ns: 0,
+        idle_from_proc_stat: true,
+        kernel_symbols: KernelSymbols::Resolved,
+        categories: ProfileCategory::ALL
+            .iter()
+            .map(|&k| CategoryProfile {
+                category: k,
+                samples: if k == ProfileCategory::Other { 8000 } else { 0 },
+                wirebench_samples: 0,
+                cpu_ns: 4 * ns(k),
+                pct: 100.0 * ns(k) as f64 / window_ns as f64,
+                top_symbols: Vec::new(),
+            })
+            .collect(),
+        per_cpu: cpus
+            .iter()
+            .map(|&cpu| CpuProfile {
+                cpu,
+                samples: 2000,
+                unsampled_idle_ns: 0,
+                unsampled_busy_ns: half,
+                oversampled_busy_ns: 0,
+                cpu_ns: per_cpu_ns.clone(),
+            })
+            .collect(),
+    });
+    let text_with_steal = |steal_pct: f64| {
+        let mut s = summarize(&spec, &client, Some(&server), true);
+        let c = s
+            .cpu
+            .iter_mut()
+            .find(|c| c.host == HostRole::Client)
+            .unwrap();
+        assert_eq!(c.cpus, 4);
+        c.system.steal_pct = steal_pct;
+        let mut run = record(0, s);
+        run.client = Some(client.clone());
+        unwrapped(&print::human(&result_for(spec.clone(), vec![run])))
+    };
+    let text = text_with_steal(25.0);
+    assert!(text.contains("unsampled busy: 2.000 s"), "{text}");
+    // A quarter of the client's CPU window (its figures' window × 4 CPUs) stolen.
+    let s = summarize(&spec, &client, Some(&server), true);
+    let c = s.cpu.iter().find(|c| c.host == HostRole::Client).unwrap();
+    let stolen_s = 0.25 * c.window_ns as f64 * 4.0 / 1e9;
+    assert!(
+        text.contains(&format!(
+            "of the window's CPU time, /proc/stat counted {stolen_s:.3} s stolen: the \
+             hypervisor ran something else on these virtual CPUs (steal)"
+        )),
+        "{text}"
+    );
+    let text = text_with_steal(0.0);
+    assert!(text.contains("unsampled busy: 2.000 s"), "{text}");
+    assert!(!text.contains("stolen"), "{text}");
+}

@@ -134,6 +134,7 @@ fn apply(v: &mut Verdict, reached: Option<Limiter>, exceeded: bool, profiled: bo
         v.limiter,
         Limiter::Cpu { .. }
             | Limiter::BusyHost { .. }
+            | Limiter::HostSteal { .. }
             | Limiter::SenderIdle { .. }
             | Limiter::Loss { .. }
             | Limiter::Undetermined

@@ -41,7 +41,11 @@
 //!    busy while the test's threads neither ran nor waited there did not limit the test (the
 //!    evidence still shows it, with the busiest other processes). The end named is the one
 //!    whose data threads could run there (both ends of a namespace or loopback test share
-//!    one kernel).
+//!    one kernel). When the hypervisor took at least [`STEAL_LIMIT_PCT`] % of that saturated
+//!    CPU's window (`steal`: a virtual CPU the host ran something else on while this guest
+//!    had work for it), the **host's steal** is the limit instead, whoever's work the rest
+//!    was: the test got that much less than a CPU, and no change to the test or this
+//!    guest gives it back.
 //! 5. **The path** (stream, not over loopback) — the senders' median smoothed round trip
 //!    over the window rose at least [`QUEUE_RISE_PCT`] % and [`QUEUE_RISE_MIN_NS`] ns above
 //!    their minimum round trip (TCP_INFO): a queue formed at a bottleneck downstream of the
@@ -83,6 +87,12 @@ pub const CPU_SATURATED_PCT: f64 = 90.0;
 /// A saturated CPU is the test's limit only when an end's data threads that could run there
 /// used at least this much of one CPU, or the CPU spent this much in softirq, percent.
 pub const OWN_WORK_PCT: f64 = 25.0;
+/// A saturated CPU of which the hypervisor took at least this share of the window
+/// (`steal`) limited the test through its host ([`Limiter::HostSteal`]), percent: a quarter
+/// of the CPU, as for the test's own work. A clean-clone CI run on this project's 2-vCPU
+/// KVM guests once sampled its spinning CPUs at half the timer's rate: the host held them
+/// half the time.
+pub const STEAL_LIMIT_PCT: f64 = 25.0;
 /// … or when such an end's data threads waited on a run queue this share of the window
 /// (summed over its threads), percent. Two ends pinned to one CPU, ping-ponging, each wait
 /// 25–38 %; a request/response flow over a 4 ms path, unpinned next to a process spinning on
@@ -262,6 +272,7 @@ fn stream_suggestions(limiter: &Limiter, autotuned: AutotunedSums) -> Vec<Sugges
         Limiter::Loss { .. } => vec![Suggestion::PathLoss],
         Limiter::Path { .. } => vec![Suggestion::PathBottleneck, Suggestion::PathLoss],
         Limiter::BusyHost { .. } => vec![Suggestion::QuietHost, Suggestion::Placement],
+        Limiter::HostSteal { .. } => vec![Suggestion::DedicatedCpus],
         _ => vec![Suggestion::Profile, Suggestion::MoreFlows],
     }
 }
@@ -281,9 +292,9 @@ fn run_delay_pct(c: &EndCpu) -> Option<f64> {
         .map(|ns| 100.0 * ns as f64 / c.window_ns as f64)
 }
 
-/// What rule 4 found: the saturated CPU the test's own work kept busy (the limit), or the one
-/// its light threads waited for while other processes held it (a busy host, named after the
-/// path).
+/// What rule 4 found: the saturated CPU the test's own work kept busy, or the hypervisor
+/// took a large share of (the limit, `cpu`), or the one its light threads waited for while
+/// other processes held it (a busy host, named after the path).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct CpuFinding {
     cpu: Option<Limiter>,
@@ -307,6 +318,7 @@ fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> CpuFinding {
             cpus_used: c.cpus_used.clone(),
             threads_util_pct_of_one_cpu: Some(c.threads_util_pct_of_one_cpu),
             threads_run_delay_pct: run_delay_pct(c),
+            steal_pct: Some(b.steal_pct),
         });
         if let Some(o) = c
             .other_util_pct_of_one_cpu
@@ -330,6 +342,21 @@ fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> CpuFinding {
         .filter(|c| c.cpus_used.is_empty() || c.cpus_used.contains(&n))
         .collect();
     let host = (users.len() == 1).then(|| users[0].host);
+    if b.steal_pct >= STEAL_LIMIT_PCT {
+        return CpuFinding {
+            cpu: Some(Limiter::HostSteal {
+                host,
+                cpu: n,
+                busy_pct: b.busy_pct,
+                steal_pct: b.steal_pct,
+                threads_util_pct_of_one_cpu: users
+                    .iter()
+                    .map(|c| c.threads_util_pct_of_one_cpu)
+                    .fold(0.0, f64::max),
+            }),
+            busy_host: None,
+        };
+    }
     let worked = users
         .iter()
         .any(|c| c.threads_util_pct_of_one_cpu >= OWN_WORK_PCT);
@@ -631,6 +658,7 @@ pub fn rr(r: &RrSummary, cpu: &[EndCpu], server: bool, profiles: &[EndProfile]) 
     let suggestions = match &limiter {
         Limiter::Cpu { .. } => vec![Suggestion::Profile, Suggestion::Placement],
         Limiter::BusyHost { .. } => vec![Suggestion::QuietHost, Suggestion::Placement],
+        Limiter::HostSteal { .. } => vec![Suggestion::DedicatedCpus],
         Limiter::RoundTrip { .. } => vec![
             Suggestion::MoreInFlight,
             Suggestion::Placement,
@@ -922,6 +950,107 @@ mod tests {
             ..CpuBreakdown::default()
         });
         assert_eq!(limit(&p), None);
+    }
+
+    /// Rule 4, a virtual CPU: a saturated CPU the hypervisor took a quarter or more of is
+    /// the host's limit, whatever the test's threads did; less steal leaves rule 4 as it was,
+    /// and the evidence carries the steal either way. The breakdowns come from two
+    /// `/proc/stat` readings, as a run takes them.
+    #[test]
+    fn a_saturated_cpu_the_hypervisor_took_is_the_hosts_limit() {
+        use wirebench_stats::cpu::{parse_proc_stat, system_utilization};
+        // One second (100 ticks per CPU): CPU 1 busy all of it, `steal_ticks` of it stolen,
+        // the rest system time; CPU 0 idle.
+        let breakdown = |steal_ticks: u64| {
+            let before = "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n\
+                          cpu1 0 0 0 0 0 0 0 0 0 0\n";
+            let after = format!(
+                "cpu  0 0 {sys} 100 0 0 0 {steal_ticks} 0 0\ncpu0 0 0 0 100 0 0 0 0 0 0\n\
+                 cpu1 0 0 {sys} 0 0 0 0 {steal_ticks} 0 0\n",
+                sys = 100 - steal_ticks
+            );
+            let u = system_utilization(
+                &parse_proc_stat(before).unwrap(),
+                &parse_proc_stat(&after).unwrap(),
+                1_000_000_000,
+            )
+            .unwrap();
+            (u.busiest_cpu, u.busiest)
+        };
+        let end = |steal_ticks: u64, threads_pct: f64| {
+            let (n, b) = breakdown(steal_ticks);
+            let mut c = server_cpu(threads_pct, vec![0, 1], n, b.busy_pct);
+            c.busiest = b;
+            c
+        };
+        // Half the window stolen, the test's threads at half a CPU: the host's limit, not
+        // the test's CPU.
+        let c = end(50, 50.0);
+        assert_eq!(c.busiest_cpu, 1);
+        let mut ev = Vec::new();
+        let found = cpu_evidence(std::slice::from_ref(&c), &mut ev);
+        match &found.cpu {
+            Some(Limiter::HostSteal {
+                host: Some(HostRole::Server),
+                cpu: 1,
+                busy_pct,
+                steal_pct,
+                threads_util_pct_of_one_cpu,
+            }) => {
+                assert!((busy_pct - 100.0).abs() < 1e-9, "{busy_pct}");
+                assert!((steal_pct - 50.0).abs() < 1e-9, "{steal_pct}");
+                assert_eq!(*threads_util_pct_of_one_cpu, 50.0);
+            }
+            f => panic!("{f:?}"),
+        }
+        assert_eq!(found.busy_host, None);
+        assert!(
+            matches!(ev[..], [Evidence::BusiestCpu { steal_pct: Some(p), .. }] if (p - 50.0).abs() < 1e-9),
+            "{ev:?}"
+        );
+        // Light threads that waited while other processes ran: still the host's steal, not
+        // the busy host, once the hypervisor took a quarter of the CPU.
+        let mut c = end(25, 1.0);
+        c.threads_run_delay_ns = Some(300_000_000);
+        c.other_util_pct_of_one_cpu = Some(70.0);
+        let found = cpu_evidence(std::slice::from_ref(&c), &mut Vec::new());
+        assert!(
+            matches!(found.cpu, Some(Limiter::HostSteal { cpu: 1, .. })),
+            "{found:?}"
+        );
+        assert_eq!(found.busy_host, None);
+        // Below a quarter: rule 4 as before (the test's work kept the CPU busy), the steal
+        // kept as evidence.
+        let c = end(20, 80.0);
+        let mut ev = Vec::new();
+        let found = cpu_evidence(std::slice::from_ref(&c), &mut ev);
+        assert!(
+            matches!(found.cpu, Some(Limiter::Cpu { cpu: 1, .. })),
+            "{found:?}"
+        );
+        assert!(
+            matches!(ev[..], [Evidence::BusiestCpu { steal_pct: Some(p), .. }] if (p - 20.0).abs() < 1e-9),
+            "{ev:?}"
+        );
+        // Steal on a CPU that was not saturated limits nothing.
+        let mut c = end(50, 30.0);
+        c.busiest.busy_pct = 80.0;
+        assert_eq!(
+            cpu_evidence(std::slice::from_ref(&c), &mut Vec::new()),
+            CpuFinding::default()
+        );
+        // What is suggested: CPUs the host does not share, nothing about the test itself.
+        let steal = Limiter::HostSteal {
+            host: None,
+            cpu: 1,
+            busy_pct: 100.0,
+            steal_pct: 50.0,
+            threads_util_pct_of_one_cpu: 50.0,
+        };
+        assert_eq!(
+            stream_suggestions(&steal, AutotunedSums::default()),
+            vec![Suggestion::DedicatedCpus]
+        );
     }
 
     #[test]

@@ -393,7 +393,14 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
             continue;
         }
         shown.push(&r.cpus);
-        profile::block(out, p, r, profile_cost);
+        // What /proc/stat counted stolen over that end's CPU window, when it covered the
+        // CPUs the profile sampled.
+        let stolen_cpu_ns = s
+            .cpu
+            .iter()
+            .find(|c| c.host == p.host && c.cpus as usize == r.cpus.len())
+            .map(|c| (c.system.steal_pct / 100.0 * c.window_ns as f64 * f64::from(c.cpus)) as u64);
+        profile::block(out, p, r, profile_cost, stolen_cpu_ns);
     }
     if r.spec.as_ref().is_some_and(|sp| sp.tcp().is_some()) {
         let cc = if s.congestion.is_empty() {

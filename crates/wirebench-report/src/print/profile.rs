@@ -150,6 +150,7 @@ pub(crate) fn block(
     p: &EndProfile,
     r: &ProfileReport,
     cost: Option<&ProfileCost>,
+    stolen_cpu_ns: Option<u64>,
 ) {
     let _ = writeln!(
         out,
@@ -248,6 +249,16 @@ pub(crate) fn block(
              hypervisor held the\n  virtual CPU); the categories above undercount by that much",
             r.unsampled_busy_ns as f64 / 1e9
         );
+        // The hypervisor's share, where /proc/stat counted it: a vCPU the host runs something
+        // else on takes no sample (the timer fires once it runs again).
+        if let Some(stolen) = stolen_cpu_ns.filter(|n| *n > r.window_cpu_ns() / 100) {
+            let _ = writeln!(
+                out,
+                "  of the window's CPU time, /proc/stat counted {:.3} s stolen: the hypervisor \
+                 ran something\n  else on these virtual CPUs (steal)",
+                stolen as f64 / 1e9
+            );
+        }
     }
     if r.oversampled_busy_ns > r.window_cpu_ns() / 100 {
         let _ = writeln!(

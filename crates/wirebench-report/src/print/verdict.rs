@@ -142,6 +142,22 @@ pub fn limiter_text(l: &Limiter) -> String {
                 label::host(h)
             ))
         ),
+        Limiter::HostSteal {
+            host,
+            cpu,
+            busy_pct,
+            steal_pct,
+            threads_util_pct_of_one_cpu,
+        } => format!(
+            "the host beneath this virtual machine: CPU {cpu} {busy_pct:.0} % busy, of which \
+             {steal_pct:.0} % of the window the hypervisor ran something else on it (steal), \
+             while {} threads used {threads_util_pct_of_one_cpu:.1} % of one CPU: the test \
+             got that much less than a CPU",
+            host.map_or("the test's".to_string(), |h| format!(
+                "the {}'s",
+                label::host(h)
+            ))
+        ),
         Limiter::CopyBandwidth {
             copied_bytes_per_s,
             copy_bytes_per_s,
@@ -199,10 +215,16 @@ fn evidence_text(e: &Evidence) -> String {
             cpus_used,
             threads_util_pct_of_one_cpu,
             threads_run_delay_pct,
+            steal_pct,
         } => {
             let used: Vec<String> = cpus_used.iter().map(u32::to_string).collect();
+            // Stolen time shows once it is a whole percent of the window.
+            let steal = steal_pct
+                .filter(|p| *p >= 1.0)
+                .map(|p| format!(", {p:.0} % taken by the hypervisor"))
+                .unwrap_or_default();
             let mut t = format!(
-                "{}: busiest CPU {cpu} {busy_pct:.0} % ({softirq_pct:.0} % softirq); its \
+                "{}: busiest CPU {cpu} {busy_pct:.0} % ({softirq_pct:.0} % softirq{steal}); its \
                  threads on CPU {}",
                 label::host(*host),
                 if used.is_empty() {
@@ -387,6 +409,10 @@ fn suggestion_text(s: Suggestion) -> &'static str {
         Suggestion::PathLoss => "the path's drops (interface counters, a study over loss)",
         Suggestion::QuietHost => {
             "a quieter host, or CPUs of the test's own (-A, away from the busy processes)"
+        }
+        Suggestion::DedicatedCpus => {
+            "a virtual machine with dedicated CPUs (or a less contended host or instance type), or \
+             bare metal: the hypervisor took this one's; run again when its neighbours are quiet"
         }
         Suggestion::RefreshLimits => {
             "wirebench limits --refresh (on a quiet machine): a limit this run exceeded was \
