@@ -158,9 +158,14 @@ pub struct SamplerCostSamples {
 pub struct LimitsLoad {
     /// The 1-minute load average when the measurement ended (`/proc/loadavg`).
     pub load_average_1m_end: Option<f64>,
-    /// Other processes' CPU time during the measurement (all CPUs' busy time from
-    /// `/proc/stat` less this process's own), percent of all CPUs together.
+    /// Other work's CPU time during the measurement (all CPUs' busy time from `/proc/stat`
+    /// less this process's own), percent of all CPUs together: other processes', and the
+    /// time the hypervisor ran something else on these virtual CPUs (`steal_pct`).
     pub other_busy_pct: f64,
+    /// Of `other_busy_pct`, the time the hypervisor took (`steal` in `/proc/stat`), percent
+    /// of all CPUs together (absent in documents measured before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_pct: Option<f64>,
     /// Other work held at least [`BUSY_OTHER_PCT`] % of the CPUs: the figures are likely low,
     /// and the document is cached marked so.
     pub busy: bool,

@@ -51,6 +51,7 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
         load: Some(wirebench_model::limits::LimitsLoad {
             load_average_1m_end: Some(2.0),
             other_busy_pct: 40.0,
+            steal_pct: Some(15.0),
             busy: true,
         }),
         implausible: Vec::new(),
@@ -98,6 +99,28 @@ fn the_document_carries_the_host_the_figures_and_the_notes() {
     assert!(close(t.bytes_per_s.median, (2u64 << 30) as f64 / 0.1));
     assert!(close(t.bytes_per_s.min, (1u64 << 30) as f64 / 0.1));
     let printed = unwrapped(&human(&l, &Provenance::Cached { path: "p".into() }));
+    // Of the other work's 40 %, the hypervisor's 15 % is named apart.
+    assert_contains(
+        &printed,
+        &[
+            "other processes used 25 % of the CPUs during the measurement, and the hypervisor \
+           took 15 % (steal: it ran something else on these virtual CPUs) (load average 2.00 \
+           at its end): measured on a busy machine",
+        ],
+    );
+    {
+        let mut quiet_host = l.clone();
+        quiet_host.load.as_mut().unwrap().steal_pct = Some(0.5);
+        let printed = unwrapped(&human(
+            &quiet_host,
+            &Provenance::Cached { path: "p".into() },
+        ));
+        assert_contains(
+            &printed,
+            &["other processes used 40 % of the CPUs during the measurement (load average"],
+        );
+        assert!(!printed.contains("hypervisor"), "{printed}");
+    }
     assert_contains(
         &printed,
         &[

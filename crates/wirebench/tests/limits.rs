@@ -11,6 +11,7 @@ use crate::common::{serial, shared, wb_state, StateDir, BIN};
 use wirebench_model::limits::{LimitsResult, MemoryRow, LIMITS_SCHEMA_VERSION};
 use wirebench_model::result::RunResult;
 use wirebench_stats::summary::Spread;
+use wirebench_testkit::steal::StealTicks;
 
 /// `wirebench limits ARGS --json` in `dir`, parsed.
 fn limits_json(dir: &Path, args: &[&str]) -> LimitsResult {
@@ -182,7 +183,9 @@ fn copy_bandwidth_agrees_with_an_independent_probe() {
 fn json_fits_the_schema_and_is_cached_per_boot() {
     let g = serial();
     let dir = StateDir::new("cache");
+    let steal_before = StealTicks::now();
     let first = wb_state(&dir.0, &["limits", "--json", "--quick"]);
+    let steal_after = StealTicks::now();
     assert_eq!(first.code, 0, "{}", first.stderr);
     let doc: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
     let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/limits.schema.json");
@@ -207,6 +210,23 @@ fn json_fits_the_schema_and_is_cached_per_boot() {
 
     let l1 = LimitsResult::from_json(&first.stdout).unwrap();
     assert_eq!(l1.boot_id.as_deref(), Some(boot_id().as_str()));
+    // The load it was measured under: the hypervisor's share is part of the other work's,
+    // and no more than /proc/stat counted stolen around the whole command (the measurement
+    // lies inside it; two 10 ms units of rounding per CPU).
+    let load = l1.load.as_ref().expect("the load");
+    let steal_pct = load.steal_pct.expect("the steal");
+    assert!(
+        (0.0..=load.other_busy_pct + 1e-9).contains(&steal_pct),
+        "{load:?}"
+    );
+    let stolen_s: f64 = (0..l1.cpus as usize)
+        .map(|cpu| steal_before.stolen_since(&steal_after, cpu).as_secs_f64())
+        .sum();
+    let reported_s = steal_pct / 100.0 * l1.duration_ms as f64 / 1e3 * f64::from(l1.cpus);
+    assert!(
+        reported_s <= stolen_s + 0.02 * f64::from(l1.cpus),
+        "{reported_s:.3} s stolen by the report, {stolen_s:.3} s by /proc/stat around it"
+    );
     assert!(l1.quick);
     assert!(l1.syscall.as_ref().unwrap().syscall_ns.median > 0.0);
     let w = l1.wakeup.as_ref().unwrap();

@@ -158,10 +158,19 @@ fn header(out: &mut String, l: &LimitsResult, from: &Provenance) {
 /// stayed implausible after they were measured again.
 fn load_and_plausibility(out: &mut String, l: &LimitsResult) {
     if let Some(load) = &l.load {
-        let mut t = format!(
-            "other processes used {:.0} % of the CPUs during the measurement",
-            load.other_busy_pct
-        );
+        // The hypervisor's share shows once it is a whole percent of the CPUs.
+        let mut t = match load.steal_pct.filter(|p| *p >= 1.0) {
+            Some(steal) => format!(
+                "other processes used {:.0} % of the CPUs during the measurement, and the \
+                 hypervisor took {steal:.0} % (steal: it ran something else on these virtual \
+                 CPUs)",
+                (load.other_busy_pct - steal).max(0.0)
+            ),
+            None => format!(
+                "other processes used {:.0} % of the CPUs during the measurement",
+                load.other_busy_pct
+            ),
+        };
         if let Some(end) = load.load_average_1m_end {
             t.push_str(&format!(" (load average {end:.2} at its end)"));
         }

@@ -102,9 +102,10 @@ impl LoadMark {
         }
     }
 
-    /// Other processes' share of all CPUs from `self` to `later`, percent: the machine's
-    /// busy time (`/proc/stat`) less this process's own CPU time.
-    fn other_busy_pct(&self, later: &LoadMark) -> Option<f64> {
+    /// Other work's share of all CPUs from `self` to `later`, percent: the machine's busy
+    /// time (`/proc/stat`) less this process's own CPU time; and the share of it the
+    /// hypervisor took (steal).
+    fn other_busy_pct(&self, later: &LoadMark) -> Option<(f64, f64)> {
         let (b, a) = (self.stat.as_ref()?, later.stat.as_ref()?);
         let window_ns = later.at.duration_since(self.at).as_nanos();
         let u = wirebench_stats::cpu::system_utilization(
@@ -115,7 +116,8 @@ impl LoadMark {
         .ok()?;
         let own_ns = later.own_ns?.saturating_sub(self.own_ns?) as f64;
         let all_ns = window_ns as f64 * f64::from(u.cpus);
-        (all_ns > 0.0).then(|| (u.total.busy_pct - own_ns / all_ns * 100.0).max(0.0))
+        let other = (u.total.busy_pct - own_ns / all_ns * 100.0).max(0.0);
+        (all_ns > 0.0).then_some((other, u.total.steal_pct.min(other)))
     }
 }
 
@@ -146,9 +148,10 @@ fn measure(quick: bool, json: bool) -> LimitsResult {
     drop(bar);
     let load = mark
         .other_busy_pct(&LoadMark::now())
-        .map(|other| LimitsLoad {
+        .map(|(other, steal)| LimitsLoad {
             load_average_1m_end: wirebench_sys::host::load_average_1m(),
             other_busy_pct: other,
+            steal_pct: Some(steal),
             busy: other >= BUSY_OTHER_PCT,
         });
     let rows: Vec<_> = samples.memory.iter().map(memory_row).collect();
