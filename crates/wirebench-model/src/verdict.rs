@@ -149,10 +149,10 @@ pub enum Limiter {
         /// Other processes' CPU time over the window, percent of one CPU.
         other_util_pct_of_one_cpu: f64,
     },
-    /// The hypervisor took the virtual CPU the test needed: the CPU was saturated, and for
-    /// a large share of the window (`steal` in `/proc/stat`) the host ran something else
-    /// on it while this guest had work to run. The test got less than a CPU; neither its
-    /// work nor this guest's other processes were the limit.
+    /// The hypervisor took the virtual CPU the test needed: the CPU was saturated, the
+    /// test's threads worked or waited there, and for a large share of the window (`steal`
+    /// in `/proc/stat`) the host ran something else on it while this guest had work to
+    /// run. The test got that much less than a CPU.
     HostSteal {
         /// The end whose threads could run on it (`None`: both, or it cannot be told).
         host: Option<HostRole>,

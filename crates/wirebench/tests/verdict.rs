@@ -506,10 +506,12 @@ fn a_cpu_shared_with_a_spinning_process_is_the_limit_and_the_wait_is_counted() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
+    let steal_before = wirebench_testkit::steal::StealTicks::now();
     let client = Guarded::spawn(&mut c);
     let pid = client.id();
     let seen = common::threads::watch_threads(pid, "wb-rr-", Duration::from_secs(30));
     let out = client.wait_with_output();
+    let steal_after = wirebench_testkit::steal::StealTicks::now();
     let lifetime_ns = started.elapsed().as_nanos() as u64;
     assert!(
         out.status.success(),
@@ -559,9 +561,23 @@ fn a_cpu_shared_with_a_spinning_process_is_the_limit_and_the_wait_is_counted() {
         seen.run_delay_ns
     );
     // The ends' threads that used a quarter of a CPU make it CPU-bound; lighter ones that
-    // waited while the spinner (another process to them) held the CPU make a busy host.
+    // waited while the spinner (another process to them) held the CPU make a busy host;
+    // either is the host's steal when the hypervisor took a quarter of CPU 1 (a contended
+    // host), which /proc/stat's steal around the run must hold (its tick accounting's slack
+    // beside).
     match verdict(&r).limiter {
         Limiter::Cpu { cpu: 1, .. } => {}
+        Limiter::HostSteal {
+            cpu: 1, steal_pct, ..
+        } => {
+            assert!(steal_pct >= 25.0, "{steal_pct}");
+            let stolen = steal_before.stolen_since(&steal_after, 1)
+                + wirebench_testkit::steal::STEAL_SLACK_PER_CPU;
+            assert!(
+                steal_pct / 100.0 * window_ns as f64 <= stolen.as_nanos() as f64,
+                "{steal_pct} % of {window_ns} ns stolen by the report, {stolen:?} by /proc/stat"
+            );
+        }
         Limiter::BusyHost {
             cpu: 1,
             threads_util_pct_of_one_cpu,

@@ -41,11 +41,11 @@
 //!    busy while the test's threads neither ran nor waited there did not limit the test (the
 //!    evidence still shows it, with the busiest other processes). The end named is the one
 //!    whose data threads could run there (both ends of a namespace or loopback test share
-//!    one kernel). When the hypervisor took at least [`STEAL_LIMIT_PCT`] % of that saturated
-//!    CPU's window (`steal`: a virtual CPU the host ran something else on while this guest
-//!    had work for it), the **host's steal** is the limit instead, whoever's work the rest
-//!    was: the test got that much less than a CPU, and no change to the test or this
-//!    guest gives it back.
+//!    one kernel). When the hypervisor took at least [`STEAL_LIMIT_PCT`] % of such a CPU's
+//!    window (`steal`: a virtual CPU the host ran something else on while this guest had
+//!    work for it), the **host's steal** is named in place of the CPU or the busy host: the
+//!    test got that much less than a CPU, and no change to the test or this guest gives it
+//!    back. Steal on a CPU the test neither worked nor waited on is evidence only.
 //! 5. **The path** (stream, not over loopback) — the senders' median smoothed round trip
 //!    over the window rose at least [`QUEUE_RISE_PCT`] % and [`QUEUE_RISE_MIN_NS`] ns above
 //!    their minimum round trip (TCP_INFO): a queue formed at a bottleneck downstream of the
@@ -342,21 +342,6 @@ fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> CpuFinding {
         .filter(|c| c.cpus_used.is_empty() || c.cpus_used.contains(&n))
         .collect();
     let host = (users.len() == 1).then(|| users[0].host);
-    if b.steal_pct >= STEAL_LIMIT_PCT {
-        return CpuFinding {
-            cpu: Some(Limiter::HostSteal {
-                host,
-                cpu: n,
-                busy_pct: b.busy_pct,
-                steal_pct: b.steal_pct,
-                threads_util_pct_of_one_cpu: users
-                    .iter()
-                    .map(|c| c.threads_util_pct_of_one_cpu)
-                    .fold(0.0, f64::max),
-            }),
-            busy_host: None,
-        };
-    }
     let worked = users
         .iter()
         .any(|c| c.threads_util_pct_of_one_cpu >= OWN_WORK_PCT);
@@ -367,6 +352,18 @@ fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> CpuFinding {
             let d = |c: &&&EndCpu| run_delay_pct(c).unwrap_or(0.0);
             d(a).total_cmp(&d(b))
         });
+    // A CPU the test needed (it worked or waited there) of which the hypervisor took a
+    // quarter: the host's limit, in place of whichever of the two below it would be.
+    let stolen = (b.steal_pct >= STEAL_LIMIT_PCT).then(|| Limiter::HostSteal {
+        host,
+        cpu: n,
+        busy_pct: b.busy_pct,
+        steal_pct: b.steal_pct,
+        threads_util_pct_of_one_cpu: users
+            .iter()
+            .map(|c| c.threads_util_pct_of_one_cpu)
+            .fold(0.0, f64::max),
+    });
     let saturated = Limiter::Cpu {
         host,
         cpu: n,
@@ -377,7 +374,7 @@ fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> CpuFinding {
     };
     if worked || b.softirq_pct >= OWN_WORK_PCT {
         return CpuFinding {
-            cpu: Some(saturated),
+            cpu: Some(stolen.unwrap_or(saturated)),
             busy_host: None,
         };
     }
@@ -392,17 +389,17 @@ fn cpu_evidence(cpu: &[EndCpu], evidence: &mut Vec<Evidence>) -> CpuFinding {
     {
         Some(o) => CpuFinding {
             cpu: None,
-            busy_host: Some(Limiter::BusyHost {
+            busy_host: Some(stolen.unwrap_or(Limiter::BusyHost {
                 host,
                 cpu: n,
                 busy_pct: b.busy_pct,
                 threads_util_pct_of_one_cpu: w.threads_util_pct_of_one_cpu,
                 threads_run_delay_pct: run_delay_pct(w).unwrap_or(0.0),
                 other_util_pct_of_one_cpu: o,
-            }),
+            })),
         },
         None => CpuFinding {
-            cpu: Some(saturated),
+            cpu: Some(stolen.unwrap_or(saturated)),
             busy_host: None,
         },
     }

@@ -271,9 +271,9 @@ fn a_cpu_busy_with_another_processs_work_is_evidence_not_the_limit() {
     assert_eq!(limit(&p), None);
 }
 
-/// Rule 4, a virtual CPU: a saturated CPU the hypervisor took a quarter or more of is
-/// the host's limit, whatever the test's threads did; less steal leaves rule 4 as it was,
-/// and the evidence carries the steal either way. The breakdowns come from two
+/// Rule 4, a virtual CPU: a saturated CPU the test needed, of which the hypervisor took a
+/// quarter or more, is the host's limit; less steal leaves rule 4 as it was, and the
+/// evidence carries the steal either way. The breakdowns come from two
 /// `/proc/stat` readings, as a run takes them.
 #[test]
 fn a_saturated_cpu_the_hypervisor_took_is_the_hosts_limit() {
@@ -327,17 +327,37 @@ fn a_saturated_cpu_the_hypervisor_took_is_the_hosts_limit() {
         matches!(ev[..], [Evidence::BusiestCpu { steal_pct: Some(p), .. }] if (p - 50.0).abs() < 1e-9),
         "{ev:?}"
     );
-    // Light threads that waited while other processes ran: still the host's steal, not
-    // the busy host, once the hypervisor took a quarter of the CPU.
+    // Light threads that waited while other processes ran: the host's steal in the busy
+    // host's place (named after the path), once the hypervisor took a quarter of the CPU.
     let mut c = end(25, 1.0);
     c.threads_run_delay_ns = Some(300_000_000);
     c.other_util_pct_of_one_cpu = Some(70.0);
+    let found = cpu_evidence(std::slice::from_ref(&c), &mut Vec::new());
+    assert_eq!(found.cpu, None);
+    assert!(
+        matches!(found.busy_host, Some(Limiter::HostSteal { cpu: 1, .. })),
+        "{found:?}"
+    );
+    // Light threads that waited with other processes quiet (the ends waited for each
+    // other): the host's steal in the CPU's place.
+    c.other_util_pct_of_one_cpu = Some(5.0);
     let found = cpu_evidence(std::slice::from_ref(&c), &mut Vec::new());
     assert!(
         matches!(found.cpu, Some(Limiter::HostSteal { cpu: 1, .. })),
         "{found:?}"
     );
-    assert_eq!(found.busy_host, None);
+    // A CPU the test neither worked nor waited on limits nothing, stolen or not: a shaped
+    // path beside busy CPUs is still the path's.
+    c.threads_run_delay_ns = Some(1_000_000);
+    let mut ev = Vec::new();
+    assert_eq!(
+        cpu_evidence(std::slice::from_ref(&c), &mut ev),
+        CpuFinding::default()
+    );
+    assert!(
+        matches!(ev[..], [Evidence::BusiestCpu { steal_pct: Some(p), .. }] if (p - 25.0).abs() < 1e-9),
+        "{ev:?}"
+    );
     // Below a quarter: rule 4 as before (the test's work kept the CPU busy), the steal
     // kept as evidence.
     let c = end(20, 80.0);
