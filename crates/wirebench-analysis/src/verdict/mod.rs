@@ -292,9 +292,10 @@ fn run_delay_pct(c: &EndCpu) -> Option<f64> {
         .map(|ns| 100.0 * ns as f64 / c.window_ns as f64)
 }
 
-/// What rule 4 found: the saturated CPU the test's own work kept busy, or the hypervisor
-/// took a large share of (the limit, `cpu`), or the one its light threads waited for while
-/// other processes held it (a busy host, named after the path).
+/// What rule 4 found: the saturated CPU the test's own work kept busy (the limit, `cpu`), or
+/// the one its light threads waited for while other processes held it (a busy host, named
+/// after the path); either is the host's steal instead when the hypervisor took a quarter
+/// of that CPU.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct CpuFinding {
     cpu: Option<Limiter>,
