@@ -412,7 +412,8 @@ fn suggestion_text(s: Suggestion) -> &'static str {
         }
         Suggestion::DedicatedCpus => {
             "a virtual machine with dedicated CPUs (or a less contended host or instance type), or \
-             bare metal: the hypervisor took this one's; run again when its neighbours are quiet"
+             bare metal: the hypervisor took CPU time from this one; or run again when its \
+             neighbours are quiet"
         }
         Suggestion::RefreshLimits => {
             "wirebench limits --refresh (on a quiet machine): a limit this run exceeded was \
