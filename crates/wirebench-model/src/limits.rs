@@ -171,6 +171,14 @@ pub struct LimitsLoad {
     pub busy: bool,
 }
 
+impl LimitsLoad {
+    /// Other processes' share of `other_busy_pct`: what is left without the hypervisor's
+    /// (`steal_pct`), percent of all CPUs together.
+    pub fn other_processes_pct(&self) -> f64 {
+        (self.other_busy_pct - self.steal_pct.unwrap_or(0.0)).max(0.0)
+    }
+}
+
 /// Other processes' share of the CPUs from which a measurement of the limits is marked busy,
 /// percent: a quarter of a 2-CPU machine is half a CPU, time the probes' pinned threads
 /// share.

@@ -643,6 +643,14 @@ pub struct EndCpu {
     pub threads_service_demand_us_per_tx: Option<f64>,
 }
 
+impl EndCpu {
+    /// The CPU time the hypervisor took from this end's CPUs over its window
+    /// (`system.steal_pct` of window × CPUs, `/proc/stat`'s `steal`), ns.
+    pub fn stolen_cpu_ns(&self) -> u64 {
+        (self.system.steal_pct / 100.0 * self.window_ns as f64 * f64::from(self.cpus)) as u64
+    }
+}
+
 /// Confidence intervals over the runs of an invocation.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct Aggregate {

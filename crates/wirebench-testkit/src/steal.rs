@@ -17,29 +17,27 @@ pub const USER_HZ: u64 = 100;
 pub struct StealTicks(pub Vec<u64>);
 
 impl StealTicks {
-    /// Reads `/proc/stat` now (the `cpuN` lines, eighth value).
+    /// Reads `/proc/stat` now (the `cpuN` lines' `steal`).
     pub fn now() -> StealTicks {
         let text = std::fs::read_to_string("/proc/stat").expect("read /proc/stat");
         StealTicks::parse(&text)
     }
 
-    /// Parses the per-CPU lines of a `/proc/stat` text; a CPU without a line reads 0.
+    /// The per-CPU steal of a `/proc/stat` text (read by wirebench-stats' parser); a CPU
+    /// without a line reads 0.
+    ///
+    /// # Panics
+    ///
+    /// If the text is not a `/proc/stat` (no aggregate `cpu` line, a malformed one).
     pub fn parse(text: &str) -> StealTicks {
+        let stat = wirebench_stats::cpu::parse_proc_stat(text).expect("a /proc/stat text");
         let mut ticks = Vec::new();
-        for line in text.lines() {
-            let mut f = line.split_ascii_whitespace();
-            let Some(cpu) = f.next().and_then(|n| n.strip_prefix("cpu")) else {
-                continue;
-            };
-            let Ok(cpu) = cpu.parse::<usize>() else {
-                continue; // the "cpu" total line
-            };
-            // user nice system idle iowait irq softirq steal
-            let steal = f.nth(7).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        for (cpu, t) in &stat.per_cpu {
+            let cpu = *cpu as usize;
             if ticks.len() <= cpu {
                 ticks.resize(cpu + 1, 0);
             }
-            ticks[cpu] = steal;
+            ticks[cpu] = t.steal;
         }
         StealTicks(ticks)
     }

@@ -164,7 +164,7 @@ fn load_and_plausibility(out: &mut String, l: &LimitsResult) {
                 "other processes used {:.0} % of the CPUs during the measurement, and the \
                  hypervisor took {steal:.0} % (steal: it ran something else on these virtual \
                  CPUs)",
-                (load.other_busy_pct - steal).max(0.0)
+                load.other_processes_pct()
             ),
             None => format!(
                 "other processes used {:.0} % of the CPUs during the measurement",

@@ -399,7 +399,7 @@ fn run_block(out: &mut String, run: &RunRecord, total_runs: usize, r: &RunResult
             .cpu
             .iter()
             .find(|c| c.host == p.host && c.cpus as usize == r.cpus.len())
-            .map(|c| (c.system.steal_pct / 100.0 * c.window_ns as f64 * f64::from(c.cpus)) as u64);
+            .map(EndCpu::stolen_cpu_ns);
         profile::block(out, p, r, profile_cost, stolen_cpu_ns);
     }
     if r.spec.as_ref().is_some_and(|sp| sp.tcp().is_some()) {
